@@ -1,0 +1,297 @@
+//! The launch plan (`launch-plan` in wit/planner.wit). Field order matches the WIT.
+
+use serde::{Deserialize, Serialize};
+
+/// Where a model came from (rule M2).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(enum)
+)]
+#[repr(u8)]
+pub enum ModelOrigin {
+    /// Named by the step.
+    #[cfg_attr(feature = "wasmtime", component(name = "explicit"))]
+    Explicit,
+    /// Configured on the agent.
+    #[cfg_attr(feature = "wasmtime", component(name = "configured"))]
+    Configured,
+    /// The parent session's model.
+    #[cfg_attr(feature = "wasmtime", component(name = "inherited"))]
+    Inherited,
+}
+
+/// The seven thinking levels, lowest first (rule T1); `Ord` follows that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(enum)
+)]
+#[repr(u8)]
+pub enum ThinkingLevel {
+    /// No thinking.
+    #[cfg_attr(feature = "wasmtime", component(name = "off"))]
+    Off,
+    /// Minimal.
+    #[cfg_attr(feature = "wasmtime", component(name = "minimal"))]
+    Minimal,
+    /// Low.
+    #[cfg_attr(feature = "wasmtime", component(name = "low"))]
+    Low,
+    /// Medium.
+    #[cfg_attr(feature = "wasmtime", component(name = "medium"))]
+    Medium,
+    /// High.
+    #[cfg_attr(feature = "wasmtime", component(name = "high"))]
+    High,
+    /// Extra high.
+    #[cfg_attr(feature = "wasmtime", component(name = "xhigh"))]
+    Xhigh,
+    /// Maximum.
+    #[cfg_attr(feature = "wasmtime", component(name = "max"))]
+    Max,
+}
+
+impl ThinkingLevel {
+    /// All levels, lowest first.
+    pub const ALL: [Self; 7] = [
+        Self::Off,
+        Self::Minimal,
+        Self::Low,
+        Self::Medium,
+        Self::High,
+        Self::Xhigh,
+        Self::Max,
+    ];
+
+    /// The level's name as written in model strings and settings.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Minimal => "minimal",
+            Self::Low => "low",
+            Self::Medium => "medium",
+            Self::High => "high",
+            Self::Xhigh => "xhigh",
+            Self::Max => "max",
+        }
+    }
+
+    /// The level with exactly this (case-sensitive) name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|level| level.name() == name)
+    }
+}
+
+/// A saved machine a child is placed on (rule P14).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct MachineRef {
+    /// Always `herdr`.
+    pub provider: String,
+    /// Catalog id.
+    pub id: String,
+    /// Label, when present.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// Safe ssh target.
+    pub target: String,
+    /// Herdr session, when not `default`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// Remote working directory.
+    pub cwd: String,
+}
+
+/// One launched child.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct PlanStep {
+    /// Agent name.
+    pub agent: String,
+    /// Request step index.
+    #[cfg_attr(feature = "wasmtime", component(name = "step-index"))]
+    pub step_index: u32,
+    /// Index within the parallel group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "task-index"))]
+    pub task_index: Option<u32>,
+    /// Task text.
+    pub task: String,
+    /// Final model string.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Model as requested.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "requested-model"))]
+    pub requested_model: Option<String>,
+    /// Where the model came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "model-origin"))]
+    pub model_origin: Option<ModelOrigin>,
+    /// Effective thinking level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingLevel>,
+    /// Enforced ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "thinking-ceiling"))]
+    pub thinking_ceiling: Option<ThinkingLevel>,
+    /// Context window of the selected model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "context-limit"))]
+    pub context_limit: Option<u64>,
+    /// Placement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<MachineRef>,
+    /// Working directory.
+    pub cwd: String,
+    /// Working directory as requested.
+    #[cfg_attr(feature = "wasmtime", component(name = "requested-cwd"))]
+    pub requested_cwd: String,
+    /// Effective output schema (JSON text).
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
+    pub output_schema: Option<String>,
+    /// Whether structured output is required.
+    pub structured: bool,
+    /// Whether the child runs in a managed worktree (written only when true).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub worktree: bool,
+}
+
+/// One child in the workflow graph.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct GraphNode {
+    /// Agent name.
+    pub agent: String,
+    /// Effective output schema (JSON text).
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
+    pub output_schema: Option<String>,
+    /// Whether the child is structured.
+    pub structured: bool,
+}
+
+/// One request step of the graph: a node, or `{"parallel": [nodes]}` in JSON.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "GraphStepWire", into = "GraphStepWire")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(variant)
+)]
+pub enum GraphStep {
+    /// A sequential step.
+    #[cfg_attr(feature = "wasmtime", component(name = "sequential"))]
+    Sequential(GraphNode),
+    /// A parallel group.
+    #[cfg_attr(feature = "wasmtime", component(name = "parallel"))]
+    Parallel(Vec<GraphNode>),
+}
+
+/// JSON shape of [`GraphStep`].
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(untagged)]
+enum GraphStepWire {
+    Parallel { parallel: Vec<GraphNode> },
+    Sequential(GraphNode),
+}
+
+impl From<GraphStepWire> for GraphStep {
+    fn from(wire: GraphStepWire) -> Self {
+        match wire {
+            GraphStepWire::Parallel { parallel } => Self::Parallel(parallel),
+            GraphStepWire::Sequential(node) => Self::Sequential(node),
+        }
+    }
+}
+
+impl From<GraphStep> for GraphStepWire {
+    fn from(step: GraphStep) -> Self {
+        match step {
+            GraphStep::Parallel(parallel) => Self::Parallel { parallel },
+            GraphStep::Sequential(node) => Self::Sequential(node),
+        }
+    }
+}
+
+/// The workflow graph of a chain or parallel run (rule S5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct Graph {
+    /// One entry per request step.
+    pub steps: Vec<GraphStep>,
+}
+
+/// The result of planning.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct LaunchPlan {
+    /// Children in flat execution order.
+    pub steps: Vec<PlanStep>,
+    /// Workflow graph (chain and parallel modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph: Option<Graph>,
+    /// Non-fatal notes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}

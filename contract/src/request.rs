@@ -1,0 +1,385 @@
+//! The planning request (`plan-request` in wit/planner.wit). Field order matches the WIT.
+
+use crate::loose::{LooseString, LooseStrings, ThinkingSetting};
+use serde::{Deserialize, Serialize};
+
+/// The parent session's model (rule M1).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct ParentModel {
+    /// Provider; a non-string value arrives as `None` (M1 treats it as absent).
+    #[serde(default, deserialize_with = "crate::loose::string_or_none")]
+    pub provider: Option<String>,
+    /// Model id; a non-string value arrives as `None`.
+    #[serde(default, deserialize_with = "crate::loose::string_or_none")]
+    pub id: Option<String>,
+}
+
+/// One entry of the model registry.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct ModelEntry {
+    /// Provider id.
+    pub provider: String,
+    /// Model id within the provider.
+    pub id: String,
+    /// Human-readable name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Whether the model reasons (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<bool>,
+    /// Advertised thinking levels (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "thinking-levels"))]
+    pub thinking_levels: Option<Vec<String>>,
+    /// Context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "context-window"))]
+    pub context_window: Option<f64>,
+}
+
+/// One model-scope rule.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct ModelScope {
+    /// Allowed patterns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow: Option<LooseStrings>,
+    /// Whether the rule is enforced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enforce: Option<bool>,
+    /// Where the rule came from, for messages.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+    /// Whether violations by inherited/configured models fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
+    /// Agent the rule is limited to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+/// How an agent runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct Runner {
+    /// `native`, `external-cli`, `external-job` or another value.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "type"))]
+    pub kind: Option<String>,
+    /// Adapter id for `external-cli`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
+}
+
+/// An agent definition as the planner sees it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct Agent {
+    /// Unique agent name.
+    pub name: String,
+    /// Configured model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<LooseString>,
+    /// Default thinking value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingSetting>,
+    /// Preferred provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "model-provider"))]
+    pub model_provider: Option<String>,
+    /// Per-agent thinking ceiling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "max-thinking"))]
+    pub max_thinking: Option<LooseString>,
+    /// Default machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<LooseString>,
+    /// How the agent runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Runner>,
+    /// Default output schema (JSON text).
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
+    pub output_schema: Option<String>,
+}
+
+/// A task of a parallel group. On the wire a task is a step that is not itself a group.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", try_from = "Step")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct Task {
+    /// Agent name.
+    pub agent: String,
+    /// Task text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Model override.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub model: Option<LooseString>,
+    /// Thinking override.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingSetting>,
+    /// Machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub machine: Option<LooseString>,
+    /// Working directory.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<LooseString>,
+    /// Output-schema override (JSON text).
+    #[serde(with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
+    pub output_schema: Option<String>,
+    /// Ignored worktree flag (rule L4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<bool>,
+}
+
+/// A request step or parallel group.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct Step {
+    /// Agent name (not used by a group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// Task text (not used by a group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// Model override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<LooseString>,
+    /// Thinking override.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<ThinkingSetting>,
+    /// Machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<LooseString>,
+    /// Working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<LooseString>,
+    /// Output-schema override (JSON text).
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
+    pub output_schema: Option<String>,
+    /// Worktree flag; only `true` counts.
+    #[serde(default, deserialize_with = "crate::loose::true_or_none", skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<bool>,
+    /// Tasks of a parallel group.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<Vec<Task>>,
+}
+
+/// How the steps run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(enum)
+)]
+#[repr(u8)]
+pub enum Mode {
+    /// Exactly one step.
+    #[cfg_attr(feature = "wasmtime", component(name = "single"))]
+    Single,
+    /// Sequential steps.
+    #[cfg_attr(feature = "wasmtime", component(name = "chain"))]
+    Chain,
+    /// Side by side.
+    #[cfg_attr(feature = "wasmtime", component(name = "parallel"))]
+    Parallel,
+}
+
+/// Run-level launch options.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct LaunchOptions {
+    /// Machine for every step that names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine: Option<LooseString>,
+    /// Working directory (remote when `machine` is set).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<LooseString>,
+    /// Run-level worktree flag; only `true` counts.
+    #[serde(default, deserialize_with = "crate::loose::true_or_none", skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<bool>,
+}
+
+/// Herdr machine settings per scope (JSON text of each parsed settings object).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct MachineSettings {
+    /// User settings object.
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Project settings object.
+    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+}
+
+/// The whole planning request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct PlanRequest {
+    /// Local runner directory (absolute).
+    pub cwd: String,
+    /// How the steps run.
+    pub mode: Mode,
+    /// The steps.
+    pub steps: Vec<Step>,
+    /// Every agent a step may name.
+    #[serde(default)]
+    pub agents: Vec<Agent>,
+    /// The parent session's model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "parent-model"))]
+    pub parent_model: Option<ParentModel>,
+    /// Preferred provider of the session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "current-model-provider"))]
+    pub current_model_provider: Option<String>,
+    /// The model registry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "available-models"))]
+    pub available_models: Option<Vec<ModelEntry>>,
+    /// Scoped models (not interpreted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "scoped-models"))]
+    pub scoped_models: Option<Vec<String>>,
+    /// Model-scope rules.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "model-scopes"))]
+    pub model_scopes: Option<Vec<ModelScope>>,
+    /// Thinking ceiling from settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "thinking-ceiling"))]
+    pub thinking_ceiling: Option<LooseString>,
+    /// Thinking ceiling inherited from a parent runtime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "inherited-thinking-ceiling"))]
+    pub inherited_thinking_ceiling: Option<LooseString>,
+    /// Run-level launch options.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch: Option<LaunchOptions>,
+    /// Raw Herdr catalog text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "machine-catalog"))]
+    pub machine_catalog: Option<LooseString>,
+    /// Herdr machine settings.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "machine-settings"))]
+    pub machine_settings: Option<MachineSettings>,
+    /// Host platform.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub platform: Option<String>,
+}
+
+impl TryFrom<Step> for Task {
+    type Error = String;
+
+    fn try_from(step: Step) -> Result<Self, Self::Error> {
+        if step.parallel.is_some() {
+            return Err("a task of a parallel group cannot itself be a parallel group (rule L1)".into());
+        }
+        let agent = step.agent.ok_or("missing field `agent`")?;
+        Ok(Self {
+            agent,
+            task: step.task,
+            model: step.model,
+            thinking: step.thinking,
+            machine: step.machine,
+            cwd: step.cwd,
+            output_schema: step.output_schema,
+            worktree: step.worktree,
+        })
+    }
+}

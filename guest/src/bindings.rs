@@ -1,0 +1,261 @@
+//! The component's WIT glue: the only file that knows wit-bindgen. It converts the generated
+//! WIT types to the contract types and back, and exports the planner.
+
+wit_bindgen::generate!({
+    world: "planner-component",
+    path: "../wit",
+});
+
+use exports::sublaunch::planner::planner::Guest;
+use exports::sublaunch::planner::types as wit;
+use sublaunch_contract as c;
+
+struct Planner;
+
+impl Guest for Planner {
+    fn plan(request: wit::PlanRequest) -> Result<wit::LaunchPlan, wit::PlanError> {
+        crate::plan(&request.into()).map(Into::into).map_err(Into::into)
+    }
+
+    fn plan_json(request: String) -> Result<String, wit::PlanError> {
+        crate::plan_json(request.as_bytes()).map_err(Into::into)
+    }
+}
+
+export!(Planner);
+
+impl From<wit::LooseString> for c::LooseString {
+    fn from(value: wit::LooseString) -> Self {
+        match value {
+            wit::LooseString::Text(text) => Self::Text(text),
+            wit::LooseString::NotText(json) => Self::NotText(json),
+        }
+    }
+}
+
+impl From<wit::LooseStrings> for c::LooseStrings {
+    fn from(value: wit::LooseStrings) -> Self {
+        match value {
+            wit::LooseStrings::Strings(items) => Self::Strings(items),
+            wit::LooseStrings::NotStrings(json) => Self::NotStrings(json),
+        }
+    }
+}
+
+impl From<wit::ThinkingSetting> for c::ThinkingSetting {
+    fn from(value: wit::ThinkingSetting) -> Self {
+        match value {
+            wit::ThinkingSetting::Text(text) => Self::Text(text),
+            wit::ThinkingSetting::Disabled => Self::Disabled,
+            wit::ThinkingSetting::Invalid(json) => Self::Invalid(json),
+        }
+    }
+}
+
+impl From<wit::Agent> for c::Agent {
+    fn from(a: wit::Agent) -> Self {
+        Self {
+            name: a.name,
+            model: a.model.map(Into::into),
+            thinking: a.thinking.map(Into::into),
+            model_provider: a.model_provider,
+            max_thinking: a.max_thinking.map(Into::into),
+            machine: a.machine.map(Into::into),
+            runner: a.runner.map(|r| c::Runner { kind: r.type_, adapter: r.adapter }),
+            output_schema: a.output_schema,
+        }
+    }
+}
+
+impl From<wit::Task> for c::Task {
+    fn from(t: wit::Task) -> Self {
+        Self {
+            agent: t.agent,
+            task: t.task,
+            model: t.model.map(Into::into),
+            thinking: t.thinking.map(Into::into),
+            machine: t.machine.map(Into::into),
+            cwd: t.cwd.map(Into::into),
+            output_schema: t.output_schema,
+            worktree: t.worktree,
+        }
+    }
+}
+
+impl From<wit::Step> for c::Step {
+    fn from(s: wit::Step) -> Self {
+        Self {
+            agent: s.agent,
+            task: s.task,
+            model: s.model.map(Into::into),
+            thinking: s.thinking.map(Into::into),
+            machine: s.machine.map(Into::into),
+            cwd: s.cwd.map(Into::into),
+            output_schema: s.output_schema,
+            worktree: s.worktree,
+            parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
+        }
+    }
+}
+
+impl From<wit::PlanRequest> for c::PlanRequest {
+    fn from(r: wit::PlanRequest) -> Self {
+        Self {
+            cwd: r.cwd,
+            mode: match r.mode {
+                wit::Mode::Single => c::Mode::Single,
+                wit::Mode::Chain => c::Mode::Chain,
+                wit::Mode::Parallel => c::Mode::Parallel,
+            },
+            steps: r.steps.into_iter().map(Into::into).collect(),
+            agents: r.agents.into_iter().map(Into::into).collect(),
+            parent_model: r.parent_model.map(|p| c::ParentModel { provider: p.provider, id: p.id }),
+            current_model_provider: r.current_model_provider,
+            available_models: r.available_models.map(|models| {
+                models
+                    .into_iter()
+                    .map(|m| c::ModelEntry {
+                        provider: m.provider,
+                        id: m.id,
+                        name: m.name,
+                        reasoning: m.reasoning,
+                        thinking_levels: m.thinking_levels,
+                        context_window: m.context_window,
+                    })
+                    .collect()
+            }),
+            scoped_models: r.scoped_models,
+            model_scopes: r.model_scopes.map(|scopes| {
+                scopes
+                    .into_iter()
+                    .map(|s| c::ModelScope {
+                        allow: s.allow.map(Into::into),
+                        enforce: s.enforce,
+                        origin: s.origin,
+                        strict: s.strict,
+                        agent: s.agent,
+                    })
+                    .collect()
+            }),
+            thinking_ceiling: r.thinking_ceiling.map(Into::into),
+            inherited_thinking_ceiling: r.inherited_thinking_ceiling.map(Into::into),
+            launch: r.launch.map(|l| c::LaunchOptions {
+                machine: l.machine.map(Into::into),
+                cwd: l.cwd.map(Into::into),
+                worktree: l.worktree,
+            }),
+            machine_catalog: r.machine_catalog.map(Into::into),
+            machine_settings: r
+                .machine_settings
+                .map(|s| c::MachineSettings { user: s.user, project: s.project }),
+            platform: r.platform,
+        }
+    }
+}
+
+impl From<c::ThinkingLevel> for wit::ThinkingLevel {
+    fn from(level: c::ThinkingLevel) -> Self {
+        match level {
+            c::ThinkingLevel::Off => Self::Off,
+            c::ThinkingLevel::Minimal => Self::Minimal,
+            c::ThinkingLevel::Low => Self::Low,
+            c::ThinkingLevel::Medium => Self::Medium,
+            c::ThinkingLevel::High => Self::High,
+            c::ThinkingLevel::Xhigh => Self::Xhigh,
+            c::ThinkingLevel::Max => Self::Max,
+        }
+    }
+}
+
+impl From<c::GraphNode> for wit::GraphNode {
+    fn from(n: c::GraphNode) -> Self {
+        Self { agent: n.agent, output_schema: n.output_schema, structured: n.structured }
+    }
+}
+
+impl From<c::PlanStep> for wit::PlanStep {
+    fn from(s: c::PlanStep) -> Self {
+        Self {
+            agent: s.agent,
+            step_index: s.step_index,
+            task_index: s.task_index,
+            task: s.task,
+            model: s.model,
+            requested_model: s.requested_model,
+            model_origin: s.model_origin.map(|origin| match origin {
+                c::ModelOrigin::Explicit => wit::ModelOrigin::Explicit,
+                c::ModelOrigin::Configured => wit::ModelOrigin::Configured,
+                c::ModelOrigin::Inherited => wit::ModelOrigin::Inherited,
+            }),
+            thinking: s.thinking.map(Into::into),
+            thinking_ceiling: s.thinking_ceiling.map(Into::into),
+            context_limit: s.context_limit,
+            machine: s.machine.map(|m| wit::MachineRef {
+                provider: m.provider,
+                id: m.id,
+                label: m.label,
+                target: m.target,
+                session: m.session,
+                cwd: m.cwd,
+            }),
+            cwd: s.cwd,
+            requested_cwd: s.requested_cwd,
+            output_schema: s.output_schema,
+            structured: s.structured,
+            worktree: s.worktree,
+        }
+    }
+}
+
+impl From<c::LaunchPlan> for wit::LaunchPlan {
+    fn from(p: c::LaunchPlan) -> Self {
+        Self {
+            steps: p.steps.into_iter().map(Into::into).collect(),
+            graph: p.graph.map(|g| wit::Graph {
+                steps: g
+                    .steps
+                    .into_iter()
+                    .map(|step| match step {
+                        c::GraphStep::Sequential(node) => wit::GraphStep::Sequential(node.into()),
+                        c::GraphStep::Parallel(nodes) => {
+                            wit::GraphStep::Parallel(nodes.into_iter().map(Into::into).collect())
+                        }
+                    })
+                    .collect(),
+            }),
+            warnings: p.warnings,
+        }
+    }
+}
+
+impl From<c::PlanError> for wit::PlanError {
+    fn from(e: c::PlanError) -> Self {
+        use c::ErrorCode as C;
+        use wit::ErrorCode as W;
+        let code = match e.code {
+            C::InvalidRequest => W::InvalidRequest,
+            C::UnknownAgent => W::UnknownAgent,
+            C::UnknownModel => W::UnknownModel,
+            C::AmbiguousModel => W::AmbiguousModel,
+            C::ModelOutOfScope => W::ModelOutOfScope,
+            C::NoParentModel => W::NoParentModel,
+            C::InvalidThinkingLevel => W::InvalidThinkingLevel,
+            C::ThinkingAboveCeiling => W::ThinkingAboveCeiling,
+            C::RunnerOptionUnsupported => W::RunnerOptionUnsupported,
+            C::StructuredOutputUnsupported => W::StructuredOutputUnsupported,
+            C::InvalidOutputSchema => W::InvalidOutputSchema,
+            C::InvalidMachineName => W::InvalidMachineName,
+            C::MachineNotFound => W::MachineNotFound,
+            C::MachineDisabled => W::MachineDisabled,
+            C::MachineAmbiguous => W::MachineAmbiguous,
+            C::MachineRunnerUnsupported => W::MachineRunnerUnsupported,
+            C::MachineNoRoot => W::MachineNoRoot,
+            C::InvalidMachineSettings => W::InvalidMachineSettings,
+            C::InvalidMachineCatalog => W::InvalidMachineCatalog,
+            C::UnsafeSshTarget => W::UnsafeSshTarget,
+            C::InvalidRemoteCwd => W::InvalidRemoteCwd,
+            C::PlannerFault => W::PlannerFault,
+        };
+        Self { code, message: e.message }
+    }
+}

@@ -1,0 +1,232 @@
+//! The launched children of a request, in flat order (rule L1), and what each inherits from
+//! its group and the launch options (rules L2–L6).
+
+use sublaunch_contract::{LooseString, Mode, PlanError, PlanRequest, Step, Task, ThinkingSetting};
+
+/// Where a child sits in the request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// A step of `single` or `chain` mode that is not a group.
+    Sequential { step: usize },
+    /// Task `task` of the group at request step `step` (`chain` mode).
+    ChainTask { step: usize, task: usize },
+    /// Task `task` of the one group of `parallel` mode (explicit or implicit).
+    ParallelTask { step: usize, task: usize },
+}
+
+impl Position {
+    /// Index of the request step the child comes from (the plan's `stepIndex`).
+    pub fn step_index(self) -> usize {
+        match self {
+            Self::Sequential { step }
+            | Self::ChainTask { step, .. }
+            | Self::ParallelTask { step, .. } => step,
+        }
+    }
+
+    /// Index within its group (the plan's `taskIndex`).
+    pub fn task_index(self) -> Option<usize> {
+        match self {
+            Self::Sequential { .. } => None,
+            Self::ChainTask { task, .. } | Self::ParallelTask { task, .. } => Some(task),
+        }
+    }
+
+    /// How messages locate the child: `step N`, `step N, task M` or `task M` (1-based, L10).
+    pub fn describe(self) -> String {
+        match self {
+            Self::Sequential { step } => format!("step {}", step + 1),
+            Self::ChainTask { step, task } => format!("step {}, task {}", step + 1, task + 1),
+            Self::ParallelTask { task, .. } => format!("task {}", task + 1),
+        }
+    }
+}
+
+/// The fields one child reads from its step or task.
+#[derive(Clone, Copy, Debug)]
+pub struct ChildFields<'r> {
+    /// Agent name.
+    pub agent: &'r str,
+    /// Task text.
+    pub task: &'r str,
+    /// Model override.
+    pub model: Option<&'r LooseString>,
+    /// Thinking override.
+    pub thinking: Option<&'r ThinkingSetting>,
+    /// Own machine.
+    pub machine: Option<&'r LooseString>,
+    /// Own working directory.
+    pub cwd: Option<&'r LooseString>,
+    /// Output-schema override (JSON text).
+    pub output_schema: Option<&'r str>,
+}
+
+/// One launched child.
+#[derive(Clone, Debug)]
+pub struct Child<'r> {
+    /// Where the child sits.
+    pub position: Position,
+    /// JSON path of its step or task, for messages (`steps[0]`, `steps[1].parallel[0]`).
+    pub path: String,
+    /// Its own fields.
+    pub fields: ChildFields<'r>,
+    /// The machine of its group, when it is a task of an explicit group (rule L3).
+    pub group_machine: Option<&'r LooseString>,
+    /// Whether it runs in a managed worktree (rule L4; only `true` counts).
+    pub worktree: bool,
+}
+
+impl Child<'_> {
+    /// The JSON path of one of the child's fields, e.g. `steps[0].thinking`.
+    pub fn field_path(&self, field: &str) -> String {
+        format!("{}.{field}", self.path)
+    }
+}
+
+/// Flattens the request into its children (rule L1), refusing a malformed mode shape with
+/// `invalid-request`.
+pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
+    let launch_worktree = request.launch.as_ref().and_then(|l| l.worktree) == Some(true);
+    let steps = &request.steps;
+    let mut children = Vec::new();
+    match request.mode {
+        Mode::Single => {
+            if steps.len() != 1 {
+                return Err(PlanError::invalid_request(format!(
+                    "Invalid request at steps: single mode needs exactly one step, got {} (rule L1).",
+                    steps.len()
+                )));
+            }
+            let step = &steps[0];
+            if step.parallel.is_some() {
+                return Err(PlanError::invalid_request(
+                    "Invalid request at steps[0].parallel: single mode cannot run a parallel group; use mode \"parallel\" or \"chain\" (rule L1).",
+                ));
+            }
+            let worktree = step.worktree == Some(true) || launch_worktree;
+            children.push(sequential(0, step, worktree)?);
+        }
+        Mode::Chain => {
+            if steps.is_empty() {
+                return Err(PlanError::invalid_request(
+                    "Invalid request at steps: chain mode needs at least one step (rule L1).",
+                ));
+            }
+            for (index, step) in steps.iter().enumerate() {
+                match &step.parallel {
+                    None => children.push(sequential(index, step, step.worktree == Some(true))?),
+                    Some(tasks) => {
+                        let group_worktree = step.worktree == Some(true);
+                        for (task_index, task) in group_tasks(index, tasks)? {
+                            let position = Position::ChainTask { step: index, task: task_index };
+                            children.push(grouped(position, step.machine.as_ref(), task, group_worktree)?);
+                        }
+                    }
+                }
+            }
+        }
+        Mode::Parallel => {
+            if steps.is_empty() {
+                return Err(PlanError::invalid_request(
+                    "Invalid request at steps: parallel mode needs at least one task (rule L1).",
+                ));
+            }
+            match steps.as_slice() {
+                [group @ Step { parallel: Some(tasks), .. }] => {
+                    let group_worktree = group.worktree == Some(true);
+                    for (task_index, task) in group_tasks(0, tasks)? {
+                        let position = Position::ParallelTask { step: 0, task: task_index };
+                        children.push(grouped(position, group.machine.as_ref(), task, group_worktree)?);
+                    }
+                }
+                _ => {
+                    for (index, step) in steps.iter().enumerate() {
+                        if step.parallel.is_some() {
+                            return Err(PlanError::invalid_request(format!(
+                                "Invalid request at steps[{index}].parallel: in parallel mode every step is a task and a task cannot be a group; give one group step or only plain steps (rule L1)."
+                            )));
+                        }
+                        let mut child = sequential(index, step, launch_worktree)?;
+                        child.position = Position::ParallelTask { step: 0, task: index };
+                        children.push(child);
+                    }
+                }
+            }
+        }
+    }
+    Ok(children)
+}
+
+fn group_tasks(step: usize, tasks: &[Task]) -> Result<impl Iterator<Item = (usize, &Task)>, PlanError> {
+    if tasks.is_empty() {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at steps[{step}].parallel: a parallel group needs at least one task (rule L1)."
+        )));
+    }
+    Ok(tasks.iter().enumerate())
+}
+
+fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, PlanError> {
+    let path = format!("steps[{index}]");
+    let agent = step.agent.as_deref().ok_or_else(|| {
+        PlanError::invalid_request(format!("Invalid request at {path}.agent: a step needs an agent name."))
+    })?;
+    let task = required_task(&path, step.task.as_deref())?;
+    Ok(Child {
+        position: Position::Sequential { step: index },
+        path,
+        fields: ChildFields {
+            agent,
+            task,
+            model: step.model.as_ref(),
+            thinking: step.thinking.as_ref(),
+            machine: step.machine.as_ref(),
+            cwd: step.cwd.as_ref(),
+            output_schema: step.output_schema.as_deref(),
+        },
+        group_machine: None,
+        worktree,
+    })
+}
+
+fn grouped<'r>(
+    position: Position,
+    group_machine: Option<&'r LooseString>,
+    task: &'r Task,
+    worktree: bool,
+) -> Result<Child<'r>, PlanError> {
+    let (step, index) = (position.step_index(), position.task_index().unwrap_or_default());
+    let path = format!("steps[{step}].parallel[{index}]");
+    let text = required_task(&path, task.task.as_deref())?;
+    Ok(Child {
+        position,
+        path,
+        fields: ChildFields {
+            agent: &task.agent,
+            task: text,
+            model: task.model.as_ref(),
+            thinking: task.thinking.as_ref(),
+            machine: task.machine.as_ref(),
+            cwd: task.cwd.as_ref(),
+            output_schema: task.output_schema.as_deref(),
+        },
+        group_machine,
+        worktree,
+    })
+}
+
+fn required_task<'r>(path: &str, task: Option<&'r str>) -> Result<&'r str, PlanError> {
+    task.ok_or_else(|| {
+        PlanError::invalid_request(format!("Invalid request at {path}.task: a step needs a task text."))
+    })
+}
+
+/// The machine a child asks for (rules L2, L3): its own, else its group's, else the launch's,
+/// else its agent's. Present means placed (rule P1), even when it is an empty string.
+pub fn requested_machine<'r>(
+    child: &Child<'r>,
+    launch_machine: Option<&'r LooseString>,
+    agent_machine: Option<&'r LooseString>,
+) -> Option<&'r LooseString> {
+    child.fields.machine.or(child.group_machine).or(launch_machine).or(agent_machine)
+}

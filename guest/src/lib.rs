@@ -1,0 +1,125 @@
+//! The sublaunch launch planner.
+//!
+//! Plain Rust over the contract types of `sublaunch-contract`; it compiles natively for unit
+//! tests and to `wasm32-wasip2` as the planner component, where [`bindings`] (the only
+//! wit-bindgen code) exports it. It is pure: no files, network, clocks or randomness (maps are
+//! `BTreeMap`s so that no hasher seeds itself from WASI randomness).
+//!
+//! The pipeline follows placement-and-schemas.md §2 and model-and-thinking.md E1; the first
+//! failure ends planning (L10).
+
+mod children;
+mod graph;
+mod jsstr;
+mod model;
+mod paths;
+mod placement;
+mod runner;
+mod schema;
+mod shape;
+mod workdir;
+
+#[cfg(target_arch = "wasm32")]
+mod bindings;
+
+use std::collections::BTreeMap;
+use sublaunch_contract::{Agent, ErrorCode, LaunchPlan, PlanError, PlanRequest, PlanStep};
+
+/// Plans a launch: every child in flat order, or the first error (L10).
+pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
+    // 1. Request shape: C3, L1, C4, then the model area's E1.1 checks.
+    let children = shape::check(request)?;
+    let models = model::ModelSettings::from_request(request)?;
+    // 2. Every child's agent exists, in flat order.
+    let agents = resolve_agents(request, &children)?;
+    // 3. Deep output-schema validation (S3).
+    schema::validate_all(&children, &agents)?;
+    // 4. Each child in flat order.
+    let workdirs = workdir::Workdirs::new(request);
+    let mut placement = placement::Placement::new(request);
+    let launch_machine = request.launch.as_ref().and_then(|l| l.machine.as_ref());
+    let mut warnings = Vec::new();
+    let mut steps = Vec::with_capacity(children.len());
+    for (child, &agent) in children.iter().zip(&agents) {
+        let output_schema = schema::effective(child, agent);
+        let requested = children::requested_machine(child, launch_machine, agent.machine.as_ref());
+        let machine = match requested {
+            Some(requested) => Some(placement.place(child, agent, requested, workdirs.remote_input(child))?),
+            None => None,
+        };
+        runner::check_external_options(child, agent, output_schema.is_some())?;
+        let model = if runner::is_external(agent) {
+            model::ModelPlan::default()
+        } else {
+            models.plan_child(child, agent, &mut warnings)?
+        };
+        let (cwd, requested_cwd) = match &machine {
+            Some(machine) => (machine.cwd.clone(), machine.cwd.clone()),
+            None => {
+                let local = workdirs.local(child);
+                (local.cwd, local.requested_cwd)
+            }
+        };
+        steps.push(PlanStep {
+            agent: agent.name.clone(),
+            step_index: index(child.position.step_index()),
+            task_index: child.position.task_index().map(index),
+            task: child.fields.task.to_owned(),
+            model: model.model,
+            requested_model: model.requested_model,
+            model_origin: model.model_origin,
+            thinking: model.thinking,
+            thinking_ceiling: model.thinking_ceiling,
+            context_limit: model.context_limit,
+            worktree: child.worktree && machine.is_none(),
+            machine,
+            cwd,
+            requested_cwd,
+            output_schema: output_schema.map(str::to_owned),
+            structured: output_schema.is_some(),
+        });
+    }
+    // 5. Graph projection (S5).
+    let graph = graph::project(request.mode, &steps);
+    Ok(LaunchPlan { steps, graph, warnings })
+}
+
+/// Plans from PlanRequest JSON and returns the document `sublaunch plan` prints for a plan.
+pub fn plan_json(request: &[u8]) -> Result<String, PlanError> {
+    let request = sublaunch_contract::parse_request(request)?;
+    let plan = plan(&request)?;
+    Ok(sublaunch_contract::render(&Ok(plan)))
+}
+
+/// Looks up every child's agent in flat order; the first unknown name is `unknown-agent`.
+/// With duplicate names the first definition counts.
+fn resolve_agents<'r>(
+    request: &'r PlanRequest,
+    children: &[children::Child<'r>],
+) -> Result<Vec<&'r Agent>, PlanError> {
+    let mut by_name = BTreeMap::new();
+    for agent in &request.agents {
+        by_name.entry(agent.name.as_str()).or_insert(agent);
+    }
+    children
+        .iter()
+        .map(|child| {
+            by_name.get(child.fields.agent).copied().ok_or_else(|| {
+                let known: Vec<&str> = request.agents.iter().map(|a| a.name.as_str()).collect();
+                PlanError::new(
+                    ErrorCode::UnknownAgent,
+                    format!(
+                        "Unknown agent '{}' in {}. Known agents: {}.",
+                        child.fields.agent,
+                        child.position.describe(),
+                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+fn index(i: usize) -> u32 {
+    u32::try_from(i).unwrap_or(u32::MAX)
+}

@@ -1,0 +1,110 @@
+//! Builds the planner component (guest/, for wasm32-wasip2) and embeds it in the host.
+//!
+//! `cargo build` and `cargo test` need no manual step: this script installs the
+//! `wasm32-wasip2` target when it is missing, runs a nested cargo build of the guest in its
+//! own target directory (the outer build holds the lock on the main one), and hands the
+//! component to the host through `OUT_DIR`. It also builds the test-only `rogue-planner`
+//! component, which the host's fault tests load to exercise traps and limits.
+
+use sha2::{Digest, Sha256};
+use std::env;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest_dir.parent().expect("host/ lives in the workspace root").to_owned();
+    for input in ["guest", "wit", "contract", "tests/rogue-planner", "Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(input).display());
+    }
+    let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
+    let target_dir = guest_target_dir(&out_dir);
+
+    ensure_target_installed();
+    build_guests(&workspace, &target_dir);
+
+    let built = target_dir.join(TARGET).join("guest");
+    let planner = embed(&built.join("sublaunch_planner.wasm"), &out_dir.join("planner.wasm"));
+    println!("cargo:rustc-env=SUBLAUNCH_PLANNER_SHA256={planner}");
+    println!(
+        "cargo:rustc-env=SUBLAUNCH_PLANNER_WASM_PATH={}",
+        built.join("sublaunch_planner.wasm").display()
+    );
+    println!(
+        "cargo:rustc-env=SUBLAUNCH_ROGUE_PLANNER_WASM={}",
+        built.join("rogue_planner.wasm").display()
+    );
+}
+
+/// `<target>/guest`, beside the outer build's profile directories.
+fn guest_target_dir(out_dir: &Path) -> PathBuf {
+    if let Some(dir) = env::var_os("SUBLAUNCH_GUEST_TARGET_DIR") {
+        return PathBuf::from(dir);
+    }
+    // OUT_DIR = <target>/[<triple>/]<profile>/build/<package>-<hash>/out
+    let cross = env::var("TARGET").ok() != env::var("HOST").ok();
+    let target = out_dir.ancestors().nth(if cross { 5 } else { 4 });
+    target.expect("OUT_DIR has cargo's layout").join("guest")
+}
+
+fn ensure_target_installed() {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let libdir = Command::new(&rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    if libdir.is_some_and(|dir| dir.is_dir()) {
+        return;
+    }
+    let status = Command::new("rustup").args(["target", "add", TARGET]).status();
+    match status {
+        Ok(status) if status.success() => {}
+        Ok(status) => panic!("`rustup target add {TARGET}` failed ({status}); install the target and build again"),
+        Err(error) => panic!(
+            "the {TARGET} target is missing and rustup could not be run ({error}); install the target and build again"
+        ),
+    }
+}
+
+fn build_guests(workspace: &Path, target_dir: &Path) {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command
+        .current_dir(workspace)
+        .args(["build", "--locked", "--profile", "guest", "--target", TARGET])
+        .args(["-p", "sublaunch-planner", "-p", "rogue-planner"])
+        .arg("--target-dir")
+        .arg(target_dir);
+    // The outer build's settings are for the host target, not for the component.
+    for var in [
+        "RUSTFLAGS",
+        "CARGO_ENCODED_RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_BUILD_TARGET",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET_DIR",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        command.env_remove(var);
+    }
+    for (key, _) in env::vars_os() {
+        let key = key.to_string_lossy();
+        if key.starts_with("CARGO_PROFILE_") || key.starts_with("CARGO_FEATURE_") {
+            command.env_remove(key.as_ref());
+        }
+    }
+    let status = command.status().expect("running the nested cargo build of the planner");
+    assert!(status.success(), "building the planner component failed ({status})");
+}
+
+/// Copies the component into OUT_DIR and returns its SHA-256 (hex).
+fn embed(source: &Path, destination: &Path) -> String {
+    let bytes = std::fs::read(source)
+        .unwrap_or_else(|e| panic!("reading the built component {}: {e}", source.display()));
+    std::fs::write(destination, &bytes).expect("writing the component into OUT_DIR");
+    Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+}

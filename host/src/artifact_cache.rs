@@ -1,0 +1,184 @@
+//! The precompiled-component cache.
+//!
+//! Compiling the planner takes 50–400 ms; loading a precompiled artifact takes about 1 ms.
+//! Artifacts live in a private directory (0700, files 0600), one file per key: the
+//! component's hash, the wasmtime version and the engine's compatibility hash. Nothing there
+//! is trusted: an entry is used only when it is a regular file owned by this user, not
+//! writable by others, and its content hash (BLAKE3, in the file's header) matches. A
+//! missing, corrupt, truncated, foreign or wrongly owned entry is replaced by a fresh
+//! compilation, written atomically; if the directory itself cannot be trusted or written,
+//! the component is compiled in memory and nothing is cached.
+
+use anyhow::anyhow;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Read;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use sublaunch_runfiles::atomic::{Dir, Durability};
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+const MAGIC: &[u8; 16] = b"sublaunch-cwasm1";
+const HEADER_LEN: usize = MAGIC.len() + 32;
+/// Entries larger than this are not read (a planner artifact is a few MiB).
+const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
+
+/// How a component was obtained.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// Loaded from a valid cache entry.
+    Hit,
+    /// Compiled, and the artifact stored for next time.
+    Stored,
+    /// Compiled; the entry could not be stored (the reason is kept in [`Loaded::note`]).
+    Uncached,
+}
+
+/// A component and how it was obtained.
+pub struct Loaded {
+    /// The ready component.
+    pub component: Component,
+    /// Hit, stored, or uncached.
+    pub outcome: CacheOutcome,
+    /// Why a present entry was rejected or why storing failed, for diagnostics.
+    pub note: Option<String>,
+}
+
+/// A cache directory for precompiled components.
+#[derive(Clone, Debug)]
+pub struct ArtifactCache {
+    dir: PathBuf,
+}
+
+impl ArtifactCache {
+    /// A cache in `dir` (created on first store).
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into() }
+    }
+
+    /// The cache directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file name of the entry for this component and engine.
+    pub fn entry_name(engine: &Engine, component_sha256: &str) -> String {
+        let mut hasher = DefaultHasher::new();
+        engine.precompile_compatibility_hash().hash(&mut hasher);
+        let short = component_sha256.get(..16).unwrap_or(component_sha256);
+        format!("planner-{short}-wasmtime{}-{:016x}.cwasm", wasmtime::VERSION, hasher.finish())
+    }
+
+    /// Loads the component from its cache entry, or compiles it and stores the entry.
+    pub fn load_or_compile(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+        component_sha256: &str,
+    ) -> anyhow::Result<Loaded> {
+        let name = Self::entry_name(engine, component_sha256);
+        let rejected = match self.load(engine, &name) {
+            Ok(component) => return Ok(Loaded { component, outcome: CacheOutcome::Hit, note: None }),
+            Err(reason) => reason,
+        };
+        let component = Component::new(engine, wasm).map_err(|e| anyhow!("compiling the planner component: {e:?}"))?;
+        let (outcome, store_note) = match self.store(&component, &name) {
+            Ok(()) => (CacheOutcome::Stored, None),
+            Err(e) => (CacheOutcome::Uncached, Some(format!("not cached: {e}"))),
+        };
+        let note = match (rejected, store_note) {
+            (Rejected::Missing, note) => note,
+            (Rejected::Invalid(reason), None) => Some(format!("replaced cache entry: {reason}")),
+            (Rejected::Invalid(reason), Some(note)) => Some(format!("{reason}; {note}")),
+        };
+        Ok(Loaded { component, outcome, note })
+    }
+
+    fn load(&self, engine: &Engine, name: &str) -> Result<Component, Rejected> {
+        trusted_dir(&self.dir).map_err(|reason| match reason {
+            DirProblem::Missing => Rejected::Missing,
+            DirProblem::Untrusted(reason) => Rejected::Invalid(reason),
+        })?;
+        let dir = Dir::open(&self.dir).map_err(|e| Rejected::Invalid(e.to_string()))?;
+        let (mut file, stat) = match dir.open_file(name) {
+            Ok(Some(found)) => found,
+            Ok(None) => return Err(Rejected::Missing),
+            Err(e) => return Err(Rejected::Invalid(e.to_string())),
+        };
+        let uid = rustix::process::getuid().as_raw();
+        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+            return Err(Rejected::Invalid(format!("{name} is not a regular file")));
+        }
+        if stat.st_uid != uid {
+            return Err(Rejected::Invalid(format!("{name} is owned by uid {}, not {uid}", stat.st_uid)));
+        }
+        if stat.st_mode & 0o022 != 0 {
+            return Err(Rejected::Invalid(format!("{name} is writable by others (mode {:o})", stat.st_mode & 0o777)));
+        }
+        if stat.st_size as u64 > MAX_ENTRY_BYTES {
+            return Err(Rejected::Invalid(format!("{name} is too large")));
+        }
+        let mut bytes = Vec::with_capacity(stat.st_size as usize);
+        file.read_to_end(&mut bytes).map_err(|e| Rejected::Invalid(e.to_string()))?;
+        let payload = verified_payload(&bytes).ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
+        // SAFETY: the payload is what `Component::serialize` produced for this engine
+        // configuration: the entry is ours (owner and mode checked), it is keyed by the
+        // component hash and the engine's compatibility hash, and its content hash matches.
+        unsafe { Component::deserialize(engine, payload) }
+            .map_err(|e| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}")))
+    }
+
+    fn store(&self, component: &Component, name: &str) -> anyhow::Result<()> {
+        let dir = Dir::create_private(&self.dir)?;
+        trusted_dir(&self.dir).map_err(|problem| match problem {
+            DirProblem::Missing => anyhow!("{} vanished", self.dir.display()),
+            DirProblem::Untrusted(reason) => anyhow!(reason),
+        })?;
+        let payload = component.serialize().map_err(|e| anyhow!("serialising the component: {e:?}"))?;
+        let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+        bytes.extend_from_slice(MAGIC);
+        bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
+        bytes.extend_from_slice(&payload);
+        dir.write(name, &bytes, Durability::Atomic)?;
+        Ok(())
+    }
+}
+
+enum Rejected {
+    Missing,
+    Invalid(String),
+}
+
+enum DirProblem {
+    Missing,
+    Untrusted(String),
+}
+
+/// The cache directory must be a real directory (not a symlink) owned by this user and
+/// private; a directory of ours with looser permissions is tightened to 0700.
+fn trusted_dir(dir: &Path) -> Result<(), DirProblem> {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(DirProblem::Missing),
+        Err(e) => return Err(DirProblem::Untrusted(format!("{}: {e}", dir.display()))),
+    };
+    if !meta.file_type().is_dir() {
+        return Err(DirProblem::Untrusted(format!("{} is not a directory", dir.display())));
+    }
+    let uid = rustix::process::getuid().as_raw();
+    if meta.uid() != uid {
+        return Err(DirProblem::Untrusted(format!("{} is owned by uid {}, not {uid}", dir.display(), meta.uid())));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| DirProblem::Untrusted(format!("{}: cannot make it private: {e}", dir.display())))?;
+    }
+    Ok(())
+}
+
+/// The payload of an entry whose header and content hash are intact.
+fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
+    let (header, payload) = (bytes.get(..HEADER_LEN)?, bytes.get(HEADER_LEN..)?);
+    let (magic, hash) = header.split_at(MAGIC.len());
+    (magic == MAGIC && blake3::hash(payload).as_bytes() == hash).then_some(payload)
+}

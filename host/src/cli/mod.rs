@@ -1,0 +1,46 @@
+//! Command-line interface: one module per command.
+
+mod plan;
+
+use clap::{Parser, Subcommand};
+use std::process::ExitCode;
+use sublaunch::artifact_cache::ArtifactCache;
+use sublaunch::contract::{ErrorCode, PlanError};
+use sublaunch::{Options, Planner};
+
+/// Launch background AI-coding subagent runs.
+#[derive(Parser)]
+#[command(name = "sublaunch", version, about, arg_required_else_help = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Plan a launch: PlanRequest JSON (stdin by default) to LaunchPlan JSON.
+    Plan(plan::Args),
+}
+
+impl Cli {
+    /// Runs the command and returns the process exit code.
+    pub fn run(self) -> ExitCode {
+        match self.command {
+            Command::Plan(args) => plan::run(args),
+        }
+    }
+}
+
+/// Exit code of a usage or input problem.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Loads the embedded planner with the user's artifact cache; a failure is a `planner-fault`.
+pub fn load_planner() -> Result<Planner, PlanError> {
+    let options = Options {
+        cache: sublaunch::dirs::component_cache().map(ArtifactCache::new),
+        ..Options::default()
+    };
+    Planner::embedded(options).map_err(|error| {
+        PlanError::new(ErrorCode::PlannerFault, format!("The planner component could not be loaded: {error:#}"))
+    })
+}

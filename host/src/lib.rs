@@ -1,0 +1,19 @@
+//! sublaunch: launch background AI-coding subagent runs.
+//!
+//! The host does every privileged step natively and leaves planning to a sandboxed
+//! WebAssembly component ([`planner`]), which it never links natively.
+
+#![warn(missing_docs)]
+
+pub mod artifact_cache;
+pub mod dirs;
+pub mod planner;
+pub mod sandbox;
+
+pub use planner::{Limits, Options, Planner};
+pub use sublaunch_contract as contract;
+
+/// Converts a wasmtime error (its own type, not `anyhow::Error`) keeping its whole chain.
+pub(crate) fn wasmtime_error(error: wasmtime::Error) -> anyhow::Error {
+    anyhow::anyhow!("{error:?}")
+}

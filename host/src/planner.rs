@@ -1,0 +1,177 @@
+//! The planner, called through its WebAssembly component.
+//!
+//! One [`Planner`] holds one engine, the component (loaded from the artifact cache) and an
+//! `InstancePre` with the sandbox's imports resolved. Each plan runs in a fresh `Store` with a
+//! memory cap and a fuel budget, so a guest that traps, spins or hoards memory costs one
+//! `planner-fault` error and leaves the planner ready for the next call.
+
+use crate::artifact_cache::{ArtifactCache, CacheOutcome};
+use crate::sandbox::{self, Sandbox};
+use crate::wasmtime_error;
+use anyhow::{Context as _, anyhow};
+use sublaunch_contract::{ErrorCode, LaunchPlan, PlanError, PlanRequest};
+use wasmtime::component::{Component, ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower};
+use wasmtime::{Config, Engine, Store, Trap};
+
+/// The planner component built from `guest/` and embedded in this binary.
+pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/planner.wasm"));
+
+/// SHA-256 (hex) of [`EMBEDDED_COMPONENT`].
+pub const EMBEDDED_COMPONENT_SHA256: &str = env!("SUBLAUNCH_PLANNER_SHA256");
+
+/// The exported interface the host calls.
+pub const PLANNER_INTERFACE: &str = "sublaunch:planner/planner@0.1.0";
+
+/// Resource limits of one plan call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Cap on the guest's linear memory, in bytes.
+    pub memory_bytes: usize,
+    /// Fuel (roughly, WebAssembly instructions) one call may use: the call's deadline.
+    pub fuel: u64,
+}
+
+impl Default for Limits {
+    /// 256 MiB and 4·10⁹ units of fuel (a few seconds): far above what a 16 MiB request with
+    /// a 10 000-entry registry needs.
+    fn default() -> Self {
+        Self { memory_bytes: 256 * 1024 * 1024, fuel: 4_000_000_000 }
+    }
+}
+
+/// How to load the planner.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Where precompiled artifacts are cached; `None` compiles in memory every time.
+    pub cache: Option<ArtifactCache>,
+    /// Limits of each call.
+    pub limits: Limits,
+}
+
+/// A loaded planner component, ready for many calls (it is `Send + Sync`).
+pub struct Planner {
+    engine: Engine,
+    pre: InstancePre<Sandbox>,
+    plan: ComponentExportIndex,
+    plan_json: ComponentExportIndex,
+    limits: Limits,
+    cache_outcome: CacheOutcome,
+    cache_note: Option<String>,
+}
+
+impl Planner {
+    /// Loads the embedded planner component.
+    pub fn embedded(options: Options) -> anyhow::Result<Self> {
+        Self::from_component(EMBEDDED_COMPONENT, EMBEDDED_COMPONENT_SHA256, options)
+    }
+
+    /// Loads a planner component (its SHA-256 keys the artifact cache).
+    pub fn from_component(wasm: &[u8], sha256: &str, options: Options) -> anyhow::Result<Self> {
+        let engine = engine()?;
+        let (component, cache_outcome, cache_note) = match &options.cache {
+            Some(cache) => {
+                let loaded = cache.load_or_compile(&engine, wasm, sha256)?;
+                (loaded.component, loaded.outcome, loaded.note)
+            }
+            None => {
+                let component = Component::new(&engine, wasm).map_err(wasmtime_error).context("compiling the planner component")?;
+                (component, CacheOutcome::Uncached, None)
+            }
+        };
+        sandbox::check_imports(&engine, &component)?;
+        let interface = component
+            .get_export_index(None, PLANNER_INTERFACE)
+            .ok_or_else(|| anyhow!("the component does not export {PLANNER_INTERFACE}"))?;
+        let function = |name: &str| {
+            component
+                .get_export_index(Some(&interface), name)
+                .ok_or_else(|| anyhow!("the component's {PLANNER_INTERFACE} has no `{name}` function"))
+        };
+        let (plan, plan_json) = (function("plan")?, function("plan-json")?);
+        let pre = sandbox::linker(&engine)?
+            .instantiate_pre(&component)
+            .map_err(wasmtime_error)
+            .context("linking the planner component")?;
+        Ok(Self { engine, pre, plan, plan_json, limits: options.limits, cache_outcome, cache_note })
+    }
+
+    /// Plans a launch.
+    pub fn plan(&self, request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
+        self.call::<(&PlanRequest,), LaunchPlan>(self.plan, (request,))
+    }
+
+    /// Plans from PlanRequest JSON through the component's own JSON entry point.
+    pub fn plan_json(&self, request: &str) -> Result<String, PlanError> {
+        self.call::<(&str,), String>(self.plan_json, (request,))
+    }
+
+    /// The interfaces the component imports.
+    pub fn imports(&self) -> Vec<String> {
+        sandbox::imports(&self.engine, self.pre.component())
+    }
+
+    /// Whether the component came from the artifact cache, and why an entry was replaced.
+    pub fn cache_report(&self) -> (CacheOutcome, Option<&str>) {
+        (self.cache_outcome, self.cache_note.as_deref())
+    }
+
+    /// The limits of each call.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn call<P, R>(&self, function: ComponentExportIndex, params: P) -> Result<R, PlanError>
+    where
+        P: ComponentNamedList + Lower,
+        R: Lift + 'static,
+    {
+        let mut store = Store::new(&self.engine, Sandbox::new(self.limits.memory_bytes));
+        store.limiter(|sandbox| &mut sandbox.memory);
+        let outcome = store
+            .set_fuel(self.limits.fuel)
+            .and_then(|()| self.pre.instantiate(&mut store))
+            .and_then(|instance| instance.get_typed_func::<P, (Result<R, PlanError>,)>(&mut store, function))
+            .and_then(|func| func.call(&mut store, params));
+        match outcome {
+            Ok((result,)) => result,
+            Err(error) => Err(self.fault(&store, &error)),
+        }
+    }
+
+    /// Describes why a call failed: the deadline, the memory cap, or a trap (with whatever
+    /// the guest wrote to stderr).
+    fn fault(&self, store: &Store<Sandbox>, error: &wasmtime::Error) -> PlanError {
+        let sandbox = store.data();
+        let stderr = sandbox.stderr();
+        let mut message = if error.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {
+            format!(
+                "The planner exceeded its deadline: it used its whole fuel budget of {} units.",
+                self.limits.fuel
+            )
+        } else if sandbox.memory.was_hit() {
+            format!(
+                "The planner reached its memory cap of {} MiB.",
+                sandbox.memory.limit() / (1024 * 1024)
+            )
+        } else {
+            format!("The planner trapped: {}", root_cause(error))
+        };
+        if !stderr.is_empty() {
+            message.push_str(&format!(" Guest stderr: {stderr}"));
+        }
+        PlanError::new(ErrorCode::PlannerFault, message)
+    }
+}
+
+fn root_cause(error: &wasmtime::Error) -> String {
+    let text = format!("{error:?}");
+    text.lines().next().unwrap_or("unknown trap").trim().to_owned()
+}
+
+/// The one engine configuration: Cranelift, the component model, and fuel metering for
+/// per-call deadlines. Its compatibility hash keys the artifact cache.
+pub fn engine() -> anyhow::Result<Engine> {
+    let mut config = Config::new();
+    config.wasm_component_model(true).consume_fuel(true);
+    Engine::new(&config).map_err(wasmtime_error).context("creating the wasmtime engine")
+}
