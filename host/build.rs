@@ -22,6 +22,7 @@ fn main() {
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     let target_dir = guest_target_dir(&out_dir);
 
+    println!("cargo:rustc-env=SUBLAUNCH_WASMTIME_VERSION={}", locked_version(&workspace, "wasmtime"));
     ensure_target_installed();
     build_guests(&workspace, &target_dir);
 
@@ -107,4 +108,12 @@ fn embed(source: &Path, destination: &Path) -> String {
         .unwrap_or_else(|e| panic!("reading the built component {}: {e}", source.display()));
     std::fs::write(destination, &bytes).expect("writing the component into OUT_DIR");
     Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The version of `package` recorded in Cargo.lock (part of the artifact-cache key).
+fn locked_version(workspace: &Path, package: &str) -> String {
+    let lock = std::fs::read_to_string(workspace.join("Cargo.lock")).expect("reading Cargo.lock");
+    let header = format!("name = \"{package}\"\nversion = \"");
+    let start = lock.find(&header).expect("the package is in Cargo.lock") + header.len();
+    lock[start..].split('"').next().unwrap_or_default().to_owned()
 }

@@ -230,7 +230,7 @@ pub struct Step {
 }
 
 /// How the steps run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[cfg_attr(
     feature = "wasmtime",
@@ -244,6 +244,7 @@ pub struct Step {
 #[repr(u8)]
 pub enum Mode {
     /// Exactly one step.
+    #[default]
     #[cfg_attr(feature = "wasmtime", component(name = "single"))]
     Single,
     /// Sequential steps.
@@ -298,7 +299,7 @@ pub struct MachineSettings {
 }
 
 /// The whole planning request.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 #[cfg_attr(
     feature = "wasmtime",

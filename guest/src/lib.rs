@@ -12,11 +12,16 @@ mod children;
 mod graph;
 mod jsstr;
 mod model;
+mod normalize;
+mod origin;
 mod paths;
 mod placement;
+mod registry;
 mod runner;
 mod schema;
+mod scope;
 mod shape;
+mod thinking;
 mod workdir;
 
 #[cfg(target_arch = "wasm32")]

@@ -1,30 +1,105 @@
-//! Machine placement on saved Herdr machines (rules P1–P17). Implemented in issue 4.
+//! Machine placement on saved Herdr machines (rules P1–P17, P-I1–P-I5, Q1–Q6).
+//!
+//! [`Placement::place`] runs for each child whose requested machine is present (P1), in flat
+//! order, and applies the rules in the precedence of P15:
+//! P2 gate → P3 selector → P4 catalog → P6 selection → P8/P9 user, then project settings
+//! (P7–P10) → P11 remote cwd → P13 ssh target → P12 cwd validation → P14 machine reference.
+//! The catalog and the settings are read lazily, on the first placed child, and only once
+//! per plan (P16).
+
+mod catalog;
+mod gate;
+mod machine_settings;
+mod remote_cwd;
+mod selection;
+mod selector;
+mod ssh_target;
+#[cfg(test)]
+mod tests;
 
 use crate::children::Child;
-use sublaunch_contract::{Agent, ErrorCode, LooseString, MachineRef, PlanError, PlanRequest};
+use catalog::{Catalog, Machine};
+use machine_settings::Settings;
+use sublaunch_contract::{Agent, LooseString, MachineRef, PlanError, PlanRequest};
 
-/// Placement state for one plan (the catalog is parsed lazily, rule P16).
+/// The Herdr session that a machine reference leaves out (P14).
+const DEFAULT_SESSION: &str = "default";
+
+/// Placement state for one plan: the request, and the catalog and settings once read (P16).
 pub struct Placement<'r> {
-    _request: &'r PlanRequest,
+    request: &'r PlanRequest,
+    /// The parsed catalog, or why it is unusable; filled by the first placed child.
+    catalog: Option<Result<Catalog, PlanError>>,
+    /// The parsed settings scopes; filled by the first child that reaches them.
+    settings: Option<Settings>,
 }
 
 impl<'r> Placement<'r> {
-    /// Prepares placement for a request without reading its catalog.
+    /// Prepares placement for a request without reading its catalog or settings.
     pub fn new(request: &'r PlanRequest) -> Self {
-        Self { _request: request }
+        Self {
+            request,
+            catalog: None,
+            settings: None,
+        }
     }
 
-    /// Places one child on the machine it requested (rules P2–P15).
+    /// Places one child on the machine it requested (rules P2–P15) and returns its machine
+    /// reference (P14). `requested` is the machine value of L2/L3, `remote_cwd` the child's
+    /// remote cwd input of L5/L6.
     pub fn place(
         &mut self,
-        _child: &Child<'r>,
+        child: &Child<'r>,
         agent: &'r Agent,
         requested: &'r LooseString,
-        _remote_cwd: Option<&'r str>,
+        remote_cwd: Option<&'r str>,
     ) -> Result<MachineRef, PlanError> {
-        Err(PlanError::new(
-            ErrorCode::MachineRunnerUnsupported,
-            format!("Agent '{}' cannot be placed on machine {}: placement is not implemented yet.", agent.name, requested.to_json()),
+        let location = child.position.describe();
+        let machine = requested_text(requested, &location)?;
+        gate::check(child, agent, machine, self.request.platform.as_deref())?;
+        let selector = selector::parse(machine, &location)?;
+        let request = self.request;
+        let catalog = self
+            .catalog
+            .get_or_insert_with(|| Catalog::load(request.machine_catalog.as_ref()))
+            .as_ref()
+            .map_err(PlanError::clone)?;
+        let chosen = selection::select(catalog, selector, &location)?;
+        let keys = machine_settings::candidate_keys(selector, chosen);
+        let settings = self
+            .settings
+            .get_or_insert_with(|| Settings::new(request.machine_settings.as_ref()));
+        let root = settings.root(&keys)?;
+        let candidate = remote_cwd::resolve(remote_cwd, root.as_deref(), chosen.display_name())?;
+        let target = ssh_target::check(&chosen.target, selector)?;
+        let cwd = remote_cwd::validate(&candidate, selector)?;
+        Ok(machine_ref(chosen, target, cwd))
+    }
+}
+
+/// The requested machine as text. The shape check (C4) has already refused other values;
+/// this keeps placement total if it is ever called without it.
+fn requested_text<'m>(requested: &'m LooseString, location: &str) -> Result<&'m str, PlanError> {
+    requested.as_text().ok_or_else(|| {
+        PlanError::invalid_request(format!(
+            "Invalid request: the machine of {location} must be a string, got {} (rule C4).",
+            requested.to_json()
         ))
+    })
+}
+
+/// The plan's machine reference (P14): the Herdr session only when it is not `default`, the
+/// target trimmed (P13), never any environment (P-I4).
+fn machine_ref(machine: &Machine, target: &str, cwd: String) -> MachineRef {
+    MachineRef {
+        provider: "herdr".to_owned(),
+        id: machine.id.clone(),
+        label: machine.label.clone(),
+        target: target.to_owned(),
+        session: machine
+            .session
+            .clone()
+            .filter(|session| session != DEFAULT_SESSION),
+        cwd,
     }
 }

@@ -66,7 +66,7 @@ impl ArtifactCache {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let short = component_sha256.get(..16).unwrap_or(component_sha256);
-        format!("planner-{short}-wasmtime{}-{:016x}.cwasm", wasmtime::VERSION, hasher.finish())
+        format!("planner-{short}-wasmtime{}-{:016x}.cwasm", env!("SUBLAUNCH_WASMTIME_VERSION"), hasher.finish())
     }
 
     /// Loads the component from its cache entry, or compiles it and stores the entry.

@@ -7,10 +7,10 @@
 //! are not linked at all: a component that imports them is refused at load (see
 //! [`check_imports`]), and any other import traps when called.
 
-use anyhow::{Context as _, bail};
+use anyhow::bail;
 use wasmtime::component::{Component, HasData, Linker, ResourceTable};
 use wasmtime::{Engine, ResourceLimiter};
-use wasmtime_wasi::cli::WasiCli;
+use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::p2::bindings::{cli, sync};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
@@ -55,6 +55,10 @@ impl WasiView for Sandbox {
 
 struct Streams;
 
+fn table(sandbox: &mut Sandbox) -> &mut ResourceTable {
+    &mut sandbox.table
+}
+
 impl HasData for Streams {
     type Data<'a> = &'a mut ResourceTable;
 }
@@ -63,7 +67,6 @@ impl HasData for Streams {
 pub fn linker(engine: &Engine) -> anyhow::Result<Linker<Sandbox>> {
     let mut linker = Linker::new(engine);
     let l = &mut linker;
-    let table = |s: &mut Sandbox| &mut s.table;
     let to_anyhow = |e: wasmtime::Error| anyhow::anyhow!("{e:?}");
     sync::io::error::add_to_linker::<Sandbox, Streams>(l, table).map_err(to_anyhow)?;
     sync::io::poll::add_to_linker::<Sandbox, Streams>(l, table).map_err(to_anyhow)?;
@@ -101,7 +104,7 @@ pub fn check_imports(engine: &Engine, component: &Component) -> anyhow::Result<(
     Ok(())
 }
 
-/// A cap on the total size of a store's linear memories that remembers being hit, so a
+/// A cap on the size of each of a store's linear memories that remembers being hit, so a
 /// resulting trap can be reported as the memory cap rather than as a guest bug.
 pub struct MemoryCap {
     limit: usize,
@@ -148,8 +151,3 @@ impl ResourceLimiter for MemoryCap {
     }
 }
 
-/// Loads a component for the engine (used by [`crate::planner`]).
-pub(crate) fn load_checked(engine: &Engine, component: Component) -> anyhow::Result<Component> {
-    check_imports(engine, &component).context("refusing the planner component")?;
-    Ok(component)
-}

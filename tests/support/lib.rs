@@ -1,4 +1,20 @@
 //! Helpers shared by the end-to-end suites in `tests/` and by the planner's native vector
-//! test: loading the planner test vectors and matching outcomes against them.
+//! test: locating the built binaries, and loading and matching the planner test vectors.
 
 pub mod vectors;
+
+use std::path::PathBuf;
+
+/// The path of a binary built by this workspace (`sublaunch`, `sublaunch-shim`), next to
+/// the test executable's `deps/` directory. `cargo test --workspace` builds them.
+pub fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>");
+    let path = profile_dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is not built; run the tests with `cargo test --workspace`",
+        path.display()
+    );
+    path
+}

@@ -1,263 +1,235 @@
 //! Atomic private file writes (host-and-shim.md A1–A8).
 //!
 //! A document is written to a fresh temp file in the same directory — created with
-//! `O_EXCL|O_NOFOLLOW` relative to a directory handle, mode 0600, under a random name — and
-//! renamed over the final name, so readers never see a partial document and a planted
-//! symlink is neither followed nor written through. On any failure the temp file is removed.
-//! A durable write also fsyncs the file before the rename and the directory after it.
+//! `O_EXCL|O_NOFOLLOW` relative to the directory handle, mode 0600, under a random name (A2,
+//! A3) — and renamed over the final name (A1), so readers never see a partial document and a
+//! planted symlink is neither followed nor written through (A5: the rename replaces the link).
+//! A durable write also fsyncs the file before the rename and the directory after it (A4).
+//! On any failure before the rename the temp file is removed, and a removal error never
+//! replaces the original error (A8).
 
+use crate::errors::os_error;
+use crate::fs::retry_eintr;
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{self, Mode, OFlags};
+use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use sha2::{Digest, Sha256};
 use std::ffi::OsStr;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::path::Path;
 
-/// How often a fresh temp name is tried when the chosen one exists (A3).
-const NAME_ATTEMPTS: usize = 8;
+pub use crate::dir::Dir;
+pub use crate::errors::{OsErrorWithPath, errno};
 
-/// Whether a write must survive a power loss (A4).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How often a fresh temp name is tried when the chosen one exists or is a symlink (A3).
+pub const NAME_ATTEMPTS: usize = 8;
+
+/// Whether a write must survive a power loss (A4). Which documents are durable is decided by
+/// [`crate::durability::DurabilityPolicy`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Durability {
     /// Atomic only: no process death can tear the file, a power loss may lose it.
+    #[default]
     Atomic,
-    /// Atomic and fsynced (file, then directory).
+    /// Atomic and fsynced (file before the rename, directory after it).
     Durable,
 }
 
-/// An open directory handle; every file operation is relative to it, so the directory cannot
-/// be swapped for a symlink mid-operation.
-#[derive(Debug)]
-pub struct Dir {
-    fd: OwnedFd,
-    path: PathBuf,
+/// The syscall step at which a test hook raises an injected errno (§T `@write`, `@fsync`,
+/// `@rename`).
+#[cfg(feature = "test-hooks")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultStep {
+    /// Writing the temp file.
+    Write,
+    /// fsyncing the temp file (only reached by durable writes).
+    Fsync,
+    /// Renaming the temp file into place (every attempt fails).
+    Rename,
+}
+
+/// An errno injected at one step of an atomic write (test hooks only).
+#[cfg(feature = "test-hooks")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct InjectedFault {
+    /// The errno raised.
+    pub errno: Errno,
+    /// Where it is raised.
+    pub step: FaultStep,
+}
+
+/// Options of one atomic write.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Whether the write is fsynced.
+    pub durability: Durability,
+    #[cfg(feature = "test-hooks")]
+    fault: Option<InjectedFault>,
+}
+
+impl WriteOptions {
+    /// Options with `durability` and no fault.
+    pub fn new(durability: Durability) -> Self {
+        Self { durability, ..Self::default() }
+    }
+
+    /// The same options with an injected fault (test hooks only).
+    #[cfg(feature = "test-hooks")]
+    #[must_use]
+    pub fn with_fault(mut self, fault: Option<InjectedFault>) -> Self {
+        self.fault = fault;
+        self
+    }
+
+    #[allow(clippy::unused_self, unused_variables)]
+    fn injected(&self, step: Step) -> Result<(), Errno> {
+        #[cfg(feature = "test-hooks")]
+        if let Some(fault) = self.fault {
+            let hit = matches!(
+                (fault.step, step),
+                (FaultStep::Write, Step::Write) | (FaultStep::Fsync, Step::Fsync) | (FaultStep::Rename, Step::Rename)
+            );
+            if hit {
+                return Err(fault.errno);
+            }
+        }
+        Ok(())
+    }
+}
+
+impl From<Durability> for WriteOptions {
+    fn from(durability: Durability) -> Self {
+        Self::new(durability)
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Step {
+    Write,
+    Fsync,
+    Rename,
 }
 
 impl Dir {
-    /// Opens an existing directory without following a symlink at its final component.
-    pub fn open(path: &Path) -> io::Result<Self> {
-        let fd = fs::open(path, OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY, Mode::empty())
-            .map_err(|e| with_path(e.into(), path))?;
-        Ok(Self { fd, path: path.to_owned() })
-    }
-
-    /// Creates the directory and its missing parents with mode 0700 (A6), then opens it.
-    pub fn create_private(path: &Path) -> io::Result<Self> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(path)
-            .map_err(|e| with_path(e, path))?;
-        Self::open(path)
-    }
-
-    /// The directory's path.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Atomically replaces `name` in this directory with `bytes`, mode 0600.
     pub fn write(&self, name: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
-        let (temp_name, file) = self.create_temp(name)?;
-        let result = write_all(&file, bytes)
-            .and_then(|()| match durability {
-                Durability::Durable => fs::fsync(&file).map_err(io::Error::from),
-                Durability::Atomic => Ok(()),
-            })
-            .and_then(|()| {
-                drop(file);
-                fs::renameat(&self.fd, &temp_name, &self.fd, name).map_err(io::Error::from)
-            });
+        self.write_with(name, bytes, &WriteOptions::new(durability))
+    }
+
+    /// Atomically replaces `name` with `bytes` per `options` (A1–A8).
+    pub fn write_with(&self, name: &str, bytes: &[u8], options: &WriteOptions) -> io::Result<()> {
+        crate::dir::check_name(name, self.path())?;
+        let seams = self.seams().clone();
+        let (temp, fd) = self.create_temp(name)?;
+        let temp_path = self.join(&temp);
+        let result = (|| {
+            options.injected(Step::Write).map_err(|e| os_error(e, "write", &temp_path))?;
+            write_all(self, &fd, bytes).map_err(|e| os_error(e, "write", &temp_path))?;
+            if options.durability == Durability::Durable {
+                options.injected(Step::Fsync).map_err(|e| os_error(e, "fsync", &temp_path))?;
+                retry_eintr(|| seams.fs.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
+            }
+            drop(fd);
+            seams
+                .retry
+                .run(seams.sleeper.as_ref(), || {
+                    options.injected(Step::Rename)?;
+                    seams.fs.renameat(self.fd(), Path::new(&temp), self.fd(), Path::new(name))
+                })
+                .map_err(|e| os_error(e, "rename", &self.join(name)))
+        })();
         if let Err(error) = result {
-            let _ = fs::unlinkat(&self.fd, &temp_name, fs::AtFlags::empty());
-            return Err(with_path(error, &self.path.join(name)));
+            // A8: the temp file always goes; a cleanup error never masks `error`.
+            let _ = retry_eintr(|| seams.fs.unlinkat(self.fd(), Path::new(&temp)));
+            return Err(error);
         }
-        if durability == Durability::Durable {
-            fs::fsync(&self.fd).map_err(|e| with_path(e.into(), &self.path))?;
+        if options.durability == Durability::Durable {
+            self.sync()?;
         }
         Ok(())
     }
 
-    /// Reads `name` without following a symlink. `Ok(None)` means absent (A11).
-    pub fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let fd = match fs::openat(&self.fd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(with_path(e.into(), &self.path.join(name))),
-        };
-        let mut file = std::fs::File::from(fd);
-        let mut bytes = Vec::new();
-        io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| with_path(e, &self.path.join(name)))?;
-        Ok(Some(bytes))
-    }
-
-    /// Opens `name` for reading without following a symlink, with its metadata.
-    pub fn open_file(&self, name: &str) -> io::Result<Option<(std::fs::File, fs::Stat)>> {
-        match fs::openat(&self.fd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => {
-                let stat = fs::fstat(&fd)?;
-                Ok(Some((std::fs::File::from(fd), stat)))
-            }
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(with_path(e.into(), &self.path.join(name))),
-        }
-    }
-
-    /// Removes `name`; an absent file is fine.
-    pub fn remove(&self, name: &str) -> io::Result<()> {
-        match fs::unlinkat(&self.fd, name, fs::AtFlags::empty()) {
-            Ok(()) | Err(Errno::NOENT) => Ok(()),
-            Err(e) => Err(with_path(e.into(), &self.path.join(name))),
-        }
-    }
-
-    fn create_temp(&self, name: &str) -> io::Result<(String, std::fs::File)> {
-        let mut last = Errno::EXIST;
+    /// Creates a fresh temp file for `name` (A2, A3): up to [`NAME_ATTEMPTS`] names are tried
+    /// when one exists or is a symlink.
+    fn create_temp(&self, name: &str) -> io::Result<(String, OwnedFd)> {
+        let seams = self.seams();
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut last = (Errno::EXIST, String::new());
         for _ in 0..NAME_ATTEMPTS {
-            let temp_name = temp_name(name, std::process::id(), epoch_ms(), random_u64());
-            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match fs::openat(&self.fd, temp_name.as_str(), flags, Mode::from_raw_mode(0o600)) {
-                Ok(fd) => return Ok((temp_name, std::fs::File::from(fd))),
-                Err(e @ (Errno::EXIST | Errno::LOOP)) => last = e,
-                Err(e) => return Err(with_path(e.into(), &self.path.join(temp_name))),
+            let temp = temp_name(name, seams.pid, seams.clock.wall_ms(), seams.random.next_u64());
+            match retry_eintr(|| seams.fs.openat(self.fd(), Path::new(&temp), flags, Mode::from_raw_mode(crate::dir::FILE_MODE))) {
+                Ok(fd) => return Ok((temp, fd)),
+                Err(e @ (Errno::EXIST | Errno::LOOP)) => last = (e, temp),
+                Err(e) => return Err(os_error(e, "open", &self.join(&temp))),
             }
         }
-        Err(with_path(last.into(), &self.path.join(name)))
+        Err(os_error(last.0, "open", &self.join(&last.1)))
     }
 }
 
-impl AsFd for Dir {
-    fn as_fd(&self) -> rustix::fd::BorrowedFd<'_> {
-        self.fd.as_fd()
+fn write_all(dir: &Dir, fd: &OwnedFd, mut bytes: &[u8]) -> Result<(), Errno> {
+    let fs = &dir.seams().fs;
+    while !bytes.is_empty() {
+        match fs.write(fd.as_fd(), bytes) {
+            Ok(0) => return Err(Errno::IO),
+            Ok(n) => bytes = &bytes[n..],
+            Err(Errno::INTR) => {}
+            Err(e) => return Err(e),
+        }
     }
+    Ok(())
 }
 
-/// The temp name for `name` (A2): `.<name>.<pid>.<ms>.<rand>.tmp`, or with the SHA-256 of the
-/// name in its place when that would exceed 255 bytes.
-pub fn temp_name(name: &str, pid: u32, epoch_ms: u128, random: u64) -> String {
+/// The temp name for `name` (A2): `.<name>.<pid>.<ms>.<rand>.tmp` with a 16-hex-digit random
+/// part, or with the SHA-256 of the name in its place when that would exceed 255 bytes.
+pub fn temp_name(name: &str, pid: u32, epoch_ms: u64, random: u64) -> String {
     let candidate = format!(".{name}.{pid}.{epoch_ms}.{random:016x}.tmp");
     if candidate.len() <= 255 {
         return candidate;
     }
-    let digest: String = Sha256::digest(name.as_bytes()).iter().map(|b| format!("{b:02x}")).collect();
-    format!(".{digest}.{pid}.{epoch_ms}.{random:016x}.tmp")
+    format!(".{}.{pid}.{epoch_ms}.{random:016x}.tmp", sha256_hex(name.as_bytes()))
 }
 
-fn write_all(file: &std::fs::File, bytes: &[u8]) -> io::Result<()> {
-    io::Write::write_all(&mut &*file, bytes)
+/// Lowercase hex SHA-256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn epoch_ms() -> u128 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis())
+/// The parts of a temp name `.<name>.<pid>.<ms>.<rand>.tmp` (A12).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TempName {
+    /// The target's basename (or its SHA-256).
+    pub target: String,
+    /// The writer's pid.
+    pub pid: u32,
+    /// Epoch ms at creation.
+    pub epoch_ms: u64,
 }
 
-/// 64 bits from the OS CSPRNG (A2).
-pub fn random_u64() -> u64 {
-    let mut bytes = [0u8; 8];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        match rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty()) {
-            Ok(n) => filled += n,
-            Err(Errno::INTR) => {}
-            Err(_) => break,
-        }
+/// Parses a temp name written by this crate or by upstream (whose random part is base-36).
+pub fn parse_temp_name(name: &OsStr) -> Option<TempName> {
+    let text = std::str::from_utf8(name.as_bytes()).ok()?;
+    let inner = text.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let mut parts = inner.rsplitn(4, '.');
+    let random = parts.next()?;
+    let ms = parts.next()?;
+    let pid = parts.next()?;
+    let target = parts.next()?;
+    if target.is_empty() || random.is_empty() || !random.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        return None;
     }
-    u64::from_ne_bytes(bytes)
-}
-
-/// Adds the path to an OS error's message, keeping its kind and errno.
-fn with_path(error: io::Error, path: &Path) -> io::Error {
-    let raw = error.raw_os_error();
-    let message = format!("{}: {error}", path.display());
-    match raw {
-        Some(code) => io::Error::new(io::Error::from_raw_os_error(code).kind(), OsErrorWithPath { code, message }),
-        None => io::Error::new(error.kind(), message),
+    if !ms.bytes().all(|b| b.is_ascii_digit()) || !pid.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     }
+    Some(TempName { target: target.to_owned(), pid: pid.parse().ok()?, epoch_ms: ms.parse().ok()? })
 }
 
-/// An OS error annotated with the path it happened on; `raw_os_error` of the wrapper is lost,
-/// so the code is kept here.
-#[derive(Debug)]
-pub struct OsErrorWithPath {
-    /// The errno.
-    pub code: i32,
-    message: String,
-}
-
-impl std::fmt::Display for OsErrorWithPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for OsErrorWithPath {}
-
-/// The errno of an error from this module, if it came from the OS.
-pub fn errno(error: &io::Error) -> Option<i32> {
-    error.raw_os_error().or_else(|| {
-        error.get_ref().and_then(|inner| inner.downcast_ref::<OsErrorWithPath>()).map(|e| e.code)
-    })
-}
-
-/// Whether a path's file name is an orphan temp file of this module (A12).
+/// Whether a file name looks like a temp file of an atomic write (A8, A12).
 pub fn is_temp_name(name: &OsStr) -> bool {
     let bytes = name.as_bytes();
     bytes.starts_with(b".") && bytes.ends_with(b".tmp")
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
-
-    #[test]
-    fn write_replaces_atomically_with_mode_0600() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Dir::create_private(&tmp.path().join("a/b")).unwrap();
-        dir.write("doc.json", b"one", Durability::Durable).unwrap();
-        dir.write("doc.json", b"two", Durability::Atomic).unwrap();
-        let path = tmp.path().join("a/b/doc.json");
-        assert_eq!(std::fs::read(&path).unwrap(), b"two");
-        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-        assert_eq!(std::fs::metadata(tmp.path().join("a/b")).unwrap().permissions().mode() & 0o777, 0o700);
-        let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("a/b")).unwrap().collect();
-        assert_eq!(leftovers.len(), 1, "no temp file is left behind");
-    }
-
-    #[test]
-    fn a_symlink_at_the_final_path_is_replaced_not_followed() {
-        let tmp = tempfile::tempdir().unwrap();
-        let victim = tmp.path().join("victim");
-        std::fs::write(&victim, b"precious").unwrap();
-        let dir = Dir::create_private(&tmp.path().join("run")).unwrap();
-        std::os::unix::fs::symlink(&victim, tmp.path().join("run/status.json")).unwrap();
-        dir.write("status.json", b"{}", Durability::Atomic).unwrap();
-        assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
-        let meta = std::fs::symlink_metadata(tmp.path().join("run/status.json")).unwrap();
-        assert!(meta.file_type().is_file());
-        assert_eq!(meta.mode() & 0o777, 0o600);
-    }
-
-    #[test]
-    fn temp_names_stay_within_255_bytes() {
-        let long = "x".repeat(250);
-        let name = temp_name(&long, 4_194_304, 1_795_999_088_717, u64::MAX);
-        assert!(name.len() <= 255, "{} bytes", name.len());
-        assert!(name.starts_with('.') && name.ends_with(".tmp"));
-        let short = temp_name("status.json", 7, 1, 0xab);
-        assert_eq!(short, ".status.json.7.1.00000000000000ab.tmp");
-    }
-
-    #[test]
-    fn read_distinguishes_absent_from_present() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Dir::create_private(tmp.path()).unwrap();
-        assert_eq!(dir.read("missing.json").unwrap(), None);
-        dir.write("x.json", b"1", Durability::Atomic).unwrap();
-        assert_eq!(dir.read("x.json").unwrap().as_deref(), Some(&b"1"[..]));
-    }
-}
+mod tests;

@@ -1,0 +1,200 @@
+//! Time seams (§T): a monotonic clock for deadlines and durations, a wall clock (epoch ms) for
+//! JSON timestamps. Deadlines never use the wall clock (K13, X2, W3), so a wall jump cannot
+//! shorten or extend a wait (F56, F57).
+
+use std::fmt::Debug;
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// The clock seam: `monotonic()` for deadlines, `wall_ms()` for timestamps written to files.
+pub trait Clock: Send + Sync + Debug {
+    /// A monotonic instant (never jumps).
+    fn monotonic(&self) -> Instant;
+    /// Wall-clock time in epoch milliseconds (`Date.now()` equivalent).
+    fn wall_ms(&self) -> u64;
+}
+
+/// The real clocks of the OS.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn monotonic(&self) -> Instant {
+        Instant::now()
+    }
+
+    fn wall_ms(&self) -> u64 {
+        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+    }
+}
+
+/// A clock whose wall time is shifted by a fixed offset while its monotonic time is the inner
+/// clock's (the shim fault `wallclock:<±ms>`, F57).
+#[derive(Debug)]
+pub struct ShiftedClock {
+    inner: Arc<dyn Clock>,
+    shift_ms: i64,
+}
+
+impl ShiftedClock {
+    /// Wraps `inner`, shifting its wall clock by `shift_ms` (may be negative).
+    pub fn new(inner: Arc<dyn Clock>, shift_ms: i64) -> Self {
+        Self { inner, shift_ms }
+    }
+}
+
+impl Clock for ShiftedClock {
+    fn monotonic(&self) -> Instant {
+        self.inner.monotonic()
+    }
+
+    fn wall_ms(&self) -> u64 {
+        shift(self.inner.wall_ms(), self.shift_ms)
+    }
+}
+
+fn shift(ms: u64, by: i64) -> u64 {
+    if by >= 0 { ms.saturating_add(by.unsigned_abs()) } else { ms.saturating_sub(by.unsigned_abs()) }
+}
+
+/// A hand-driven clock for tests: time moves only through [`ManualClock::advance`] (both clocks)
+/// and [`ManualClock::jump_wall`] (wall only).
+#[derive(Debug)]
+pub struct ManualClock {
+    base: Instant,
+    state: Mutex<(Duration, u64)>,
+}
+
+impl ManualClock {
+    /// A clock at monotonic `base + 0` and wall time `wall_ms`.
+    pub fn new(wall_ms: u64) -> Self {
+        Self { base: Instant::now(), state: Mutex::new((Duration::ZERO, wall_ms)) }
+    }
+
+    /// Moves both clocks forward by `by`.
+    pub fn advance(&self, by: Duration) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.0 += by;
+        state.1 = state.1.saturating_add(u64::try_from(by.as_millis()).unwrap_or(u64::MAX));
+    }
+
+    /// Jumps only the wall clock by `delta_ms` (a clock adjustment; the monotonic clock stays).
+    pub fn jump_wall(&self, delta_ms: i64) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        state.1 = shift(state.1, delta_ms);
+    }
+}
+
+impl Clock for ManualClock {
+    fn monotonic(&self) -> Instant {
+        self.base + self.state.lock().unwrap_or_else(|p| p.into_inner()).0
+    }
+
+    fn wall_ms(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).1
+    }
+}
+
+/// A deadline on the monotonic clock (K4, K9, X1, R12).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deadline {
+    at: Instant,
+    budget: Duration,
+}
+
+impl Deadline {
+    /// The deadline `budget` from now on `clock`'s monotonic time.
+    pub fn after(clock: &dyn Clock, budget: Duration) -> Self {
+        Self { at: clock.monotonic() + budget, budget }
+    }
+
+    /// Time left, zero once expired.
+    pub fn remaining(&self, clock: &dyn Clock) -> Duration {
+        self.at.saturating_duration_since(clock.monotonic())
+    }
+
+    /// Whether the deadline has passed.
+    pub fn expired(&self, clock: &dyn Clock) -> bool {
+        clock.monotonic() >= self.at
+    }
+
+    /// The instant the deadline expires.
+    pub fn instant(&self) -> Instant {
+        self.at
+    }
+
+    /// The budget the deadline was created with (for messages like `Timed out after <ms>ms`).
+    pub fn budget(&self) -> Duration {
+        self.budget
+    }
+}
+
+/// Formats epoch milliseconds as ISO 8601 UTC with milliseconds (`2026-11-30T00:38:59.064Z`,
+/// the `acquiredAt` of a lease owner, K2).
+pub fn iso8601_utc(epoch_ms: u64) -> String {
+    let secs = epoch_ms / 1000;
+    let millis = epoch_ms % 1000;
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(i64::MAX));
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+}
+
+/// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = u32::try_from(doy - (153 * mp + 2) / 5 + 1).unwrap_or(1);
+    let month = u32::try_from(if mp < 10 { mp + 3 } else { mp - 9 }).unwrap_or(1);
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn f56_monotonic_deadline_ignores_a_wall_jump_back() {
+        let clock = ManualClock::new(1_795_999_000_000);
+        let deadline = Deadline::after(&clock, Duration::from_millis(300));
+        clock.advance(Duration::from_millis(100));
+        clock.jump_wall(-3_600_000);
+        assert_eq!(deadline.remaining(&clock), Duration::from_millis(200));
+        assert!(!deadline.expired(&clock));
+        clock.advance(Duration::from_millis(200));
+        assert!(deadline.expired(&clock), "fires after 300 ms of monotonic time despite the wall jump");
+        assert_eq!(clock.wall_ms(), 1_795_999_000_000 + 300 - 3_600_000);
+    }
+
+    #[test]
+    fn f57_wall_jump_forward_does_not_expire_a_deadline() {
+        let clock = ManualClock::new(1_000);
+        let deadline = Deadline::after(&clock, Duration::from_millis(5_000));
+        clock.jump_wall(3_600_000);
+        assert!(!deadline.expired(&clock));
+        assert_eq!(deadline.budget(), Duration::from_millis(5_000));
+    }
+
+    #[test]
+    fn shifted_clock_moves_only_the_wall() {
+        let inner = Arc::new(ManualClock::new(10_000));
+        let shifted = ShiftedClock::new(inner.clone(), 3_600_000);
+        assert_eq!(shifted.wall_ms(), 3_610_000);
+        assert_eq!(shifted.monotonic(), inner.monotonic());
+        let back = ShiftedClock::new(inner, -20_000);
+        assert_eq!(back.wall_ms(), 0, "saturates at the epoch");
+    }
+
+    #[test]
+    fn iso_formatting_matches_the_peer_sample() {
+        assert_eq!(iso8601_utc(1_795_999_139_064), "2026-11-30T00:38:59.064Z");
+        assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(iso8601_utc(951_782_400_000), "2000-02-29T00:00:00.000Z");
+    }
+}

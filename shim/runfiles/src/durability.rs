@@ -1,0 +1,132 @@
+//! Which writes are fsynced (A4 and spec/README.md "Settled readings → Durability").
+//!
+//! Every write is atomic. The durable class — fsync of the file, then of its directory — is
+//! the launch commit (the proceed file and the status written before it) and the end records
+//! (terminal status, process-terminal record, result payload and indexes). With
+//! `SUBLAUNCH_DURABILITY=strict` every write is durable.
+
+use crate::atomic::{Durability, WriteOptions};
+
+/// The environment variable selecting strict durability.
+pub const DURABILITY_ENV: &str = "SUBLAUNCH_DURABILITY";
+
+/// The documents this crate writes, by role (the unit of the durability decision).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DocKind {
+    /// `<root>/async-cfg-<runId>.json` (H5).
+    RunnerConfig,
+    /// The host's initial `status.json` (S2), written just before proceed: launch commit.
+    InitialStatus,
+    /// A non-terminal status rewrite (S3 running, activity updates, pid adoption).
+    RunningStatus,
+    /// A terminal status (S4, S5 startup failure, R16, S13 repair, S9 overlay of an end proof).
+    TerminalStatus,
+    /// `runner-startup-proceed.json`: the commit point (K7).
+    Proceed,
+    /// `runner-startup-ack.json` / `-confirm.json` (K6).
+    HandshakeControl,
+    /// `runner-startup.json` written by the shim (K2, K10).
+    StartupReport,
+    /// The host's initial `process-terminal-candidate.json` (H14).
+    InitialCandidate,
+    /// The shim's final candidate and the S5 zero-writer candidate: part of the end record.
+    FinalCandidate,
+    /// The pending `process-terminal.json` (H14).
+    PendingProof,
+    /// A final `process-terminal.json` (S7, S13).
+    FinalProof,
+    /// `runner-startup-failure.json` (S5 ⊕).
+    StartupFailureRecord,
+    /// The result payload: pending copy and public file (S11).
+    ResultPayload,
+    /// A result index entry (S11).
+    ResultIndex,
+    /// A `.terminal-runs/…` entry (I4).
+    TerminalRunEntry,
+    /// `control/{stop,interrupt,timeout}.json` (R12).
+    ControlFile,
+    /// A session lease `owner.json` (R6a).
+    LeaseOwner,
+    /// Anything else (caches, sidecars of later issues).
+    Other,
+}
+
+impl DocKind {
+    /// Whether the document belongs to the default durable class.
+    pub fn in_default_durable_class(self) -> bool {
+        matches!(
+            self,
+            Self::InitialStatus
+                | Self::Proceed
+                | Self::TerminalStatus
+                | Self::FinalCandidate
+                | Self::FinalProof
+                | Self::StartupFailureRecord
+                | Self::ResultPayload
+                | Self::ResultIndex
+                | Self::TerminalRunEntry
+        )
+    }
+}
+
+/// The durability policy in force.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DurabilityPolicy {
+    strict: bool,
+}
+
+impl DurabilityPolicy {
+    /// The default policy (only the durable class is fsynced).
+    pub fn standard() -> Self {
+        Self { strict: false }
+    }
+
+    /// Every write fsynced.
+    pub fn strict() -> Self {
+        Self { strict: true }
+    }
+
+    /// From `SUBLAUNCH_DURABILITY`: `strict` (case-insensitive) → strict; anything else → standard.
+    pub fn from_env() -> Self {
+        let strict = std::env::var(DURABILITY_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("strict"));
+        Self { strict }
+    }
+
+    /// Whether every write is durable.
+    pub fn is_strict(self) -> bool {
+        self.strict
+    }
+
+    /// The durability of a write of `kind`.
+    pub fn for_kind(self, kind: DocKind) -> Durability {
+        if self.strict || kind.in_default_durable_class() { Durability::Durable } else { Durability::Atomic }
+    }
+
+    /// Write options for `kind`.
+    pub fn options(self, kind: DocKind) -> WriteOptions {
+        WriteOptions::new(self.for_kind(kind))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a4_launch_commit_and_end_records_are_durable_by_default() {
+        let p = DurabilityPolicy::standard();
+        for kind in [DocKind::InitialStatus, DocKind::Proceed, DocKind::TerminalStatus, DocKind::FinalProof, DocKind::ResultPayload, DocKind::ResultIndex] {
+            assert_eq!(p.for_kind(kind), Durability::Durable, "{kind:?}");
+        }
+        for kind in [DocKind::RunnerConfig, DocKind::InitialCandidate, DocKind::PendingProof, DocKind::HandshakeControl, DocKind::RunningStatus, DocKind::ControlFile] {
+            assert_eq!(p.for_kind(kind), Durability::Atomic, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a4_strict_makes_everything_durable() {
+        let p = DurabilityPolicy::strict();
+        assert_eq!(p.for_kind(DocKind::InitialCandidate), Durability::Durable, "F12 runs in strict mode");
+        assert_eq!(p.for_kind(DocKind::Other), Durability::Durable);
+    }
+}

@@ -1,0 +1,157 @@
+//! Test doubles for the seams (compiled for this crate's tests and with the `test-hooks`
+//! feature, so host and shim tests can use them too).
+
+use crate::fs::{Fs, RealFs};
+use rustix::fd::{BorrowedFd, OwnedFd};
+use rustix::fs::{Mode, OFlags};
+use rustix::io::Errno;
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// The operations of [`Fs`], for scripting and counting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Op {
+    /// `openat`.
+    Open,
+    /// `write`.
+    Write,
+    /// `fsync`.
+    Fsync,
+    /// `renameat`.
+    Rename,
+    /// `unlinkat`.
+    Unlink,
+    /// `mkdirat`.
+    Mkdir,
+    /// `rmdir`.
+    Rmdir,
+    /// `futimens`.
+    Touch,
+}
+
+type Hook = Arc<dyn Fn(Op, &Path) + Send + Sync>;
+
+/// A real filesystem whose calls can be counted, failed with queued errnos, limited to short
+/// writes, or paused by a hook run before each call.
+#[derive(Default)]
+pub struct ScriptedFs {
+    errors: Mutex<HashMap<Op, VecDeque<Errno>>>,
+    calls: Mutex<HashMap<Op, usize>>,
+    paths: Mutex<Vec<(Op, PathBuf)>>,
+    hook: Mutex<Option<Hook>>,
+    write_chunk: Mutex<Option<usize>>,
+}
+
+impl fmt::Debug for ScriptedFs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ScriptedFs").field("calls", &self.calls).finish_non_exhaustive()
+    }
+}
+
+impl ScriptedFs {
+    /// A fake that behaves like the real filesystem until scripted.
+    pub fn new() -> Arc<Self> {
+        Arc::new(Self::default())
+    }
+
+    /// The next calls of `op` fail with `errnos`, in order (each consumed once).
+    pub fn fail_next(&self, op: Op, errnos: impl IntoIterator<Item = Errno>) {
+        self.errors.lock().unwrap().entry(op).or_default().extend(errnos);
+    }
+
+    /// How many times `op` was called.
+    pub fn calls(&self, op: Op) -> usize {
+        self.calls.lock().unwrap().get(&op).copied().unwrap_or(0)
+    }
+
+    /// The names passed to `op`, in call order.
+    pub fn names(&self, op: Op) -> Vec<PathBuf> {
+        self.paths.lock().unwrap().iter().filter(|(o, _)| *o == op).map(|(_, p)| p.clone()).collect()
+    }
+
+    /// Runs `hook(op, name)` before every call (e.g. to pause on a barrier).
+    pub fn set_hook(&self, hook: impl Fn(Op, &Path) + Send + Sync + 'static) {
+        *self.hook.lock().unwrap() = Some(Arc::new(hook));
+    }
+
+    /// Limits every `write` to at most `chunk` bytes (short writes).
+    pub fn set_write_chunk(&self, chunk: usize) {
+        *self.write_chunk.lock().unwrap() = Some(chunk);
+    }
+
+    fn enter(&self, op: Op, name: &Path) -> Result<(), Errno> {
+        *self.calls.lock().unwrap().entry(op).or_default() += 1;
+        self.paths.lock().unwrap().push((op, name.to_owned()));
+        let hook = self.hook.lock().unwrap().clone();
+        if let Some(hook) = hook {
+            hook(op, name);
+        }
+        match self.errors.lock().unwrap().get_mut(&op).and_then(VecDeque::pop_front) {
+            Some(errno) => Err(errno),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Fs for ScriptedFs {
+    fn openat(&self, dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
+        self.enter(Op::Open, name)?;
+        RealFs.openat(dir, name, flags, mode)
+    }
+
+    fn write(&self, fd: BorrowedFd<'_>, bytes: &[u8]) -> Result<usize, Errno> {
+        self.enter(Op::Write, Path::new(""))?;
+        let limit = self.write_chunk.lock().unwrap().unwrap_or(usize::MAX);
+        RealFs.write(fd, &bytes[..bytes.len().min(limit)])
+    }
+
+    fn fsync(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+        self.enter(Op::Fsync, Path::new(""))?;
+        RealFs.fsync(fd)
+    }
+
+    fn renameat(&self, from_dir: BorrowedFd<'_>, from: &Path, to_dir: BorrowedFd<'_>, to: &Path) -> Result<(), Errno> {
+        self.enter(Op::Rename, to)?;
+        RealFs.renameat(from_dir, from, to_dir, to)
+    }
+
+    fn unlinkat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {
+        self.enter(Op::Unlink, name)?;
+        RealFs.unlinkat(dir, name)
+    }
+
+    fn mkdirat(&self, dir: BorrowedFd<'_>, name: &Path, mode: Mode) -> Result<(), Errno> {
+        self.enter(Op::Mkdir, name)?;
+        RealFs.mkdirat(dir, name, mode)
+    }
+
+    fn rmdirat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {
+        self.enter(Op::Rmdir, name)?;
+        RealFs.rmdirat(dir, name)
+    }
+
+    fn touch(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+        self.enter(Op::Touch, Path::new(""))?;
+        RealFs.touch(fd)
+    }
+}
+
+/// Whether the process runs as root (permission-denial tests must skip: root bypasses chmod).
+pub fn running_as_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// The names of temp files (`.*.tmp`) directly in `dir`.
+pub fn temp_files(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with('.') && n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
+}

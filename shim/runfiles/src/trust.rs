@@ -1,0 +1,265 @@
+//! The trusted root (H3 ⊕): `<root>`, `<runs>` and `<results>` are created 0700; an existing
+//! one must be a real directory (not a symlink) owned by the current uid and not writable by
+//! group or others, otherwise the launch fails with
+//! `Refusing untrusted temp root '<root>': <reason>`.
+
+use crate::dir::Dir;
+use crate::errors::os_error;
+use crate::layout::{Layout, names};
+use crate::seams::Seams;
+use rustix::fs::{self, AtFlags, FileType};
+use rustix::io::Errno;
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The refusal of H3.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UntrustedRoot {
+    /// The root that was refused.
+    pub root: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+impl fmt::Display for UntrustedRoot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Refusing untrusted temp root '{}': {}", self.root.display(), self.reason)
+    }
+}
+
+impl std::error::Error for UntrustedRoot {}
+
+/// Opening the root failed.
+#[derive(Debug)]
+pub enum RootError {
+    /// The root (or `runs`/`results`) exists but cannot be trusted (H3).
+    Untrusted(UntrustedRoot),
+    /// Creating or opening failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for RootError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Untrusted(e) => e.fmt(f),
+            Self::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RootError {}
+
+impl From<io::Error> for RootError {
+    fn from(e: io::Error) -> Self {
+        Self::Io(e)
+    }
+}
+
+/// The opened, verified root with its `runs` and `results` directories.
+#[derive(Debug)]
+pub struct TrustedRoot {
+    layout: Layout,
+    root: Dir,
+    runs: Dir,
+    results: Dir,
+}
+
+impl TrustedRoot {
+    /// Creates (0700) or verifies `<root>`, `<runs>` and `<results>` (H3).
+    pub fn open(layout: &Layout, seams: Arc<Seams>) -> Result<Self, RootError> {
+        let root_path = layout.root();
+        let untrusted = |reason: String| RootError::Untrusted(UntrustedRoot { root: root_path.to_owned(), reason });
+        match lstat(root_path)? {
+            None => {
+                if let Some(parent) = root_path.parent() {
+                    Dir::create_private_with(parent, seams.clone())?;
+                }
+                match seams.retry.run(seams.sleeper.as_ref(), || {
+                    seams.fs.mkdirat(fs::CWD, root_path, fs::Mode::from_raw_mode(crate::dir::DIR_MODE))
+                }) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(os_error(e, "mkdir", root_path).into()),
+                }
+            }
+            Some(stat) => {
+                if let Some(reason) = judge(&stat, None) {
+                    return Err(untrusted(reason));
+                }
+            }
+        }
+        let root = match Dir::open_with(root_path, seams) {
+            Ok(dir) => dir,
+            Err(e) if crate::errors::has_errno(&e, Errno::LOOP) || crate::errors::has_errno(&e, Errno::NOTDIR) => {
+                let reason = lstat(root_path)?.and_then(|s| judge(&s, None)).unwrap_or_else(|| "it changed while being opened".into());
+                return Err(untrusted(reason));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        // Judge the opened descriptor itself, so a swap between lstat and open cannot pass.
+        let stat = fs::fstat(&root).map_err(|e| os_error(e, "stat", root_path))?;
+        if let Some(reason) = judge(&stat, None) {
+            return Err(untrusted(reason));
+        }
+        let runs = trusted_child(&root, names::RUNS_DIR).map_err(|e| e.into_root_error(root_path))?;
+        let results = trusted_child(&root, names::RESULTS_DIR).map_err(|e| e.into_root_error(root_path))?;
+        Ok(Self { layout: layout.clone(), root, runs, results })
+    }
+
+    /// The layout.
+    pub fn layout(&self) -> &Layout {
+        &self.layout
+    }
+
+    /// `<root>`.
+    pub fn root(&self) -> &Dir {
+        &self.root
+    }
+
+    /// `<runs>`.
+    pub fn runs(&self) -> &Dir {
+        &self.runs
+    }
+
+    /// `<results>`.
+    pub fn results(&self) -> &Dir {
+        &self.results
+    }
+}
+
+enum ChildError {
+    Untrusted(String),
+    Io(io::Error),
+}
+
+impl ChildError {
+    fn into_root_error(self, root: &Path) -> RootError {
+        match self {
+            Self::Untrusted(reason) => RootError::Untrusted(UntrustedRoot { root: root.to_owned(), reason }),
+            Self::Io(e) => RootError::Io(e),
+        }
+    }
+}
+
+fn trusted_child(root: &Dir, name: &str) -> Result<Dir, ChildError> {
+    if let Some(stat) = root.stat(name).map_err(ChildError::Io)? {
+        if let Some(reason) = judge(&stat, Some(name)) {
+            return Err(ChildError::Untrusted(reason));
+        }
+    }
+    let dir = root.ensure_child(name).map_err(ChildError::Io)?;
+    let stat = fs::fstat(&dir).map_err(|e| ChildError::Io(os_error(e, "stat", dir.path())))?;
+    match judge(&stat, Some(name)) {
+        Some(reason) => Err(ChildError::Untrusted(reason)),
+        None => Ok(dir),
+    }
+}
+
+fn lstat(path: &Path) -> Result<Option<fs::Stat>, RootError> {
+    match fs::statat(fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) => Ok(Some(stat)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(os_error(e, "stat", path).into()),
+    }
+}
+
+/// The H3 verdict on one directory's `lstat`: `None` when trusted, else the reason.
+fn judge(stat: &fs::Stat, child: Option<&str>) -> Option<String> {
+    let subject = child.map_or_else(|| "it".to_owned(), |c| format!("'{c}'"));
+    let uid = rustix::process::geteuid().as_raw();
+    match FileType::from_raw_mode(stat.st_mode) {
+        FileType::Symlink => return Some(format!("{subject} is a symbolic link")),
+        FileType::Directory => {}
+        _ => return Some(format!("{subject} is not a directory")),
+    }
+    if stat.st_uid != uid {
+        return Some(format!("{subject} is owned by uid {}, not {uid}", stat.st_uid));
+    }
+    let mode = stat.st_mode & 0o7777;
+    if mode & 0o022 != 0 {
+        return Some(format!("{subject} is writable by group or others (mode {mode:04o})"));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    fn open(root: &Path) -> Result<TrustedRoot, RootError> {
+        TrustedRoot::open(&Layout::new(root), Seams::shared_default())
+    }
+
+    fn mode(p: &Path) -> u32 {
+        std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+    }
+
+    #[test]
+    fn h3_creates_root_runs_results_with_0700() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("state/sublaunch");
+        let trusted = open(&root).unwrap();
+        assert_eq!(mode(&root), 0o700);
+        assert_eq!(mode(&root.join("runs")), 0o700);
+        assert_eq!(mode(&root.join("results")), 0o700);
+        assert_eq!(trusted.runs().path(), root.join("runs"));
+        open(&root).unwrap();
+    }
+
+    #[test]
+    fn f04_symlinked_root_is_refused_and_target_untouched() {
+        let tmp = tempfile::tempdir().unwrap();
+        let target = tmp.path().join("elsewhere");
+        std::fs::create_dir(&target).unwrap();
+        std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let link = tmp.path().join("root");
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        let error = open(&link).unwrap_err();
+        assert_eq!(error.to_string(), format!("Refusing untrusted temp root '{}': it is a symbolic link", link.display()));
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "no new entries in the link target");
+    }
+
+    #[test]
+    fn f04_world_writable_root_is_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let error = open(&root).unwrap_err();
+        assert!(matches!(error, RootError::Untrusted(_)));
+        assert!(error.to_string().ends_with("it is writable by group or others (mode 0777)"), "{error}");
+        assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn h3_a_file_root_and_symlinked_runs_are_refused() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("file");
+        std::fs::write(&file, b"").unwrap();
+        assert!(open(&file).unwrap_err().to_string().ends_with("it is not a directory"));
+
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), root.join("runs")).unwrap();
+        let error = open(&root).unwrap_err();
+        assert!(error.to_string().ends_with("'runs' is a symbolic link"), "{error}");
+    }
+
+    #[test]
+    fn h3_foreign_owner_is_refused() {
+        if !crate::testing::running_as_root() {
+            eprintln!("skipped: needs root to chown a directory to another uid");
+            return;
+        }
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path().join("root");
+        std::fs::create_dir(&root).unwrap();
+        std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
+        std::os::unix::fs::chown(&root, Some(65534), None).unwrap();
+        let error = open(&root).unwrap_err();
+        assert!(error.to_string().ends_with("it is owned by uid 65534, not 0"), "{error}");
+    }
+}
