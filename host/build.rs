@@ -15,14 +15,27 @@ const TARGET: &str = "wasm32-wasip2";
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").unwrap());
-    let workspace = manifest_dir.parent().expect("host/ lives in the workspace root").to_owned();
-    for input in ["guest", "wit", "contract", "tests/rogue-planner", "Cargo.lock", "Cargo.toml"] {
+    let workspace = manifest_dir
+        .parent()
+        .expect("host/ lives in the workspace root")
+        .to_owned();
+    for input in [
+        "guest",
+        "wit",
+        "contract",
+        "tests/rogue-planner",
+        "Cargo.lock",
+        "Cargo.toml",
+    ] {
         println!("cargo:rerun-if-changed={}", workspace.join(input).display());
     }
     let out_dir = PathBuf::from(env::var_os("OUT_DIR").unwrap());
     let target_dir = guest_target_dir(&out_dir);
 
-    println!("cargo:rustc-env=SUBLAUNCH_WASMTIME_VERSION={}", locked_version(&workspace, "wasmtime"));
+    println!(
+        "cargo:rustc-env=SUBLAUNCH_WASMTIME_VERSION={}",
+        locked_version(&workspace, "wasmtime")
+    );
     ensure_target_installed();
     build_guests(&workspace, &target_dir);
 
@@ -104,8 +117,8 @@ fn build_guests(workspace: &Path, target_dir: &Path) {
 
 /// Copies the component into OUT_DIR and returns its SHA-256 (hex).
 fn embed(source: &Path, destination: &Path) -> String {
-    let bytes = std::fs::read(source)
-        .unwrap_or_else(|e| panic!("reading the built component {}: {e}", source.display()));
+    let bytes =
+        std::fs::read(source).unwrap_or_else(|e| panic!("reading the built component {}: {e}", source.display()));
     std::fs::write(destination, &bytes).expect("writing the component into OUT_DIR");
     Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -27,7 +27,11 @@ fn plan(stdin: &[u8], cache: &std::path::Path) -> Output {
 
 fn json(output: &Output) -> Value {
     serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-        panic!("stdout is not JSON ({e}): {}\nstderr: {}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+        panic!(
+            "stdout is not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
     })
 }
 
@@ -42,10 +46,21 @@ fn every_public_vector_passes_through_the_cli() {
         assert!(matches!(code, Some(0 | 1)), "{}: exit {code:?}", vector.name);
         let problems = vectors::check(&vector.expect, &json(&output), code == Some(0));
         if !problems.is_empty() {
-            failures.push(format!("{file}: {} [{}]\n    {}", vector.name, vector.rules.join(", "), problems.join("\n    ")));
+            failures.push(format!(
+                "{file}: {} [{}]\n    {}",
+                vector.name,
+                vector.rules.join(", "),
+                problems.join("\n    ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} vectors failed:\n{}", failures.len(), all.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} vectors failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -69,7 +84,12 @@ fn typed_records_and_the_json_entry_point_give_identical_documents() {
 fn refused(stdin: &[u8], fragment: &str) {
     let cache = tempfile::tempdir().unwrap();
     let output = plan(stdin, cache.path());
-    assert_eq!(output.status.code(), Some(1), "stderr: {}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "stderr: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
     let document = json(&output);
     assert_eq!(document["error"]["code"], "invalid-request", "{document}");
     let message = document["error"]["message"].as_str().unwrap();
@@ -89,10 +109,14 @@ fn malformed_json_is_refused_with_its_position() {
 fn wrong_types_are_refused_with_the_json_path() {
     let request = format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":5,"task":"t"}}]}}"#);
     refused(request.as_bytes(), "steps[0].agent");
-    let request = format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t","machine":7}}]}}"#);
+    let request =
+        format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t","machine":7}}]}}"#);
     refused(request.as_bytes(), "steps[0].machine");
     refused(br#"{"cwd":"/c","mode":"single","steps":{}}"#, "steps");
-    refused(br#"{"cwd":"/c","mode":"single","steps":[],"agents":[{"name":1}]}"#, "agents[0].name");
+    refused(
+        br#"{"cwd":"/c","mode":"single","steps":[],"agents":[{"name":1}]}"#,
+        "agents[0].name",
+    );
 }
 
 #[test]
@@ -147,7 +171,10 @@ fn deeply_nested_json_is_refused() {
     let step = format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t","outputSchema":"#);
     refused(&nested(&step, "}]}"), "recursion limit exceeded");
     // Where a string is expected, the first bracket is already wrong.
-    refused(&nested(r#"{"cwd":"/c","mode":"single","steps":[],"platform":"#, "}"), "platform");
+    refused(
+        &nested(r#"{"cwd":"/c","mode":"single","steps":[],"platform":"#, "}"),
+        "platform",
+    );
 }
 
 #[test]
@@ -162,14 +189,23 @@ fn invalid_utf8_on_stdin_is_refused() {
 fn a_request_file_works_like_stdin() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("request.json");
-    std::fs::write(&file, format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t"}}]}}"#)).unwrap();
+    std::fs::write(
+        &file,
+        format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t"}}]}}"#),
+    )
+    .unwrap();
     let output = Command::new(bin("sublaunch"))
         .args(["plan", "--request"])
         .arg(&file)
         .env("SUBLAUNCH_CACHE_DIR", dir.path().join("cache"))
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stdout));
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
     let plan = json(&output);
     assert_eq!(plan["steps"][0]["agent"], "w");
     assert_eq!(plan["steps"][0]["cwd"], "/c");
@@ -177,13 +213,19 @@ fn a_request_file_works_like_stdin() {
 
 #[test]
 fn usage_errors_exit_2_with_help() {
-    let output = Command::new(bin("sublaunch")).args(["plan", "--bogus"]).output().unwrap();
+    let output = Command::new(bin("sublaunch"))
+        .args(["plan", "--bogus"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("Usage: sublaunch plan"));
     let output = Command::new(bin("sublaunch")).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("Commands:"));
-    let output = Command::new(bin("sublaunch")).args(["plan", "--request", "/nonexistent/request.json"]).output().unwrap();
+    let output = Command::new(bin("sublaunch"))
+        .args(["plan", "--request", "/nonexistent/request.json"])
+        .output()
+        .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/request.json"));
 }

@@ -115,7 +115,10 @@ pub struct PlanError {
 impl PlanError {
     /// An error with this code and message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Self { code, message: message.into() }
+        Self {
+            code,
+            message: message.into(),
+        }
     }
 
     /// An `invalid-request` error.

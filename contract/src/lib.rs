@@ -15,12 +15,9 @@ mod request;
 
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
-pub use plan::{
-    Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, ThinkingLevel,
-};
+pub use plan::{Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, ThinkingLevel};
 pub use request::{
-    Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel,
-    PlanRequest, Runner, Step, Task,
+    Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel, PlanRequest, Runner, Step, Task,
 };
 
 /// The largest PlanRequest JSON accepted (16 MiB): far above any real request, far below

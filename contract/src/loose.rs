@@ -32,10 +32,7 @@ pub mod json_text_opt {
     use super::*;
 
     /// Writes the text as the JSON value it holds.
-    pub fn serialize<S: Serializer>(
-        text: &Option<String>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
+    pub fn serialize<S: Serializer>(text: &Option<String>, serializer: S) -> Result<S::Ok, S::Error> {
         match text {
             Some(text) => json_text::serialize(text, serializer),
             None => serializer.serialize_none(),
@@ -43,9 +40,7 @@ pub mod json_text_opt {
     }
 
     /// Reads any JSON value but `null` and keeps its text.
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Option<String>, D::Error> {
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
         Ok(Option::<Value>::deserialize(deserializer)?.map(|value| value.to_string()))
     }
 }
@@ -145,8 +140,7 @@ impl<'de> Deserialize<'de> for LooseStrings {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         let value = Value::deserialize(deserializer)?;
         if let Value::Array(items) = &value {
-            let strings: Option<Vec<String>> =
-                items.iter().map(|item| item.as_str().map(str::to_owned)).collect();
+            let strings: Option<Vec<String>> = items.iter().map(|item| item.as_str().map(str::to_owned)).collect();
             if let Some(strings) = strings {
                 return Ok(Self::Strings(strings));
             }

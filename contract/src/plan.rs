@@ -178,7 +178,11 @@ pub struct PlanStep {
     #[cfg_attr(feature = "wasmtime", component(name = "requested-cwd"))]
     pub requested_cwd: String,
     /// Effective output schema (JSON text).
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
     pub output_schema: Option<String>,
     /// Whether structured output is required.
@@ -204,7 +208,11 @@ pub struct GraphNode {
     /// Agent name.
     pub agent: String,
     /// Effective output schema (JSON text).
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
     pub output_schema: Option<String>,
     /// Whether the child is structured.

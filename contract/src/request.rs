@@ -142,7 +142,11 @@ pub struct Agent {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<Runner>,
     /// Default output schema (JSON text).
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
     pub output_schema: Option<String>,
 }
@@ -218,11 +222,19 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<LooseString>,
     /// Output-schema override (JSON text).
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
     pub output_schema: Option<String>,
     /// Worktree flag; only `true` counts.
-    #[serde(default, deserialize_with = "crate::loose::true_or_none", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::true_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub worktree: Option<bool>,
     /// Tasks of a parallel group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -274,7 +286,11 @@ pub struct LaunchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<LooseString>,
     /// Run-level worktree flag; only `true` counts.
-    #[serde(default, deserialize_with = "crate::loose::true_or_none", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::true_or_none",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub worktree: Option<bool>,
 }
 
@@ -291,10 +307,18 @@ pub struct LaunchOptions {
 )]
 pub struct MachineSettings {
     /// User settings object.
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub user: Option<String>,
     /// Project settings object.
-    #[serde(default, with = "crate::loose::json_text_opt", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub project: Option<String>,
 }
 

@@ -61,7 +61,10 @@ impl From<wit::Agent> for c::Agent {
             model_provider: a.model_provider,
             max_thinking: a.max_thinking.map(Into::into),
             machine: a.machine.map(Into::into),
-            runner: a.runner.map(|r| c::Runner { kind: r.type_, adapter: r.adapter }),
+            runner: a.runner.map(|r| c::Runner {
+                kind: r.type_,
+                adapter: r.adapter,
+            }),
             output_schema: a.output_schema,
         }
     }
@@ -109,7 +112,10 @@ impl From<wit::PlanRequest> for c::PlanRequest {
             },
             steps: r.steps.into_iter().map(Into::into).collect(),
             agents: r.agents.into_iter().map(Into::into).collect(),
-            parent_model: r.parent_model.map(|p| c::ParentModel { provider: p.provider, id: p.id }),
+            parent_model: r.parent_model.map(|p| c::ParentModel {
+                provider: p.provider,
+                id: p.id,
+            }),
             current_model_provider: r.current_model_provider,
             available_models: r.available_models.map(|models| {
                 models
@@ -145,9 +151,10 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 worktree: l.worktree,
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
-            machine_settings: r
-                .machine_settings
-                .map(|s| c::MachineSettings { user: s.user, project: s.project }),
+            machine_settings: r.machine_settings.map(|s| c::MachineSettings {
+                user: s.user,
+                project: s.project,
+            }),
             platform: r.platform,
         }
     }
@@ -169,7 +176,11 @@ impl From<c::ThinkingLevel> for wit::ThinkingLevel {
 
 impl From<c::GraphNode> for wit::GraphNode {
     fn from(n: c::GraphNode) -> Self {
-        Self { agent: n.agent, output_schema: n.output_schema, structured: n.structured }
+        Self {
+            agent: n.agent,
+            output_schema: n.output_schema,
+            structured: n.structured,
+        }
     }
 }
 
@@ -256,6 +267,9 @@ impl From<c::PlanError> for wit::PlanError {
             C::InvalidRemoteCwd => W::InvalidRemoteCwd,
             C::PlannerFault => W::PlannerFault,
         };
-        Self { code, message: e.message }
+        Self {
+            code,
+            message: e.message,
+        }
     }
 }

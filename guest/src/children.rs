@@ -18,9 +18,7 @@ impl Position {
     /// Index of the request step the child comes from (the plan's `stepIndex`).
     pub fn step_index(self) -> usize {
         match self {
-            Self::Sequential { step }
-            | Self::ChainTask { step, .. }
-            | Self::ParallelTask { step, .. } => step,
+            Self::Sequential { step } | Self::ChainTask { step, .. } | Self::ParallelTask { step, .. } => step,
         }
     }
 
@@ -118,7 +116,10 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
                     Some(tasks) => {
                         let group_worktree = step.worktree == Some(true);
                         for (task_index, task) in group_tasks(index, tasks)? {
-                            let position = Position::ChainTask { step: index, task: task_index };
+                            let position = Position::ChainTask {
+                                step: index,
+                                task: task_index,
+                            };
                             children.push(grouped(position, step.machine.as_ref(), task, group_worktree)?);
                         }
                     }
@@ -132,10 +133,17 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
                 ));
             }
             match steps.as_slice() {
-                [group @ Step { parallel: Some(tasks), .. }] => {
+                [
+                    group @ Step {
+                        parallel: Some(tasks), ..
+                    },
+                ] => {
                     let group_worktree = group.worktree == Some(true);
                     for (task_index, task) in group_tasks(0, tasks)? {
-                        let position = Position::ParallelTask { step: 0, task: task_index };
+                        let position = Position::ParallelTask {
+                            step: 0,
+                            task: task_index,
+                        };
                         children.push(grouped(position, group.machine.as_ref(), task, group_worktree)?);
                     }
                 }
@@ -216,9 +224,7 @@ fn grouped<'r>(
 }
 
 fn required_task<'r>(path: &str, task: Option<&'r str>) -> Result<&'r str, PlanError> {
-    task.ok_or_else(|| {
-        PlanError::invalid_request(format!("Invalid request at {path}.task: a step needs a task text."))
-    })
+    task.ok_or_else(|| PlanError::invalid_request(format!("Invalid request at {path}.task: a step needs a task text.")))
 }
 
 /// The machine a child asks for (rules L2, L3): its own, else its group's, else the launch's,
@@ -228,5 +234,10 @@ pub fn requested_machine<'r>(
     launch_machine: Option<&'r LooseString>,
     agent_machine: Option<&'r LooseString>,
 ) -> Option<&'r LooseString> {
-    child.fields.machine.or(child.group_machine).or(launch_machine).or(agent_machine)
+    child
+        .fields
+        .machine
+        .or(child.group_machine)
+        .or(launch_machine)
+        .or(agent_machine)
 }

@@ -98,10 +98,7 @@ pub fn plan_json(request: &[u8]) -> Result<String, PlanError> {
 
 /// Looks up every child's agent in flat order; the first unknown name is `unknown-agent`.
 /// With duplicate names the first definition counts.
-fn resolve_agents<'r>(
-    request: &'r PlanRequest,
-    children: &[children::Child<'r>],
-) -> Result<Vec<&'r Agent>, PlanError> {
+fn resolve_agents<'r>(request: &'r PlanRequest, children: &[children::Child<'r>]) -> Result<Vec<&'r Agent>, PlanError> {
     let mut by_name = BTreeMap::new();
     for agent in &request.agents {
         by_name.entry(agent.name.as_str()).or_insert(agent);
@@ -117,7 +114,11 @@ fn resolve_agents<'r>(
                         "Unknown agent '{}' in {}. Known agents: {}.",
                         child.fields.agent,
                         child.position.describe(),
-                        if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+                        if known.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            known.join(", ")
+                        }
                     ),
                 )
             })

@@ -6,7 +6,7 @@
 
 /// Appends `norm(s)` to `out`: lower-case; every run of `.`, `_` and `-` becomes one `-`;
 /// one leading and one trailing `-` are dropped. `/` and `:` are kept.
-pub fn norm_into(s: &str, out: &mut String) {
+fn norm_into(s: &str, out: &mut String) {
     let start = out.len();
     if s.is_ascii() {
         push_collapsed(s.bytes().map(|b| char::from(b.to_ascii_lowercase())), out);
@@ -26,16 +26,67 @@ pub fn norm(s: &str) -> String {
     out
 }
 
-/// How `norm(raw)` compares with an already normalised text, decided byte by byte without
-/// building `norm(raw)`, so it stops at the first difference (`whole`: equality, else
-/// prefix). `None` when `raw` holds a non-ASCII byte before the answer is known: only the
-/// full [`norm`] lower-cases Unicode.
-fn compare_streamed(raw: &str, normalized: &str, whole: bool) -> Option<bool> {
-    let wanted = normalized.as_bytes();
+/// What [`compare_normalized`] asks about `norm(raw)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Comparison {
+    /// `norm(raw) == target`.
+    Equals,
+    /// `norm(raw)` starts with `target`.
+    StartsWith,
+}
+
+/// Answers `comparison` about `norm(raw)` and `target`, which must itself be an output of
+/// [`norm`] (the fast path relies on it having no `--`, `.`, `_`, upper case or edge `-`).
+/// Decided without building `norm(raw)` and stopping at the first difference: most
+/// registry entries differ from a query in their first byte. `None` when a non-ASCII byte
+/// of `raw` is met before the answer is known: only [`norm`] lower-cases Unicode.
+pub fn compare_normalized(raw: &str, target: &str, comparison: Comparison) -> Option<bool> {
+    let whole = comparison == Comparison::Equals;
+    compare_plain(raw.as_bytes(), target.as_bytes(), whole)
+        .or_else(|| compare_streamed(raw.as_bytes(), target.as_bytes(), whole))
+}
+
+/// Fast path: compares `raw` with `wanted` ignoring ASCII case, which is what `norm` does
+/// as long as no separator run or non-ASCII byte is met. `None` when one is met at the
+/// first difference (or `wanted` is not normalised), so the answer needs the stream.
+fn compare_plain(raw: &[u8], wanted: &[u8], whole: bool) -> Option<bool> {
+    if wanted.first() == Some(&b'-') || wanted.last() == Some(&b'-') {
+        return None;
+    }
+    let common = raw
+        .iter()
+        .zip(wanted)
+        .take_while(|(r, w)| r.to_ascii_lowercase() == **w)
+        .count();
+    let plain = |b: u8| b < 0x80 && !matches!(b, b'.' | b'_' | b'-');
+    match (raw.get(common), wanted.get(common)) {
+        // `raw` ends first: its normalised form is shorter than `wanted`.
+        (None, Some(_)) => Some(false),
+        (None, None) => Some(true),
+        (Some(_), None) if !whole => Some(true),
+        (Some(&r), _) if plain(r) => Some(false),
+        _ => None,
+    }
+}
+
+/// Slow path: produces `norm(raw)` byte by byte and compares as it goes. `None` at a
+/// non-ASCII byte.
+fn compare_streamed(raw: &[u8], wanted: &[u8], whole: bool) -> Option<bool> {
     let mut matched = 0;
     let mut started = false;
     let mut after_separator = false;
-    for &b in raw.as_bytes() {
+    // Compares one produced byte; `Some` once the answer is known.
+    let mut produce = |byte: u8| -> Option<bool> {
+        match wanted.get(matched) {
+            None => Some(!whole),
+            Some(&w) if w == byte => {
+                matched += 1;
+                None
+            }
+            Some(_) => Some(false),
+        }
+    };
+    for &b in raw {
         if b >= 0x80 {
             return None;
         }
@@ -44,29 +95,17 @@ fn compare_streamed(raw: &str, normalized: &str, whole: bool) -> Option<bool> {
             after_separator = started;
             continue;
         }
-        let produced = if after_separator { [Some(b'-'), Some(b.to_ascii_lowercase())] } else { [None, Some(b.to_ascii_lowercase())] };
-        for byte in produced.into_iter().flatten() {
-            match wanted.get(matched) {
-                None => return Some(!whole),
-                Some(&w) if w == byte => matched += 1,
-                Some(_) => return Some(false),
-            }
+        if after_separator && let Some(answer) = produce(b'-') {
+            return Some(answer);
+        }
+        if let Some(answer) = produce(b.to_ascii_lowercase()) {
+            return Some(answer);
         }
         started = true;
         after_separator = false;
     }
     // A trailing separator run is dropped.
     Some(matched == wanted.len())
-}
-
-/// Whether `norm(raw) == normalized`; cheap when they differ early.
-pub fn norm_equals(raw: &str, normalized: &str) -> bool {
-    compare_streamed(raw, normalized, true).unwrap_or_else(|| norm(raw) == normalized)
-}
-
-/// Whether `norm(raw)` starts with `normalized`; cheap when they differ early.
-pub fn norm_starts_with(raw: &str, normalized: &str) -> bool {
-    compare_streamed(raw, normalized, false).unwrap_or_else(|| norm(raw).starts_with(normalized))
 }
 
 /// Pushes lower-cased characters, collapsing separator runs into one `-` and dropping a
@@ -107,8 +146,8 @@ pub fn split_date(normalized: &str) -> (&str, Option<DateStamp>) {
     let compact = || {
         tail(bytes, 9).and_then(|t| match t {
             [b'-', digits @ ..] => {
-                let (year, rest) = digits.split_at(4);
-                let (month, day) = rest.split_at(2);
+                let (year, rest) = digits.split_at_checked(4)?;
+                let (month, day) = rest.split_at_checked(2)?;
                 date_from_digits(year, month, day).map(|date| (9, date))
             }
             _ => None,
@@ -116,7 +155,7 @@ pub fn split_date(normalized: &str) -> (&str, Option<DateStamp>) {
     };
     match dashed.or_else(compact) {
         // The suffix is ASCII, so the cut is a character boundary; `get` keeps this panic-free.
-        Some((len, date)) => match normalized.get(..normalized.len() - len) {
+        Some((len, date)) => match normalized.len().checked_sub(len).and_then(|end| normalized.get(..end)) {
             Some(stem) => (stem, Some(date)),
             None => (normalized, None),
         },
@@ -178,6 +217,14 @@ mod tests {
         assert_eq!(norm("ΟΔΟΣ"), "οδος");
     }
 
+    fn norm_equals(raw: &str, target: &str) -> bool {
+        compare_normalized(raw, target, Comparison::Equals).unwrap_or_else(|| norm(raw) == target)
+    }
+
+    fn norm_starts_with(raw: &str, target: &str) -> bool {
+        compare_normalized(raw, target, Comparison::StartsWith).unwrap_or_else(|| norm(raw).starts_with(target))
+    }
+
     #[test]
     fn streamed_comparisons_agree_with_norm() {
         assert!(norm_equals("GPT--5.Mini", "gpt-5-mini"));
@@ -191,6 +238,8 @@ mod tests {
         assert!(!norm_starts_with("gpt-", "gpt-"));
         assert!(norm_equals("ΟΔΟΣ", "οδος"));
         assert!(norm_starts_with("Ab-ÄB", "ab-ä"));
+        assert_eq!(compare_normalized("ÄB", "äb", Comparison::Equals), None);
+        assert_eq!(compare_normalized("xÄ", "y", Comparison::Equals), Some(false));
     }
 
     #[test]
@@ -202,8 +251,14 @@ mod tests {
 
     #[test]
     fn m9_date_stamps_in_both_formats_are_equal() {
-        assert_eq!(split_date("claude-3-5-sonnet-20241022"), ("claude-3-5-sonnet", Some(20241022)));
-        assert_eq!(split_date("claude-3-5-sonnet-2024-10-22"), ("claude-3-5-sonnet", Some(20241022)));
+        assert_eq!(
+            split_date("claude-3-5-sonnet-20241022"),
+            ("claude-3-5-sonnet", Some(20241022))
+        );
+        assert_eq!(
+            split_date("claude-3-5-sonnet-2024-10-22"),
+            ("claude-3-5-sonnet", Some(20241022))
+        );
     }
 
     #[test]

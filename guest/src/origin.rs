@@ -20,7 +20,10 @@ impl<'r> Parent<'r> {
         let parent = parent?;
         let provider = non_empty(parent.provider.as_deref())?;
         let id = non_empty(parent.id.as_deref())?;
-        Some(Self { provider, full_id: format!("{provider}/{id}") })
+        Some(Self {
+            provider,
+            full_id: format!("{provider}/{id}"),
+        })
     }
 }
 
@@ -36,7 +39,9 @@ pub fn preferred_provider<'a>(
     session_provider: Option<&'a str>,
     parent: Option<&Parent<'a>>,
 ) -> Option<&'a str> {
-    non_empty(agent_provider).or_else(|| non_empty(session_provider)).or_else(|| parent.map(|p| p.provider))
+    non_empty(agent_provider)
+        .or_else(|| non_empty(session_provider))
+        .or_else(|| parent.map(|p| p.provider))
 }
 
 /// What M2 selects for one child.
@@ -88,7 +93,10 @@ mod tests {
 
     #[test]
     fn m1_parent_needs_both_parts_after_trimming() {
-        let parent = |p: Option<&str>, i: Option<&str>| ParentModel { provider: p.map(Into::into), id: i.map(Into::into) };
+        let parent = |p: Option<&str>, i: Option<&str>| ParentModel {
+            provider: p.map(Into::into),
+            id: i.map(Into::into),
+        };
         let usable = parent(Some(" anthropic "), Some("claude\u{FEFF}"));
         assert_eq!(Parent::from_request(Some(&usable)).unwrap().full_id, "anthropic/claude");
         assert!(Parent::from_request(Some(&parent(Some(" "), Some("x")))).is_none());
@@ -98,9 +106,18 @@ mod tests {
 
     #[test]
     fn m1_i1_agent_provider_then_session_then_parent() {
-        let parent = Parent { provider: "anthropic", full_id: "anthropic/x".into() };
-        assert_eq!(preferred_provider(Some("openai"), Some("google"), Some(&parent)), Some("openai"));
-        assert_eq!(preferred_provider(Some("  "), Some(" google "), Some(&parent)), Some("google"));
+        let parent = Parent {
+            provider: "anthropic",
+            full_id: "anthropic/x".into(),
+        };
+        assert_eq!(
+            preferred_provider(Some("openai"), Some("google"), Some(&parent)),
+            Some("openai")
+        );
+        assert_eq!(
+            preferred_provider(Some("  "), Some(" google "), Some(&parent)),
+            Some("google")
+        );
         assert_eq!(preferred_provider(None, Some(""), Some(&parent)), Some("anthropic"));
         assert_eq!(preferred_provider(None, None, None), None);
     }

@@ -14,7 +14,11 @@ pub fn strip_trailing_slashes(s: &str) -> String {
         return s.to_owned();
     }
     let stripped = s.trim_end_matches('/');
-    if stripped.is_empty() { "/".to_owned() } else { stripped.to_owned() }
+    if stripped.is_empty() {
+        "/".to_owned()
+    } else {
+        stripped.to_owned()
+    }
 }
 
 /// Lexical POSIX normalisation: collapses repeated `/`, drops `.` segments and lets `..`

@@ -96,10 +96,7 @@ fn machine_ref(machine: &Machine, target: &str, cwd: String) -> MachineRef {
         id: machine.id.clone(),
         label: machine.label.clone(),
         target: target.to_owned(),
-        session: machine
-            .session
-            .clone()
-            .filter(|session| session != DEFAULT_SESSION),
+        session: machine.session.clone().filter(|session| session != DEFAULT_SESSION),
         cwd,
     }
 }

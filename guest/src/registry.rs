@@ -1,13 +1,14 @@
 //! The model registry and resolution of explicit and configured models (model-and-thinking.md
 //! M4–M14, M20; improvements M-I3, M-I5, M-I6, M-I10).
 //!
-//! Cost per lookup is a few linear scans (no quadratic work). A scan first compares each
-//! entry's raw text with the normalised query as a stream that stops at the first
-//! difference (most entries differ in their first byte); only entries that pass are
-//! normalised in full, and each at most once per plan (a per-entry cache). Duplicate
+//! Cost per lookup is a few linear scans (no quadratic work). A scan compares each entry's
+//! raw text with the normalised query byte by byte, stopping at the first difference (most
+//! entries differ in their first byte), without building the entry's normalised form. An
+//! entry is normalised in full only when that is not enough (a date-stamp candidate, or
+//! non-ASCII text), and then at most once per plan (a per-entry cache). Duplicate
 //! provider/id pairs are folded within each candidate set, so the first one counts.
 
-use crate::normalize::{DateStamp, norm, norm_equals, norm_starts_with, split_date};
+use crate::normalize::{Comparison, DateStamp, compare_normalized, norm, split_date};
 use crate::thinking::{split_suffix, with_suffix};
 use std::cell::OnceCell;
 use sublaunch_contract::{ErrorCode, ModelEntry, PlanError};
@@ -15,13 +16,15 @@ use sublaunch_contract::{ErrorCode, ModelEntry, PlanError};
 /// The active model registry (`availableModels`) of one plan.
 pub struct Registry<'r> {
     entries: &'r [ModelEntry],
-    /// Normalised ids, per entry, filled on first need.
-    normalized: OnceCell<Vec<OnceCell<NormalizedId>>>,
+    /// Normalised entries, per entry, filled on first need.
+    normalized: OnceCell<Vec<OnceCell<NormalizedEntry>>>,
 }
 
-/// One entry's normalised id, split at its date stamp (M9).
+/// One entry normalised in full, its id split at its date stamp (M9).
 #[derive(Debug)]
-struct NormalizedId {
+struct NormalizedEntry {
+    /// `norm(provider)`.
+    provider: String,
     /// `norm(id)`.
     id: String,
     /// Length of the stem: `norm(id)` without its date stamp.
@@ -30,12 +33,17 @@ struct NormalizedId {
     date: Option<DateStamp>,
 }
 
-impl NormalizedId {
-    fn new(id: &str) -> Self {
-        let id = norm(id);
+impl NormalizedEntry {
+    fn new(entry: &ModelEntry) -> Self {
+        let id = norm(&entry.id);
         let (stem, date) = split_date(&id);
         let stem_len = stem.len();
-        Self { id, stem_len, date }
+        Self {
+            provider: norm(&entry.provider),
+            id,
+            stem_len,
+            date,
+        }
     }
 
     fn stem(&self) -> &str {
@@ -54,7 +62,10 @@ struct Query<'q> {
 impl<'r> Registry<'r> {
     /// The registry of a request; absent means empty (M1, M4).
     pub fn new(entries: Option<&'r [ModelEntry]>) -> Self {
-        Self { entries: entries.unwrap_or_default(), normalized: OnceCell::new() }
+        Self {
+            entries: entries.unwrap_or_default(),
+            normalized: OnceCell::new(),
+        }
     }
 
     /// Whether there is no registry at all (M4: source strings are then used verbatim).
@@ -87,19 +98,41 @@ impl<'r> Registry<'r> {
     }
 
     fn full_id(&self, entry: usize) -> String {
-        self.entries.get(entry).map(|e| format!("{}/{}", e.provider, e.id)).unwrap_or_default()
+        self.entries
+            .get(entry)
+            .map(|e| format!("{}/{}", e.provider, e.id))
+            .unwrap_or_default()
     }
 
-    /// Entry `i`'s normalised id, computed at most once per plan.
-    fn normalized_id(&self, i: usize) -> Option<&NormalizedId> {
-        let cells = self.normalized.get_or_init(|| self.entries.iter().map(|_| OnceCell::new()).collect());
+    /// Entry `i` normalised in full, at most once per plan.
+    fn normalized(&self, i: usize) -> Option<&NormalizedEntry> {
+        let cells = self
+            .normalized
+            .get_or_init(|| self.entries.iter().map(|_| OnceCell::new()).collect());
         let entry = self.entries.get(i)?;
-        Some(cells.get(i)?.get_or_init(|| NormalizedId::new(&entry.id)))
+        Some(cells.get(i)?.get_or_init(|| NormalizedEntry::new(entry)))
     }
 
-    /// Whether entry `i`'s provider normalises to `provider`.
+    /// Whether entry `i`'s provider normalises to `provider` (a normalised text).
     fn is_of_provider(&self, i: usize, provider: &str) -> bool {
-        self.entries.get(i).is_some_and(|e| norm_equals(&e.provider, provider))
+        let Some(entry) = self.entries.get(i) else {
+            return false;
+        };
+        compare_normalized(&entry.provider, provider, Comparison::Equals)
+            .unwrap_or_else(|| self.normalized(i).is_some_and(|n| n.provider == provider))
+    }
+
+    /// Whether entry `i`'s normalised id equals (or starts with) `id` (a normalised text).
+    fn id_compares(&self, i: usize, id: &str, comparison: Comparison) -> bool {
+        let Some(entry) = self.entries.get(i) else {
+            return false;
+        };
+        compare_normalized(&entry.id, id, comparison).unwrap_or_else(|| {
+            self.normalized(i).is_some_and(|n| match comparison {
+                Comparison::Equals => n.id == id,
+                Comparison::StartsWith => n.id.starts_with(id),
+            })
+        })
     }
 
     /// BASE(q) of M5: stages M6–M12; the winning entry's position.
@@ -131,10 +164,16 @@ impl<'r> Registry<'r> {
     fn parse<'q>(&self, query: &'q str) -> Query<'q> {
         let qualified = |prefix: &str, rest: &'q str| {
             let provider = norm(prefix);
-            let registered = self.entries.iter().any(|e| norm_equals(&e.provider, &provider));
-            registered.then_some(Query { provider: Some(provider), id_part: rest })
+            let registered = (0..self.entries.len()).any(|i| self.is_of_provider(i, &provider));
+            registered.then_some(Query {
+                provider: Some(provider),
+                id_part: rest,
+            })
         };
-        let whole = Query { provider: None, id_part: query };
+        let whole = Query {
+            provider: None,
+            id_part: query,
+        };
         if let Some((prefix, rest)) = query.split_once('/') {
             return qualified(prefix, rest).unwrap_or(whole);
         }
@@ -161,13 +200,19 @@ impl<'r> Registry<'r> {
         let (stem, date) = split_date(&wanted);
         let mut same = Vec::new();
         let mut dated_undated = Vec::new();
-        for (i, entry) in self.entries.iter().enumerate() {
-            // Cheap necessary condition first: norm(id) starts with the stem.
-            if !norm_starts_with(&entry.id, stem) {
+        for i in 0..self.entries.len() {
+            // Cheap necessary conditions first: norm(id) starts with the stem (M9), and the
+            // entry is of the named provider (M10).
+            let provider = query.provider.as_deref();
+            if !self.id_compares(i, stem, Comparison::StartsWith)
+                || provider.is_some_and(|p| !self.is_of_provider(i, p))
+            {
                 continue;
             }
-            let Some(normalized) = self.normalized_id(i) else { continue };
-            if normalized.stem() != stem || query.provider.as_deref().is_some_and(|p| !self.is_of_provider(i, p)) {
+            let Some(normalized) = self.normalized(i) else {
+                continue;
+            };
+            if normalized.stem() != stem {
                 continue;
             }
             if normalized.date == date {
@@ -183,12 +228,9 @@ impl<'r> Registry<'r> {
     /// normalised id equals the normalised whole query.
     fn provider_repeated_in_id(&self, provider: &str, query: &str) -> Option<usize> {
         let wanted = norm(query);
-        let matching = self
-            .entries
-            .iter()
-            .enumerate()
-            .filter(|(_, e)| norm_equals(&e.id, &wanted) && norm_equals(&e.provider, provider));
-        match self.first_of_each_pair(matching.map(|(i, _)| i).collect()).as_slice() {
+        let matching = (0..self.entries.len())
+            .filter(|&i| self.id_compares(i, &wanted, Comparison::Equals) && self.is_of_provider(i, provider));
+        match self.first_of_each_pair(matching.collect()).as_slice() {
             [only] => Some(*only),
             _ => None,
         }
@@ -242,7 +284,10 @@ impl<'r> Registry<'r> {
         let mut message =
             format!("Unknown subagent model '{query}': no entry in the active model registry matches it.");
         if let Some(suggestion) = self.suggestion(&parsed) {
-            let suffix = split.level.map(|level| format!(":{}", level.name())).unwrap_or_default();
+            let suffix = split
+                .level
+                .map(|level| format!(":{}", level.name()))
+                .unwrap_or_default();
             message.push_str(&format!(" Did you mean '{suggestion}{suffix}'?"));
         }
         PlanError::new(ErrorCode::UnknownModel, message)
@@ -260,7 +305,10 @@ impl<'r> Registry<'r> {
 /// Whether `full_id` is `provider/id` of this entry (no allocation).
 fn is_full_id(entry: &ModelEntry, full_id: &str) -> bool {
     full_id.len() == entry.provider.len() + 1 + entry.id.len()
-        && full_id.strip_prefix(entry.provider.as_str()).and_then(|rest| rest.strip_prefix('/')) == Some(entry.id.as_str())
+        && full_id
+            .strip_prefix(entry.provider.as_str())
+            .and_then(|rest| rest.strip_prefix('/'))
+            == Some(entry.id.as_str())
 }
 
 #[cfg(test)]
@@ -269,7 +317,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn entry(provider: &str, id: &str) -> ModelEntry {
-        ModelEntry { provider: provider.to_owned(), id: id.to_owned(), ..ModelEntry::default() }
+        ModelEntry {
+            provider: provider.to_owned(),
+            id: id.to_owned(),
+            ..ModelEntry::default()
+        }
     }
 
     fn registry(pairs: &[(&str, &str)]) -> Vec<ModelEntry> {
@@ -292,16 +344,30 @@ mod tests {
     #[test]
     fn m6_exact_full_id_wins() {
         let entries = worked_example();
-        assert_eq!(resolve(&entries, "openai/gpt-5-mini", None).unwrap(), "openai/gpt-5-mini");
+        assert_eq!(
+            resolve(&entries, "openai/gpt-5-mini", None).unwrap(),
+            "openai/gpt-5-mini"
+        );
     }
 
     #[test]
     fn m7_slash_colon_and_dot_name_a_provider() {
         let entries = worked_example();
-        for query in ["anthropic/claude-sonnet-4", "anthropic:claude-sonnet-4", "anthropic.claude-sonnet-4"] {
-            assert_eq!(resolve(&entries, query, None).unwrap(), "anthropic/claude-sonnet-4", "{query}");
+        for query in [
+            "anthropic/claude-sonnet-4",
+            "anthropic:claude-sonnet-4",
+            "anthropic.claude-sonnet-4",
+        ] {
+            assert_eq!(
+                resolve(&entries, query, None).unwrap(),
+                "anthropic/claude-sonnet-4",
+                "{query}"
+            );
         }
-        assert_eq!(resolve(&entries, "Anthropic.Claude.Haiku.4.5", None).unwrap(), "anthropic/claude-haiku-4-5");
+        assert_eq!(
+            resolve(&entries, "Anthropic.Claude.Haiku.4.5", None).unwrap(),
+            "anthropic/claude-haiku-4-5"
+        );
     }
 
     #[test]
@@ -324,8 +390,14 @@ mod tests {
     #[test]
     fn m8_m11_preference_breaks_ties_only() {
         let entries = worked_example();
-        assert_eq!(resolve(&entries, "gpt-5-mini", Some("github-copilot")).unwrap(), "github-copilot/gpt-5-mini");
-        assert_eq!(resolve(&entries, "claude-sonnet-4", Some("github-copilot")).unwrap(), "anthropic/claude-sonnet-4");
+        assert_eq!(
+            resolve(&entries, "gpt-5-mini", Some("github-copilot")).unwrap(),
+            "github-copilot/gpt-5-mini"
+        );
+        assert_eq!(
+            resolve(&entries, "claude-sonnet-4", Some("github-copilot")).unwrap(),
+            "anthropic/claude-sonnet-4"
+        );
         let error = resolve(&entries, "gpt-5-mini", Some("anthropic")).unwrap_err();
         assert_eq!(error.code, ErrorCode::AmbiguousModel);
     }
@@ -352,7 +424,10 @@ mod tests {
             "anthropic/claude-3-5-sonnet-20241022"
         );
         // Undated query: tier A holds the undated entry only.
-        assert_eq!(resolve(&entries, "claude-haiku-4.5", None).unwrap(), "anthropic/claude-haiku-4-5");
+        assert_eq!(
+            resolve(&entries, "claude-haiku-4.5", None).unwrap(),
+            "anthropic/claude-haiku-4-5"
+        );
         // Two dated entries for an undated query: ambiguity, never an arbitrary pick (M-I10).
         let error = resolve(&entries, "claude-3-5-sonnet", Some("anthropic")).unwrap_err();
         assert_eq!(error.code, ErrorCode::AmbiguousModel);
@@ -364,7 +439,10 @@ mod tests {
     #[test]
     fn m9_dated_query_matches_undated_entry() {
         let entries = registry(&[("anthropic", "claude-haiku-4-5")]);
-        assert_eq!(resolve(&entries, "claude-haiku-4-5-20251001", None).unwrap(), "anthropic/claude-haiku-4-5");
+        assert_eq!(
+            resolve(&entries, "claude-haiku-4-5-20251001", None).unwrap(),
+            "anthropic/claude-haiku-4-5"
+        );
     }
 
     #[test]
@@ -389,7 +467,10 @@ mod tests {
     #[test]
     fn m5_suffix_survives_resolution() {
         let entries = worked_example();
-        assert_eq!(resolve(&entries, "claude-haiku-4.5:low", None).unwrap(), "anthropic/claude-haiku-4-5:low");
+        assert_eq!(
+            resolve(&entries, "claude-haiku-4.5:low", None).unwrap(),
+            "anthropic/claude-haiku-4-5:low"
+        );
         let error = resolve(&entries, "nothing:high", None).unwrap_err();
         assert!(error.message.starts_with("Unknown subagent model 'nothing:high'"));
     }
@@ -397,8 +478,14 @@ mod tests {
     #[test]
     fn m12_i5_ids_that_repeat_their_provider() {
         let entries = registry(&[("openrouter", "openrouter/auto-beta"), ("openrouter", "auto")]);
-        assert_eq!(resolve(&entries, "openrouter/auto-beta", None).unwrap(), "openrouter/openrouter/auto-beta");
-        assert_eq!(resolve(&entries, "OpenRouter/Auto_Beta", None).unwrap(), "openrouter/openrouter/auto-beta");
+        assert_eq!(
+            resolve(&entries, "openrouter/auto-beta", None).unwrap(),
+            "openrouter/openrouter/auto-beta"
+        );
+        assert_eq!(
+            resolve(&entries, "OpenRouter/Auto_Beta", None).unwrap(),
+            "openrouter/openrouter/auto-beta"
+        );
         // An ordinary id of that provider keeps winning (the fuzzy stage runs first).
         assert_eq!(resolve(&entries, "openrouter/auto", None).unwrap(), "openrouter/auto");
     }
@@ -431,29 +518,46 @@ mod tests {
     fn empty_and_whitespace_names_never_panic() {
         let entries = registry(&[("", ""), (" ", " "), ("", "x"), ("p", "")]);
         let registry = Registry::new(Some(&entries));
-        for query in ["/", " / ", "/x", "p/", "x", "-", ".", ":", "p:", "p.", "é", "::high", "/:high"] {
+        for query in [
+            "/", " / ", "/x", "p/", "x", "-", ".", ":", "p:", "p.", "é", "::high", "/:high",
+        ] {
             let _ = registry.resolve(query, Some(""));
         }
         assert_eq!(registry.resolve("/x", None).unwrap(), "/x");
     }
 
     #[test]
+    fn non_ascii_entries_are_normalised_in_full() {
+        let entries = registry(&[("Ünï", "Módèl.X"), ("ünï", "módèl-y-20250101")]);
+        assert_eq!(resolve(&entries, "ünï/MÓDÈL_X", None).unwrap(), "Ünï/Módèl.X");
+        assert_eq!(resolve(&entries, "módèl-x", None).unwrap(), "Ünï/Módèl.X");
+        assert_eq!(
+            resolve(&entries, "ÜNÏ:Módèl.Y:high", None).unwrap(),
+            "ünï/módèl-y-20250101:high"
+        );
+    }
+
+    #[test]
     fn ten_thousand_entries_resolve() {
-        let entries: Vec<ModelEntry> =
-            (0..10_000).map(|i| entry(&format!("provider-{}", i % 50), &format!("model-{i}"))).collect();
+        let entries: Vec<ModelEntry> = (0..10_000)
+            .map(|i| entry(&format!("provider-{}", i % 50), &format!("model-{i}")))
+            .collect();
         let registry = Registry::new(Some(&entries));
         assert_eq!(registry.resolve("Model_9999", None).unwrap(), "provider-49/model-9999");
-        assert_eq!(registry.resolve("provider-3:model.53", None).unwrap(), "provider-3/model-53");
+        assert_eq!(
+            registry.resolve("provider-3:model.53", None).unwrap(),
+            "provider-3/model-53"
+        );
         let same: Vec<ModelEntry> = (0..10_000).map(|_| entry("p", "m")).collect();
         assert_eq!(Registry::new(Some(&same)).resolve("M", None).unwrap(), "p/m");
     }
 
     fn name() -> impl Strategy<Value = String> {
-        "[a-zA-Z0-9._-]{1,8}"
+        "[a-zA-Z0-9._éÉ-]{1,8}"
     }
 
     fn generated_registry() -> impl Strategy<Value = Vec<ModelEntry>> {
-        proptest::collection::vec((name(), "[a-zA-Z0-9._/-]{1,12}"), 1..12)
+        proptest::collection::vec((name(), "[a-zA-Z0-9._/éÉ-]{1,12}"), 1..12)
             .prop_map(|pairs| pairs.into_iter().map(|(p, i)| entry(&p, &i)).collect())
     }
 
@@ -503,21 +607,5 @@ mod tests {
             let full = format!("{}/{}", e.provider, e.id);
             prop_assert_eq!(resolve(&entries, &full, None).unwrap(), full);
         }
-    }
-}
-#[cfg(test)]
-mod tmp_perf2 {
-    use super::*;
-    fn cpu() -> u64 { std::fs::read_to_string("/proc/thread-self/schedstat").unwrap().split(' ').next().unwrap().parse().unwrap() }
-    fn best(mut f: impl FnMut()) -> std::time::Duration {
-        let _ = cpu; (0..2000).map(|_| { let t = std::time::Instant::now(); for _ in 0..5 { f() } t.elapsed() / 5 }).min().unwrap()
-    }
-    #[test]
-    fn tmp_perf_registry() {
-        let entries: Vec<ModelEntry> = (0..500).map(|i| ModelEntry { provider: format!("provider-{}", i % 20), id: format!("model-{i}-2025-01-01"), ..Default::default() }).collect();
-        eprintln!("cold resolve {:?}", best(|| { let r = Registry::new(Some(&entries)); std::hint::black_box(r.resolve("Model_499", None).unwrap()); }));
-        let r = Registry::new(Some(&entries));
-        r.resolve("x", None).ok();
-        eprintln!("resolve warm {:?}", best(|| { std::hint::black_box(r.resolve("Model_499", None).unwrap()); }));
     }
 }

@@ -77,10 +77,7 @@ fn invalid(place: &str, problem: &keywords::Problem) -> PlanError {
     };
     PlanError::new(
         ErrorCode::InvalidOutputSchema,
-        format!(
-            "Invalid outputSchema {place}: {subject} {} (rule S3).",
-            problem.problem
-        ),
+        format!("Invalid outputSchema {place}: {subject} {} (rule S3).", problem.problem),
     )
 }
 
@@ -104,12 +101,7 @@ mod tests {
 
     fn refused(result: Result<(), PlanError>, fragments: &[&str]) {
         let error = result.expect_err("refused");
-        assert_eq!(
-            error.code,
-            ErrorCode::InvalidOutputSchema,
-            "{}",
-            error.message
-        );
+        assert_eq!(error.code, ErrorCode::InvalidOutputSchema, "{}", error.message);
         assert!(error.message.contains("outputSchema"));
         for fragment in fragments {
             assert!(
@@ -173,10 +165,7 @@ mod tests {
     #[test]
     fn s3_unreferenced_agent_defaults_are_not_checked() {
         let agents = json!([{"name": "w"}, {"name": "unused", "outputSchema": false}]);
-        assert_eq!(
-            run(agents, "single", json!([{"agent": "w", "task": "t"}])),
-            Ok(())
-        );
+        assert_eq!(run(agents, "single", json!([{"agent": "w", "task": "t"}])), Ok(()));
     }
 
     #[test]
@@ -186,10 +175,7 @@ mod tests {
             {"agent": "a", "task": "t", "outputSchema": {"minItems": -1}},
             {"agent": "b", "task": "t", "outputSchema": {"type": "x"}}
         ]);
-        refused(
-            run(agents.clone(), "chain", steps),
-            &["steps[0]", "minItems"],
-        );
+        refused(run(agents.clone(), "chain", steps), &["steps[0]", "minItems"]);
         let steps = json!([{"agent": "a", "task": "t"}, {"agent": "b", "task": "t", "outputSchema": {"type": "x"}}]);
         refused(run(agents, "chain", steps), &["'a'", "title"]);
     }
@@ -199,8 +185,7 @@ mod tests {
         let steps = json!([{"agent": "w", "task": "t", "machine": "m", "outputSchema": {"type": "x"}}, {"agent": "ghost", "task": "t"}]);
         let error = run(json!([{"name": "w"}]), "chain", steps).expect_err("refused");
         assert_eq!(error.code, ErrorCode::UnknownAgent);
-        let steps =
-            json!([{"agent": "w", "task": "t", "machine": "", "outputSchema": {"type": "x"}}]);
+        let steps = json!([{"agent": "w", "task": "t", "machine": "", "outputSchema": {"type": "x"}}]);
         refused(run(json!([{"name": "w"}]), "single", steps), &["steps[0]"]);
     }
 

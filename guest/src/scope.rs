@@ -88,7 +88,10 @@ impl<'r> Scopes<'r> {
         let subject = base.to_ascii_lowercase();
         let mut kept = Vec::new();
         for rule in self.rules.iter().filter(|rule| rule.applies_to(agent)) {
-            if rule.expanded(parent).any(|pattern| matches(&pattern.to_ascii_lowercase(), &subject)) {
+            if rule
+                .expanded(parent)
+                .any(|pattern| matches(&pattern.to_ascii_lowercase(), &subject))
+            {
                 continue;
             }
             let sentence = out_of_scope(base, rule, parent);
@@ -107,9 +110,7 @@ impl<'r> Scopes<'r> {
 fn rule(index: usize, scope: &ModelScope) -> Result<Option<Rule<'_>>, PlanError> {
     let patterns: Vec<&str> = match &scope.allow {
         None => Vec::new(),
-        Some(LooseStrings::Strings(items)) => {
-            items.iter().map(|p| jsstr::trim(p)).filter(|p| !p.is_empty()).collect()
-        }
+        Some(LooseStrings::Strings(items)) => items.iter().map(|p| jsstr::trim(p)).filter(|p| !p.is_empty()).collect(),
         Some(LooseStrings::NotStrings(json)) => {
             return Err(PlanError::invalid_request(format!(
                 "Invalid request at modelScopes[{index}].allow: expected an array of strings, got {json} (rule E2)."
@@ -131,7 +132,12 @@ fn rule(index: usize, scope: &ModelScope) -> Result<Option<Rule<'_>>, PlanError>
         (None, Some(agent)) => format!("modelScope.agents.{agent}"),
         (None, None) => "modelScope".to_owned(),
     };
-    Ok(Some(Rule { agent, origin, patterns, strict: scope.strict == Some(true) }))
+    Ok(Some(Rule {
+        agent,
+        origin,
+        patterns,
+        strict: scope.strict == Some(true),
+    }))
 }
 
 /// The `model-out-of-scope` sentence of E3, without its final period.
@@ -150,10 +156,16 @@ fn out_of_scope(base: &str, rule: &Rule<'_>, parent: Option<&str>) -> String {
 fn matches(pattern: &str, text: &str) -> bool {
     let mut pieces = pattern.split('*');
     let first = pieces.next().unwrap_or_default();
-    let Some(rest) = text.strip_prefix(first) else { return false };
+    let Some(rest) = text.strip_prefix(first) else {
+        return false;
+    };
     let middle: Vec<&str> = pieces.collect();
-    let Some((last, inner)) = middle.split_last() else { return rest.is_empty() };
-    let Some(mut window) = rest.strip_suffix(last) else { return false };
+    let Some((last, inner)) = middle.split_last() else {
+        return rest.is_empty();
+    };
+    let Some(mut window) = rest.strip_suffix(last) else {
+        return false;
+    };
     for piece in inner {
         match window.find(piece) {
             Some(at) => window = window.get(at + piece.len()..).unwrap_or_default(),
@@ -202,7 +214,13 @@ mod tests {
     fn m16_matching_ignores_ascii_case_and_the_suffix() {
         let list = [scope(&["OPENAI/GPT-5-*"], true)];
         let mut warnings = Vec::new();
-        let result = scopes(&list).check("w", "openai/gpt-5-mini:high", ModelOrigin::Explicit, None, &mut warnings);
+        let result = scopes(&list).check(
+            "w",
+            "openai/gpt-5-mini:high",
+            ModelOrigin::Explicit,
+            None,
+            &mut warnings,
+        );
         assert!(result.is_ok());
     }
 
@@ -210,38 +228,64 @@ mod tests {
     fn m16_inert_rules_have_no_effect() {
         let list = [scope(&["anthropic/*"], false), scope(&[], false), ModelScope::default()];
         let mut warnings = Vec::new();
-        scopes(&list).check("w", "openai/x", ModelOrigin::Explicit, None, &mut warnings).unwrap();
+        scopes(&list)
+            .check("w", "openai/x", ModelOrigin::Explicit, None, &mut warnings)
+            .unwrap();
         assert!(warnings.is_empty());
     }
 
     #[test]
     fn e2_enforced_rule_needs_a_pattern_and_allow_must_be_strings() {
         let blank = [scope(&["  ", ""], true)];
-        assert_eq!(Scopes::from_request(Some(&blank)).unwrap_err().code, ErrorCode::InvalidRequest);
-        let bad = [ModelScope { allow: Some(LooseStrings::NotStrings("[1]".to_owned())), ..ModelScope::default() }];
+        assert_eq!(
+            Scopes::from_request(Some(&blank)).unwrap_err().code,
+            ErrorCode::InvalidRequest
+        );
+        let bad = [ModelScope {
+            allow: Some(LooseStrings::NotStrings("[1]".to_owned())),
+            ..ModelScope::default()
+        }];
         let error = Scopes::from_request(Some(&bad)).unwrap_err();
         assert!(error.message.contains("modelScopes[0].allow"));
     }
 
     #[test]
     fn m17_explicit_fails_on_the_first_violated_rule() {
-        let list = [scope(&["openai/*", "deepseek/*"], true), ModelScope { agent: Some("w".into()), ..scope(&["openai/gpt-5-mini"], true) }];
-        let error = scopes(&list).check("w", "deepseek/v4", ModelOrigin::Explicit, None, &mut Vec::new()).unwrap_err();
+        let list = [
+            scope(&["openai/*", "deepseek/*"], true),
+            ModelScope {
+                agent: Some("w".into()),
+                ..scope(&["openai/gpt-5-mini"], true)
+            },
+        ];
+        let error = scopes(&list)
+            .check("w", "deepseek/v4", ModelOrigin::Explicit, None, &mut Vec::new())
+            .unwrap_err();
         assert_eq!(error.code, ErrorCode::ModelOutOfScope);
         assert_eq!(
             error.message,
             "Subagent model 'deepseek/v4' is outside model scope 'modelScope.agents.w' (allowed patterns: openai/gpt-5-mini)."
         );
         // The agent rule does not apply to other agents.
-        scopes(&list).check("other", "deepseek/v4", ModelOrigin::Explicit, None, &mut Vec::new()).unwrap();
+        scopes(&list)
+            .check("other", "deepseek/v4", ModelOrigin::Explicit, None, &mut Vec::new())
+            .unwrap();
     }
 
     #[test]
     fn m17_i11_configured_and_inherited_warn_once_per_rule() {
-        let list = [scope(&["anthropic/*"], true), ModelScope { origin: Some("team".into()), ..scope(&["x/*"], true) }];
+        let list = [
+            scope(&["anthropic/*"], true),
+            ModelScope {
+                origin: Some("team".into()),
+                ..scope(&["x/*"], true)
+            },
+        ];
         for origin in [ModelOrigin::Configured, ModelOrigin::Inherited] {
             let mut warnings = Vec::new();
-            scopes(&list).check("w", "openai/gpt-5-mini:low", origin, None, &mut warnings).unwrap();
+            scopes(&list)
+                .check("w", "openai/gpt-5-mini:low", origin, None, &mut warnings)
+                .unwrap();
             assert_eq!(warnings.len(), 2);
             assert!(warnings[1].starts_with("Subagent model 'openai/gpt-5-mini' is outside model scope 'team'"));
         }
@@ -249,9 +293,17 @@ mod tests {
 
     #[test]
     fn m17_strict_violation_fails_and_reports_no_warnings() {
-        let list = [scope(&["anthropic/*"], true), ModelScope { strict: Some(true), ..scope(&["x/*"], true) }];
+        let list = [
+            scope(&["anthropic/*"], true),
+            ModelScope {
+                strict: Some(true),
+                ..scope(&["x/*"], true)
+            },
+        ];
         let mut warnings = Vec::new();
-        let error = scopes(&list).check("w", "openai/m", ModelOrigin::Configured, None, &mut warnings).unwrap_err();
+        let error = scopes(&list)
+            .check("w", "openai/m", ModelOrigin::Configured, None, &mut warnings)
+            .unwrap_err();
         assert_eq!(error.code, ErrorCode::ModelOutOfScope);
         assert!(warnings.is_empty());
     }
@@ -260,17 +312,36 @@ mod tests {
     fn m16_inherit_expands_to_the_parent_in_matching_and_messages() {
         let list = [scope(&["inherit"], true)];
         let parent = Some("anthropic/claude-sonnet-4");
-        scopes(&list).check("w", "Anthropic/Claude-Sonnet-4:high", ModelOrigin::Explicit, parent, &mut Vec::new()).unwrap();
-        let error = scopes(&list).check("w", "openai/m", ModelOrigin::Explicit, parent, &mut Vec::new()).unwrap_err();
+        scopes(&list)
+            .check(
+                "w",
+                "Anthropic/Claude-Sonnet-4:high",
+                ModelOrigin::Explicit,
+                parent,
+                &mut Vec::new(),
+            )
+            .unwrap();
+        let error = scopes(&list)
+            .check("w", "openai/m", ModelOrigin::Explicit, parent, &mut Vec::new())
+            .unwrap_err();
         assert!(error.message.contains("(allowed patterns: anthropic/claude-sonnet-4)"));
     }
 
     #[test]
     fn m18_n3_inherit_without_a_parent_fails_closed() {
-        let mixed = [ModelScope { agent: Some("w".into()), ..scope(&["inherit", "openai/*"], true) }];
+        let mixed = [ModelScope {
+            agent: Some("w".into()),
+            ..scope(&["inherit", "openai/*"], true)
+        }];
         let only = [scope(&[" inherit "], true)];
-        assert!(scopes(&mixed).check_without_parent("w", Some(ModelOrigin::Explicit)).is_ok());
-        let error = scopes(&mixed).check_without_parent("w", Some(ModelOrigin::Configured)).unwrap_err();
+        assert!(
+            scopes(&mixed)
+                .check_without_parent("w", Some(ModelOrigin::Explicit))
+                .is_ok()
+        );
+        let error = scopes(&mixed)
+            .check_without_parent("w", Some(ModelOrigin::Configured))
+            .unwrap_err();
         assert_eq!(error.code, ErrorCode::NoParentModel);
         assert_eq!(
             error.message,
@@ -278,13 +349,23 @@ mod tests {
         );
         assert!(scopes(&mixed).check_without_parent("w", None).is_err());
         assert!(scopes(&mixed).check_without_parent("other", None).is_ok());
-        assert!(scopes(&only).check_without_parent("w", Some(ModelOrigin::Explicit)).is_err());
+        assert!(
+            scopes(&only)
+                .check_without_parent("w", Some(ModelOrigin::Explicit))
+                .is_err()
+        );
     }
 
     #[test]
     fn m16_unexpanded_inherit_matches_nothing_real() {
         let list = [scope(&["inherit", "openai/*"], true)];
-        scopes(&list).check("w", "openai/m", ModelOrigin::Explicit, None, &mut Vec::new()).unwrap();
-        assert!(scopes(&list).check("w", "anthropic/m", ModelOrigin::Explicit, None, &mut Vec::new()).is_err());
+        scopes(&list)
+            .check("w", "openai/m", ModelOrigin::Explicit, None, &mut Vec::new())
+            .unwrap();
+        assert!(
+            scopes(&list)
+                .check("w", "anthropic/m", ModelOrigin::Explicit, None, &mut Vec::new())
+                .is_err()
+        );
     }
 }

@@ -33,11 +33,7 @@ pub fn check(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
     Ok(children)
 }
 
-fn check_strings(
-    path: &str,
-    machine: Option<&LooseString>,
-    cwd: Option<&LooseString>,
-) -> Result<(), PlanError> {
+fn check_strings(path: &str, machine: Option<&LooseString>, cwd: Option<&LooseString>) -> Result<(), PlanError> {
     check_string(&format!("{path}.machine"), machine)?;
     check_string(&format!("{path}.cwd"), cwd)
 }
@@ -58,7 +54,9 @@ fn check_schema_override(path: &str, schema: Option<&str>) -> Result<(), PlanErr
         Ok(Value::Object(_) | Value::Bool(false)) => Ok(()),
         _ => Err(PlanError::new(
             ErrorCode::InvalidOutputSchema,
-            format!("Invalid outputSchema at {path}.outputSchema: expected a JSON Schema object or false, got {text} (rule S3)."),
+            format!(
+                "Invalid outputSchema at {path}.outputSchema: expected a JSON Schema object or false, got {text} (rule S3)."
+            ),
         )),
     }
 }

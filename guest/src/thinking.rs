@@ -18,9 +18,15 @@ pub fn split_suffix(model: &str) -> SuffixSplit<'_> {
     if let Some((base, after)) = model.rsplit_once(':')
         && let Some(level) = ThinkingLevel::from_name(after)
     {
-        return SuffixSplit { base, level: Some(level) };
+        return SuffixSplit {
+            base,
+            level: Some(level),
+        };
     }
-    SuffixSplit { base: model, level: None }
+    SuffixSplit {
+        base: model,
+        level: None,
+    }
 }
 
 /// A valid `thinking` value (T3): `false` (or an empty string) or a level.
@@ -125,8 +131,8 @@ pub fn check_ceiling(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use proptest::prelude::*;
     use ThinkingLevel::*;
+    use proptest::prelude::*;
 
     fn field() -> String {
         "steps[0].thinking".to_owned()
@@ -134,11 +140,29 @@ mod tests {
 
     #[test]
     fn t2_suffix_is_the_text_after_the_last_colon() {
-        assert_eq!(split_suffix("openai/gpt-5:max"), SuffixSplit { base: "openai/gpt-5", level: Some(Max) });
+        assert_eq!(
+            split_suffix("openai/gpt-5:max"),
+            SuffixSplit {
+                base: "openai/gpt-5",
+                level: Some(Max)
+            }
+        );
         assert_eq!(split_suffix("ollama/llama3:8b").level, None);
         assert_eq!(split_suffix("openai/gpt-5:HIGH").level, None);
-        assert_eq!(split_suffix("a:high:low"), SuffixSplit { base: "a:high", level: Some(Low) });
-        assert_eq!(split_suffix(":off"), SuffixSplit { base: "", level: Some(Off) });
+        assert_eq!(
+            split_suffix("a:high:low"),
+            SuffixSplit {
+                base: "a:high",
+                level: Some(Low)
+            }
+        );
+        assert_eq!(
+            split_suffix(":off"),
+            SuffixSplit {
+                base: "",
+                level: Some(Off)
+            }
+        );
         assert_eq!(split_suffix("high").level, None);
     }
 
@@ -147,7 +171,10 @@ mod tests {
         let text = |s: &str| ThinkingSetting::Text(s.to_owned());
         assert_eq!(parse_thinking(&text(" high "), field), Ok(ThinkingValue::Level(High)));
         assert_eq!(parse_thinking(&text(" \u{FEFF}"), field), Ok(ThinkingValue::Disabled));
-        assert_eq!(parse_thinking(&ThinkingSetting::Disabled, field), Ok(ThinkingValue::Disabled));
+        assert_eq!(
+            parse_thinking(&ThinkingSetting::Disabled, field),
+            Ok(ThinkingValue::Disabled)
+        );
     }
 
     #[test]
@@ -160,7 +187,11 @@ mod tests {
             "Invalid thinking level 'extreme' in steps[0].thinking; expected one of: off, minimal, low, medium, high, xhigh, max."
         );
         let error = parse_thinking(&ThinkingSetting::Invalid("true".to_owned()), field).unwrap_err();
-        assert!(error.message.starts_with("Invalid thinking level true in steps[0].thinking;"));
+        assert!(
+            error
+                .message
+                .starts_with("Invalid thinking level true in steps[0].thinking;")
+        );
         let error = parse_thinking(&ThinkingSetting::Text("High".to_owned()), field).unwrap_err();
         assert!(error.message.contains("'High'"));
     }
@@ -172,7 +203,10 @@ mod tests {
         let number = LooseString::NotText("3".to_owned());
         let error = parse_ceiling(&number, || "thinkingCeiling".to_owned()).unwrap_err();
         assert!(error.message.contains("level 3 in thinkingCeiling"));
-        assert_eq!(parse_ceiling(&LooseString::Text(" low".to_owned()), String::new), Ok(Low));
+        assert_eq!(
+            parse_ceiling(&LooseString::Text(" low".to_owned()), String::new),
+            Ok(Low)
+        );
     }
 
     #[test]
@@ -205,7 +239,10 @@ mod tests {
         assert!(check_ceiling(Some(Max), None, "w").is_ok());
         let error = check_ceiling(Some(Minimal), Some(Off), "w").unwrap_err();
         assert_eq!(error.code, ErrorCode::ThinkingAboveCeiling);
-        assert_eq!(error.message, "Thinking level 'minimal' for agent 'w' is above the configured maximum 'off'.");
+        assert_eq!(
+            error.message,
+            "Thinking level 'minimal' for agent 'w' is above the configured maximum 'off'."
+        );
     }
 
     fn level() -> impl Strategy<Value = ThinkingLevel> {

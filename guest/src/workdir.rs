@@ -58,8 +58,9 @@ impl<'r> Workdirs<'r> {
         };
         let own = child.fields.cwd.and_then(|c| c.as_text());
         let cwd = paths::resolve_local(&base, own);
-        let single_launch_cwd =
-            self.launch_cwd.filter(|_| self.mode == Mode::Single && !self.launch_machine);
+        let single_launch_cwd = self
+            .launch_cwd
+            .filter(|_| self.mode == Mode::Single && !self.launch_machine);
         let requested_cwd = own
             .filter(|c| !c.is_empty())
             .or(single_launch_cwd.filter(|c| !c.is_empty()))

@@ -66,19 +66,24 @@ impl ArtifactCache {
         let mut hasher = DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
         let short = component_sha256.get(..16).unwrap_or(component_sha256);
-        format!("planner-{short}-wasmtime{}-{:016x}.cwasm", env!("SUBLAUNCH_WASMTIME_VERSION"), hasher.finish())
+        format!(
+            "planner-{short}-wasmtime{}-{:016x}.cwasm",
+            env!("SUBLAUNCH_WASMTIME_VERSION"),
+            hasher.finish()
+        )
     }
 
     /// Loads the component from its cache entry, or compiles it and stores the entry.
-    pub fn load_or_compile(
-        &self,
-        engine: &Engine,
-        wasm: &[u8],
-        component_sha256: &str,
-    ) -> anyhow::Result<Loaded> {
+    pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8], component_sha256: &str) -> anyhow::Result<Loaded> {
         let name = Self::entry_name(engine, component_sha256);
         let rejected = match self.load(engine, &name) {
-            Ok(component) => return Ok(Loaded { component, outcome: CacheOutcome::Hit, note: None }),
+            Ok(component) => {
+                return Ok(Loaded {
+                    component,
+                    outcome: CacheOutcome::Hit,
+                    note: None,
+                });
+            }
             Err(reason) => reason,
         };
         let component = Component::new(engine, wasm).map_err(|e| anyhow!("compiling the planner component: {e:?}"))?;
@@ -91,7 +96,11 @@ impl ArtifactCache {
             (Rejected::Invalid(reason), None) => Some(format!("replaced cache entry: {reason}")),
             (Rejected::Invalid(reason), Some(note)) => Some(format!("{reason}; {note}")),
         };
-        Ok(Loaded { component, outcome, note })
+        Ok(Loaded {
+            component,
+            outcome,
+            note,
+        })
     }
 
     fn load(&self, engine: &Engine, name: &str) -> Result<Component, Rejected> {
@@ -110,17 +119,25 @@ impl ArtifactCache {
             return Err(Rejected::Invalid(format!("{name} is not a regular file")));
         }
         if stat.st_uid != uid {
-            return Err(Rejected::Invalid(format!("{name} is owned by uid {}, not {uid}", stat.st_uid)));
+            return Err(Rejected::Invalid(format!(
+                "{name} is owned by uid {}, not {uid}",
+                stat.st_uid
+            )));
         }
         if stat.st_mode & 0o022 != 0 {
-            return Err(Rejected::Invalid(format!("{name} is writable by others (mode {:o})", stat.st_mode & 0o777)));
+            return Err(Rejected::Invalid(format!(
+                "{name} is writable by others (mode {:o})",
+                stat.st_mode & 0o777
+            )));
         }
         if stat.st_size as u64 > MAX_ENTRY_BYTES {
             return Err(Rejected::Invalid(format!("{name} is too large")));
         }
         let mut bytes = Vec::with_capacity(stat.st_size as usize);
-        file.read_to_end(&mut bytes).map_err(|e| Rejected::Invalid(e.to_string()))?;
-        let payload = verified_payload(&bytes).ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
+        file.read_to_end(&mut bytes)
+            .map_err(|e| Rejected::Invalid(e.to_string()))?;
+        let payload =
+            verified_payload(&bytes).ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
         // SAFETY: the payload is what `Component::serialize` produced for this engine
         // configuration: the entry is ours (owner and mode checked), it is keyed by the
         // component hash and the engine's compatibility hash, and its content hash matches.
@@ -134,7 +151,9 @@ impl ArtifactCache {
             DirProblem::Missing => anyhow!("{} vanished", self.dir.display()),
             DirProblem::Untrusted(reason) => anyhow!(reason),
         })?;
-        let payload = component.serialize().map_err(|e| anyhow!("serialising the component: {e:?}"))?;
+        let payload = component
+            .serialize()
+            .map_err(|e| anyhow!("serialising the component: {e:?}"))?;
         let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
@@ -167,7 +186,11 @@ fn trusted_dir(dir: &Path) -> Result<(), DirProblem> {
     }
     let uid = rustix::process::getuid().as_raw();
     if meta.uid() != uid {
-        return Err(DirProblem::Untrusted(format!("{} is owned by uid {}, not {uid}", dir.display(), meta.uid())));
+        return Err(DirProblem::Untrusted(format!(
+            "{} is owned by uid {}, not {uid}",
+            dir.display(),
+            meta.uid()
+        )));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))

@@ -5,10 +5,16 @@
 
 #![warn(missing_docs)]
 
+pub mod agents;
 pub mod artifact_cache;
+pub mod config_files;
 pub mod dirs;
+pub mod herdr;
 pub mod planner;
+pub mod registry;
+pub mod request;
 pub mod sandbox;
+pub mod settings;
 
 pub use planner::{Limits, Options, Planner};
 pub use sublaunch_contract as contract;

@@ -35,7 +35,10 @@ impl Default for Limits {
     /// 256 MiB and 4·10⁹ units of fuel (a few seconds): far above what a 16 MiB request with
     /// a 10 000-entry registry needs.
     fn default() -> Self {
-        Self { memory_bytes: 256 * 1024 * 1024, fuel: 4_000_000_000 }
+        Self {
+            memory_bytes: 256 * 1024 * 1024,
+            fuel: 4_000_000_000,
+        }
     }
 }
 
@@ -74,7 +77,9 @@ impl Planner {
                 (loaded.component, loaded.outcome, loaded.note)
             }
             None => {
-                let component = Component::new(&engine, wasm).map_err(wasmtime_error).context("compiling the planner component")?;
+                let component = Component::new(&engine, wasm)
+                    .map_err(wasmtime_error)
+                    .context("compiling the planner component")?;
                 (component, CacheOutcome::Uncached, None)
             }
         };
@@ -92,7 +97,15 @@ impl Planner {
             .instantiate_pre(&component)
             .map_err(wasmtime_error)
             .context("linking the planner component")?;
-        Ok(Self { engine, pre, plan, plan_json, limits: options.limits, cache_outcome, cache_note })
+        Ok(Self {
+            engine,
+            pre,
+            plan,
+            plan_json,
+            limits: options.limits,
+            cache_outcome,
+            cache_note,
+        })
     }
 
     /// Plans a launch.
@@ -173,5 +186,7 @@ fn root_cause(error: &wasmtime::Error) -> String {
 pub fn engine() -> anyhow::Result<Engine> {
     let mut config = Config::new();
     config.wasm_component_model(true).consume_fuel(true);
-    Engine::new(&config).map_err(wasmtime_error).context("creating the wasmtime engine")
+    Engine::new(&config)
+        .map_err(wasmtime_error)
+        .context("creating the wasmtime engine")
 }

@@ -16,8 +16,13 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 /// WASI interfaces a planner component must not import: it computes, and nothing else.
-pub const FORBIDDEN_IMPORTS: [&str; 5] =
-    ["wasi:filesystem/", "wasi:sockets/", "wasi:random/", "wasi:clocks/", "wasi:http/"];
+pub const FORBIDDEN_IMPORTS: [&str; 5] = [
+    "wasi:filesystem/",
+    "wasi:sockets/",
+    "wasi:random/",
+    "wasi:clocks/",
+    "wasi:http/",
+];
 
 /// How much guest stdout/stderr is kept for error messages.
 const CAPTURE_BYTES: usize = 64 * 1024;
@@ -38,7 +43,12 @@ impl Sandbox {
             .stdout(MemoryOutputPipe::new(CAPTURE_BYTES))
             .stderr(stderr.clone())
             .build();
-        Self { wasi, table: ResourceTable::new(), stderr, memory: MemoryCap::new(memory_bytes) }
+        Self {
+            wasi,
+            table: ResourceTable::new(),
+            stderr,
+            memory: MemoryCap::new(memory_bytes),
+        }
     }
 
     /// What the guest wrote to stderr (lossy UTF-8, trimmed).
@@ -49,7 +59,10 @@ impl Sandbox {
 
 impl WasiView for Sandbox {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
@@ -86,7 +99,11 @@ pub fn linker(engine: &Engine) -> anyhow::Result<Linker<Sandbox>> {
 
 /// The names of the interfaces a component imports, e.g. `wasi:io/streams@0.2.6`.
 pub fn imports(engine: &Engine, component: &Component) -> Vec<String> {
-    component.component_type().imports(engine).map(|(name, _)| name.to_owned()).collect()
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_owned())
+        .collect()
 }
 
 /// Refuses a component that imports a capability the sandbox never grants.
@@ -128,12 +145,7 @@ impl MemoryCap {
 }
 
 impl ResourceLimiter for MemoryCap {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.limit {
             self.hit = true;
             return Ok(false);
@@ -141,13 +153,7 @@ impl ResourceLimiter for MemoryCap {
         Ok(true)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 1 << 20)
     }
 }
-

@@ -7,7 +7,11 @@ use sublaunch::planner::{EMBEDDED_COMPONENT_SHA256, engine};
 use sublaunch::{Options, Planner};
 
 fn load(dir: &Path) -> Planner {
-    Planner::embedded(Options { cache: Some(ArtifactCache::new(dir)), ..Options::default() }).unwrap()
+    Planner::embedded(Options {
+        cache: Some(ArtifactCache::new(dir)),
+        ..Options::default()
+    })
+    .unwrap()
 }
 
 fn entry(dir: &Path) -> PathBuf {
@@ -27,7 +31,10 @@ fn first_load_stores_a_private_entry_and_the_second_hits_it() {
     let first = load(&dir);
     assert_eq!(first.cache_report().0, CacheOutcome::Stored);
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
-    assert_eq!(std::fs::metadata(entry(&dir)).unwrap().permissions().mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(entry(&dir)).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
     let second = load(&dir);
     assert_eq!(second.cache_report(), (CacheOutcome::Hit, None));
     assert_plans(&second);
@@ -45,7 +52,11 @@ fn rebuilt_after(damage: impl FnOnce(&Path), reason: &str) {
     assert_eq!(outcome, CacheOutcome::Stored, "{reason}: the entry is rebuilt");
     assert!(note.unwrap_or_default().contains(reason), "{reason}: {note:?}");
     assert_plans(&planner);
-    assert_eq!(load(&dir).cache_report().0, CacheOutcome::Hit, "{reason}: the rebuilt entry is used");
+    assert_eq!(
+        load(&dir).cache_report().0,
+        CacheOutcome::Hit,
+        "{reason}: the rebuilt entry is used"
+    );
 }
 
 #[test]
@@ -74,7 +85,10 @@ fn a_truncated_entry_is_rebuilt() {
 
 #[test]
 fn a_foreign_entry_is_rebuilt() {
-    rebuilt_after(|path| std::fs::write(path, b"\x7fELF not ours at all").unwrap(), "corrupt");
+    rebuilt_after(
+        |path| std::fs::write(path, b"\x7fELF not ours at all").unwrap(),
+        "corrupt",
+    );
 }
 
 #[test]
@@ -127,7 +141,11 @@ fn a_cache_directory_owned_by_someone_else_is_not_used() {
     assert_eq!(outcome, CacheOutcome::Uncached);
     assert!(note.unwrap_or_default().contains("owned by uid 65534"), "{note:?}");
     assert_plans(&planner);
-    assert_eq!(std::fs::metadata(&dir).unwrap().uid(), 65534, "the foreign directory is left alone");
+    assert_eq!(
+        std::fs::metadata(&dir).unwrap().uid(),
+        65534,
+        "the foreign directory is left alone"
+    );
 }
 
 #[test]

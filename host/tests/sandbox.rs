@@ -13,7 +13,11 @@ fn rogue(limits: Limits) -> Planner {
 fn request(cwd: &str) -> PlanRequest {
     PlanRequest {
         cwd: cwd.into(),
-        steps: vec![Step { agent: Some("worker".into()), task: Some("t".into()), ..Step::default() }],
+        steps: vec![Step {
+            agent: Some("worker".into()),
+            task: Some("t".into()),
+            ..Step::default()
+        }],
         ..PlanRequest::default()
     }
 }
@@ -28,13 +32,19 @@ fn the_planner_imports_no_filesystem_sockets_random_clocks_or_http() {
             !FORBIDDEN_IMPORTS.iter().any(|prefix| name.starts_with(prefix)),
             "the planner imports {name}"
         );
-        assert!(name.starts_with("wasi:io/") || name.starts_with("wasi:cli/"), "unexpected import {name}");
+        assert!(
+            name.starts_with("wasi:io/") || name.starts_with("wasi:cli/"),
+            "unexpected import {name}"
+        );
     }
 }
 
 #[test]
 fn an_endless_loop_exhausts_the_fuel_deadline_and_the_planner_keeps_working() {
-    let planner = rogue(Limits { fuel: 50_000_000, ..Limits::default() });
+    let planner = rogue(Limits {
+        fuel: 50_000_000,
+        ..Limits::default()
+    });
     let error = planner.plan(&request("/loop")).unwrap_err();
     assert_eq!(error.code, ErrorCode::PlannerFault);
     assert!(error.message.contains("deadline"), "{}", error.message);
@@ -45,7 +55,10 @@ fn an_endless_loop_exhausts_the_fuel_deadline_and_the_planner_keeps_working() {
 
 #[test]
 fn hoarding_memory_hits_the_cap() {
-    let planner = rogue(Limits { memory_bytes: 32 * 1024 * 1024, ..Limits::default() });
+    let planner = rogue(Limits {
+        memory_bytes: 32 * 1024 * 1024,
+        ..Limits::default()
+    });
     let error = planner.plan(&request("/alloc")).unwrap_err();
     assert_eq!(error.code, ErrorCode::PlannerFault);
     assert!(error.message.contains("memory cap of 32 MiB"), "{}", error.message);
@@ -58,7 +71,11 @@ fn a_panic_is_a_fault_that_carries_the_guest_stderr() {
     let error = planner.plan(&request("/panic")).unwrap_err();
     assert_eq!(error.code, ErrorCode::PlannerFault);
     assert!(error.message.contains("trapped"), "{}", error.message);
-    assert!(error.message.contains("rogue planner panicked on purpose"), "{}", error.message);
+    assert!(
+        error.message.contains("rogue planner panicked on purpose"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]
@@ -66,7 +83,11 @@ fn a_trap_through_the_json_entry_point_carries_the_guest_stderr() {
     let planner = rogue(Limits::default());
     let error = planner.plan_json(r#"{"cwd":"/trap"}"#).unwrap_err();
     assert_eq!(error.code, ErrorCode::PlannerFault);
-    assert!(error.message.contains("rogue planner is about to trap"), "{}", error.message);
+    assert!(
+        error.message.contains("rogue planner is about to trap"),
+        "{}",
+        error.message
+    );
     assert_eq!(planner.plan_json(r#"{"cwd":"/fine"}"#).unwrap(), r#"{"steps":[]}"#);
 }
 
@@ -78,7 +99,14 @@ fn the_real_planner_refuses_an_oversized_request_inside_its_limits() {
     // 20 MiB of task text is lowered into the guest (within the 256 MiB cap) and planned:
     // the request names no agents, so planning itself gets as far as unknown-agent.
     assert_eq!(planner.plan(&big).unwrap_err().code, ErrorCode::UnknownAgent);
-    let capped = Planner::embedded(Options { cache: None, limits: Limits { memory_bytes: 8 * 1024 * 1024, ..Limits::default() } }).unwrap();
+    let capped = Planner::embedded(Options {
+        cache: None,
+        limits: Limits {
+            memory_bytes: 8 * 1024 * 1024,
+            ..Limits::default()
+        },
+    })
+    .unwrap();
     let error = capped.plan(&big).unwrap_err();
     assert_eq!(error.code, ErrorCode::PlannerFault);
     assert!(error.message.contains("memory cap of 8 MiB"), "{}", error.message);

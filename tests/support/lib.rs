@@ -9,7 +9,10 @@ use std::path::PathBuf;
 /// the test executable's `deps/` directory. `cargo test --workspace` builds them.
 pub fn bin(name: &str) -> PathBuf {
     let exe = std::env::current_exe().expect("the test executable's path");
-    let profile_dir = exe.parent().and_then(|deps| deps.parent()).expect("target/<profile>/deps/<test>");
+    let profile_dir = exe
+        .parent()
+        .and_then(|deps| deps.parent())
+        .expect("target/<profile>/deps/<test>");
     let path = profile_dir.join(name);
     assert!(
         path.is_file(),

@@ -46,14 +46,26 @@ pub fn all() -> Vec<(String, Vector)> {
 pub fn check(expect: &Value, output: &Value, exit_ok: bool) -> Vec<String> {
     if let Some(want) = expect.get("error") {
         let Some(error) = output.get("error").filter(|_| !exit_ok) else {
-            return vec![format!("expected error {}, got a plan: {}", want["code"], short(output))];
+            return vec![format!(
+                "expected error {}, got a plan: {}",
+                want["code"],
+                short(output)
+            )];
         };
         let mut problems = Vec::new();
         if error.get("code") != want.get("code") {
-            problems.push(format!("error.code: expected {}, got {} ({})", want["code"], error["code"], error["message"]));
+            problems.push(format!(
+                "error.code: expected {}, got {} ({})",
+                want["code"], error["code"], error["message"]
+            ));
         }
         let message = error.get("message").and_then(Value::as_str).unwrap_or_default();
-        for fragment in want.get("messageContains").and_then(Value::as_array).into_iter().flatten() {
+        for fragment in want
+            .get("messageContains")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
             let fragment = fragment.as_str().unwrap_or_default();
             if !message.contains(fragment) {
                 problems.push(format!("error.message lacks {fragment:?}: {message:?}"));
@@ -118,5 +130,9 @@ fn subset(expected: &Value, actual: &Value, path: &str, deep: bool) -> Vec<Strin
 
 fn short(value: &Value) -> String {
     let text = value.to_string();
-    if text.len() > 300 { format!("{}…", &text[..300]) } else { text }
+    if text.len() > 300 {
+        format!("{}…", &text[..300])
+    } else {
+        text
+    }
 }

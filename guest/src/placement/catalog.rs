@@ -98,18 +98,12 @@ impl Catalog {
 
     /// The first entry whose id is exactly `id`.
     pub fn first_with_id(&self, id: &str) -> Option<&Machine> {
-        self.first_by_id
-            .get(id)
-            .and_then(|&index| self.machines.get(index))
+        self.first_by_id.get(id).and_then(|&index| self.machines.get(index))
     }
 
     /// Every entry whose label is exactly `label`, disabled ones included, in catalog order.
     pub fn with_label<'c>(&'c self, label: &str) -> impl Iterator<Item = &'c Machine> + 'c {
-        let indexes = self
-            .by_label
-            .get(label)
-            .map(Vec::as_slice)
-            .unwrap_or_default();
+        let indexes = self.by_label.get(label).map(Vec::as_slice).unwrap_or_default();
         indexes.iter().filter_map(|&index| self.machines.get(index))
     }
 }
@@ -151,10 +145,7 @@ fn trimmed_text(value: Option<&Value>) -> Option<String> {
 }
 
 fn catalog_error(what: &str) -> PlanError {
-    PlanError::new(
-        ErrorCode::InvalidMachineCatalog,
-        format!("{what} (rule P4)."),
-    )
+    PlanError::new(ErrorCode::InvalidMachineCatalog, format!("{what} (rule P4)."))
 }
 
 #[cfg(test)]
@@ -177,10 +168,7 @@ mod tests {
     #[test]
     fn p4_text_that_is_not_json_is_a_parse_error() {
         for text in ["not json", "garbage{", "", "[", "[1,]", "\u{0}"] {
-            assert!(
-                refusal(Some(&LooseString::from(text))).contains("parse"),
-                "{text:?}"
-            );
+            assert!(refusal(Some(&LooseString::from(text))).contains("parse"), "{text:?}");
         }
     }
 
@@ -238,10 +226,9 @@ mod tests {
 
     #[test]
     fn p5_label_and_session_are_trimmed_and_target_is_not() {
-        let catalog = Catalog::parse(
-            r#"[{"id": "\u00a0x ", "label": " lab\u3000", "session": " work ", "target": " t "}]"#,
-        )
-        .expect("valid");
+        let catalog =
+            Catalog::parse(r#"[{"id": "\u00a0x ", "label": " lab\u3000", "session": " work ", "target": " t "}]"#)
+                .expect("valid");
         let m = &catalog.machines()[0];
         assert_eq!(m.id, "x");
         assert_eq!(m.label.as_deref(), Some("lab"));
@@ -269,10 +256,7 @@ mod tests {
                 {"id": "b", "label": "l", "target": "3", "enabled": false}]"#,
         )
         .expect("valid");
-        assert_eq!(
-            catalog.first_with_id("a").map(|m| m.target.as_str()),
-            Some("1")
-        );
+        assert_eq!(catalog.first_with_id("a").map(|m| m.target.as_str()), Some("1"));
         assert_eq!(catalog.with_label("l").count(), 3);
         assert_eq!(catalog.with_label("L").count(), 0);
     }

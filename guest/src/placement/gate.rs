@@ -25,12 +25,7 @@ const WINDOWS_PLATFORMS: [&str; 2] = ["windows", "win32"];
 /// Refuses a child that cannot be placed (P2 steps 1–4, in that order): a runner that is
 /// neither native nor external-cli, an external-cli adapter sublaunch does not own, a managed
 /// worktree, or a Windows host. `machine` is the requested value as given (untrimmed).
-pub fn check(
-    child: &Child<'_>,
-    agent: &Agent,
-    machine: &str,
-    platform: Option<&str>,
-) -> Result<(), PlanError> {
+pub fn check(child: &Child<'_>, agent: &Agent, machine: &str, platform: Option<&str>) -> Result<(), PlanError> {
     let refuse = |reason: String| {
         Err(PlanError::new(
             ErrorCode::MachineRunnerUnsupported,
@@ -76,9 +71,7 @@ pub fn check(
 fn generic_adapter_reason(adapter: Option<&str>) -> String {
     let which = match adapter {
         Some(id) => format!("adapter '{id}' is a generic external-cli command"),
-        None => {
-            "an external-cli runner without an adapter is a generic external-cli command".to_owned()
-        }
+        None => "an external-cli runner without an adapter is a generic external-cli command".to_owned(),
     };
     format!(
         "{which}, whose quoting sublaunch does not own; placeable adapters are {} (rule P2)",
@@ -158,28 +151,14 @@ mod tests {
 
     #[test]
     fn p2_step1_other_runner_types_are_named() {
-        let message = refusal(check(
-            &child(false),
-            &agent(Some("external-job"), None),
-            "  m ",
-            None,
-        ));
-        assert!(
-            message.contains("'a'")
-                && message.contains("'  m '")
-                && message.contains("external-job")
-        );
+        let message = refusal(check(&child(false), &agent(Some("external-job"), None), "  m ", None));
+        assert!(message.contains("'a'") && message.contains("'  m '") && message.contains("external-job"));
     }
 
     #[test]
     fn p2_step2_generic_external_cli_lists_every_adapter() {
         for adapter in [None, Some("gemini-agent"), Some("Claude-Code")] {
-            let message = refusal(check(
-                &child(false),
-                &agent(Some("external-cli"), adapter),
-                "m",
-                None,
-            ));
+            let message = refusal(check(&child(false), &agent(Some("external-cli"), adapter), "m", None));
             assert!(message.contains("generic external-cli"));
             for id in CODE_OWNED_ADAPTERS {
                 assert!(message.contains(id), "{message} lacks {id}");

@@ -15,12 +15,7 @@ use sublaunch_contract::{ErrorCode, MachineSettings, PlanError};
 /// then the label, then the id, without duplicates.
 pub fn candidate_keys<'a>(selector: &'a str, machine: &'a Machine) -> Vec<&'a str> {
     let mut keys = vec![selector];
-    for key in machine
-        .label
-        .as_deref()
-        .into_iter()
-        .chain([machine.id.as_str()])
-    {
+    for key in machine.label.as_deref().into_iter().chain([machine.id.as_str()]) {
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -37,9 +32,7 @@ pub struct Settings {
 impl Settings {
     /// Reads the request's `machineSettings` (user and project scope).
     pub fn new(settings: Option<&MachineSettings>) -> Self {
-        let text = |pick: fn(&MachineSettings) -> Option<&String>| {
-            settings.and_then(pick).map(String::as_str)
-        };
+        let text = |pick: fn(&MachineSettings) -> Option<&String>| settings.and_then(pick).map(String::as_str);
         Self {
             user: Scope::parse("User settings", text(|s| s.user.as_ref())),
             project: Scope::parse("Project settings", text(|s| s.project.as_ref())),
@@ -153,10 +146,7 @@ fn validate_entry(scope: &'static str, key: &str, value: &Value) -> Result<Entry
             "P8",
         ));
     };
-    let root = entry
-        .get("cwd")
-        .map(|cwd| validate_root(scope, key, cwd))
-        .transpose()?;
+    let root = entry.get("cwd").map(|cwd| validate_root(scope, key, cwd)).transpose()?;
     if let Some(env) = entry.get("env") {
         validate_env(scope, key, env)?;
     }
@@ -198,10 +188,9 @@ fn validate_root(scope: &'static str, key: &str, cwd: &Value) -> Result<String, 
 /// The entry's `env` (P8.7, P9): an object of string values under shell-safe names, and empty,
 /// since 0.69 semantics export nothing to the machine.
 fn validate_env(scope: &'static str, key: &str, env: &Value) -> Result<(), PlanError> {
-    let well_formed = env.as_object().is_some_and(|vars| {
-        vars.iter()
-            .all(|(name, value)| is_env_name(name) && value.is_string())
-    });
+    let well_formed = env
+        .as_object()
+        .is_some_and(|vars| vars.iter().all(|(name, value)| is_env_name(name) && value.is_string()));
     if !well_formed {
         return Err(settings_error(
             scope,
@@ -227,9 +216,7 @@ fn validate_env(scope: &'static str, key: &str, env: &Value) -> Result<(), PlanE
 /// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_]*$`.
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
@@ -268,11 +255,7 @@ mod tests {
         json!({"subagents": {"machines": machines}})
     }
 
-    fn root(
-        user: Option<Value>,
-        project: Option<Value>,
-        keys: &[&str],
-    ) -> Result<Option<String>, PlanError> {
+    fn root(user: Option<Value>, project: Option<Value>, keys: &[&str]) -> Result<Option<String>, PlanError> {
         settings(user, project).root(keys)
     }
 
@@ -328,34 +311,24 @@ mod tests {
             user: Some("{".into()),
             project: None,
         };
-        let error = Settings::new(Some(&broken))
-            .root(&["m"])
-            .expect_err("refused");
+        let error = Settings::new(Some(&broken)).root(&["m"]).expect_err("refused");
         assert_eq!(error.code, ErrorCode::InvalidMachineSettings);
         assert!(error.message.contains("User settings"));
     }
 
     #[test]
     fn p8_first_matching_key_wins_and_others_are_never_validated() {
-        let user =
-            scoped(json!({"lab": {"cwd": "/by-label"}, "id1": {"cwd": "/by-id"}, "other": 5}));
+        let user = scoped(json!({"lab": {"cwd": "/by-label"}, "id1": {"cwd": "/by-id"}, "other": 5}));
         assert_eq!(
             root(Some(user.clone()), None, &["sel", "lab", "id1"]),
             Ok(Some("/by-label".into()))
         );
-        assert_eq!(
-            root(Some(user), None, &["id1", "lab"]),
-            Ok(Some("/by-id".into()))
-        );
+        assert_eq!(root(Some(user), None, &["id1", "lab"]), Ok(Some("/by-id".into())));
     }
 
     #[test]
     fn p8_entry_must_be_an_object() {
-        let message = refusal(
-            Some(scoped(json!({"workmac": "/home"}))),
-            None,
-            &["workmac"],
-        );
+        let message = refusal(Some(scoped(json!({"workmac": "/home"}))), None, &["workmac"]);
         assert!(message.contains("User settings") && message.contains("'machines.workmac'"));
     }
 
@@ -380,11 +353,7 @@ mod tests {
                     && message.contains("absolute")
             );
         }
-        let message = refusal(
-            Some(scoped(json!({"m": {"cwd": "/a\u{1}b"}}))),
-            None,
-            &["m"],
-        );
+        let message = refusal(Some(scoped(json!({"m": {"cwd": "/a\u{1}b"}}))), None, &["m"]);
         assert!(message.contains("'machines.m.cwd'") && message.contains("control characters"));
     }
 
@@ -418,11 +387,7 @@ mod tests {
             json!(null),
             json!("A=1"),
         ] {
-            let message = refusal(
-                None,
-                Some(scoped(json!({"m": {"cwd": "/ok", "env": env}}))),
-                &["m"],
-            );
+            let message = refusal(None, Some(scoped(json!({"m": {"cwd": "/ok", "env": env}}))), &["m"]);
             assert!(
                 message.contains("Project settings") && message.contains("'machines.m.env'"),
                 "{message}"
@@ -432,22 +397,10 @@ mod tests {
 
     #[test]
     fn p9_non_empty_env_is_refused_and_empty_env_is_accepted() {
-        let message = refusal(
-            Some(scoped(json!({"m": {"env": {"FOO": "user"}}}))),
-            None,
-            &["m"],
-        );
-        assert!(
-            message.contains("User settings")
-                && message.contains("machines.m.env")
-                && message.contains("remote")
-        );
+        let message = refusal(Some(scoped(json!({"m": {"env": {"FOO": "user"}}}))), None, &["m"]);
+        assert!(message.contains("User settings") && message.contains("machines.m.env") && message.contains("remote"));
         assert_eq!(
-            root(
-                Some(scoped(json!({"m": {"cwd": "/r", "env": {}}}))),
-                None,
-                &["m"]
-            ),
+            root(Some(scoped(json!({"m": {"cwd": "/r", "env": {}}}))), None, &["m"]),
             Ok(Some("/r".into()))
         );
     }
@@ -483,19 +436,14 @@ mod tests {
                 Ok(None)
             );
             // An own entry under the key is read like any other.
-            let text =
-                format!(r#"{{"subagents": {{"machines": {{"{key}": {{"cwd": "/own"}}}}}}}}"#);
+            let text = format!(r#"{{"subagents": {{"machines": {{"{key}": {{"cwd": "/own"}}}}}}}}"#);
             let own = MachineSettings {
                 user: Some(text),
                 project: None,
             };
-            assert_eq!(
-                Settings::new(Some(&own)).root(&[key]),
-                Ok(Some("/own".into()))
-            );
+            assert_eq!(Settings::new(Some(&own)).root(&[key]), Ok(Some("/own".into())));
         }
-        let settings_proto =
-            json!({"__proto__": {"subagents": {"machines": {"m": {"cwd": "/x"}}}}});
+        let settings_proto = json!({"__proto__": {"subagents": {"machines": {"m": {"cwd": "/x"}}}}});
         assert_eq!(root(Some(settings_proto), None, &["m"]), Ok(None));
     }
 }

@@ -8,11 +8,7 @@ use sublaunch_contract::{ErrorCode, PlanError};
 /// A remote-absolute input is used as given; anything else is joined under the root (a
 /// relative path may climb out of it, Q3; `~user/x` is relative, Q6). Without a root only a
 /// remote-absolute input works (`machine-no-root`).
-pub fn resolve(
-    input: Option<&str>,
-    root: Option<&str>,
-    machine_name: &str,
-) -> Result<String, PlanError> {
+pub fn resolve(input: Option<&str>, root: Option<&str>, machine_name: &str) -> Result<String, PlanError> {
     let input = input.map(jsstr::trim).unwrap_or_default();
     if !input.is_empty() && paths::is_remote_absolute(input) {
         return Ok(input.to_owned());
@@ -69,11 +65,7 @@ mod tests {
         assert_eq!(placed(Some("/srv/other"), None), Ok("/srv/other".into()));
         assert_eq!(placed(Some(" ~/x/ "), None), Ok("~/x".into()));
         assert_eq!(placed(Some("~"), Some("/r")), Ok("~".into()));
-        assert_eq!(
-            placed(Some("/srv//x/./y"), Some("/r")),
-            Ok("/srv//x/./y".into()),
-            "Q4"
-        );
+        assert_eq!(placed(Some("/srv//x/./y"), Some("/r")), Ok("/srv//x/./y".into()), "Q4");
     }
 
     #[test]
@@ -83,21 +75,10 @@ mod tests {
             placed(Some("packages/api"), root),
             Ok("/home/nico/proj/packages/api".into())
         );
-        assert_eq!(
-            placed(Some("../shared/lib"), root),
-            Ok("/home/nico/shared/lib".into())
-        );
-        assert_eq!(
-            placed(Some("../../../../etc"), root),
-            Ok("/etc".into()),
-            "Q3"
-        );
+        assert_eq!(placed(Some("../shared/lib"), root), Ok("/home/nico/shared/lib".into()));
+        assert_eq!(placed(Some("../../../../etc"), root), Ok("/etc".into()), "Q3");
         assert_eq!(placed(Some("a/"), root), Ok("/home/nico/proj/a".into()));
-        assert_eq!(
-            placed(Some("~user/x"), Some("~")),
-            Ok("~/~user/x".into()),
-            "Q6"
-        );
+        assert_eq!(placed(Some("~user/x"), Some("~")), Ok("~/~user/x".into()), "Q6");
     }
 
     #[test]
@@ -109,13 +90,7 @@ mod tests {
 
     #[test]
     fn p11_without_a_root_fails_closed() {
-        for input in [
-            None,
-            Some(""),
-            Some("packages/api"),
-            Some("~user/x"),
-            Some(".."),
-        ] {
+        for input in [None, Some(""), Some("packages/api"), Some("~user/x"), Some("..")] {
             let error = resolve(input, None, "workmac").expect_err("no root");
             assert_eq!(error.code, ErrorCode::MachineNoRoot);
             assert!(error.message.contains("subagents.machines.workmac.cwd"));
@@ -139,9 +114,7 @@ mod tests {
         for input in ["/srv/a\u{1}b", "sub\u{7F}dir", "a\nb"] {
             let error = placed(Some(input), Some("/r")).expect_err("refused");
             assert_eq!(error.code, ErrorCode::InvalidRemoteCwd);
-            assert!(
-                error.message.contains("'workmac'") && error.message.contains("control characters")
-            );
+            assert!(error.message.contains("'workmac'") && error.message.contains("control characters"));
         }
     }
 

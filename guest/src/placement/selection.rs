@@ -9,11 +9,7 @@ const LISTED_CANDIDATES: usize = 10;
 /// Selects the one machine the selector R names (P6): an exact id match wins (the first
 /// entry with that id); otherwise every entry labelled R, disabled ones included, is a
 /// candidate. Several candidates are ambiguous, none is not found, a disabled one is refused.
-pub fn select<'c>(
-    catalog: &'c Catalog,
-    selector: &str,
-    location: &str,
-) -> Result<&'c Machine, PlanError> {
+pub fn select<'c>(catalog: &'c Catalog, selector: &str, location: &str) -> Result<&'c Machine, PlanError> {
     let candidates: Vec<&Machine> = match catalog.first_with_id(selector) {
         Some(machine) => vec![machine],
         None => catalog.with_label(selector).collect(),
@@ -103,11 +99,7 @@ mod tests {
     #[test]
     fn p6_label_and_id_select_the_same_machine() {
         assert_eq!(pick("workmac"), Ok("h1".to_owned()));
-        assert_eq!(
-            pick("w1"),
-            Ok("h1".to_owned()),
-            "the first entry with the id wins"
-        );
+        assert_eq!(pick("w1"), Ok("h1".to_owned()), "the first entry with the id wins");
         assert_eq!(pick("n1"), Ok("n".to_owned()));
     }
 
@@ -118,10 +110,7 @@ mod tests {
 
     #[test]
     fn p6_comparison_is_case_sensitive() {
-        assert_eq!(
-            pick("WorkMac").map_err(|e| e.code),
-            Err(ErrorCode::MachineNotFound)
-        );
+        assert_eq!(pick("WorkMac").map_err(|e| e.code), Err(ErrorCode::MachineNotFound));
     }
 
     #[test]
@@ -129,10 +118,7 @@ mod tests {
         for selector in ["dup", "mixed"] {
             let error = pick(selector).expect_err("ambiguous");
             assert_eq!(error.code, ErrorCode::MachineAmbiguous);
-            assert!(
-                error.message.contains(&format!("'{selector}'"))
-                    && error.message.contains("ambiguous")
-            );
+            assert!(error.message.contains(&format!("'{selector}'")) && error.message.contains("ambiguous"));
         }
     }
 
@@ -148,11 +134,7 @@ mod tests {
             "{}",
             error.message
         );
-        assert!(
-            error
-                .message
-                .contains("herdr machine add <target> --label <name>")
-        );
+        assert!(error.message.contains("herdr machine add <target> --label <name>"));
         let empty = Catalog::parse("[]").expect("valid");
         let error = select(&empty, "nope", "step 1").expect_err("not found");
         assert!(error.message.contains("Saved machines: none"));

@@ -21,7 +21,10 @@ pub fn parse<'m>(machine: &'m str, location: &str) -> Result<&'m str, PlanError>
         ))
     };
     if selector.is_empty() {
-        return refuse("a machine name is required; give a saved Herdr machine id or label, or no machine to run locally".to_owned());
+        return refuse(
+            "a machine name is required; give a saved Herdr machine id or label, or no machine to run locally"
+                .to_owned(),
+        );
     }
     if jsstr::utf16_len(selector) > MAX_SELECTOR_UNITS {
         return refuse(format!(
@@ -30,10 +33,7 @@ pub fn parse<'m>(machine: &'m str, location: &str) -> Result<&'m str, PlanError>
         ));
     }
     if jsstr::has_control(selector) {
-        return refuse(format!(
-            "{} contains control characters",
-            jsstr::json_quote(selector)
-        ));
+        return refuse(format!("{} contains control characters", jsstr::json_quote(selector)));
     }
     Ok(selector)
 }

@@ -41,9 +41,7 @@ mod tests {
         assert_eq!(error.code, ErrorCode::UnsafeSshTarget);
         assert!(error.message.contains("'bad'"));
         assert!(
-            error
-                .message
-                .contains(&jsstr::json_quote(jsstr::trim(target))),
+            error.message.contains(&jsstr::json_quote(jsstr::trim(target))),
             "{}",
             error.message
         );

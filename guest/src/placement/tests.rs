@@ -65,9 +65,7 @@ fn refused(request: Value, code: ErrorCode, fragments: &[&str]) {
 
 #[test]
 fn p14_reference_drops_the_default_session_and_keeps_a_named_one() {
-    let machine = placed(request(
-        json!({"launch": {"machine": "workmac", "cwd": "/w"}}),
-    ));
+    let machine = placed(request(json!({"launch": {"machine": "workmac", "cwd": "/w"}})));
     assert_eq!(
         machine,
         MachineRef {
@@ -79,9 +77,7 @@ fn p14_reference_drops_the_default_session_and_keeps_a_named_one() {
             cwd: "/w".into(),
         }
     );
-    let machine = placed(request(
-        json!({"launch": {"machine": " gpu ", "cwd": "~/g/"}}),
-    ));
+    let machine = placed(request(json!({"launch": {"machine": " gpu ", "cwd": "~/g/"}})));
     assert_eq!(
         (
             machine.session.as_deref(),
@@ -106,9 +102,7 @@ fn p1_p_i1_empty_string_machine_is_placed_and_refused() {
 #[test]
 fn p2_gate_wins_over_selector_and_catalog_errors() {
     let job = |machine: &str, catalog: &str| {
-        request(
-            json!({"steps": [{"agent": "job", "task": "t", "machine": machine}], "machineCatalog": catalog}),
-        )
+        request(json!({"steps": [{"agent": "job", "task": "t", "machine": machine}], "machineCatalog": catalog}))
     };
     refused(
         job("   ", "[]"),
@@ -153,9 +147,7 @@ fn p3_comes_before_the_catalog() {
 
 #[test]
 fn p4_catalog_problems_are_reported_when_a_child_is_placed() {
-    let with = |catalog: Value| {
-        request(json!({"launch": {"machine": "workmac"}, "machineCatalog": catalog}))
-    };
+    let with = |catalog: Value| request(json!({"launch": {"machine": "workmac"}, "machineCatalog": catalog}));
     refused(
         with(json!("not json")),
         ErrorCode::InvalidMachineCatalog,
@@ -171,17 +163,15 @@ fn p4_catalog_problems_are_reported_when_a_child_is_placed() {
         ErrorCode::InvalidMachineCatalog,
         &["catalog"],
     );
-    refused(
-        with(Value::Null),
-        ErrorCode::InvalidMachineCatalog,
-        &["catalog"],
-    );
+    refused(with(Value::Null), ErrorCode::InvalidMachineCatalog, &["catalog"]);
 }
 
 #[test]
 fn p16_nothing_placed_means_catalog_and_settings_are_never_read() {
-    let plan = run(request(json!({"machineCatalog": "garbage{", "machineSettings": {"user": {"subagents": {"machines": []}}}})))
-        .expect("a plan");
+    let plan = run(request(
+        json!({"machineCatalog": "garbage{", "machineSettings": {"user": {"subagents": {"machines": []}}}}),
+    ))
+    .expect("a plan");
     assert_eq!(plan.steps[0].machine, None);
     let plan = run(request(json!({"machineCatalog": 42}))).expect("a plan");
     assert_eq!(plan.steps[0].cwd, "/code/repo");
@@ -323,10 +313,12 @@ fn s4_runs_after_placement() {
 
 #[test]
 fn p4_p16_a_huge_catalog_is_parsed_once_and_stays_fast() {
-    let machines: Vec<Value> =
-        (0..100_000).map(|i| json!({"id": format!("id-{i}"), "label": format!("m{i}"), "target": format!("h{i}")})).collect();
-    let steps: Vec<Value> =
-        (0..2_000).map(|i| json!({"agent": "worker", "task": "t", "cwd": "/srv", "machine": format!("m{}", i * 50)})).collect();
+    let machines: Vec<Value> = (0..100_000)
+        .map(|i| json!({"id": format!("id-{i}"), "label": format!("m{i}"), "target": format!("h{i}")}))
+        .collect();
+    let steps: Vec<Value> = (0..2_000)
+        .map(|i| json!({"agent": "worker", "task": "t", "cwd": "/srv", "machine": format!("m{}", i * 50)}))
+        .collect();
     let started = std::time::Instant::now();
     let plan = run(request(json!({
         "mode": "chain",
@@ -336,15 +328,8 @@ fn p4_p16_a_huge_catalog_is_parsed_once_and_stays_fast() {
     .expect("a plan");
     assert_eq!(plan.steps.len(), 2_000);
     assert_eq!(
-        plan.steps[1_999]
-            .machine
-            .as_ref()
-            .map(|m| m.target.as_str()),
+        plan.steps[1_999].machine.as_ref().map(|m| m.target.as_str()),
         Some("h99950")
     );
-    assert!(
-        started.elapsed().as_secs() < 10,
-        "took {:?}",
-        started.elapsed()
-    );
+    assert!(started.elapsed().as_secs() < 10, "took {:?}", started.elapsed());
 }

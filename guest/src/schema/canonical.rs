@@ -33,9 +33,7 @@ fn push_value<'v>(out: &mut String, stack: &mut Vec<Work<'v>>, value: &'v Value)
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(flag) => out.push_str(if *flag { "true" } else { "false" }),
-        Value::Number(number) => {
-            out.push_str(&canonical_number(number.as_f64().unwrap_or(f64::NAN)))
-        }
+        Value::Number(number) => out.push_str(&canonical_number(number.as_f64().unwrap_or(f64::NAN))),
         Value::String(text) => push_string(out, text),
         Value::Array(items) => {
             out.push('[');
@@ -114,11 +112,7 @@ mod tests {
         for _ in 0..10_000 {
             deep = Value::Array(vec![deep]);
         }
-        assert_eq!(
-            canonical(&deep).len(),
-            20_003,
-            "10 000 bracket pairs around 1.0"
-        );
+        assert_eq!(canonical(&deep).len(), 20_003, "10 000 bracket pairs around 1.0");
         // Drop without recursing through 10 000 levels.
         let mut value = deep;
         while let Value::Array(mut items) = value {

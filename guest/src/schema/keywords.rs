@@ -12,9 +12,7 @@ use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
 /// The type names `type` may use.
-const TYPE_NAMES: [&str; 7] = [
-    "null", "boolean", "object", "array", "number", "string", "integer",
-];
+const TYPE_NAMES: [&str; 7] = ["null", "boolean", "object", "array", "number", "string", "integer"];
 
 /// Keywords whose value is an object of sub-schemas.
 const SCHEMA_MAPS: [&str; 5] = [
@@ -76,13 +74,7 @@ const COUNTS: [&str; 8] = [
 ];
 
 /// Keywords whose value is a boolean.
-const BOOLEANS: [&str; 5] = [
-    "uniqueItems",
-    "readOnly",
-    "writeOnly",
-    "deprecated",
-    "$recursiveAnchor",
-];
+const BOOLEANS: [&str; 5] = ["uniqueItems", "readOnly", "writeOnly", "deprecated", "$recursiveAnchor"];
 
 /// What is wrong with a schema and where: `path` is the JSON path of the offending keyword
 /// inside the schema (e.g. `properties.files.items.type`), empty for the schema itself.
@@ -146,11 +138,7 @@ impl<'v> Walk<'v> {
                     } else {
                         "a sub-schema (an object or a boolean)"
                     };
-                    return Err(self.problem(
-                        index,
-                        None,
-                        format!("must be {expected}, got {}", show(other)),
-                    ));
+                    return Err(self.problem(index, None, format!("must be {expected}, got {}", show(other))));
                 }
             };
             let first = self.nodes.len();
@@ -161,11 +149,7 @@ impl<'v> Walk<'v> {
     }
 
     /// Checks one schema object's keywords and returns its sub-schemas, in member order.
-    fn check_schema(
-        &self,
-        index: usize,
-        schema: &'v Map<String, Value>,
-    ) -> Result<Vec<Node<'v>>, Problem> {
+    fn check_schema(&self, index: usize, schema: &'v Map<String, Value>) -> Result<Vec<Node<'v>>, Problem> {
         let mut children = Vec::new();
         for (keyword, value) in schema {
             let keyword = keyword.as_str();
@@ -180,26 +164,19 @@ impl<'v> Walk<'v> {
                 "required" => distinct_strings(value).map_err(fail)?,
                 "enum" => check_enum(value).map_err(fail)?,
                 "dependentRequired" | "dependencies" => {
-                    let members = value
-                        .as_object()
-                        .ok_or_else(|| fail(expect_object(value)))?;
+                    let members = value.as_object().ok_or_else(|| fail(expect_object(value)))?;
                     for (name, member) in members {
                         if member.is_array() || keyword == "dependentRequired" {
-                            distinct_strings(member).map_err(|problem| {
-                                self.member_problem(index, keyword, name, problem)
-                            })?;
+                            distinct_strings(member)
+                                .map_err(|problem| self.member_problem(index, keyword, name, problem))?;
                         } else {
                             children.push(named((name, member)));
                         }
                     }
                 }
-                "items" if value.is_array() => {
-                    push_list(&mut children, index, keyword, value, false).map_err(fail)?
-                }
+                "items" if value.is_array() => push_list(&mut children, index, keyword, value, false).map_err(fail)?,
                 k if SCHEMA_MAPS.contains(&k) => {
-                    let members = value
-                        .as_object()
-                        .ok_or_else(|| fail(expect_object(value)))?;
+                    let members = value.as_object().ok_or_else(|| fail(expect_object(value)))?;
                     children.extend(members.iter().map(named));
                 }
                 k if SINGLE_SCHEMAS.contains(&k) => {
@@ -212,22 +189,14 @@ impl<'v> Walk<'v> {
                 k if SCHEMA_LISTS.contains(&k) => {
                     push_list(&mut children, index, keyword, value, true).map_err(fail)?
                 }
-                k if STRINGS.contains(&k) => {
-                    require(value.is_string(), "a string", value).map_err(fail)?
-                }
-                k if COUNTS.contains(&k) => {
-                    require(is_count(value), "a non-negative integer", value).map_err(fail)?
-                }
-                k if BOOLEANS.contains(&k) => {
-                    require(value.is_boolean(), "a boolean", value).map_err(fail)?
-                }
+                k if STRINGS.contains(&k) => require(value.is_string(), "a string", value).map_err(fail)?,
+                k if COUNTS.contains(&k) => require(is_count(value), "a non-negative integer", value).map_err(fail)?,
+                k if BOOLEANS.contains(&k) => require(value.is_boolean(), "a boolean", value).map_err(fail)?,
                 "multipleOf" => {
                     let positive = value.as_f64().is_some_and(|n| n > 0.0);
                     require(positive, "a number greater than 0", value).map_err(fail)?;
                 }
-                "minimum" | "maximum" => {
-                    require(value.is_number(), "a number", value).map_err(fail)?
-                }
+                "minimum" | "maximum" => require(value.is_number(), "a number", value).map_err(fail)?,
                 "exclusiveMinimum" | "exclusiveMaximum" => {
                     let ok = value.is_number() || value.is_boolean();
                     require(ok, "a number (or, in draft 4, a boolean)", value).map_err(fail)?;
@@ -300,10 +269,7 @@ fn push_list<'v>(
             }));
             Ok(())
         }
-        _ if non_empty => Err(format!(
-            "must be a non-empty array of sub-schemas, got {}",
-            show(value)
-        )),
+        _ if non_empty => Err(format!("must be a non-empty array of sub-schemas, got {}", show(value))),
         _ => Err(format!(
             "must be a sub-schema or an array of sub-schemas, got {}",
             show(value)
@@ -348,13 +314,8 @@ fn check_enum(value: &Value) -> Result<(), String> {
 /// strings.
 fn distinct_strings(value: &Value) -> Result<(), String> {
     match value.as_array() {
-        Some(items) if items.iter().all(Value::is_string) => {
-            first_repeat(&items.iter().collect::<Vec<_>>())
-        }
-        _ => Err(format!(
-            "must be an array of distinct strings, got {}",
-            show(value)
-        )),
+        Some(items) if items.iter().all(Value::is_string) => first_repeat(&items.iter().collect::<Vec<_>>()),
+        _ => Err(format!("must be an array of distinct strings, got {}", show(value))),
     }
 }
 
@@ -463,10 +424,7 @@ mod tests {
         let found = problem(schema);
         assert_eq!(found.path, "properties.files.items.type");
         assert!(found.problem.contains("\"strin\""));
-        assert_eq!(
-            path_of(json!({"allOf": [{}, {"minLength": -1}]})),
-            "allOf[1].minLength"
-        );
+        assert_eq!(path_of(json!({"allOf": [{}, {"minLength": -1}]})), "allOf[1].minLength");
         assert_eq!(
             path_of(json!({"properties": {"a.b": {"type": 1}}})),
             "properties[\"a.b\"].type"
@@ -534,14 +492,8 @@ mod tests {
             path_of(json!({"dependentRequired": {"a": ["b", "b"]}})),
             "dependentRequired.a"
         );
-        assert_eq!(
-            path_of(json!({"dependentRequired": {"a": {}}})),
-            "dependentRequired.a"
-        );
-        assert_eq!(
-            path_of(json!({"dependencies": {"a": [1]}})),
-            "dependencies.a"
-        );
+        assert_eq!(path_of(json!({"dependentRequired": {"a": {}}})), "dependentRequired.a");
+        assert_eq!(path_of(json!({"dependencies": {"a": [1]}})), "dependencies.a");
         assert_eq!(
             path_of(json!({"dependencies": {"a": {"type": 1}}})),
             "dependencies.a.type"
@@ -566,13 +518,7 @@ mod tests {
 
     #[test]
     fn s3_the_root_must_be_an_object() {
-        for root in [
-            json!(false),
-            json!(true),
-            json!([]),
-            json!("s"),
-            json!(null),
-        ] {
+        for root in [json!(false), json!(true), json!([]), json!("s"), json!(null)] {
             let found = problem(root);
             assert_eq!(found.path, "");
             assert!(found.problem.contains("object"));

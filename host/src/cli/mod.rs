@@ -1,6 +1,8 @@
 //! Command-line interface: one module per command.
 
+mod models;
 mod plan;
+mod run;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -20,6 +22,10 @@ pub struct Cli {
 enum Command {
     /// Plan a launch: PlanRequest JSON (stdin by default) to LaunchPlan JSON.
     Plan(plan::Args),
+    /// Plan and launch a background run.
+    Run(run::Args),
+    /// List the model registry, or resolve a model name.
+    Models(models::Args),
 }
 
 impl Cli {
@@ -27,6 +33,8 @@ impl Cli {
     pub fn run(self) -> ExitCode {
         match self.command {
             Command::Plan(args) => plan::run(args),
+            Command::Run(args) => run::run(args),
+            Command::Models(args) => models::run(args),
         }
     }
 }
@@ -41,6 +49,17 @@ pub fn load_planner() -> Result<Planner, PlanError> {
         ..Options::default()
     };
     Planner::embedded(options).map_err(|error| {
-        PlanError::new(ErrorCode::PlannerFault, format!("The planner component could not be loaded: {error:#}"))
+        PlanError::new(
+            ErrorCode::PlannerFault,
+            format!("The planner component could not be loaded: {error:#}"),
+        )
     })
+}
+
+/// A single-threaded runtime for the commands that wait on processes and files.
+pub fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
 }

@@ -12,6 +12,12 @@ pub struct Args {
     /// Read the request from FILE instead of standard input.
     #[arg(long, value_name = "FILE")]
     request: Option<PathBuf>,
+    /// Fill in `availableModels` with the effective registry when the request has none.
+    #[arg(long)]
+    with_registry: bool,
+    /// With --with-registry: add a registry file on top of the configured ones.
+    #[arg(long, value_name = "FILE", requires = "with_registry")]
+    models: Option<PathBuf>,
 }
 
 /// Prints the plan (exit 0) or `{"error": …}` (exit 1) on stdout.
@@ -23,9 +29,21 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let outcome = contract::parse_request(&bytes)
-        .and_then(|request| super::load_planner()?.plan(&request));
-    print_outcome(&outcome)
+    let mut request = match contract::parse_request(&bytes) {
+        Ok(request) => request,
+        Err(error) => return print_outcome(&Err::<(), _>(error)),
+    };
+    if args.with_registry && request.available_models.is_none() {
+        let cwd = std::path::Path::new(&request.cwd);
+        match sublaunch::registry::Registry::load(cwd, args.models.as_deref()) {
+            Ok(registry) => request.available_models = Some(registry.models()),
+            Err(e) => {
+                eprintln!("sublaunch plan: {e:#}");
+                return ExitCode::from(EXIT_USAGE);
+            }
+        }
+    }
+    print_outcome(&super::load_planner().and_then(|planner| planner.plan(&request)))
 }
 
 /// Prints a planning outcome as `sublaunch plan` does and returns its exit code.
@@ -43,7 +61,10 @@ pub fn print_outcome<T: serde::Serialize>(outcome: &Result<T, PlanError>) -> Exi
 }
 
 fn fault(error: serde_json::Error) -> PlanError {
-    PlanError::new(contract::ErrorCode::PlannerFault, format!("The plan cannot be printed: {error}"))
+    PlanError::new(
+        contract::ErrorCode::PlannerFault,
+        format!("The plan cannot be printed: {error}"),
+    )
 }
 
 /// Reads at most one byte more than the limit, so an oversized request is refused without

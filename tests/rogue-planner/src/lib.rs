@@ -41,7 +41,11 @@ mod component {
     impl Guest for Rogue {
         fn plan(request: PlanRequest) -> Result<LaunchPlan, PlanError> {
             misbehave(&request.cwd);
-            Ok(LaunchPlan { steps: Vec::new(), graph: None, warnings: Vec::new() })
+            Ok(LaunchPlan {
+                steps: Vec::new(),
+                graph: None,
+                warnings: Vec::new(),
+            })
         }
 
         fn plan_json(request: String) -> Result<String, PlanError> {

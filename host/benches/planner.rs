@@ -1,0 +1,100 @@
+//! Planner benchmarks (BENCHMARKS.md, issue 2):
+//! - a warm in-process plan call through the component, against the same call made twice
+//!   and against a no-op call through the same sandbox (the rogue planner's empty plan);
+//! - a cold `sublaunch plan` process with a warm component cache, against a bare spawn of
+//!   `/bin/true`;
+//! - the first run with an empty cache (compile + store).
+//!
+//! Run: `cargo bench -p sublaunch --bench planner`
+
+mod support;
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+use sublaunch::artifact_cache::ArtifactCache;
+use sublaunch::contract::{PlanRequest, parse_request};
+use sublaunch::{Options, Planner};
+use support::{header, measure, measure_per_call, row};
+
+const ONE_STEP: &[u8] =
+    br#"{"cwd":"/code/repo","mode":"single","agents":[{"name":"worker"}],"steps":[{"agent":"worker","task":"Summarise the change."}]}"#;
+
+fn main() {
+    let request: PlanRequest = parse_request(ONE_STEP).unwrap();
+    let planner = Planner::embedded(Options::default()).unwrap();
+    let rogue_wasm = std::fs::read(env!("SUBLAUNCH_ROGUE_PLANNER_WASM")).unwrap();
+    let noop = Planner::from_component(&rogue_wasm, "rogue", Options::default()).unwrap();
+
+    header("Warm in-process plan call (one-step request)");
+    let floor = measure_per_call(30, 200, || {
+        noop.plan(&request).unwrap();
+    });
+    let once = measure_per_call(30, 200, || {
+        planner.plan(&request).unwrap();
+    });
+    let twice = measure_per_call(30, 200, || {
+        planner.plan(&request).unwrap();
+        planner.plan(&request).unwrap();
+    });
+    let json = measure_per_call(30, 200, || {
+        planner.plan_json(std::str::from_utf8(ONE_STEP).unwrap()).unwrap();
+    });
+    row(
+        "floor: no-op plan through the same sandbox (fresh store + instantiate + call)",
+        floor,
+        floor,
+    );
+    row("plan (typed records)", once, floor);
+    row("plan, same call made twice", twice, floor);
+    row("plan-json (JSON in, JSON out)", json, floor);
+
+    let cache = tempfile::tempdir().unwrap();
+    let request_file = cache.path().join("request.json");
+    std::fs::write(&request_file, ONE_STEP).unwrap();
+    let sublaunch = env!("CARGO_BIN_EXE_sublaunch");
+    let run_plan = |cache_dir: &std::path::Path| {
+        let output = Command::new(sublaunch)
+            .args(["plan", "--request"])
+            .arg(&request_file)
+            .env("SUBLAUNCH_CACHE_DIR", cache_dir)
+            .stdout(Stdio::piped())
+            .output()
+            .unwrap();
+        assert!(output.status.success());
+    };
+
+    header("Cold `sublaunch plan` process");
+    let true_floor = measure(5, 200, || {
+        assert!(Command::new("/bin/true").status().unwrap().success());
+    });
+    let warm_cache = cache.path().join("warm");
+    let cold_process = measure(5, 200, || run_plan(&warm_cache));
+    let first_run = measure(0, 10, || {
+        let empty = tempfile::tempdir().unwrap();
+        run_plan(empty.path());
+    });
+    let compile_only = measure(1, 10, || {
+        let _ = Planner::from_component(sublaunch::planner::EMBEDDED_COMPONENT, "x", Options::default()).unwrap();
+    });
+    let load_cached = measure(2, 50, || {
+        let _ = Planner::embedded(Options {
+            cache: Some(ArtifactCache::new(&warm_cache)),
+            ..Options::default()
+        })
+        .unwrap();
+    });
+    row("floor: spawn + exit of /bin/true", true_floor, true_floor);
+    row("`sublaunch plan` with a warm component cache", cold_process, true_floor);
+    row(
+        "`sublaunch plan` with an empty cache (compile + store)",
+        first_run,
+        true_floor,
+    );
+    row(
+        "in-process: load from the warm cache (engine + deserialize + link)",
+        load_cached,
+        true_floor,
+    );
+    row("in-process: compile the component, no cache", compile_only, true_floor);
+    let _ = std::io::stdout().flush();
+}

@@ -1,0 +1,114 @@
+//! Building the PlanRequest of `sublaunch run` from the command line, the agents, the
+//! settings, the model registry and (only when something can be placed) the Herdr catalog.
+
+use crate::agents::AgentDef;
+use crate::registry::Registry;
+use crate::settings::Settings;
+use std::path::PathBuf;
+use sublaunch_contract::{
+    Agent, LaunchOptions, LooseString, MachineSettings, Mode, PlanRequest, Step, ThinkingSetting,
+};
+
+/// What the user asked `sublaunch run` for.
+#[derive(Clone, Debug, Default)]
+pub struct RunSpec {
+    /// Agent name.
+    pub agent: String,
+    /// Task text.
+    pub task: String,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--thinking`.
+    pub thinking: Option<String>,
+    /// `--machine`.
+    pub machine: Option<String>,
+    /// `--cwd` (remote when `--machine` is given, else resolved locally).
+    pub cwd: Option<String>,
+    /// `--max-thinking`: the caller's ceiling, on top of the settings.
+    pub max_thinking: Option<String>,
+}
+
+/// Everything the host gathered for planning.
+pub struct Inputs {
+    /// The local runner directory (absolute).
+    pub cwd: PathBuf,
+    /// Known agents.
+    pub agents: Vec<AgentDef>,
+    /// User and project settings.
+    pub settings: Settings,
+    /// The model registry.
+    pub registry: Registry,
+}
+
+/// Builds the request; the Herdr catalog is fetched only when a child can be placed (P16).
+pub async fn build(spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanRequest> {
+    let settings = &inputs.settings;
+    let mut request = PlanRequest {
+        cwd: inputs.cwd.to_string_lossy().into_owned(),
+        mode: Mode::Single,
+        steps: vec![Step {
+            agent: Some(spec.agent.clone()),
+            task: Some(spec.task.clone()),
+            model: spec.model.as_deref().map(LooseString::from),
+            thinking: spec.thinking.clone().map(ThinkingSetting::Text),
+            ..Step::default()
+        }],
+        agents: inputs.agents.iter().map(|def| with_settings(def, settings)).collect(),
+        available_models: Some(inputs.registry.models()),
+        thinking_ceiling: settings.thinking_ceiling().map(loose),
+        inherited_thinking_ceiling: spec.max_thinking.as_deref().map(LooseString::from),
+        launch: Some(LaunchOptions {
+            machine: spec.machine.as_deref().map(LooseString::from),
+            cwd: spec.cwd.as_deref().map(LooseString::from),
+            worktree: None,
+        }),
+        machine_settings: Some(MachineSettings {
+            user: settings.user.as_ref().map(|f| f.value.to_string()),
+            project: settings.project.as_ref().map(|f| f.value.to_string()),
+        }),
+        ..PlanRequest::default()
+    };
+    if can_place(&request) {
+        request.machine_catalog = Some(LooseString::Text(crate::herdr::machine_list().await?));
+    }
+    Ok(request)
+}
+
+/// Whether any step, task, the launch or a referenced agent names a machine.
+pub fn can_place(request: &PlanRequest) -> bool {
+    let launch = request.launch.as_ref().is_some_and(|l| l.machine.is_some());
+    let referenced = |name: &str| {
+        request
+            .agents
+            .iter()
+            .find(|a| a.name == name)
+            .is_some_and(|a| a.machine.is_some())
+    };
+    let steps = request.steps.iter().any(|step| {
+        step.machine.is_some()
+            || step.agent.as_deref().is_some_and(referenced)
+            || step
+                .parallel
+                .iter()
+                .flatten()
+                .any(|t| t.machine.is_some() || referenced(&t.agent))
+    });
+    launch || steps
+}
+
+/// The planner's view of an agent, with its settings ceiling
+/// (`subagents.agents.<name>.maxThinking`) when the definition sets none.
+fn with_settings(def: &AgentDef, settings: &Settings) -> Agent {
+    let mut agent = def.planner.clone();
+    if agent.max_thinking.is_none() {
+        agent.max_thinking = settings.agent_thinking_ceiling(&agent.name).map(loose);
+    }
+    agent
+}
+
+fn loose(value: serde_json::Value) -> LooseString {
+    match value {
+        serde_json::Value::String(text) => LooseString::Text(text),
+        other => LooseString::NotText(other.to_string()),
+    }
+}

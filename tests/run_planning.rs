@@ -1,0 +1,425 @@
+//! What `sublaunch run` hands the planner (issues 3 and 4, host side): the model registry
+//! files, the settings files, and the Herdr catalog from a fake `herdr` — all through the
+//! real binary, with `--dry-run` printing the plan instead of launching.
+
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use sublaunch_tests::bin;
+
+/// A private HOME with its config, cache and project directories.
+struct Sandbox {
+    dir: tempfile::TempDir,
+}
+
+impl Sandbox {
+    fn new() -> Self {
+        let sandbox = Self {
+            dir: tempfile::tempdir().unwrap(),
+        };
+        std::fs::create_dir_all(sandbox.project()).unwrap();
+        sandbox
+    }
+
+    fn home(&self) -> PathBuf {
+        self.dir.path().join("home")
+    }
+
+    fn project(&self) -> PathBuf {
+        self.dir.path().join("work/project/sub")
+    }
+
+    fn write(&self, path: &Path, text: &str) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// A fake `herdr` that runs `script` (sh) and records each call in `calls`.
+    fn herdr(&self, script: &str) -> PathBuf {
+        let path = self.dir.path().join("bin/herdr");
+        let calls = self.dir.path().join("herdr-calls");
+        self.write(
+            &path,
+            &format!("#!/bin/sh\necho \"$@\" >> '{}'\n{script}\n", calls.display()),
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    fn herdr_calls(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("herdr-calls")).map_or(0, |s| s.lines().count())
+    }
+
+    fn sublaunch(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(bin("sublaunch"));
+        command
+            .args(args)
+            .current_dir(self.project())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", self.home())
+            .env("SUBLAUNCH_CACHE_DIR", self.dir.path().join("cache"));
+        command
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
+        let mut command = self.sublaunch(args);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        command.output().unwrap()
+    }
+}
+
+fn stdout_json(output: &Output) -> Value {
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "not JSON ({e}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    })
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+const CATALOG: &str = r#"[{"id":"m1","label":"workmac","target":"nico@workmac.local","session":"default","enabled":true},{"id":"m2","label":"evil","target":"-oProxyCommand=touch /tmp/pwned","enabled":true}]"#;
+
+#[test]
+fn registry_files_layer_over_the_builtin_registry() {
+    let sandbox = Sandbox::new();
+    let user = sandbox.home().join(".config/sublaunch/models.json");
+    sandbox.write(&user, r#"[{"provider":"acme","id":"rocket-1","contextWindow":1000}]"#);
+    let project = sandbox.dir.path().join("work/project/.sublaunch/models.json");
+    sandbox.write(
+        &project,
+        r#"{"models":[{"provider":"acme","id":"rocket-1","contextWindow":2000}]}"#,
+    );
+
+    let listed = sandbox.run(&["models", "--json"], &[]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    let models = stdout_json(&listed);
+    let ids: Vec<String> = models
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| format!("{}/{}", m["provider"], m["id"]))
+        .collect();
+    assert_eq!(ids[0], r#""acme"/"rocket-1""#);
+    assert_eq!(models[0]["contextWindow"], 2000.0, "the project layer comes first");
+    assert!(
+        ids.iter().any(|id| id.contains("anthropic")),
+        "the built-in registry is kept"
+    );
+
+    // The first duplicate wins in the planner: the project's context window.
+    let resolved = sandbox.run(&["models", "resolve", "acme/rocket-1", "--json"], &[]);
+    assert_eq!(stdout_json(&resolved)["contextLimit"], 2000);
+
+    // A replacing --models file is all there is.
+    let only = sandbox.dir.path().join("only.json");
+    sandbox.write(&only, r#"{"replace":true,"models":[{"provider":"solo","id":"one"}]}"#);
+    let listed = sandbox.run(&["models", "--json", "--models", only.to_str().unwrap()], &[]);
+    assert_eq!(stdout_json(&listed).as_array().unwrap().len(), 1);
+}
+
+#[test]
+fn a_bad_registry_file_is_an_error_naming_the_file_and_path() {
+    let sandbox = Sandbox::new();
+    let user = sandbox.home().join(".config/sublaunch/models.json");
+    sandbox.write(
+        &user,
+        r#"{"models":[{"provider":"a","id":"b"},{"provider":"a","id":42}]}"#,
+    );
+    let output = sandbox.run(&["models"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let message = stderr(&output);
+    assert!(message.contains(&user.display().to_string()), "{message}");
+    assert!(message.contains("models[1].id"), "{message}");
+}
+
+#[test]
+fn models_resolve_shows_the_resolution_or_the_planner_error() {
+    let sandbox = Sandbox::new();
+    let output = sandbox.run(&["models", "resolve", "openai:gpt-5-mini:high"], &[]);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.starts_with("openai/gpt-5-mini:high\n"), "{text}");
+    assert!(text.contains("thinking: high"), "{text}");
+
+    let output = sandbox.run(&["models", "resolve", "gpt-5-mini"], &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error"]["code"], "ambiguous-model");
+    let output = sandbox.run(
+        &["models", "resolve", "gpt-5-mini", "--provider", "github-copilot"],
+        &[],
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).starts_with("github-copilot/gpt-5-mini"));
+}
+
+#[test]
+fn plan_with_registry_fills_in_the_effective_registry() {
+    let sandbox = Sandbox::new();
+    let request = sandbox.dir.path().join("request.json");
+    sandbox.write(
+        &request,
+        r#"{"cwd":"/c","mode":"single","agents":[{"name":"w","model":"claude-haiku-4-5"}],"steps":[{"agent":"w","task":"t"}]}"#,
+    );
+    let as_given = sandbox.run(&["plan", "--request", request.to_str().unwrap()], &[]);
+    assert_eq!(
+        stdout_json(&as_given)["steps"][0]["model"],
+        "claude-haiku-4-5",
+        "no registry: verbatim (M4)"
+    );
+    let filled = sandbox.run(
+        &["plan", "--with-registry", "--request", request.to_str().unwrap()],
+        &[],
+    );
+    assert_eq!(stdout_json(&filled)["steps"][0]["model"], "anthropic/claude-haiku-4-5");
+}
+
+#[test]
+fn thinking_ceilings_come_from_settings_and_the_command_line() {
+    let sandbox = Sandbox::new();
+    let settings = sandbox.home().join(".config/sublaunch/settings.json");
+    sandbox.write(&settings, r#"{"subagents":{"maxThinking":"high"}}"#);
+    // `shell` takes no model, so plan a native agent through `plan` with the settings'
+    // ceiling applied by `run`: use models resolve, which reads the same settings.
+    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:max"], &[]);
+    assert_eq!(stdout_json(&output)["error"]["code"], "thinking-above-ceiling");
+    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:high"], &[]);
+    assert!(output.status.success());
+    // run --max-thinking reaches the planner as a ceiling too.
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+            "--max-thinking",
+            "turbo",
+        ],
+        &[],
+    );
+    assert_eq!(stdout_json(&output)["error"]["code"], "invalid-thinking-level");
+}
+
+#[test]
+fn the_catalog_is_read_only_when_something_is_placed() {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr(&format!("echo '{CATALOG}'"));
+    let local = sandbox.run(
+        &["run", "--dry-run", "--agent", "shell", "--task", "true"],
+        &[("HERDR_BIN", &herdr)],
+    );
+    assert!(local.status.success(), "{}", stderr(&local));
+    assert_eq!(sandbox.herdr_calls(), 0, "P16: no machine, no herdr call");
+
+    let placed = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+            "--machine",
+            "workmac",
+            "--cwd",
+            "~/proj",
+        ],
+        &[("HERDR_BIN", &herdr)],
+    );
+    assert!(placed.status.success(), "{}", stderr(&placed));
+    assert_eq!(sandbox.herdr_calls(), 1);
+    let step = &stdout_json(&placed)["steps"][0];
+    assert_eq!(step["machine"]["target"], "nico@workmac.local");
+    assert_eq!(step["machine"]["cwd"], "~/proj");
+    assert_eq!(step["cwd"], "~/proj");
+}
+
+#[test]
+fn an_unsafe_catalog_target_never_reaches_a_plan() {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr(&format!("echo '{CATALOG}'"));
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+            "--machine",
+            "evil",
+            "--cwd",
+            "/srv",
+        ],
+        &[("HERDR_BIN", &herdr)],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error"]["code"], "unsafe-ssh-target");
+}
+
+#[test]
+fn the_machine_root_comes_from_settings_with_pi_settings_as_fallback() {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr(&format!("echo '{CATALOG}'"));
+    let args = [
+        "run",
+        "--dry-run",
+        "--agent",
+        "shell",
+        "--task",
+        "true",
+        "--machine",
+        "workmac",
+    ];
+    // No settings: no root.
+    let output = sandbox.run(&args, &[("HERDR_BIN", &herdr)]);
+    assert_eq!(stdout_json(&output)["error"]["code"], "machine-no-root");
+    // pi's user settings are read when sublaunch's are absent.
+    let pi = sandbox.home().join(".pi/agent/settings.json");
+    sandbox.write(&pi, r#"{"subagents":{"machines":{"workmac":{"cwd":"~/from-pi"}}}}"#);
+    let output = sandbox.run(&args, &[("HERDR_BIN", &herdr)]);
+    assert_eq!(stdout_json(&output)["steps"][0]["cwd"], "~/from-pi");
+    // The project's settings override the user's root.
+    let project = sandbox.dir.path().join("work/project/.sublaunch/settings.json");
+    sandbox.write(&project, r#"{"subagents":{"machines":{"m1":{"cwd":"/srv/project"}}}}"#);
+    let output = sandbox.run(&args, &[("HERDR_BIN", &herdr)]);
+    assert_eq!(stdout_json(&output)["steps"][0]["cwd"], "/srv/project");
+}
+
+#[test]
+fn malformed_settings_are_an_error_naming_the_file() {
+    let sandbox = Sandbox::new();
+    let project = sandbox.dir.path().join("work/project/.sublaunch/settings.json");
+    sandbox.write(&project, r#"{"subagents": {"machines": }"#);
+    let output = sandbox.run(&["run", "--dry-run", "--agent", "shell", "--task", "true"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(&project.display().to_string()),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn settings_with_prototype_keys_are_ordinary_keys() {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr(r#"echo '[{"id":"c1","label":"constructor","target":"host-c","enabled":true}]'"#);
+    let settings = sandbox.home().join(".config/sublaunch/settings.json");
+    sandbox.write(
+        &settings,
+        r#"{"subagents":{"machines":{"__proto__":{"cwd":"/p"},"constructor":{"cwd":"/c"}}}}"#,
+    );
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+            "--machine",
+            "constructor",
+        ],
+        &[("HERDR_BIN", &herdr)],
+    );
+    assert_eq!(stdout_json(&output)["steps"][0]["cwd"], "/c", "{}", stderr(&output));
+}
+
+/// Runs a placed dry run against a fake herdr and returns the error text on stderr.
+fn herdr_failure(script: &str, extra_env: &[(&str, &Path)]) -> String {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr(script);
+    let mut env = vec![("HERDR_BIN", herdr.as_path())];
+    env.extend_from_slice(extra_env);
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "t",
+            "--machine",
+            "workmac",
+        ],
+        &env,
+    );
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    stderr(&output)
+}
+
+#[test]
+fn a_herdr_that_exits_1_is_a_clear_error() {
+    let message = herdr_failure("echo 'not logged in' >&2; exit 1", &[]);
+    assert!(message.contains("exited with code 1: not logged in"), "{message}");
+}
+
+#[test]
+fn a_herdr_that_hangs_times_out() {
+    let timeout = Path::new("300");
+    let message = herdr_failure("exec sleep 30", &[("SUBLAUNCH_HERDR_TIMEOUT_MS", timeout)]);
+    assert!(message.contains("did not finish within 0.3 s"), "{message}");
+}
+
+#[test]
+fn a_herdr_that_prints_2_mib_is_refused() {
+    let message = herdr_failure("head -c 2097152 /dev/zero | tr '\\0' x", &[]);
+    assert!(message.contains("more than 1024 KiB"), "{message}");
+}
+
+#[test]
+fn a_missing_herdr_is_a_clear_error() {
+    let sandbox = Sandbox::new();
+    let missing = sandbox.dir.path().join("no/herdr");
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "t",
+            "--machine",
+            "workmac",
+        ],
+        &[("HERDR_BIN", &missing)],
+    );
+    assert_eq!(output.status.code(), Some(1));
+    assert!(stderr(&output).contains("Herdr CLI not found"), "{}", stderr(&output));
+}
+
+#[test]
+fn a_herdr_that_prints_garbage_gets_the_planner_catalog_error() {
+    let sandbox = Sandbox::new();
+    let herdr = sandbox.herdr("echo 'Welcome to herdr! {oops'");
+    let output = sandbox.run(
+        &[
+            "run",
+            "--dry-run",
+            "--agent",
+            "shell",
+            "--task",
+            "t",
+            "--machine",
+            "workmac",
+        ],
+        &[("HERDR_BIN", &herdr)],
+    );
+    let error = &stdout_json(&output)["error"];
+    assert_eq!(error["code"], "invalid-machine-catalog");
+    assert!(error["message"].as_str().unwrap().contains("parse"), "{error}");
+}
