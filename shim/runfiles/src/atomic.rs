@@ -70,8 +70,12 @@ pub struct WriteOptions {
 
 impl WriteOptions {
     /// Options with `durability` and no fault.
+    #[allow(clippy::needless_update)] // the fault field exists only with `test-hooks`
     pub fn new(durability: Durability) -> Self {
-        Self { durability, ..Self::default() }
+        Self {
+            durability,
+            ..Self::default()
+        }
     }
 
     /// The same options with an injected fault (test hooks only).
@@ -124,10 +128,14 @@ impl Dir {
         let (temp, fd) = self.create_temp(name)?;
         let temp_path = self.join(&temp);
         let result = (|| {
-            options.injected(Step::Write).map_err(|e| os_error(e, "write", &temp_path))?;
+            options
+                .injected(Step::Write)
+                .map_err(|e| os_error(e, "write", &temp_path))?;
             write_all(self, &fd, bytes).map_err(|e| os_error(e, "write", &temp_path))?;
             if options.durability == Durability::Durable {
-                options.injected(Step::Fsync).map_err(|e| os_error(e, "fsync", &temp_path))?;
+                options
+                    .injected(Step::Fsync)
+                    .map_err(|e| os_error(e, "fsync", &temp_path))?;
                 retry_eintr(|| seams.fs.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
             }
             drop(fd);
@@ -135,7 +143,9 @@ impl Dir {
                 .retry
                 .run(seams.sleeper.as_ref(), || {
                     options.injected(Step::Rename)?;
-                    seams.fs.renameat(self.fd(), Path::new(&temp), self.fd(), Path::new(name))
+                    seams
+                        .fs
+                        .renameat(self.fd(), Path::new(&temp), self.fd(), Path::new(name))
                 })
                 .map_err(|e| os_error(e, "rename", &self.join(name)))
         })();
@@ -158,7 +168,14 @@ impl Dir {
         let mut last = (Errno::EXIST, String::new());
         for _ in 0..NAME_ATTEMPTS {
             let temp = temp_name(name, seams.pid, seams.clock.wall_ms(), seams.random.next_u64());
-            match retry_eintr(|| seams.fs.openat(self.fd(), Path::new(&temp), flags, Mode::from_raw_mode(crate::dir::FILE_MODE))) {
+            match retry_eintr(|| {
+                seams.fs.openat(
+                    self.fd(),
+                    Path::new(&temp),
+                    flags,
+                    Mode::from_raw_mode(crate::dir::FILE_MODE),
+                )
+            }) {
                 Ok(fd) => return Ok((temp, fd)),
                 Err(e @ (Errno::EXIST | Errno::LOOP)) => last = (e, temp),
                 Err(e) => return Err(os_error(e, "open", &self.join(&temp))),
@@ -222,7 +239,11 @@ pub fn parse_temp_name(name: &OsStr) -> Option<TempName> {
     if !ms.bytes().all(|b| b.is_ascii_digit()) || !pid.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(TempName { target: target.to_owned(), pid: pid.parse().ok()?, epoch_ms: ms.parse().ok()? })
+    Some(TempName {
+        target: target.to_owned(),
+        pid: pid.parse().ok()?,
+        epoch_ms: ms.parse().ok()?,
+    })
 }
 
 /// Whether a file name looks like a temp file of an atomic write (A8, A12).

@@ -25,7 +25,9 @@ impl Clock for SystemClock {
     }
 
     fn wall_ms(&self) -> u64 {
-        SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
     }
 }
 
@@ -55,7 +57,11 @@ impl Clock for ShiftedClock {
 }
 
 fn shift(ms: u64, by: i64) -> u64 {
-    if by >= 0 { ms.saturating_add(by.unsigned_abs()) } else { ms.saturating_sub(by.unsigned_abs()) }
+    if by >= 0 {
+        ms.saturating_add(by.unsigned_abs())
+    } else {
+        ms.saturating_sub(by.unsigned_abs())
+    }
 }
 
 /// A hand-driven clock for tests: time moves only through [`ManualClock::advance`] (both clocks)
@@ -69,14 +75,19 @@ pub struct ManualClock {
 impl ManualClock {
     /// A clock at monotonic `base + 0` and wall time `wall_ms`.
     pub fn new(wall_ms: u64) -> Self {
-        Self { base: Instant::now(), state: Mutex::new((Duration::ZERO, wall_ms)) }
+        Self {
+            base: Instant::now(),
+            state: Mutex::new((Duration::ZERO, wall_ms)),
+        }
     }
 
     /// Moves both clocks forward by `by`.
     pub fn advance(&self, by: Duration) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         state.0 += by;
-        state.1 = state.1.saturating_add(u64::try_from(by.as_millis()).unwrap_or(u64::MAX));
+        state.1 = state
+            .1
+            .saturating_add(u64::try_from(by.as_millis()).unwrap_or(u64::MAX));
     }
 
     /// Jumps only the wall clock by `delta_ms` (a clock adjustment; the monotonic clock stays).
@@ -106,7 +117,10 @@ pub struct Deadline {
 impl Deadline {
     /// The deadline `budget` from now on `clock`'s monotonic time.
     pub fn after(clock: &dyn Clock, budget: Duration) -> Self {
-        Self { at: clock.monotonic() + budget, budget }
+        Self {
+            at: clock.monotonic() + budget,
+            budget,
+        }
     }
 
     /// Time left, zero once expired.
@@ -138,7 +152,12 @@ pub fn iso8601_utc(epoch_ms: u64) -> String {
     let days = secs / 86_400;
     let rem = secs % 86_400;
     let (year, month, day) = civil_from_days(i64::try_from(days).unwrap_or(i64::MAX));
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z", rem / 3600, (rem % 3600) / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
 }
 
 /// Days since 1970-01-01 → (year, month, day) in the proleptic Gregorian calendar.
@@ -168,7 +187,10 @@ mod tests {
         assert_eq!(deadline.remaining(&clock), Duration::from_millis(200));
         assert!(!deadline.expired(&clock));
         clock.advance(Duration::from_millis(200));
-        assert!(deadline.expired(&clock), "fires after 300 ms of monotonic time despite the wall jump");
+        assert!(
+            deadline.expired(&clock),
+            "fires after 300 ms of monotonic time despite the wall jump"
+        );
         assert_eq!(clock.wall_ms(), 1_795_999_000_000 + 300 - 3_600_000);
     }
 

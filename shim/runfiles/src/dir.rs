@@ -45,8 +45,13 @@ impl Dir {
     /// [`Dir::open`] with explicit seams.
     pub fn open_with(path: &Path, seams: Arc<Seams>) -> io::Result<Self> {
         let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-        let fd = retry_eintr(|| seams.fs.openat(fs::CWD, path, flags, Mode::empty())).map_err(|e| os_error(e, "open", path))?;
-        Ok(Self { fd, path: path.to_owned(), seams })
+        let fd = retry_eintr(|| seams.fs.openat(fs::CWD, path, flags, Mode::empty()))
+            .map_err(|e| os_error(e, "open", path))?;
+        Ok(Self {
+            fd,
+            path: path.to_owned(),
+            seams,
+        })
     }
 
     /// Creates the directory and its missing parents with mode 0700 (A6), then opens it.
@@ -78,15 +83,27 @@ impl Dir {
     /// Another handle to the same directory.
     pub fn try_clone(&self) -> io::Result<Self> {
         let fd = rustix::io::fcntl_dupfd_cloexec(&self.fd, 0).map_err(|e| os_error(e, "dup", &self.path))?;
-        Ok(Self { fd, path: self.path.clone(), seams: self.seams.clone() })
+        Ok(Self {
+            fd,
+            path: self.path.clone(),
+            seams: self.seams.clone(),
+        })
     }
 
     /// Opens the existing subdirectory `name` (no symlink followed); `Ok(None)` when absent.
     pub fn open_child(&self, name: &str) -> io::Result<Option<Self>> {
         check_name(name, &self.path)?;
         let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-        match retry_eintr(|| self.seams.fs.openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())) {
-            Ok(fd) => Ok(Some(Self { fd, path: self.path.join(name), seams: self.seams.clone() })),
+        match retry_eintr(|| {
+            self.seams
+                .fs
+                .openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())
+        }) {
+            Ok(fd) => Ok(Some(Self {
+                fd,
+                path: self.path.join(name),
+                seams: self.seams.clone(),
+            })),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(os_error(e, "open", &self.path.join(name))),
         }
@@ -98,12 +115,15 @@ impl Dir {
         check_name(name, &self.path)?;
         let path = self.path.join(name);
         match self.seams.retry.run(self.seams.sleeper.as_ref(), || {
-            self.seams.fs.mkdirat(self.fd.as_fd(), Path::new(name), Mode::from_raw_mode(DIR_MODE))
+            self.seams
+                .fs
+                .mkdirat(self.fd.as_fd(), Path::new(name), Mode::from_raw_mode(DIR_MODE))
         }) {
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(os_error(e, "mkdir", &path)),
         }
-        self.open_child(name)?.ok_or_else(|| os_error(Errno::NOENT, "open", &path))
+        self.open_child(name)?
+            .ok_or_else(|| os_error(Errno::NOENT, "open", &path))
     }
 
     /// [`Dir::ensure_child`] for each component of `components`, returning the last one.
@@ -129,7 +149,9 @@ impl Dir {
 
     /// Reads `name` without following a symlink. `Ok(None)` means absent (A11).
     pub fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let Some(mut file) = self.open_read(name)? else { return Ok(None) };
+        let Some(mut file) = self.open_read(name)? else {
+            return Ok(None);
+        };
         let mut bytes = Vec::new();
         io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| with_path(e, "read", &self.path.join(name)))?;
         Ok(Some(bytes))
@@ -139,7 +161,11 @@ impl Dir {
     pub fn open_read(&self, name: &str) -> io::Result<Option<std::fs::File>> {
         check_name(name, &self.path)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        match retry_eintr(|| self.seams.fs.openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())) {
+        match retry_eintr(|| {
+            self.seams
+                .fs
+                .openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())
+        }) {
             Ok(fd) => Ok(Some(std::fs::File::from(fd))),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(os_error(e, "open", &self.path.join(name))),
@@ -172,9 +198,13 @@ impl Dir {
     pub fn open_append(&self, name: &str) -> io::Result<std::fs::File> {
         check_name(name, &self.path)?;
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        retry_eintr(|| self.seams.fs.openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))
-            .map(std::fs::File::from)
-            .map_err(|e| os_error(e, "open", &self.path.join(name)))
+        retry_eintr(|| {
+            self.seams
+                .fs
+                .openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE))
+        })
+        .map(std::fs::File::from)
+        .map_err(|e| os_error(e, "open", &self.path.join(name)))
     }
 
     /// Removes the file `name`; an absent file is fine (H6, K12, X10).
@@ -204,7 +234,11 @@ impl Dir {
         check_name(to, &to_dir.path)?;
         self.seams
             .retry
-            .run(self.seams.sleeper.as_ref(), || self.seams.fs.renameat(self.fd.as_fd(), Path::new(from), to_dir.fd.as_fd(), Path::new(to)))
+            .run(self.seams.sleeper.as_ref(), || {
+                self.seams
+                    .fs
+                    .renameat(self.fd.as_fd(), Path::new(from), to_dir.fd.as_fd(), Path::new(to))
+            })
             .map_err(|e| os_error(e, "rename", &self.path.join(from)))
     }
 
@@ -225,10 +259,10 @@ impl Dir {
             }
             let name = OsString::from(std::ffi::OsStr::from_bytes(name));
             let mut file_type = entry.file_type();
-            if file_type == FileType::Unknown {
-                if let Ok(stat) = fs::statat(&self.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW) {
-                    file_type = FileType::from_raw_mode(stat.st_mode);
-                }
+            if file_type == FileType::Unknown
+                && let Ok(stat) = fs::statat(&self.fd, name.as_os_str(), AtFlags::SYMLINK_NOFOLLOW)
+            {
+                file_type = FileType::from_raw_mode(stat.st_mode);
             }
             entries.push(Entry { name, file_type });
         }
@@ -251,7 +285,10 @@ impl AsFd for Dir {
 /// NUL): every name handled here is relative to its directory handle.
 pub fn check_name(name: &str, dir: &Path) -> io::Result<()> {
     if name.is_empty() || name == "." || name == ".." || name.contains('/') || name.contains('\0') {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("invalid file name '{name}' in '{}'", dir.display())));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("invalid file name '{name}' in '{}'", dir.display()),
+        ));
     }
     Ok(())
 }
@@ -277,7 +314,9 @@ fn mkdir_recursive(seams: &Seams, path: &Path) -> io::Result<()> {
 }
 
 fn mkdir_one(seams: &Seams, path: &Path) -> Result<(), Errno> {
-    seams.retry.run(seams.sleeper.as_ref(), || seams.fs.mkdirat(fs::CWD, path, Mode::from_raw_mode(DIR_MODE)))
+    seams.retry.run(seams.sleeper.as_ref(), || {
+        seams.fs.mkdirat(fs::CWD, path, Mode::from_raw_mode(DIR_MODE))
+    })
 }
 
 #[cfg(test)]
@@ -295,7 +334,10 @@ mod tests {
         }
         let child = dir.ensure_path(&["d", "e"]).unwrap();
         assert_eq!(child.path(), tmp.path().join("a/b/c/d/e"));
-        assert_eq!(std::fs::metadata(child.path()).unwrap().permissions().mode() & 0o777, 0o700);
+        assert_eq!(
+            std::fs::metadata(child.path()).unwrap().permissions().mode() & 0o777,
+            0o700
+        );
         assert!(dir.open_path(&["d", "x"]).unwrap().is_none());
     }
 
@@ -306,7 +348,10 @@ mod tests {
         let dir = Dir::create_private(&tmp.path().join("run")).unwrap();
         std::os::unix::fs::symlink(tmp.path().join("target"), tmp.path().join("run/control")).unwrap();
         let error = dir.ensure_child("control").unwrap_err();
-        assert!(error.to_string().contains("ELOOP") || error.to_string().contains("ENOTDIR"), "{error}");
+        assert!(
+            error.to_string().contains("ELOOP") || error.to_string().contains("ENOTDIR"),
+            "{error}"
+        );
         assert!(Dir::open(&tmp.path().join("run/control")).is_err());
     }
 
@@ -344,7 +389,14 @@ mod tests {
         assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
         let mut f = dir.open_append("runner.stderr.log").unwrap();
         io::Write::write_all(&mut f, b"x").unwrap();
-        assert_eq!(std::fs::metadata(tmp.path().join("run/runner.stderr.log")).unwrap().permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            std::fs::metadata(tmp.path().join("run/runner.stderr.log"))
+                .unwrap()
+                .permissions()
+                .mode()
+                & 0o777,
+            0o600
+        );
     }
 
     #[test]

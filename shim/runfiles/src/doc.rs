@@ -68,14 +68,18 @@ impl<T> ReadDoc<T> {
 /// Serializes `value` as two-space pretty JSON without a trailing newline.
 pub fn to_pretty_bytes<T: Serialize + ?Sized>(value: &T) -> Vec<u8> {
     // Serializing our own types into a Vec cannot fail (no non-string map keys are used).
-    serde_json::to_vec_pretty(value).unwrap_or_else(|e| format!("{{\"serializationError\":{:?}}}", e.to_string()).into_bytes())
+    serde_json::to_vec_pretty(value)
+        .unwrap_or_else(|e| format!("{{\"serializationError\":{:?}}}", e.to_string()).into_bytes())
 }
 
 /// Parses bytes into a `ReadDoc` (never `Absent`).
 pub fn parse_doc<T: DeserializeOwned>(bytes: Vec<u8>) -> ReadDoc<T> {
     match serde_json::from_slice(&bytes) {
         Ok(v) => ReadDoc::Present(v),
-        Err(e) => ReadDoc::Corrupt(Corrupt { bytes, error: e.to_string() }),
+        Err(e) => ReadDoc::Corrupt(Corrupt {
+            bytes,
+            error: e.to_string(),
+        }),
     }
 }
 
@@ -105,8 +109,16 @@ mod tests {
     fn writes_two_space_pretty_without_trailing_newline() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open(tmp.path()).unwrap();
-        dir.write_doc("a.json", &json!({"version": 1, "state": "pending"}), &Durability::Atomic.into()).unwrap();
-        assert_eq!(std::fs::read_to_string(tmp.path().join("a.json")).unwrap(), "{\n  \"version\": 1,\n  \"state\": \"pending\"\n}");
+        dir.write_doc(
+            "a.json",
+            &json!({"state": "pending", "version": 1}),
+            &Durability::Atomic.into(),
+        )
+        .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(tmp.path().join("a.json")).unwrap(),
+            "{\n  \"state\": \"pending\",\n  \"version\": 1\n}"
+        );
     }
 
     #[test]
@@ -120,8 +132,15 @@ mod tests {
             other => panic!("{other:?}"),
         }
         std::fs::write(tmp.path().join("x.json"), b"{\"a\":1}\n").unwrap();
-        assert_eq!(dir.read_doc::<Value>("x.json").unwrap().present(), Some(json!({"a": 1})), "a trailing newline is accepted");
+        assert_eq!(
+            dir.read_doc::<Value>("x.json").unwrap().present(),
+            Some(json!({"a": 1})),
+            "a trailing newline is accepted"
+        );
         std::fs::create_dir(tmp.path().join("d.json")).unwrap();
-        assert!(dir.read_doc::<Value>("d.json").is_err(), "unreadable is an error, not corrupt");
+        assert!(
+            dir.read_doc::<Value>("d.json").is_err(),
+            "unreadable is an error, not corrupt"
+        );
     }
 }

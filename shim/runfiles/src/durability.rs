@@ -99,7 +99,11 @@ impl DurabilityPolicy {
 
     /// The durability of a write of `kind`.
     pub fn for_kind(self, kind: DocKind) -> Durability {
-        if self.strict || kind.in_default_durable_class() { Durability::Durable } else { Durability::Atomic }
+        if self.strict || kind.in_default_durable_class() {
+            Durability::Durable
+        } else {
+            Durability::Atomic
+        }
     }
 
     /// Write options for `kind`.
@@ -115,10 +119,24 @@ mod tests {
     #[test]
     fn a4_launch_commit_and_end_records_are_durable_by_default() {
         let p = DurabilityPolicy::standard();
-        for kind in [DocKind::InitialStatus, DocKind::Proceed, DocKind::TerminalStatus, DocKind::FinalProof, DocKind::ResultPayload, DocKind::ResultIndex] {
+        for kind in [
+            DocKind::InitialStatus,
+            DocKind::Proceed,
+            DocKind::TerminalStatus,
+            DocKind::FinalProof,
+            DocKind::ResultPayload,
+            DocKind::ResultIndex,
+        ] {
             assert_eq!(p.for_kind(kind), Durability::Durable, "{kind:?}");
         }
-        for kind in [DocKind::RunnerConfig, DocKind::InitialCandidate, DocKind::PendingProof, DocKind::HandshakeControl, DocKind::RunningStatus, DocKind::ControlFile] {
+        for kind in [
+            DocKind::RunnerConfig,
+            DocKind::InitialCandidate,
+            DocKind::PendingProof,
+            DocKind::HandshakeControl,
+            DocKind::RunningStatus,
+            DocKind::ControlFile,
+        ] {
             assert_eq!(p.for_kind(kind), Durability::Atomic, "{kind:?}");
         }
     }
@@ -126,7 +144,11 @@ mod tests {
     #[test]
     fn a4_strict_makes_everything_durable() {
         let p = DurabilityPolicy::strict();
-        assert_eq!(p.for_kind(DocKind::InitialCandidate), Durability::Durable, "F12 runs in strict mode");
+        assert_eq!(
+            p.for_kind(DocKind::InitialCandidate),
+            Durability::Durable,
+            "F12 runs in strict mode"
+        );
         assert_eq!(p.for_kind(DocKind::Other), Durability::Durable);
     }
 }

@@ -87,7 +87,12 @@ pub fn with_path(error: io::Error, op: &str, path: &Path) -> io::Error {
 
 /// The errno of an error from this crate (or a plain OS error), if it came from the OS.
 pub fn errno(error: &io::Error) -> Option<i32> {
-    error.raw_os_error().or_else(|| error.get_ref().and_then(|inner| inner.downcast_ref::<OsErrorWithPath>()).map(|e| e.code))
+    error.raw_os_error().or_else(|| {
+        error
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<OsErrorWithPath>())
+            .map(|e| e.code)
+    })
 }
 
 /// Whether the error carries `expected`.
@@ -98,7 +103,9 @@ pub fn has_errno(error: &io::Error, expected: Errno) -> bool {
 /// A9: `ENOSPC`, `EDQUOT`, `EMFILE`, `ENFILE` are storage-capacity errors (shim-side writes keep
 /// retrying them; host launch writes fail fast).
 pub fn is_capacity_error(error: &io::Error) -> bool {
-    [Errno::NOSPC, Errno::DQUOT, Errno::MFILE, Errno::NFILE].into_iter().any(|e| has_errno(error, e))
+    [Errno::NOSPC, Errno::DQUOT, Errno::MFILE, Errno::NFILE]
+        .into_iter()
+        .any(|e| has_errno(error, e))
 }
 
 #[cfg(test)]
@@ -121,7 +128,10 @@ mod tests {
         let once = with_path(plain, "write", Path::new("/x"));
         assert!(once.to_string().starts_with("ENOSPC"));
         let twice = with_path(once, "rename", Path::new("/y"));
-        assert!(twice.to_string().ends_with("write '/x'"), "an annotated error is kept: {twice}");
+        assert!(
+            twice.to_string().ends_with("write '/x'"),
+            "an annotated error is kept: {twice}"
+        );
         assert!(is_capacity_error(&twice));
     }
 

@@ -50,8 +50,17 @@ pub trait Fs: Send + Sync + Debug {
 
     /// Sets a file's access and modification times to now (`futimens`, I2).
     fn touch(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
-        let now = Timespec { tv_sec: 0, tv_nsec: fs::UTIME_NOW };
-        fs::futimens(fd, &Timestamps { last_access: now, last_modification: now })
+        let now = Timespec {
+            tv_sec: 0,
+            tv_nsec: fs::UTIME_NOW,
+        };
+        fs::futimens(
+            fd,
+            &Timestamps {
+                last_access: now,
+                last_modification: now,
+            },
+        )
     }
 }
 

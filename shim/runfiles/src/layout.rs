@@ -39,7 +39,12 @@ pub mod names {
     /// `<run>/runner-startup-proceed.json`.
     pub const RUNNER_STARTUP_PROCEED: &str = "runner-startup-proceed.json";
     /// The four handshake files the host deletes before spawning (H6).
-    pub const STALE_HANDSHAKE_FILES: [&str; 4] = [RUNNER_STARTUP, RUNNER_STARTUP_ACK, RUNNER_STARTUP_CONFIRM, RUNNER_STARTUP_PROCEED];
+    pub const STALE_HANDSHAKE_FILES: [&str; 4] = [
+        RUNNER_STARTUP,
+        RUNNER_STARTUP_ACK,
+        RUNNER_STARTUP_CONFIRM,
+        RUNNER_STARTUP_PROCEED,
+    ];
     /// `<run>/runner-startup-failure.json` (S5 ⊕).
     pub const RUNNER_STARTUP_FAILURE: &str = "runner-startup-failure.json";
     /// `<run>/process-terminal.json`.
@@ -182,7 +187,10 @@ pub fn resolve_root(env: impl Fn(&str) -> Option<OsString>, cwd: Option<&Path>) 
     if let Some(state) = non_empty("XDG_STATE_HOME").filter(|p| p.is_absolute()) {
         return Ok(state.join("sublaunch"));
     }
-    non_empty("HOME").filter(|p| p.is_absolute()).map(|home| home.join(".local/state/sublaunch")).ok_or(NoRoot)
+    non_empty("HOME")
+        .filter(|p| p.is_absolute())
+        .map(|home| home.join(".local/state/sublaunch"))
+        .ok_or(NoRoot)
 }
 
 /// `enc(x)` of §0: the URI-component encoding of `x` when it is ≤ 255 bytes and portable,
@@ -194,7 +202,11 @@ pub fn resolve_root(env: impl Fn(&str) -> Option<OsString>, cwd: Option<&Path>) 
 /// and not itself starting with `~sha256-`.
 pub fn enc(x: &str) -> String {
     let encoded = uri_component(x);
-    if encoded.len() <= 255 && is_portable(&encoded) { encoded } else { format!("~sha256-{}", sha256_hex(x.as_bytes())) }
+    if encoded.len() <= 255 && is_portable(&encoded) {
+        encoded
+    } else {
+        format!("~sha256-{}", sha256_hex(x.as_bytes()))
+    }
 }
 
 /// The names a reader tries for `x`: `enc(x)`, then the historical plain URI encoding when it
@@ -223,19 +235,28 @@ pub fn uri_component(x: &str) -> String {
 }
 
 fn is_portable(name: &str) -> bool {
-    if name.is_empty() || name == "." || name == ".." || name.ends_with('.') || name.contains("%5C") || name.starts_with("~sha256-") {
+    if name.is_empty()
+        || name == "."
+        || name == ".."
+        || name.ends_with('.')
+        || name.contains("%5C")
+        || name.starts_with("~sha256-")
+    {
         return false;
     }
     let stem = name.split('.').next().unwrap_or(name).to_ascii_uppercase();
     let reserved = matches!(stem.as_str(), "CON" | "PRN" | "AUX" | "NUL")
-        || ((stem.starts_with("COM") || stem.starts_with("LPT")) && stem.len() == 4 && matches!(stem.as_bytes()[3], b'1'..=b'9'));
+        || ((stem.starts_with("COM") || stem.starts_with("LPT"))
+            && stem.len() == 4
+            && matches!(stem.as_bytes()[3], b'1'..=b'9'));
     if reserved {
         return false;
     }
-    if let Some((_, ext)) = name.rsplit_once('.') {
-        if (1..=8).contains(&ext.len()) && ext.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            return false;
-        }
+    if let Some((_, ext)) = name.rsplit_once('.')
+        && (1..=8).contains(&ext.len())
+        && ext.bytes().all(|b| b.is_ascii_alphanumeric())
+    {
+        return false;
     }
     true
 }
@@ -263,7 +284,12 @@ pub const MAX_RUN_ID_LEN: usize = 128;
 /// A run id must be a safe single path component: 1–128 bytes of `A-Z a-z 0-9 . _ -`,
 /// starting with a letter or digit (so it is never `.`/`..`, hidden, or a temp name).
 pub fn validate_run_id(id: &str) -> Result<(), InvalidRunId> {
-    let fail = |reason| Err(InvalidRunId { id: id.to_owned(), reason });
+    let fail = |reason| {
+        Err(InvalidRunId {
+            id: id.to_owned(),
+            reason,
+        })
+    };
     if id.is_empty() {
         return fail("it is empty");
     }
@@ -273,7 +299,10 @@ pub fn validate_run_id(id: &str) -> Result<(), InvalidRunId> {
     if !id.as_bytes()[0].is_ascii_alphanumeric() {
         return fail("it must start with a letter or digit");
     }
-    if !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+    if !id
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+    {
         return fail("only letters, digits, '.', '_' and '-' are allowed");
     }
     Ok(())
@@ -290,14 +319,26 @@ mod tests {
     #[test]
     fn root_precedence() {
         let cwd = Path::new("/work");
-        assert_eq!(resolve_root(env(&[("SUBLAUNCH_ROOT", "/r"), ("HOME", "/h")]), Some(cwd)).unwrap(), Path::new("/r"));
-        assert_eq!(resolve_root(env(&[("SUBLAUNCH_ROOT", "rel")]), Some(cwd)).unwrap(), Path::new("/work/rel"));
-        assert_eq!(resolve_root(env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]), Some(cwd)).unwrap(), Path::new("/s/sublaunch"));
+        assert_eq!(
+            resolve_root(env(&[("SUBLAUNCH_ROOT", "/r"), ("HOME", "/h")]), Some(cwd)).unwrap(),
+            Path::new("/r")
+        );
+        assert_eq!(
+            resolve_root(env(&[("SUBLAUNCH_ROOT", "rel")]), Some(cwd)).unwrap(),
+            Path::new("/work/rel")
+        );
+        assert_eq!(
+            resolve_root(env(&[("XDG_STATE_HOME", "/s"), ("HOME", "/h")]), Some(cwd)).unwrap(),
+            Path::new("/s/sublaunch")
+        );
         assert_eq!(
             resolve_root(env(&[("XDG_STATE_HOME", "relative"), ("HOME", "/h")]), Some(cwd)).unwrap(),
             Path::new("/h/.local/state/sublaunch")
         );
-        assert_eq!(resolve_root(env(&[("SUBLAUNCH_ROOT", ""), ("HOME", "/h")]), Some(cwd)).unwrap(), Path::new("/h/.local/state/sublaunch"));
+        assert_eq!(
+            resolve_root(env(&[("SUBLAUNCH_ROOT", ""), ("HOME", "/h")]), Some(cwd)).unwrap(),
+            Path::new("/h/.local/state/sublaunch")
+        );
         assert_eq!(resolve_root(env(&[]), Some(cwd)), Err(NoRoot));
     }
 
@@ -309,7 +350,10 @@ mod tests {
         assert_eq!(l.runner_config("abc"), Path::new("/r/async-cfg-abc.json"));
         assert_eq!(l.run_dir("abc"), Path::new("/r/runs/abc"));
         assert_eq!(l.result_path("abc"), Path::new("/r/results/abc.json"));
-        assert_eq!(names::terminal_run_entry(1_795_999_088_717, "bench-normal-00-w9e9jd"), "0001795999088717-bench-normal-00-w9e9jd.json");
+        assert_eq!(
+            names::terminal_run_entry(1_795_999_088_717, "bench-normal-00-w9e9jd"),
+            "0001795999088717-bench-normal-00-w9e9jd.json"
+        );
         assert_eq!(names::output_log(0), "output-0.log");
         assert_eq!(names::corrupt_proof(12), "process-terminal.json.corrupt-12");
     }
@@ -325,14 +369,34 @@ mod tests {
     #[test]
     fn enc_hashes_unportable_names() {
         let hashed = |x: &str| format!("~sha256-{}", sha256_hex(x.as_bytes()));
-        for x in ["", ".", "..", "a.", "CON", "nul.txt", "com1", "LPT9", "a\\b", "run.json", "x.tmp", "~sha256-abc"] {
+        for x in [
+            "",
+            ".",
+            "..",
+            "a.",
+            "CON",
+            "nul.txt",
+            "com1",
+            "LPT9",
+            "a\\b",
+            "run.json",
+            "x.tmp",
+            "~sha256-abc",
+        ] {
             assert_eq!(enc(x), hashed(x), "{x:?}");
         }
         let long = "é".repeat(100);
         assert_eq!(enc(&long), hashed(&long), "over 255 bytes once encoded");
         assert_eq!(enc("COM10"), "COM10");
-        assert_eq!(enc("a.b-c_d"), "a.b-c_d", "a suffix with punctuation is not extension-like");
-        assert_eq!(enc_candidates("run.json"), vec![hashed("run.json"), "run.json".to_owned()]);
+        assert_eq!(
+            enc("a.b-c_d"),
+            "a.b-c_d",
+            "a suffix with punctuation is not extension-like"
+        );
+        assert_eq!(
+            enc_candidates("run.json"),
+            vec![hashed("run.json"), "run.json".to_owned()]
+        );
         assert_eq!(enc_candidates("plain"), vec!["plain".to_owned()]);
     }
 
@@ -344,6 +408,9 @@ mod tests {
         for bad in ["", ".", "..", ".hidden", "-x", "a/b", "a b", "a\0", &"x".repeat(129)] {
             assert!(validate_run_id(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(validate_run_id("a/b").unwrap_err().to_string(), "Invalid run id 'a/b': only letters, digits, '.', '_' and '-' are allowed.");
+        assert_eq!(
+            validate_run_id("a/b").unwrap_err().to_string(),
+            "Invalid run id 'a/b': only letters, digits, '.', '_' and '-' are allowed."
+        );
     }
 }

@@ -4,16 +4,45 @@
 //! Rule ids (A3, S7, I6 …) refer to `spec/host-and-shim.md`; fault ids (F37 …) to
 //! `spec/fault-matrix.md`. Everything here is synchronous and small: the host and the shim
 //! wrap these calls in their own event loops (waits, timers, spawning).
+//!
+//! Map of the crate:
+//! * seams — [`seams::Seams`] bundles [`fs::Fs`], [`clock::Clock`], [`random::RandomSource`],
+//!   [`retry::Sleeper`] and the [`retry::RetryPolicy`];
+//! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
+//!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
+//! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
+//!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a);
+//! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3);
+//! * test hooks — [`hooks`] (always, inert in production) and `faults` (feature `test-hooks`).
 
 #![warn(missing_docs)]
 
 pub mod atomic;
 pub mod clock;
+pub mod config;
+pub mod deferred;
 pub mod dir;
+pub mod doc;
+pub mod durability;
 pub mod errors;
+pub mod events;
+#[cfg(feature = "test-hooks")]
+pub mod faults;
 pub mod fs;
+pub mod handshake;
+pub mod hooks;
+pub mod index;
+pub mod layout;
+pub mod lease;
+pub mod lock;
+pub mod procinfo;
+pub mod proof;
 pub mod random;
+pub mod results;
 pub mod retry;
 pub mod seams;
+pub mod status;
+pub mod sweep;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
+pub mod trust;

@@ -22,7 +22,8 @@ impl StatusLock {
     /// Blocks until the lock is held. Async callers run this on a blocking thread.
     pub fn acquire(run: &Dir) -> io::Result<Self> {
         let fd = open_lock_file(run)?;
-        retry_eintr(|| fs::flock(&fd, FlockOperation::LockExclusive)).map_err(|e| os_error(e, "flock", &run.join(names::STATUS_LOCK)))?;
+        retry_eintr(|| fs::flock(&fd, FlockOperation::LockExclusive))
+            .map_err(|e| os_error(e, "flock", &run.join(names::STATUS_LOCK)))?;
         Ok(Self { fd })
     }
 
@@ -45,8 +46,15 @@ impl Drop for StatusLock {
 
 fn open_lock_file(run: &Dir) -> io::Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    retry_eintr(|| run.seams().fs.openat(run.fd(), Path::new(names::STATUS_LOCK), flags, Mode::from_raw_mode(FILE_MODE)))
-        .map_err(|e| os_error(e, "open", &run.join(names::STATUS_LOCK)))
+    retry_eintr(|| {
+        run.seams().fs.openat(
+            run.fd(),
+            Path::new(names::STATUS_LOCK),
+            flags,
+            Mode::from_raw_mode(FILE_MODE),
+        )
+    })
+    .map_err(|e| os_error(e, "open", &run.join(names::STATUS_LOCK)))
 }
 
 #[cfg(test)]
@@ -59,7 +67,10 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let held = StatusLock::acquire(&run).unwrap();
-        assert!(StatusLock::try_acquire(&run).unwrap().is_none(), "a second open file description cannot take it");
+        assert!(
+            StatusLock::try_acquire(&run).unwrap().is_none(),
+            "a second open file description cannot take it"
+        );
 
         let (tx, rx) = mpsc::channel();
         let path = tmp.path().to_owned();

@@ -35,7 +35,9 @@ impl RandomSource for OsRandom {
 fn fallback_entropy() -> u64 {
     let boxed = Box::new(0u8);
     let address = std::ptr::from_ref::<u8>(&boxed) as usize as u64;
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.subsec_nanos());
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
     address.rotate_left(17) ^ u64::from(nanos) ^ u64::from(std::process::id())
 }
 
@@ -49,7 +51,9 @@ pub struct SequenceRandom {
 impl SequenceRandom {
     /// A source returning `values` first.
     pub fn new(values: impl IntoIterator<Item = u64>) -> Self {
-        Self { queue: Mutex::new((values.into_iter().collect(), 0)) }
+        Self {
+            queue: Mutex::new((values.into_iter().collect(), 0)),
+        }
     }
 }
 
@@ -71,7 +75,14 @@ pub fn uuid_v4(random: &dyn RandomSource) -> String {
     bytes[6] = (bytes[6] & 0x0f) | 0x40;
     bytes[8] = (bytes[8] & 0x3f) | 0x80;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
-    format!("{}-{}-{}-{}-{}", &hex[..8], &hex[8..12], &hex[12..16], &hex[16..20], &hex[20..])
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 #[cfg(test)]

@@ -48,7 +48,10 @@ impl RecordingSleeper {
 
 impl Sleeper for RecordingSleeper {
     fn sleep(&self, duration: Duration) {
-        self.waits.lock().unwrap_or_else(|p| p.into_inner()).push(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
+        self.waits
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(u64::try_from(duration.as_millis()).unwrap_or(u64::MAX));
     }
 }
 
@@ -58,7 +61,10 @@ pub struct InvalidRetryTotal;
 
 impl fmt::Display for InvalidRetryTotal {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{MAX_TOTAL_ENV} must be a non-negative integer number of milliseconds.")
+        write!(
+            f,
+            "{MAX_TOTAL_ENV} must be a non-negative integer number of milliseconds."
+        )
     }
 }
 
@@ -81,7 +87,10 @@ impl RetryPolicy {
     /// The platform default: enabled only on Windows (upstream `retryRenameErrors`), with the
     /// full ladder.
     pub fn platform_default() -> Self {
-        Self { enabled: cfg!(windows), ladder_ms: DEFAULT_LADDER_MS.to_vec() }
+        Self {
+            enabled: cfg!(windows),
+            ladder_ms: DEFAULT_LADDER_MS.to_vec(),
+        }
     }
 
     /// The platform default with the total clamped by `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` when
@@ -225,9 +234,16 @@ mod tests {
             let ladder = clamp_ladder(&DEFAULT_LADDER_MS, total);
             assert_eq!(ladder.len(), 9);
             assert_eq!(ladder.iter().sum::<u64>(), total, "{ladder:?}");
-            assert!(ladder.windows(2).all(|w| w[0] <= w[1]), "stays non-decreasing: {ladder:?}");
+            assert!(
+                ladder.windows(2).all(|w| w[0] <= w[1]),
+                "stays non-decreasing: {ladder:?}"
+            );
         }
-        assert_eq!(clamp_ladder(&DEFAULT_LADDER_MS, 100_000), DEFAULT_LADDER_MS.to_vec(), "a larger total changes nothing");
+        assert_eq!(
+            clamp_ladder(&DEFAULT_LADDER_MS, 100_000),
+            DEFAULT_LADDER_MS.to_vec(),
+            "a larger total changes nothing"
+        );
     }
 
     #[test]

@@ -46,7 +46,10 @@ impl Seams {
     /// The real OS with the retry policy from `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` (A7). Host and
     /// shim call this once at start; an invalid value is a start error (F41).
     pub fn from_env() -> Result<Self, InvalidRetryTotal> {
-        Ok(Self { retry: RetryPolicy::from_env()?, ..Self::system() })
+        Ok(Self {
+            retry: RetryPolicy::from_env()?,
+            ..Self::system()
+        })
     }
 
     /// A shared, process-wide default used by [`crate::dir::Dir::open`].

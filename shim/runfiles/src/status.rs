@@ -73,7 +73,10 @@ impl RunState {
 
     /// `complete`, `failed`, `paused`, `stopped` or `rejected`.
     pub fn is_terminal(&self) -> bool {
-        matches!(self, Self::Complete | Self::Failed | Self::Paused | Self::Stopped | Self::Rejected)
+        matches!(
+            self,
+            Self::Complete | Self::Failed | Self::Paused | Self::Stopped | Self::Rejected
+        )
     }
 }
 
@@ -236,7 +239,12 @@ impl Status {
         let steps = init
             .steps
             .iter()
-            .map(|(agent, model)| StepStatus { agent: Some(agent.clone()), status: Some("pending".into()), model: model.clone(), ..StepStatus::default() })
+            .map(|(agent, model)| StepStatus {
+                agent: Some(agent.clone()),
+                status: Some("pending".into()),
+                model: model.clone(),
+                ..StepStatus::default()
+            })
             .collect::<Vec<_>>();
         Self {
             lifecycle_artifact_version: Some(LIFECYCLE_ARTIFACT_VERSION),
@@ -313,7 +321,10 @@ impl Status {
 
     /// `processTerminal.state`, if readable.
     pub fn proof_state(&self) -> Option<ProofState> {
-        self.process_terminal.as_ref()?.get("state").and_then(|s| serde_json::from_value(s.clone()).ok())
+        self.process_terminal
+            .as_ref()?
+            .get("state")
+            .and_then(|s| serde_json::from_value(s.clone()).ok())
     }
 
     /// Whether the state is active.
@@ -431,13 +442,21 @@ pub enum Change {
 
 /// Read-modify-write of `status.json` under the S1 lock. A corrupt document is never treated
 /// as `{}` (A11); an absent one starts from `{}` only with `absent_ok`.
-pub fn modify_status<T>(run: &Dir, absent_ok: bool, f: impl FnOnce(&mut Status) -> (Change, T)) -> Result<T, ModifyError> {
+pub fn modify_status<T>(
+    run: &Dir,
+    absent_ok: bool,
+    f: impl FnOnce(&mut Status) -> (Change, T),
+) -> Result<T, ModifyError> {
     let _lock = StatusLock::acquire(run).map_err(ModifyError::Io)?;
     modify_status_locked(run, absent_ok, f)
 }
 
 /// [`modify_status`] for a caller that already holds the lock.
-pub fn modify_status_locked<T>(run: &Dir, absent_ok: bool, f: impl FnOnce(&mut Status) -> (Change, T)) -> Result<T, ModifyError> {
+pub fn modify_status_locked<T>(
+    run: &Dir,
+    absent_ok: bool,
+    f: impl FnOnce(&mut Status) -> (Change, T),
+) -> Result<T, ModifyError> {
     let mut status = match read_status(run).map_err(ModifyError::Io)? {
         ReadDoc::Present(s) => s,
         ReadDoc::Absent if absent_ok => Status::default(),
@@ -546,24 +565,41 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
         status.ended_at.get_or_insert(failure.now);
         status.error = Some(failure.error.clone());
         if !status.proof_state().is_some_and(ProofState::is_final) {
-            status.process_terminal = Some(ProcessTerminal::not_started(&failure.run_id, &failure.runner_process_instance_id).to_value());
+            status.process_terminal =
+                Some(ProcessTerminal::not_started(&failure.run_id, &failure.runner_process_instance_id).to_value());
         }
         if let Err(e) = write_status(run, &status, &policy.options(DocKind::TerminalStatus)) {
             return StartupFailureOutcome::Failed(e);
         }
     }
-    let existing = run.read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE).ok().and_then(ReadDoc::present);
-    let mut candidate = Candidate::zero_writers(existing, &failure.run_id, &failure.runner_process_instance_id, failure.step_count);
+    let existing = run
+        .read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE)
+        .ok()
+        .and_then(ReadDoc::present);
+    let mut candidate = Candidate::zero_writers(
+        existing,
+        &failure.run_id,
+        &failure.runner_process_instance_id,
+        failure.step_count,
+    );
     if candidate.session_file.is_none() {
         candidate.session_file.clone_from(&failure.session_file);
     }
     if candidate.revival_lease_token.is_none() {
         candidate.revival_lease_token.clone_from(&failure.revival_lease_token);
     }
-    if let Err(e) = run.write_doc(names::PROCESS_TERMINAL_CANDIDATE, &candidate, &policy.options(DocKind::FinalCandidate)) {
+    if let Err(e) = run.write_doc(
+        names::PROCESS_TERMINAL_CANDIDATE,
+        &candidate,
+        &policy.options(DocKind::FinalCandidate),
+    ) {
         return StartupFailureOutcome::Failed(e);
     }
-    if already_terminal { StartupFailureOutcome::StatusAlreadyTerminal } else { StartupFailureOutcome::Persisted }
+    if already_terminal {
+        StartupFailureOutcome::StatusAlreadyTerminal
+    } else {
+        StartupFailureOutcome::Persisted
+    }
 }
 
 fn unusable(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy, cause: String) -> StartupFailureOutcome {
@@ -574,7 +610,13 @@ fn unusable(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy, cause
         error: failure.error.clone(),
         observed_at: failure.now,
     };
-    let record_error = run.write_doc(names::RUNNER_STARTUP_FAILURE, &record, &policy.options(DocKind::StartupFailureRecord)).err();
+    let record_error = run
+        .write_doc(
+            names::RUNNER_STARTUP_FAILURE,
+            &record,
+            &policy.options(DocKind::StartupFailureRecord),
+        )
+        .err();
     StartupFailureOutcome::StatusUnusable { cause, record_error }
 }
 

@@ -46,7 +46,9 @@ pub struct ScriptedFs {
 
 impl fmt::Debug for ScriptedFs {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ScriptedFs").field("calls", &self.calls).finish_non_exhaustive()
+        f.debug_struct("ScriptedFs")
+            .field("calls", &self.calls)
+            .finish_non_exhaustive()
     }
 }
 
@@ -68,7 +70,13 @@ impl ScriptedFs {
 
     /// The names passed to `op`, in call order.
     pub fn names(&self, op: Op) -> Vec<PathBuf> {
-        self.paths.lock().unwrap().iter().filter(|(o, _)| *o == op).map(|(_, p)| p.clone()).collect()
+        self.paths
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(o, _)| *o == op)
+            .map(|(_, p)| p.clone())
+            .collect()
     }
 
     /// Runs `hook(op, name)` before every call (e.g. to pause on a barrier).

@@ -25,7 +25,12 @@ pub struct UntrustedRoot {
 
 impl fmt::Display for UntrustedRoot {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Refusing untrusted temp root '{}': {}", self.root.display(), self.reason)
+        write!(
+            f,
+            "Refusing untrusted temp root '{}': {}",
+            self.root.display(),
+            self.reason
+        )
     }
 }
 
@@ -70,14 +75,21 @@ impl TrustedRoot {
     /// Creates (0700) or verifies `<root>`, `<runs>` and `<results>` (H3).
     pub fn open(layout: &Layout, seams: Arc<Seams>) -> Result<Self, RootError> {
         let root_path = layout.root();
-        let untrusted = |reason: String| RootError::Untrusted(UntrustedRoot { root: root_path.to_owned(), reason });
+        let untrusted = |reason: String| {
+            RootError::Untrusted(UntrustedRoot {
+                root: root_path.to_owned(),
+                reason,
+            })
+        };
         match lstat(root_path)? {
             None => {
                 if let Some(parent) = root_path.parent() {
                     Dir::create_private_with(parent, seams.clone())?;
                 }
                 match seams.retry.run(seams.sleeper.as_ref(), || {
-                    seams.fs.mkdirat(fs::CWD, root_path, fs::Mode::from_raw_mode(crate::dir::DIR_MODE))
+                    seams
+                        .fs
+                        .mkdirat(fs::CWD, root_path, fs::Mode::from_raw_mode(crate::dir::DIR_MODE))
                 }) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(os_error(e, "mkdir", root_path).into()),
@@ -92,7 +104,9 @@ impl TrustedRoot {
         let root = match Dir::open_with(root_path, seams) {
             Ok(dir) => dir,
             Err(e) if crate::errors::has_errno(&e, Errno::LOOP) || crate::errors::has_errno(&e, Errno::NOTDIR) => {
-                let reason = lstat(root_path)?.and_then(|s| judge(&s, None)).unwrap_or_else(|| "it changed while being opened".into());
+                let reason = lstat(root_path)?
+                    .and_then(|s| judge(&s, None))
+                    .unwrap_or_else(|| "it changed while being opened".into());
                 return Err(untrusted(reason));
             }
             Err(e) => return Err(e.into()),
@@ -104,7 +118,12 @@ impl TrustedRoot {
         }
         let runs = trusted_child(&root, names::RUNS_DIR).map_err(|e| e.into_root_error(root_path))?;
         let results = trusted_child(&root, names::RESULTS_DIR).map_err(|e| e.into_root_error(root_path))?;
-        Ok(Self { layout: layout.clone(), root, runs, results })
+        Ok(Self {
+            layout: layout.clone(),
+            root,
+            runs,
+            results,
+        })
     }
 
     /// The layout.
@@ -136,17 +155,20 @@ enum ChildError {
 impl ChildError {
     fn into_root_error(self, root: &Path) -> RootError {
         match self {
-            Self::Untrusted(reason) => RootError::Untrusted(UntrustedRoot { root: root.to_owned(), reason }),
+            Self::Untrusted(reason) => RootError::Untrusted(UntrustedRoot {
+                root: root.to_owned(),
+                reason,
+            }),
             Self::Io(e) => RootError::Io(e),
         }
     }
 }
 
 fn trusted_child(root: &Dir, name: &str) -> Result<Dir, ChildError> {
-    if let Some(stat) = root.stat(name).map_err(ChildError::Io)? {
-        if let Some(reason) = judge(&stat, Some(name)) {
-            return Err(ChildError::Untrusted(reason));
-        }
+    if let Some(stat) = root.stat(name).map_err(ChildError::Io)?
+        && let Some(reason) = judge(&stat, Some(name))
+    {
+        return Err(ChildError::Untrusted(reason));
     }
     let dir = root.ensure_child(name).map_err(ChildError::Io)?;
     let stat = fs::fstat(&dir).map_err(|e| ChildError::Io(os_error(e, "stat", dir.path())))?;
@@ -217,8 +239,18 @@ mod tests {
         let link = tmp.path().join("root");
         std::os::unix::fs::symlink(&target, &link).unwrap();
         let error = open(&link).unwrap_err();
-        assert_eq!(error.to_string(), format!("Refusing untrusted temp root '{}': it is a symbolic link", link.display()));
-        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0, "no new entries in the link target");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "Refusing untrusted temp root '{}': it is a symbolic link",
+                link.display()
+            )
+        );
+        assert_eq!(
+            std::fs::read_dir(&target).unwrap().count(),
+            0,
+            "no new entries in the link target"
+        );
     }
 
     #[test]
@@ -229,7 +261,12 @@ mod tests {
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o777)).unwrap();
         let error = open(&root).unwrap_err();
         assert!(matches!(error, RootError::Untrusted(_)));
-        assert!(error.to_string().ends_with("it is writable by group or others (mode 0777)"), "{error}");
+        assert!(
+            error
+                .to_string()
+                .ends_with("it is writable by group or others (mode 0777)"),
+            "{error}"
+        );
         assert_eq!(std::fs::read_dir(&root).unwrap().count(), 0);
     }
 
@@ -260,6 +297,9 @@ mod tests {
         std::fs::set_permissions(&root, std::fs::Permissions::from_mode(0o700)).unwrap();
         std::os::unix::fs::chown(&root, Some(65534), None).unwrap();
         let error = open(&root).unwrap_err();
-        assert!(error.to_string().ends_with("it is owned by uid 65534, not 0"), "{error}");
+        assert!(
+            error.to_string().ends_with("it is owned by uid 65534, not 0"),
+            "{error}"
+        );
     }
 }

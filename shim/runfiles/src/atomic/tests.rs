@@ -20,7 +20,10 @@ fn a1_write_replaces_atomically_with_mode_0600() {
     let path = tmp.path().join("a/b/doc.json");
     assert_eq!(std::fs::read(&path).unwrap(), b"two");
     assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
-    assert_eq!(std::fs::metadata(tmp.path().join("a/b")).unwrap().permissions().mode() & 0o777, 0o700);
+    assert_eq!(
+        std::fs::metadata(tmp.path().join("a/b")).unwrap().permissions().mode() & 0o777,
+        0o700
+    );
     let leftovers: Vec<_> = std::fs::read_dir(tmp.path().join("a/b")).unwrap().collect();
     assert_eq!(leftovers.len(), 1, "no temp file is left behind");
 }
@@ -47,7 +50,10 @@ fn a2_temp_names_stay_within_255_bytes() {
     let name = temp_name(&long, 4_194_304, 1_795_999_088_717, u64::MAX);
     assert!(name.len() <= 255, "{} bytes", name.len());
     assert!(name.starts_with('.') && name.ends_with(".tmp"));
-    assert_eq!(temp_name("status.json", 7, 1, 0xab), ".status.json.7.1.00000000000000ab.tmp");
+    assert_eq!(
+        temp_name("status.json", 7, 1, 0xab),
+        ".status.json.7.1.00000000000000ab.tmp"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let dir = Dir::open(tmp.path()).unwrap();
     dir.write(&long, b"1", Durability::Atomic).unwrap();
@@ -58,8 +64,21 @@ fn a2_temp_names_stay_within_255_bytes() {
 fn a2_temp_names_parse_back() {
     let name = temp_name("status.json", 4242, 1_000, 0xdead_beef);
     let parsed = parse_temp_name(OsStr::new(&name)).unwrap();
-    assert_eq!(parsed, TempName { target: "status.json".into(), pid: 4242, epoch_ms: 1000 });
-    assert_eq!(parse_temp_name(OsStr::new(".status.json.12.1795999088717.k3j2x9.tmp")).unwrap().pid, 12, "upstream base-36 suffix");
+    assert_eq!(
+        parsed,
+        TempName {
+            target: "status.json".into(),
+            pid: 4242,
+            epoch_ms: 1000
+        }
+    );
+    assert_eq!(
+        parse_temp_name(OsStr::new(".status.json.12.1795999088717.k3j2x9.tmp"))
+            .unwrap()
+            .pid,
+        12,
+        "upstream base-36 suffix"
+    );
     for bad in ["status.json", ".x.tmp", ".a.b.c.tmp", ".a.pid.1.r.tmp", "..1.2.r.tmp"] {
         assert_eq!(parse_temp_name(OsStr::new(bad)), None, "{bad}");
     }
@@ -90,13 +109,27 @@ fn f37_a3_planted_symlink_at_the_predictable_temp_name_is_not_followed() {
     assert_eq!(predicted, ".status.json.4242.1795999000000.0000000000000001.tmp");
     std::os::unix::fs::symlink(&victim, run.join(&predicted)).unwrap();
     let dir = Dir::open_with(&run, seams).unwrap();
-    dir.write("status.json", b"{\"state\":\"running\"}", Durability::Atomic).unwrap();
-    assert_eq!(std::fs::read(&victim).unwrap(), b"precious", "the link target is byte-identical");
+    dir.write("status.json", b"{\"state\":\"running\"}", Durability::Atomic)
+        .unwrap();
+    assert_eq!(
+        std::fs::read(&victim).unwrap(),
+        b"precious",
+        "the link target is byte-identical"
+    );
     let meta = std::fs::symlink_metadata(run.join("status.json")).unwrap();
     assert!(meta.file_type().is_file());
     assert_eq!(meta.mode() & 0o777, 0o600);
-    assert_eq!(std::fs::read(run.join("status.json")).unwrap(), b"{\"state\":\"running\"}");
-    assert!(std::fs::symlink_metadata(run.join(&predicted)).unwrap().file_type().is_symlink(), "the planted link is left alone");
+    assert_eq!(
+        std::fs::read(run.join("status.json")).unwrap(),
+        b"{\"state\":\"running\"}"
+    );
+    assert!(
+        std::fs::symlink_metadata(run.join(&predicted))
+            .unwrap()
+            .file_type()
+            .is_symlink(),
+        "the planted link is left alone"
+    );
 }
 
 #[test]
@@ -116,7 +149,10 @@ fn a3_gives_up_after_eight_colliding_names() {
     }
     let dir = Dir::open_with(&run, seams).unwrap();
     let error = dir.write("status.json", b"{}", Durability::Atomic).unwrap_err();
-    assert!(error.to_string().starts_with("EEXIST") || error.to_string().starts_with("ELOOP"), "{error}");
+    assert!(
+        error.to_string().starts_with("EEXIST") || error.to_string().starts_with("ELOOP"),
+        "{error}"
+    );
     assert!(!run.join("status.json").exists());
     assert_eq!(std::fs::read(&victim).unwrap(), b"v");
 }
@@ -138,7 +174,9 @@ fn f15_a4_fsync_failure_means_the_file_never_becomes_visible() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Fsync, [Errno::IO]);
     let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
-    let error = dir.write("runner-startup-proceed.json", b"{}", Durability::Durable).unwrap_err();
+    let error = dir
+        .write("runner-startup-proceed.json", b"{}", Durability::Durable)
+        .unwrap_err();
     assert!(error.to_string().starts_with("EIO"), "{error}");
     assert_eq!(fs.calls(Op::Rename), 0, "rename only after a successful fsync");
     assert!(!tmp.path().join("runner-startup-proceed.json").exists());
@@ -147,7 +185,11 @@ fn f15_a4_fsync_failure_means_the_file_never_becomes_visible() {
 
 #[test]
 fn a8_no_temp_left_after_a_failure_at_each_step() {
-    for (op, errno) in [(Op::Write, Errno::NOSPC), (Op::Fsync, Errno::IO), (Op::Rename, Errno::ACCESS)] {
+    for (op, errno) in [
+        (Op::Write, Errno::NOSPC),
+        (Op::Fsync, Errno::IO),
+        (Op::Rename, Errno::ACCESS),
+    ] {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("status.json"), b"old").unwrap();
         let fs = ScriptedFs::new();
@@ -155,8 +197,16 @@ fn a8_no_temp_left_after_a_failure_at_each_step() {
         fs.fail_next(op, [errno]);
         let error = dir.write("status.json", b"new", Durability::Durable).unwrap_err();
         assert_eq!(crate::errors::errno(&error), Some(errno.raw_os_error()), "{op:?}");
-        assert!(temp_files(tmp.path()).is_empty(), "{op:?}: {:?}", temp_files(tmp.path()));
-        assert_eq!(std::fs::read(tmp.path().join("status.json")).unwrap(), b"old", "{op:?}: old document intact");
+        assert!(
+            temp_files(tmp.path()).is_empty(),
+            "{op:?}: {:?}",
+            temp_files(tmp.path())
+        );
+        assert_eq!(
+            std::fs::read(tmp.path().join("status.json")).unwrap(),
+            b"old",
+            "{op:?}: old document intact"
+        );
     }
 }
 
@@ -198,7 +248,9 @@ fn f40_rename_eperm_twice_with_retry_enabled_takes_three_calls() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM, Errno::PERM]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone()).with_sleeper(sleeper.clone()).with_retry(RetryPolicy::platform_default().enabled(true));
+    let seams = seams_with(fs.clone())
+        .with_sleeper(sleeper.clone())
+        .with_retry(RetryPolicy::platform_default().enabled(true));
     let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
     dir.write("status.json", b"{}", Durability::Atomic).unwrap();
     assert_eq!(fs.calls(Op::Rename), 3);
@@ -213,7 +265,11 @@ fn f40_linux_default_returns_the_first_eperm() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM, Errno::PERM]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).with_sleeper(sleeper.clone()).shared()).unwrap();
+    let dir = Dir::open_with(
+        tmp.path(),
+        seams_with(fs.clone()).with_sleeper(sleeper.clone()).shared(),
+    )
+    .unwrap();
     let error = dir.write("status.json", b"{}", Durability::Atomic).unwrap_err();
     assert!(error.to_string().starts_with("EPERM"), "{error}");
     assert_eq!(fs.calls(Op::Rename), 1);
@@ -228,7 +284,9 @@ fn f40_enoent_is_never_retried() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::NOENT]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone()).with_sleeper(sleeper.clone()).with_retry(RetryPolicy::platform_default().enabled(true));
+    let seams = seams_with(fs.clone())
+        .with_sleeper(sleeper.clone())
+        .with_retry(RetryPolicy::platform_default().enabled(true));
     let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
     assert!(dir.write("status.json", b"{}", Durability::Atomic).is_err());
     assert_eq!(fs.calls(Op::Rename), 1);
@@ -241,7 +299,9 @@ fn a7_six_eperms_walk_the_default_ladder_and_exhaustion_cleans_up() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM; 6]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone()).with_sleeper(sleeper.clone()).with_retry(RetryPolicy::platform_default().enabled(true));
+    let seams = seams_with(fs.clone())
+        .with_sleeper(sleeper.clone())
+        .with_retry(RetryPolicy::platform_default().enabled(true));
     let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
     dir.write("a.json", b"1", Durability::Atomic).unwrap();
     assert_eq!(fs.calls(Op::Rename), 7);
@@ -260,7 +320,9 @@ fn a6_mkdir_is_retried_only_when_enabled() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Mkdir, [Errno::BUSY]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone()).with_sleeper(sleeper.clone()).with_retry(RetryPolicy::platform_default().enabled(true));
+    let seams = seams_with(fs.clone())
+        .with_sleeper(sleeper.clone())
+        .with_retry(RetryPolicy::platform_default().enabled(true));
     Dir::create_private_with(&tmp.path().join("x"), seams.shared()).unwrap();
     assert_eq!(sleeper.waits_ms(), vec![10]);
 
@@ -279,7 +341,10 @@ fn t_injected_faults_fire_at_their_step_and_clean_up() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open(tmp.path()).unwrap();
-        let options = WriteOptions::new(durability).with_fault(Some(InjectedFault { errno: Errno::NOSPC, step }));
+        let options = WriteOptions::new(durability).with_fault(Some(InjectedFault {
+            errno: Errno::NOSPC,
+            step,
+        }));
         let result = dir.write_with("status.json", b"{}", &options);
         assert_eq!(result.is_err(), expect_error, "{step:?} {durability:?}");
         if let Err(error) = result {

@@ -9,7 +9,9 @@ mod overlay;
 mod validate;
 
 pub use finalize::{ExistingProof, FinalizeContext, FinalizeOutcome, LeaseProbe, decide, finalize, judge_existing};
-pub use orphan::{OrphanDecision, OrphanOutcome, OrphanRequest, decide_orphan, repair_orphan, stale_repair_message, stderr_tail};
+pub use orphan::{
+    OrphanDecision, OrphanOutcome, OrphanRequest, decide_orphan, repair_orphan, stale_repair_message, stderr_tail,
+};
 pub use overlay::{overlay, step_proof};
 pub use validate::validate_stored_proof;
 
@@ -123,7 +125,12 @@ pub enum ProcessTree {
 impl ProcessTree {
     /// An observed POSIX process-group proof.
     pub fn observed(process_group_id: u32, verified_at: u64, adopted_descendants_killed: Option<u32>) -> Self {
-        Self::Observed { mechanism: "posix-process-group".into(), process_group_id, verified_at, adopted_descendants_killed }
+        Self::Observed {
+            mechanism: "posix-process-group".into(),
+            process_group_id,
+            verified_at,
+            adopted_descendants_killed,
+        }
     }
 
     /// Whether the tree was observed.
@@ -248,8 +255,17 @@ impl ProcessTerminal {
     }
 
     /// An `unknown` proof with `reason` and optional diagnostic (no instances).
-    pub fn unknown(run_id: &str, runner_process_instance_id: &str, reason: UnknownReason, diagnostic: Option<String>) -> Self {
-        Self { reason: Some(reason), diagnostic, ..Self::bare(ProofState::Unknown, run_id, runner_process_instance_id) }
+    pub fn unknown(
+        run_id: &str,
+        runner_process_instance_id: &str,
+        reason: UnknownReason,
+        diagnostic: Option<String>,
+    ) -> Self {
+        Self {
+            reason: Some(reason),
+            diagnostic,
+            ..Self::bare(ProofState::Unknown, run_id, runner_process_instance_id)
+        }
     }
 
     /// The runner record in `instances`, if any.
@@ -327,10 +343,15 @@ impl Candidate {
 
     /// Records the writer records of step `step` and expects exactly that many (R13, S8).
     pub fn set_step_writers(&mut self, step: usize, records: &[WriterRecord]) {
-        let values = records.iter().map(|r| serde_json::to_value(r).unwrap_or(Value::Null)).collect();
+        let values = records
+            .iter()
+            .map(|r| serde_json::to_value(r).unwrap_or(Value::Null))
+            .collect();
         self.writers.insert(step.to_string(), values);
         let count = u32::try_from(records.len()).unwrap_or(u32::MAX);
-        self.expected_writers.get_or_insert_with(BTreeMap::new).insert(step.to_string(), count);
+        self.expected_writers
+            .get_or_insert_with(BTreeMap::new)
+            .insert(step.to_string(), count);
     }
 
     /// Expected writer attempts of `step` (`None` when the candidate says nothing).
@@ -342,7 +363,11 @@ impl Candidate {
     pub fn writer_records(&self, step: usize) -> Result<Vec<WriterRecord>, String> {
         self.writers
             .get(&step.to_string())
-            .map(|list| list.iter().map(|v| serde_json::from_value(v.clone()).map_err(|e| e.to_string())).collect())
+            .map(|list| {
+                list.iter()
+                    .map(|v| serde_json::from_value(v.clone()).map_err(|e| e.to_string()))
+                    .collect()
+            })
             .unwrap_or_else(|| Ok(Vec::new()))
     }
 }

@@ -79,19 +79,59 @@ fn s3_running_rewrite_keeps_host_and_foreign_fields() {
     assert_eq!(v["startedAt"], 9);
     assert_eq!(v["lastActivityAt"], 9);
     assert_eq!(v["outputFile"], "/runs/r1/output-0.log");
-    assert_eq!(v["steps"][0]["processTerminal"], json!({"version": 1, "state": "pending", "runId": "r1", "runnerProcessInstanceId": "rp", "childIndex": 0}));
+    assert_eq!(
+        v["steps"][0]["processTerminal"],
+        json!({"version": 1, "state": "pending", "runId": "r1", "runnerProcessInstanceId": "rp", "childIndex": 0})
+    );
     assert_eq!(v["processTerminal"]["state"], "pending");
 }
 
 #[test]
 fn s4_terminal_state_derivation_order() {
-    let all = EndFacts { stop_requested: true, timed_out: true, interrupted: true, nonzero_exit: true, ..EndFacts::default() };
+    let all = EndFacts {
+        stop_requested: true,
+        timed_out: true,
+        interrupted: true,
+        nonzero_exit: true,
+        ..EndFacts::default()
+    };
     assert_eq!(derive_terminal_state(&all), RunState::Stopped);
-    assert_eq!(derive_terminal_state(&EndFacts { unexplained_signal: true, ..EndFacts::default() }), RunState::Stopped);
-    assert_eq!(derive_terminal_state(&EndFacts { timed_out: true, interrupted: true, ..EndFacts::default() }), RunState::Failed);
-    assert_eq!(derive_terminal_state(&EndFacts { spawn_failed: true, ..EndFacts::default() }), RunState::Failed);
-    assert_eq!(derive_terminal_state(&EndFacts { protocol_failure: true, ..EndFacts::default() }), RunState::Failed);
-    assert_eq!(derive_terminal_state(&EndFacts { interrupted: true, ..EndFacts::default() }), RunState::Paused);
+    assert_eq!(
+        derive_terminal_state(&EndFacts {
+            unexplained_signal: true,
+            ..EndFacts::default()
+        }),
+        RunState::Stopped
+    );
+    assert_eq!(
+        derive_terminal_state(&EndFacts {
+            timed_out: true,
+            interrupted: true,
+            ..EndFacts::default()
+        }),
+        RunState::Failed
+    );
+    assert_eq!(
+        derive_terminal_state(&EndFacts {
+            spawn_failed: true,
+            ..EndFacts::default()
+        }),
+        RunState::Failed
+    );
+    assert_eq!(
+        derive_terminal_state(&EndFacts {
+            protocol_failure: true,
+            ..EndFacts::default()
+        }),
+        RunState::Failed
+    );
+    assert_eq!(
+        derive_terminal_state(&EndFacts {
+            interrupted: true,
+            ..EndFacts::default()
+        }),
+        RunState::Paused
+    );
     assert_eq!(derive_terminal_state(&EndFacts::default()), RunState::Complete);
 }
 
@@ -133,12 +173,26 @@ fn failure(run_id: &str) -> StartupFailure {
 fn f34_s5_corrupt_status_is_left_byte_identical_and_the_failure_recorded_aside() {
     let (_tmp, run) = run_dir();
     std::fs::write(run.join("status.json"), b"not-json").unwrap();
-    std::fs::write(run.join("process-terminal-candidate.json"), b"{\"version\":1,\"runId\":\"r\",\"runnerProcessInstanceId\":\"rp-1\",\"writers\":{}}").unwrap();
+    std::fs::write(
+        run.join("process-terminal-candidate.json"),
+        b"{\"version\":1,\"runId\":\"r\",\"runnerProcessInstanceId\":\"rp-1\",\"writers\":{}}",
+    )
+    .unwrap();
     let before_candidate = std::fs::read(run.join("process-terminal-candidate.json")).unwrap();
     let outcome = persist_startup_failure(&run, &failure("r"), DurabilityPolicy::standard());
-    assert!(matches!(outcome, StartupFailureOutcome::StatusUnusable { record_error: None, .. }), "{outcome:?}");
+    assert!(
+        matches!(
+            outcome,
+            StartupFailureOutcome::StatusUnusable { record_error: None, .. }
+        ),
+        "{outcome:?}"
+    );
     assert_eq!(std::fs::read(run.join("status.json")).unwrap(), b"not-json");
-    assert_eq!(std::fs::read(run.join("process-terminal-candidate.json")).unwrap(), before_candidate, "no candidate rewritten");
+    assert_eq!(
+        std::fs::read(run.join("process-terminal-candidate.json")).unwrap(),
+        before_candidate,
+        "no candidate rewritten"
+    );
     let record = value_of(&run, "runner-startup-failure.json");
     assert_eq!(
         record,
@@ -158,7 +212,10 @@ fn s5_absent_status_starts_from_empty_and_writes_zero_writer_candidate() {
     assert_eq!(status["runId"], "r");
     assert_eq!(status["sessionId"], "s");
     assert_eq!(status["lastUpdate"], 1000);
-    assert_eq!(status["processTerminal"], json!({"version": 1, "state": "not-started", "runId": "r", "runnerProcessInstanceId": "rp-1"}));
+    assert_eq!(
+        status["processTerminal"],
+        json!({"version": 1, "state": "not-started", "runId": "r", "runnerProcessInstanceId": "rp-1"})
+    );
     let candidate = value_of(&run, "process-terminal-candidate.json");
     assert_eq!(candidate["writers"], json!({}));
     assert_eq!(candidate["expectedWriters"], json!({"0": 0, "1": 0}));
@@ -179,7 +236,10 @@ fn s5_keeps_fields_final_proofs_and_candidate_lease_fields() {
     .unwrap();
     persist_startup_failure(&run, &failure("r"), DurabilityPolicy::standard());
     let status = value_of(&run, "status.json");
-    assert_eq!(status["processTerminal"], observed, "an observed proof is never downgraded to not-started");
+    assert_eq!(
+        status["processTerminal"], observed,
+        "an observed proof is never downgraded to not-started"
+    );
     assert_eq!(status["custom"], 1);
     assert_eq!(status["pidNamespaceScope"], "pid:[1]");
     let candidate = value_of(&run, "process-terminal-candidate.json");
@@ -192,19 +252,36 @@ fn s5_keeps_fields_final_proofs_and_candidate_lease_fields() {
 #[test]
 fn r16_never_overwrites_a_terminal_status() {
     let (_tmp, run) = run_dir();
-    run.write_doc("status.json", &json!({"runId": "r", "state": "complete"}), &Durability::Atomic.into()).unwrap();
+    run.write_doc(
+        "status.json",
+        &json!({"runId": "r", "state": "complete"}),
+        &Durability::Atomic.into(),
+    )
+    .unwrap();
     let mut f = failure("r");
     f.keep_terminal_status = true;
     let outcome = persist_startup_failure(&run, &f, DurabilityPolicy::standard());
-    assert!(matches!(outcome, StartupFailureOutcome::StatusAlreadyTerminal), "{outcome:?}");
-    assert_eq!(value_of(&run, "status.json"), json!({"runId": "r", "state": "complete"}));
-    assert_eq!(value_of(&run, "process-terminal-candidate.json")["expectedWriters"], json!({"0": 0, "1": 0}));
+    assert!(
+        matches!(outcome, StartupFailureOutcome::StatusAlreadyTerminal),
+        "{outcome:?}"
+    );
+    assert_eq!(
+        value_of(&run, "status.json"),
+        json!({"runId": "r", "state": "complete"})
+    );
+    assert_eq!(
+        value_of(&run, "process-terminal-candidate.json")["expectedWriters"],
+        json!({"0": 0, "1": 0})
+    );
 }
 
 #[test]
 fn a11_modify_refuses_corrupt_and_absent_documents() {
     let (_tmp, run) = run_dir();
-    assert!(matches!(modify_status(&run, false, |_| (Change::Keep, ())), Err(ModifyError::Absent)));
+    assert!(matches!(
+        modify_status(&run, false, |_| (Change::Keep, ())),
+        Err(ModifyError::Absent)
+    ));
     std::fs::write(run.join("status.json"), b"{trunc").unwrap();
     let result = modify_status(&run, true, |s| {
         s.state = Some(RunState::Failed);

@@ -1,0 +1,323 @@
+//! The runner configuration (H5, R1, R2): `<root>/async-cfg-<runId>.json`, written by the host
+//! and read (then unlinked) by the shim. Unknown fields are kept (`extra`) so later issues can
+//! add adapter data without touching this type.
+//!
+//! Validation messages never echo configuration values (R2).
+
+use crate::layout::validate_run_id;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::path::Path;
+use std::time::Duration;
+
+/// The argv, environment overrides and cwd of one agent command.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandSpec {
+    /// Program and arguments (non-empty).
+    pub argv: Vec<String>,
+    /// Environment overrides on top of the shim's sanitised environment (H10).
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (default: the step's, then the config's cwd).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Fields of later issues.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One step of the run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepConfig {
+    /// Agent name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The task text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+    /// The step's cwd.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Model, when the adapter has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The runner descriptor (`{type:"external-cli", adapter:"shell"}` …), kept raw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<Value>,
+    /// The command the shim spawns for this step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSpec>,
+    /// Fields of later issues (adapter data …).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl StepConfig {
+    /// The built-in `shell` step: `sh -c <task>` in `cwd` (spec/README.md "sublaunch additions").
+    pub fn shell(task: &str, cwd: &str, env: BTreeMap<String, String>) -> Self {
+        Self {
+            agent: Some("shell".into()),
+            task: Some(task.to_owned()),
+            cwd: Some(cwd.to_owned()),
+            model: None,
+            runner: Some(serde_json::json!({"type": "external-cli", "adapter": "shell"})),
+            command: Some(CommandSpec {
+                argv: vec!["sh".into(), "-c".into(), task.to_owned()],
+                env,
+                cwd: Some(cwd.to_owned()),
+                extra: Map::new(),
+            }),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// `revivalLease` (H5).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RevivalLease {
+    /// The session file to revive.
+    pub session_file: String,
+    /// The reviving run.
+    pub run_id: String,
+    /// The run being revived.
+    pub source_run_id: String,
+    /// Parent session.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_session_id: Option<String>,
+    /// Fields of other writers.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The runner configuration (H5).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunnerConfig {
+    /// Run id.
+    pub id: String,
+    /// Steps (non-empty).
+    pub steps: Vec<StepConfig>,
+    /// `<results>/<runId>.json`.
+    pub result_path: String,
+    /// The run's cwd.
+    pub cwd: String,
+    /// `<run>`.
+    pub async_dir: String,
+    /// Session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    /// Completion owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_owner_id: Option<String>,
+    /// Tool call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Revival: the lease to take.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revival_lease: Option<RevivalLease>,
+    /// Run timeout in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Absolute deadline, wall epoch ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_at: Option<u64>,
+    /// A run-level command (used by steps without their own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<CommandSpec>,
+    /// H4.
+    pub runner_process_instance_id: String,
+    /// Fresh launches: the proceed token (H4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launch_barrier_token: Option<String>,
+    /// Fields of later issues (adapter data, budgets …).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigError(pub String);
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+fn invalid(detail: impl fmt::Display) -> ConfigError {
+    ConfigError(format!("Invalid runner configuration: {detail}"))
+}
+
+impl RunnerConfig {
+    /// Pretty JSON for the host's atomic write (H5).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        crate::doc::to_pretty_bytes(self)
+    }
+
+    /// Whether this is a revival launch (K3) rather than a fresh one (K11).
+    pub fn is_revival(&self) -> bool {
+        self.revival_lease.is_some()
+    }
+
+    /// The command of step `index`: its own, else the run-level one.
+    pub fn step_command(&self, index: usize) -> Option<&CommandSpec> {
+        self.steps
+            .get(index)
+            .and_then(|s| s.command.as_ref())
+            .or(self.command.as_ref())
+    }
+
+    /// The cwd of step `index`'s command: the command's, the step's, then the run's.
+    pub fn step_cwd(&self, index: usize) -> &str {
+        self.step_command(index)
+            .and_then(|c| c.cwd.as_deref())
+            .or_else(|| self.steps.get(index).and_then(|s| s.cwd.as_deref()))
+            .unwrap_or(&self.cwd)
+    }
+
+    /// R12: the effective run budget from `timeoutMs` and `deadlineAt` (converted against the
+    /// wall clock once, at start; the shim then arms a monotonic timer). `None` = no limit.
+    pub fn effective_timeout(&self, now_wall_ms: u64) -> Option<Duration> {
+        let by_deadline = self
+            .deadline_at
+            .map(|at| Duration::from_millis(at.saturating_sub(now_wall_ms)));
+        let by_timeout = self.timeout_ms.map(Duration::from_millis);
+        match (by_timeout, by_deadline) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
+/// Parses and validates configuration bytes (R2), in the order of the spec's messages.
+pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format_args!("not valid JSON ({e}).")))?;
+    let root = value.as_object().ok_or_else(|| invalid("root must be an object."))?;
+    for field in ["id", "resultPath", "cwd", "asyncDir", "runnerProcessInstanceId"] {
+        require_string(root, field)?;
+    }
+    if validate_run_id(root["id"].as_str().unwrap_or_default()).is_err() {
+        return Err(invalid("'id' must be a safe run id."));
+    }
+    let steps = root
+        .get("steps")
+        .and_then(Value::as_array)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| invalid("'steps' must be a non-empty array."))?;
+    for field in ["sessionId", "completionOwnerId", "toolCallId", "launchBarrierToken"] {
+        optional_string(root, field)?;
+    }
+    for field in ["timeoutMs", "deadlineAt"] {
+        if root.get(field).is_some_and(|v| !v.is_null() && !v.is_u64()) {
+            return Err(invalid(format_args!("'{field}' must be a non-negative integer.")));
+        }
+    }
+    match root.get("revivalLease") {
+        None | Some(Value::Null) => {
+            if root
+                .get("launchBarrierToken")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                return Err(invalid("'launchBarrierToken' must be a non-empty string."));
+            }
+        }
+        Some(Value::Object(lease)) => {
+            for field in ["sessionFile", "runId", "sourceRunId"] {
+                if lease.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                    return Err(invalid(format_args!(
+                        "'revivalLease.{field}' must be a non-empty string."
+                    )));
+                }
+            }
+            optional_string(lease, "parentSessionId")
+                .map_err(|_| invalid("'revivalLease.parentSessionId' must be a string."))?;
+        }
+        Some(_) => return Err(invalid("'revivalLease' must be an object.")),
+    }
+    let run_command = root.get("command").filter(|v| !v.is_null());
+    if let Some(command) = run_command {
+        check_command(command)?;
+    }
+    for step in steps {
+        let step = step
+            .as_object()
+            .ok_or_else(|| invalid("'steps' must be a non-empty array."))?;
+        for field in ["agent", "task", "cwd", "model"] {
+            optional_string(step, field)?;
+        }
+        match step.get("command").filter(|v| !v.is_null()) {
+            Some(command) => check_command(command)?,
+            None if run_command.is_some() => {}
+            None => return Err(invalid("'command.argv' must be a non-empty array of strings.")),
+        }
+    }
+    serde_json::from_value(value).map_err(|_| invalid("a field has an invalid type."))
+}
+
+fn require_string(object: &Map<String, Value>, field: &str) -> Result<(), ConfigError> {
+    match object.get(field).and_then(Value::as_str) {
+        Some(s) if !s.is_empty() => Ok(()),
+        _ => Err(invalid(format_args!("'{field}' must be a non-empty string."))),
+    }
+}
+
+fn optional_string(object: &Map<String, Value>, field: &str) -> Result<(), ConfigError> {
+    match object.get(field) {
+        None | Some(Value::Null | Value::String(_)) => Ok(()),
+        Some(_) => Err(invalid(format_args!("'{field}' must be a string."))),
+    }
+}
+
+fn check_command(command: &Value) -> Result<(), ConfigError> {
+    let argv_ok = command
+        .get("argv")
+        .and_then(Value::as_array)
+        .is_some_and(|argv| !argv.is_empty() && argv.iter().all(Value::is_string));
+    if !argv_ok {
+        return Err(invalid("'command.argv' must be a non-empty array of strings."));
+    }
+    match command.get("env") {
+        None | Some(Value::Null) => {}
+        Some(Value::Object(env)) if env.values().all(Value::is_string) => {}
+        Some(_) => return Err(invalid("'command.env' must be an object of strings.")),
+    }
+    if command.get("cwd").is_some_and(|c| !c.is_null() && !c.is_string()) {
+        return Err(invalid("'command.cwd' must be a string."));
+    }
+    Ok(())
+}
+
+/// R1: reads the config from `path` (no symlink followed), then unlinks it (best effort, even
+/// when it is invalid: it holds tokens).
+pub fn read_runner_config_file(path: &Path) -> Result<RunnerConfig, ConfigError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let bytes = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
+        .open(path)
+        .and_then(|mut f| {
+            let mut bytes = Vec::new();
+            f.read_to_end(&mut bytes).map(|_| bytes)
+        });
+    let _ = std::fs::remove_file(path);
+    let bytes = bytes.map_err(|e| {
+        invalid(format_args!(
+            "cannot read '{}': {}",
+            path.display(),
+            crate::errors::with_path(e, "open", path)
+        ))
+    })?;
+    parse_runner_config(&bytes)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,445 @@
+//! Result files (S11): the payload written by the shim after the terminal status, published as
+//! a pending copy under `result-pending/<enc(sid)>/`, index entries under `result-index/`, then
+//! promoted onto the public `<results>/<runId>.json` by rename (never delete-then-write).
+
+use crate::dir::Dir;
+use crate::durability::{DocKind, DurabilityPolicy};
+use crate::errors::{has_errno, os_error};
+use crate::layout::{enc, names};
+use rustix::io::Errno;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::io;
+use std::path::Path;
+
+/// `outputState` of a step result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputState {
+    /// The step produced output.
+    Present,
+    /// No output.
+    Absent,
+}
+
+/// `results[].protocolError` (R11).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProtocolError {
+    /// e.g. `protocol_output_limit`.
+    pub code: String,
+    /// `stdout` / `stderr`.
+    pub stream: String,
+    /// The message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// Fields of other writers.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One element of `results[]`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepResult {
+    /// Agent name.
+    pub agent: String,
+    /// The step's output text.
+    pub output: String,
+    /// Whether there was output.
+    pub output_state: OutputState,
+    /// Failure text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Protocol failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_error: Option<ProtocolError>,
+    /// Success.
+    pub success: bool,
+    /// The agent's exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    /// The signal that ended the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub process_signal: Option<String>,
+    /// Timed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<bool>,
+    /// Stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<bool>,
+    /// Fields of other writers / adapters.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The result payload (S11 minimum plus preserved extras).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultPayload {
+    /// Always 3.
+    pub lifecycle_artifact_version: u32,
+    /// Run id.
+    pub id: String,
+    /// Agent (first step).
+    pub agent: String,
+    /// Mode.
+    pub mode: String,
+    /// Overall success.
+    pub success: bool,
+    /// Terminal state.
+    pub state: String,
+    /// Human summary.
+    pub summary: String,
+    /// Per-step results.
+    pub results: Vec<StepResult>,
+    /// 0 on success, else 1.
+    pub exit_code: i32,
+    /// Wall ms (the run's `endedAt`).
+    pub timestamp: u64,
+    /// Duration (monotonic).
+    pub duration_ms: u64,
+    /// The run's cwd.
+    pub cwd: String,
+    /// `<run>`.
+    pub async_dir: String,
+    /// Session id.
+    pub session_id: String,
+    /// Completion owner.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_owner_id: Option<String>,
+    /// Failure text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Timed out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timed_out: Option<bool>,
+    /// Stopped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<bool>,
+    /// Fields of other writers / adapters.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// A result index entry (S11 step 3).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResultIndexEntry {
+    /// Always 1.
+    pub version: u32,
+    /// Run id.
+    pub run_id: String,
+    /// Session id.
+    pub session_id: String,
+    /// The public file's name (`<runId>.json`).
+    pub file: String,
+    /// Wall ms.
+    pub written_at: u64,
+    /// `<run>`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub async_dir: Option<String>,
+}
+
+/// Publishing failed.
+#[derive(Debug)]
+pub enum ResultError {
+    /// No session id (S11 step 1).
+    MissingSession(String),
+    /// A fatal write failed.
+    Io(io::Error),
+}
+
+impl fmt::Display for ResultError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::MissingSession(path) => write!(f, "Cannot write async result '{path}' without a sessionId."),
+            Self::Io(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for ResultError {}
+
+/// The status error after a failed result write: `Failed to write result file <path>: <cause>`.
+pub fn result_write_failure(path: &Path, cause: &dyn fmt::Display) -> String {
+    format!("Failed to write result file {}: {cause}", path.display())
+}
+
+/// What to publish.
+pub struct Publish<'a> {
+    /// `<results>`.
+    pub results: &'a Dir,
+    /// `resultPath` from the config (normally `<results>/<runId>.json`).
+    pub result_path: &'a Path,
+    /// Run id.
+    pub run_id: &'a str,
+    /// Session id (required).
+    pub session_id: Option<&'a str>,
+    /// Tool call (for the tool-call index).
+    pub tool_call_id: Option<&'a str>,
+    /// `<run>`.
+    pub async_dir: Option<&'a str>,
+    /// The payload (any serializable value; normally [`ResultPayload`]).
+    pub payload: &'a Value,
+}
+
+/// Non-fatal problems of a publication (to be logged).
+#[derive(Debug, Default)]
+pub struct PublishReport {
+    /// Failures of the `runs/` and `tool-calls/` index entries.
+    pub warnings: Vec<String>,
+}
+
+/// S11 steps 1–4.
+pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result<PublishReport, ResultError> {
+    let session_id = request
+        .session_id
+        .ok_or_else(|| ResultError::MissingSession(request.result_path.display().to_string()))?;
+    let results = request.results;
+    let file = request
+        .result_path
+        .file_name()
+        .and_then(|f| f.to_str())
+        .ok_or_else(|| ResultError::Io(os_error(Errno::INVAL, "open", request.result_path)))?;
+    let payload = crate::doc::to_pretty_bytes(request.payload);
+    let durable = policy.options(DocKind::ResultPayload);
+    let pending_name = format!("{}.json", enc(request.run_id));
+    let session_dir = enc(session_id);
+
+    // Step 2: the pending copy (create retried on ENOENT: another run may rmdir the session dir).
+    let pending = retry_enoent(|| {
+        let dir = results.ensure_path(&[names::RESULT_PENDING_DIR, &session_dir])?;
+        dir.write_with(&pending_name, &payload, &durable)?;
+        Ok(dir)
+    })
+    .map_err(ResultError::Io)?;
+
+    // Step 3: index entries; the session entry is fatal, the others are logged.
+    let entry = ResultIndexEntry {
+        version: 1,
+        run_id: request.run_id.to_owned(),
+        session_id: session_id.to_owned(),
+        file: file.to_owned(),
+        written_at: results.seams().clock.wall_ms(),
+        async_dir: request.async_dir.map(str::to_owned),
+    };
+    let index_options = policy.options(DocKind::ResultIndex);
+    let write_entry = |components: &[&str]| {
+        retry_enoent(|| {
+            let mut path = vec![names::RESULT_INDEX_DIR];
+            path.extend_from_slice(components);
+            results
+                .ensure_path(&path)?
+                .write_doc(&pending_name, &entry, &index_options)
+        })
+    };
+    if let Err(e) = write_entry(&[names::RESULT_INDEX_SESSIONS_DIR, &session_dir]) {
+        let _ = pending.remove(&pending_name);
+        return Err(ResultError::Io(e));
+    }
+    let mut report = PublishReport::default();
+    if let Err(e) = write_entry(&[names::RESULT_INDEX_RUNS_DIR]) {
+        report.warnings.push(format!(
+            "Failed to write the run result index of '{}': {e}",
+            request.run_id
+        ));
+    }
+    if let Some(tc) = request.tool_call_id
+        && let Err(e) = write_entry(&[names::TOOL_CALLS_DIR, &enc(tc)])
+    {
+        report.warnings.push(format!(
+            "Failed to write the tool-call result index of '{}': {e}",
+            request.run_id
+        ));
+    }
+
+    // Step 4: promote by rename onto the public name.
+    let public_dir = match request.result_path.parent() {
+        Some(parent) if parent == results.path() => results.try_clone(),
+        Some(parent) => Dir::open_with(parent, results.seams().clone()),
+        None => Err(os_error(Errno::INVAL, "open", request.result_path)),
+    };
+    let promoted = public_dir.and_then(|public| {
+        match pending.rename_to(&pending_name, &public, file) {
+            Err(e) if has_errno(&e, Errno::XDEV) => {
+                public.write_with(file, &payload, &durable)?;
+                let _ = pending.remove(&pending_name);
+            }
+            other => other?,
+        }
+        if durable.durability == crate::atomic::Durability::Durable {
+            public.sync()?;
+        }
+        Ok(())
+    });
+    if let Err(e) = promoted {
+        let _ = pending.remove(&pending_name);
+        return Err(ResultError::Io(e));
+    }
+    if let Ok(Some(pending_root)) = results.open_child(names::RESULT_PENDING_DIR) {
+        let _ = pending_root.remove_empty_dir(&session_dir);
+    }
+    Ok(report)
+}
+
+fn retry_enoent<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let mut attempt = 0;
+    loop {
+        match op() {
+            Err(e) if has_errno(&e, Errno::NOENT) && attempt < crate::index::CREATE_RETRIES => attempt += 1,
+            other => return other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::running_as_root;
+    use serde_json::json;
+
+    const PEER_RESULT: &str = include_str!("../fixtures/peer/result.json");
+    const PEER_INDEX: &str = include_str!("../fixtures/peer/result-index.json");
+
+    fn setup() -> (tempfile::TempDir, Dir) {
+        let tmp = tempfile::tempdir().unwrap();
+        let results = Dir::create_private(&tmp.path().join("results")).unwrap();
+        (tmp, results)
+    }
+
+    #[test]
+    fn s11_peer_payload_and_index_round_trip() {
+        let value: Value = serde_json::from_str(PEER_RESULT).unwrap();
+        let payload: ResultPayload = serde_json::from_str(PEER_RESULT).unwrap();
+        assert_eq!(serde_json::to_value(&payload).unwrap(), value);
+        assert_eq!(payload.results[0].output_state, OutputState::Absent);
+        let index: ResultIndexEntry = serde_json::from_str(PEER_INDEX).unwrap();
+        assert_eq!(
+            serde_json::to_value(&index).unwrap(),
+            serde_json::from_str::<Value>(PEER_INDEX).unwrap()
+        );
+    }
+
+    #[test]
+    fn s11_publish_writes_indexes_and_promotes_the_pending_copy() {
+        let (_tmp, results) = setup();
+        let payload = json!({"id": "r1", "success": true});
+        let path = results.join("r1.json");
+        let report = publish_result(
+            &Publish {
+                results: &results,
+                result_path: &path,
+                run_id: "r1",
+                session_id: Some("s 1"),
+                tool_call_id: Some("tc"),
+                async_dir: Some("/runs/r1"),
+                payload: &payload,
+            },
+            DurabilityPolicy::standard(),
+        )
+        .unwrap();
+        assert!(report.warnings.is_empty());
+        assert_eq!(
+            serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap()).unwrap(),
+            payload
+        );
+        for sub in ["sessions/s%201", "runs", "tool-calls/tc"] {
+            let entry: ResultIndexEntry =
+                serde_json::from_slice(&std::fs::read(results.join(format!("result-index/{sub}/r1.json"))).unwrap())
+                    .unwrap();
+            assert_eq!(
+                (
+                    entry.file.as_str(),
+                    entry.session_id.as_str(),
+                    entry.async_dir.as_deref()
+                ),
+                ("r1.json", "s 1", Some("/runs/r1"))
+            );
+        }
+        assert_eq!(
+            std::fs::read_dir(results.join("result-pending")).unwrap().count(),
+            0,
+            "pending copy renamed away, empty dir removed"
+        );
+        assert!(crate::testing::temp_files(results.path()).is_empty());
+    }
+
+    #[test]
+    fn s11_a_session_id_is_required() {
+        let (_tmp, results) = setup();
+        let path = results.join("r1.json");
+        let error = publish_result(
+            &Publish {
+                results: &results,
+                result_path: &path,
+                run_id: "r1",
+                session_id: None,
+                tool_call_id: None,
+                async_dir: None,
+                payload: &json!({}),
+            },
+            DurabilityPolicy::standard(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("Cannot write async result '{}' without a sessionId.", path.display())
+        );
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn f43_unwritable_results_fail_with_a_cause() {
+        if running_as_root() {
+            eprintln!("skipped f43_unwritable_results_fail_with_a_cause: root bypasses chmod");
+            return;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let (_tmp, results) = setup();
+        std::fs::set_permissions(results.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+        let path = results.join("r1.json");
+        let error = publish_result(
+            &Publish {
+                results: &results,
+                result_path: &path,
+                run_id: "r1",
+                session_id: Some("s"),
+                tool_call_id: None,
+                async_dir: None,
+                payload: &json!({}),
+            },
+            DurabilityPolicy::standard(),
+        )
+        .unwrap_err();
+        assert!(
+            result_write_failure(&path, &error)
+                .starts_with(&format!("Failed to write result file {}: EACCES", path.display()))
+        );
+    }
+
+    #[test]
+    fn s11_promote_replaces_an_existing_public_file_atomically() {
+        let (_tmp, results) = setup();
+        let path = results.join("r1.json");
+        std::fs::write(&path, b"old").unwrap();
+        publish_result(
+            &Publish {
+                results: &results,
+                result_path: &path,
+                run_id: "r1",
+                session_id: Some("s"),
+                tool_call_id: None,
+                async_dir: None,
+                payload: &json!({"v": 2}),
+            },
+            DurabilityPolicy::strict(),
+        )
+        .unwrap();
+        assert_eq!(
+            serde_json::from_slice::<Value>(&std::fs::read(&path).unwrap()).unwrap(),
+            json!({"v": 2})
+        );
+    }
+}
