@@ -3,7 +3,9 @@
 //!   and against a no-op call through the same sandbox (the rogue planner's empty plan);
 //! - a cold `sublaunch plan` process with a warm component cache, against a bare spawn of
 //!   `/bin/true`;
-//! - the first run with an empty cache (compile + store).
+//! - the first run with an empty cache (compile + store);
+//! - model resolution (issue 3): a fuzzy name against a 500-entry registry, against an
+//!   exact full id in the same run, and how both grow with the registry's size.
 //!
 //! Run: `cargo bench -p sublaunch --bench planner`
 
@@ -47,6 +49,8 @@ fn main() {
     row("plan (typed records)", once, floor);
     row("plan, same call made twice", twice, floor);
     row("plan-json (JSON in, JSON out)", json, floor);
+
+    model_resolution(&planner);
 
     let cache = tempfile::tempdir().unwrap();
     let request_file = cache.path().join("request.json");
@@ -97,4 +101,44 @@ fn main() {
     );
     row("in-process: compile the component, no cache", compile_only, true_floor);
     let _ = std::io::stdout().flush();
+}
+
+/// A request whose one step asks for `model` against a registry of `size` entries spread over
+/// 20 providers; the wanted entry is the last one.
+fn registry_request(size: usize, model: &str) -> PlanRequest {
+    let models: Vec<String> = (0..size)
+        .map(|i| format!(r#"{{"provider":"provider-{}","id":"model-{i}-2025-01-01","contextWindow":200000}}"#, i % 20))
+        .collect();
+    let json = format!(
+        r#"{{"cwd":"/code","mode":"single","availableModels":[{}],"agents":[{{"name":"worker"}}],"steps":[{{"agent":"worker","task":"t","model":"{model}"}}]}}"#,
+        models.join(",")
+    );
+    parse_request(json.as_bytes()).unwrap()
+}
+
+fn model_resolution(planner: &Planner) {
+    header("Model resolution through the component (warm plan call)");
+    let exact_500 = registry_request(500, "provider-19/model-499-2025-01-01");
+    let fuzzy_500 = registry_request(500, "Model_499");
+    assert_eq!(planner.plan(&fuzzy_500).unwrap().steps[0].model.as_deref(), Some("provider-19/model-499-2025-01-01"));
+    let floor = measure_per_call(30, 50, || {
+        planner.plan(&exact_500).unwrap();
+    });
+    let fuzzy = measure_per_call(30, 50, || {
+        planner.plan(&fuzzy_500).unwrap();
+    });
+    row("floor: exact full id, 500-entry registry", floor, floor);
+    row("fuzzy name (`Model_499`, undated), 500-entry registry", fuzzy, floor);
+    for size in [100, 1000, 2000, 10_000] {
+        let exact = registry_request(size, &format!("provider-{}/model-{}-2025-01-01", (size - 1) % 20, size - 1));
+        let fuzzy = registry_request(size, &format!("Model_{}", size - 1));
+        let exact_time = measure_per_call(10, 10, || {
+            planner.plan(&exact).unwrap();
+        });
+        let fuzzy_time = measure_per_call(10, 10, || {
+            planner.plan(&fuzzy).unwrap();
+        });
+        row(&format!("exact full id, {size}-entry registry"), exact_time, floor);
+        row(&format!("fuzzy name, {size}-entry registry"), fuzzy_time, floor);
+    }
 }

@@ -11,7 +11,7 @@ use crate::wasmtime_error;
 use anyhow::{Context as _, anyhow};
 use sublaunch_contract::{ErrorCode, LaunchPlan, PlanError, PlanRequest};
 use wasmtime::component::{Component, ComponentExportIndex, ComponentNamedList, InstancePre, Lift, Lower};
-use wasmtime::{Config, Engine, Store, Trap};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, Trap};
 
 /// The planner component built from `guest/` and embedded in this binary.
 pub const EMBEDDED_COMPONENT: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/planner.wasm"));

@@ -1,1 +1,5 @@
-fn main() {}
+//! `sublaunch-shim`: the detached runner.
+
+fn main() {
+    std::process::exit(sublaunch_shim::main());
+}
