@@ -70,7 +70,7 @@ impl Planner {
 
     /// Loads a planner component (its SHA-256 keys the artifact cache).
     pub fn from_component(wasm: &[u8], sha256: &str, options: Options) -> anyhow::Result<Self> {
-        let engine = engine()?;
+        let engine = engine(&options.limits)?;
         let (component, cache_outcome, cache_note) = match &options.cache {
             Some(cache) => {
                 let loaded = cache.load_or_compile(&engine, wasm, sha256)?;
@@ -181,12 +181,30 @@ fn root_cause(error: &wasmtime::Error) -> String {
     text.lines().next().unwrap_or("unknown trap").trim().to_owned()
 }
 
-/// The one engine configuration: Cranelift, the component model, and fuel metering for
-/// per-call deadlines. Its compatibility hash keys the artifact cache.
-pub fn engine() -> anyhow::Result<Engine> {
+/// How many plan calls may run at once on one engine (pool slots).
+const CONCURRENT_CALLS: u32 = 32;
+/// Bytes of each pooled linear memory kept mapped between calls (zeroed, not unmapped), so a
+/// warm call neither maps a fresh 4 GiB reservation nor page-faults through new memory.
+const KEEP_RESIDENT: usize = 4 * 1024 * 1024;
+
+/// The one engine configuration: Cranelift, the component model, fuel metering for per-call
+/// deadlines, and a pooling instance allocator that recycles warm memory between calls
+/// (without copy-on-write images: the planner's data is small, and copying it is cheaper
+/// than remapping a slot per call). Its compatibility hash keys the artifact cache.
+pub fn engine(limits: &Limits) -> anyhow::Result<Engine> {
+    let mut pool = PoolingAllocationConfig::default();
+    pool.total_component_instances(CONCURRENT_CALLS)
+        .total_core_instances(CONCURRENT_CALLS * 8)
+        .total_memories(CONCURRENT_CALLS * 2)
+        .total_tables(CONCURRENT_CALLS * 8)
+        .max_memory_size(limits.memory_bytes)
+        .linear_memory_keep_resident(KEEP_RESIDENT)
+        .table_keep_resident(64 * 1024);
     let mut config = Config::new();
-    config.wasm_component_model(true).consume_fuel(true);
-    Engine::new(&config)
-        .map_err(wasmtime_error)
-        .context("creating the wasmtime engine")
+    config
+        .wasm_component_model(true)
+        .consume_fuel(true)
+        .memory_init_cow(false)
+        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    Engine::new(&config).map_err(wasmtime_error).context("creating the wasmtime engine")
 }

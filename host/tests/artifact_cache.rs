@@ -4,7 +4,7 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use sublaunch::artifact_cache::{ArtifactCache, CacheOutcome};
 use sublaunch::planner::{EMBEDDED_COMPONENT_SHA256, engine};
-use sublaunch::{Options, Planner};
+use sublaunch::{Limits, Options, Planner};
 
 fn load(dir: &Path) -> Planner {
     Planner::embedded(Options {
@@ -15,7 +15,7 @@ fn load(dir: &Path) -> Planner {
 }
 
 fn entry(dir: &Path) -> PathBuf {
-    dir.join(ArtifactCache::entry_name(&engine().unwrap(), EMBEDDED_COMPONENT_SHA256))
+    dir.join(ArtifactCache::entry_name(&engine(&Limits::default()).unwrap(), EMBEDDED_COMPONENT_SHA256))
 }
 
 /// The planner answers after any cache outcome.
