@@ -1,5 +1,6 @@
 //! Command-line interface: one module per command.
 
+mod component;
 mod models;
 mod plan;
 mod run;
@@ -26,6 +27,8 @@ enum Command {
     Run(run::Args),
     /// List the model registry, or resolve a model name.
     Models(models::Args),
+    /// Write the planner WebAssembly component embedded in this binary.
+    Component(component::Args),
 }
 
 impl Cli {
@@ -35,6 +38,7 @@ impl Cli {
             Command::Plan(args) => plan::run(args),
             Command::Run(args) => run::run(args),
             Command::Models(args) => models::run(args),
+            Command::Component(args) => component::run(args),
         }
     }
 }
