@@ -24,6 +24,7 @@ const ONE_STEP: &[u8] =
 fn main() {
     let request: PlanRequest = parse_request(ONE_STEP).unwrap();
     let planner = Planner::embedded(Options::default()).unwrap();
+    let on_demand = Planner::embedded(Options { instance_pool: None, ..Options::default() }).unwrap();
     let rogue_wasm = std::fs::read(env!("SUBLAUNCH_ROGUE_PLANNER_WASM")).unwrap();
     let noop = Planner::from_component(&rogue_wasm, "rogue", Options::default()).unwrap();
 
@@ -38,6 +39,9 @@ fn main() {
         planner.plan(&request).unwrap();
         planner.plan(&request).unwrap();
     });
+    let unpooled = measure_per_call(30, 200, || {
+        on_demand.plan(&request).unwrap();
+    });
     let json = measure_per_call(30, 200, || {
         planner.plan_json(std::str::from_utf8(ONE_STEP).unwrap()).unwrap();
     });
@@ -49,6 +53,7 @@ fn main() {
     row("plan (typed records)", once, floor);
     row("plan, same call made twice", twice, floor);
     row("plan-json (JSON in, JSON out)", json, floor);
+    row("plan (typed records), on-demand instances instead of the pool", unpooled, floor);
 
     model_resolution(&planner);
 

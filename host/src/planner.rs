@@ -43,12 +43,24 @@ impl Default for Limits {
 }
 
 /// How to load the planner.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Where precompiled artifacts are cached; `None` compiles in memory every time.
     pub cache: Option<ArtifactCache>,
     /// Limits of each call.
     pub limits: Limits,
+    /// `Some(n)`: recycle instances through a pool of `n` slots, for long-lived hosts that
+    /// plan many times (a warm call then costs about half as much, but creating the engine
+    /// costs a few milliseconds more). `None`: allocate each call's instance on demand, for
+    /// one-shot processes such as the CLI.
+    pub instance_pool: Option<u32>,
+}
+
+impl Default for Options {
+    /// No cache, default limits, a pool of 16 instances.
+    fn default() -> Self {
+        Self { cache: None, limits: Limits::default(), instance_pool: Some(16) }
+    }
 }
 
 /// A loaded planner component, ready for many calls (it is `Send + Sync`).
@@ -70,7 +82,7 @@ impl Planner {
 
     /// Loads a planner component (its SHA-256 keys the artifact cache).
     pub fn from_component(wasm: &[u8], sha256: &str, options: Options) -> anyhow::Result<Self> {
-        let engine = engine(&options.limits)?;
+        let engine = engine(&options.limits, options.instance_pool)?;
         let (component, cache_outcome, cache_note) = match &options.cache {
             Some(cache) => {
                 let loaded = cache.load_or_compile(&engine, wasm, sha256)?;
@@ -181,30 +193,28 @@ fn root_cause(error: &wasmtime::Error) -> String {
     text.lines().next().unwrap_or("unknown trap").trim().to_owned()
 }
 
-/// How many plan calls may run at once on one engine (pool slots).
-const CONCURRENT_CALLS: u32 = 32;
 /// Bytes of each pooled linear memory kept mapped between calls (zeroed, not unmapped), so a
-/// warm call neither maps a fresh 4 GiB reservation nor page-faults through new memory.
+/// warm call neither maps a fresh reservation nor page-faults through new memory.
 const KEEP_RESIDENT: usize = 4 * 1024 * 1024;
 
-/// The one engine configuration: Cranelift, the component model, fuel metering for per-call
-/// deadlines, and a pooling instance allocator that recycles warm memory between calls
-/// (without copy-on-write images: the planner's data is small, and copying it is cheaper
-/// than remapping a slot per call). Its compatibility hash keys the artifact cache.
-pub fn engine(limits: &Limits) -> anyhow::Result<Engine> {
-    let mut pool = PoolingAllocationConfig::default();
-    pool.total_component_instances(CONCURRENT_CALLS)
-        .total_core_instances(CONCURRENT_CALLS * 8)
-        .total_memories(CONCURRENT_CALLS * 2)
-        .total_tables(CONCURRENT_CALLS * 8)
-        .max_memory_size(limits.memory_bytes)
-        .linear_memory_keep_resident(KEEP_RESIDENT)
-        .table_keep_resident(64 * 1024);
+/// The engine configuration: Cranelift, the component model, fuel metering for per-call
+/// deadlines, and (with `pool_slots`) a pooling instance allocator that recycles warm memory
+/// between calls. Memory images are copied rather than mapped copy-on-write: the planner's
+/// data is small, and copying it is cheaper than remapping per call. The compatibility hash
+/// of the configuration keys the artifact cache.
+pub fn engine(limits: &Limits, pool_slots: Option<u32>) -> anyhow::Result<Engine> {
     let mut config = Config::new();
-    config
-        .wasm_component_model(true)
-        .consume_fuel(true)
-        .memory_init_cow(false)
-        .allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    config.wasm_component_model(true).consume_fuel(true).memory_init_cow(false);
+    if let Some(slots) = pool_slots {
+        let mut pool = PoolingAllocationConfig::default();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 8)
+            .total_memories(slots * 2)
+            .total_tables(slots * 8)
+            .max_memory_size(limits.memory_bytes)
+            .linear_memory_keep_resident(KEEP_RESIDENT)
+            .table_keep_resident(64 * 1024);
+        config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+    }
     Engine::new(&config).map_err(wasmtime_error).context("creating the wasmtime engine")
 }

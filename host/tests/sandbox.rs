@@ -7,7 +7,7 @@ use sublaunch::{Limits, Options, Planner};
 
 fn rogue(limits: Limits) -> Planner {
     let wasm = std::fs::read(env!("SUBLAUNCH_ROGUE_PLANNER_WASM")).expect("build.rs built the rogue planner");
-    Planner::from_component(&wasm, "rogue", Options { cache: None, limits }).expect("the rogue planner loads")
+    Planner::from_component(&wasm, "rogue", Options { limits, ..Options::default() }).expect("the rogue planner loads")
 }
 
 fn request(cwd: &str) -> PlanRequest {
@@ -100,11 +100,11 @@ fn the_real_planner_refuses_an_oversized_request_inside_its_limits() {
     // the request names no agents, so planning itself gets as far as unknown-agent.
     assert_eq!(planner.plan(&big).unwrap_err().code, ErrorCode::UnknownAgent);
     let capped = Planner::embedded(Options {
-        cache: None,
         limits: Limits {
             memory_bytes: 8 * 1024 * 1024,
             ..Limits::default()
         },
+        ..Options::default()
     })
     .unwrap();
     let error = capped.plan(&big).unwrap_err();

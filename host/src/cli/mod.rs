@@ -48,8 +48,10 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// Loads the embedded planner with the user's artifact cache; a failure is a `planner-fault`.
 pub fn load_planner() -> Result<Planner, PlanError> {
+    // One plan per process: on-demand instances start faster than a pool.
     let options = Options {
         cache: sublaunch::dirs::component_cache().map(ArtifactCache::new),
+        instance_pool: None,
         ..Options::default()
     };
     Planner::embedded(options).map_err(|error| {

@@ -1,0 +1,88 @@
+//! Pre-commit bookkeeping (H13–H15): the initial status and the active-run marker, the
+//! lifecycle sidecars, the capacity claim. Each failure is the launch error of its rule.
+
+use super::blocking::blocking;
+use super::context::{RunContext, warn};
+use std::sync::Arc;
+use sublaunch_runfiles::doc::to_pretty_bytes;
+use sublaunch_runfiles::durability::DocKind;
+use sublaunch_runfiles::hooks::HostPoint;
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::proof::{Candidate, ProcessTerminal};
+use sublaunch_runfiles::status::Status;
+
+/// H13: writes the initial status (S2), then creates the active-run marker (I2, I3).
+pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), String> {
+    ctx.fault_sleep(HostPoint::StatusInitial).await;
+    let fail = |e: String| format!("Failed to persist initial async status: {e}");
+    let context = ctx.clone();
+    blocking(move || {
+        let options = context
+            .faults
+            .write_options(HostPoint::StatusInitial, context.policy.options(DocKind::InitialStatus));
+        let bytes = to_pretty_bytes(&status);
+        context.run.write_with(
+            names::STATUS,
+            &context.faults.payload(HostPoint::StatusInitial, &bytes),
+            &options,
+        )
+    })
+    .await
+    .map_err(|e| fail(e.to_string()))?;
+    ctx.fault_sleep(HostPoint::Index).await;
+    let context = ctx.clone();
+    blocking(move || {
+        if let Some(error) = context.faults.step_error(HostPoint::Index) {
+            return Err(error);
+        }
+        let outcome =
+            context
+                .index()?
+                .mark_checked(&context.run_id, context.tool_call_id.as_deref(), &context.run)?;
+        if let Some(alias) = outcome.alias_error {
+            warn(&format!("could not create the tool-call alias of run '{}': {alias}", context.run_id));
+        }
+        Ok(())
+    })
+    .await
+    .map_err(|e| fail(e.to_string()))
+}
+
+/// H14: the initial candidate and the pending proof.
+pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), String> {
+    ctx.fault_sleep(HostPoint::Sidecar).await;
+    let context = ctx.clone();
+    blocking(move || {
+        let id = &context.run_id;
+        let instance = &context.runner_process_instance_id;
+        let faults = &context.faults;
+        let write = |name: &str, bytes: Vec<u8>, kind: DocKind| {
+            let options = faults.write_options(HostPoint::Sidecar, context.policy.options(kind));
+            context
+                .run
+                .write_with(name, &faults.payload(HostPoint::Sidecar, &bytes), &options)
+        };
+        write(
+            names::PROCESS_TERMINAL_CANDIDATE,
+            to_pretty_bytes(&Candidate::initial(id, instance)),
+            DocKind::InitialCandidate,
+        )?;
+        write(
+            names::PROCESS_TERMINAL,
+            to_pretty_bytes(&ProcessTerminal::pending(id, instance)),
+            DocKind::PendingProof,
+        )
+    })
+    .await
+    .map_err(|e| format!("Failed to establish async runner lifecycle sidecar: {e}"))
+}
+
+/// H15: the embedder's capacity claim for this runner instance.
+pub(crate) async fn capacity(ctx: &RunContext) -> Result<(), String> {
+    ctx.fault_sleep(HostPoint::Capacity).await;
+    let fail = |e: String| format!("Failed to establish async runner capacity ownership: {e}");
+    if let Some(error) = ctx.faults.step_error(HostPoint::Capacity) {
+        return Err(fail(error.to_string()));
+    }
+    ctx.hooks.mark_started(&ctx.runner_process_instance_id).map_err(fail)
+}

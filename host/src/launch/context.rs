@@ -1,0 +1,73 @@
+//! What every phase of one launch shares: the run's identity, its directory handles, the
+//! policies and hooks in force.
+
+use super::options::LaunchHooks;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::hooks::{HostHooks, HostPoint};
+use sublaunch_runfiles::index::ActiveRunIndex;
+use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::trust::TrustedRoot;
+
+/// One launch's shared state.
+pub(crate) struct RunContext {
+    /// The run id.
+    pub run_id: String,
+    /// `<run>`.
+    pub run_path: PathBuf,
+    /// `<run>` opened.
+    pub run: Arc<Dir>,
+    /// The verified root.
+    pub root: Arc<TrustedRoot>,
+    /// `<root>/async-cfg-<runId>.json`.
+    pub cfg_path: PathBuf,
+    /// H4.
+    pub runner_process_instance_id: String,
+    /// Durability in force.
+    pub policy: DurabilityPolicy,
+    /// Host fault hooks (empty in production).
+    pub faults: HostHooks,
+    /// The embedder's hooks.
+    pub hooks: Arc<dyn LaunchHooks>,
+    /// Seams (clock, random, fs).
+    pub seams: Arc<Seams>,
+    /// The caller's session.
+    pub session_id: Option<String>,
+    /// The completion owner.
+    pub completion_owner_id: Option<String>,
+    /// The caller's tool call.
+    pub tool_call_id: Option<String>,
+    /// Number of steps.
+    pub step_count: usize,
+    /// Revival: the session file.
+    pub session_file: Option<String>,
+    /// X1 grace.
+    pub terminate_grace: Duration,
+}
+
+impl RunContext {
+    /// The active-run index of `<runs>`.
+    pub(crate) fn index(&self) -> std::io::Result<ActiveRunIndex> {
+        ActiveRunIndex::new(self.root.runs(), self.policy)
+    }
+
+    /// Sleeps for the `sleep:<ms>` faults of `point` (an async timer, X2).
+    pub(crate) async fn fault_sleep(&self, point: HostPoint) {
+        fault_sleep(&self.faults, point).await;
+    }
+}
+
+/// Sleeps for the `sleep:<ms>` faults of `point`.
+pub(crate) async fn fault_sleep(faults: &HostHooks, point: HostPoint) {
+    if let Some(duration) = faults.sleep_before(point) {
+        tokio::time::sleep(duration).await;
+    }
+}
+
+/// Reports a non-fatal problem (alias or cleanup failures) on stderr.
+pub(crate) fn warn(message: &str) {
+    eprintln!("sublaunch: {message}");
+}

@@ -1,0 +1,139 @@
+//! After the shim's exit was observed: the fresh-launch death check (H20), then S7 through
+//! runfiles (proof, marker release, overlay, event line), then `subagent:process-terminal`.
+
+use super::blocking::blocking;
+use super::context::RunContext;
+use super::exit_watcher::RunnerExit;
+use super::faults::run_dir_for;
+use super::options::HostEvent;
+use super::startup_failure;
+use std::path::Path;
+use std::sync::Arc;
+use sublaunch_runfiles::doc::ReadDoc;
+use sublaunch_runfiles::events::has_run_started;
+use sublaunch_runfiles::handshake::exited_before_commit_message;
+use sublaunch_runfiles::hooks::HostPoint;
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::lease::SessionLeases;
+use sublaunch_runfiles::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
+use sublaunch_runfiles::status::{Status, read_status};
+
+/// How a run ended, as the host finalized it.
+#[derive(Clone, Debug)]
+pub struct Finished {
+    /// The shim's exit.
+    pub exit: RunnerExit,
+    /// The proof written (or projected, when writing failed).
+    pub proof: ProcessTerminal,
+    /// Whether `subagent:process-terminal` was emitted (the proof is new and persisted).
+    pub emitted: bool,
+    /// H20: the startup failure recorded because the shim died before committing.
+    pub startup_failure: Option<String>,
+    /// `status.json` after finalization, if readable.
+    pub status: Option<Status>,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
+}
+
+/// Whether the shim left commit evidence: its `subagent.run.started` line, or the proceed file
+/// consumed (H20).
+pub(crate) fn commit_evidence(run: &sublaunch_runfiles::dir::Dir, run_id: &str) -> std::io::Result<bool> {
+    Ok(run.stat(names::RUNNER_STARTUP_PROCEED)?.is_none() || has_run_started(run, run_id)?)
+}
+
+/// H20 then S7.
+pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit) -> Finished {
+    let mut warnings = Vec::new();
+    let startup_failure = died_before_commit(ctx, exit).await;
+    if let Some(error) = &startup_failure
+        && let sublaunch_runfiles::status::StartupFailureOutcome::Failed(e) =
+            startup_failure::persist(ctx, error, true).await
+    {
+        warnings.push(format!("Failed to persist the startup failure: {e}"));
+    }
+    ctx.fault_sleep(HostPoint::Proof).await;
+    ctx.fault_sleep(HostPoint::Overlay).await;
+    let context = ctx.clone();
+    let runner = exit.instance(&ctx.runner_process_instance_id);
+    let outcome = blocking(move || {
+        let run = run_dir_for(
+            &context.run_path,
+            &context.seams,
+            &context.faults,
+            &[HostPoint::Proof, HostPoint::Overlay],
+        )?;
+        let leases = SessionLeases::open(context.root.root(), context.policy);
+        let lease_probe = |file: &str| match &leases {
+            Ok(leases) => leases.probe(file),
+            Err(e) => LeaseProbe::Unreadable(e.to_string()),
+        };
+        let session_file_exists = |file: &str| Path::new(file).exists();
+        let finalize_context = FinalizeContext {
+            run_id: &context.run_id,
+            runner_process_instance_id: &context.runner_process_instance_id,
+            exit: runner,
+            lease_probe: &lease_probe,
+            session_file_exists: &session_file_exists,
+        };
+        let index = context.index().ok();
+        let outcome = proof::finalize(&run, &finalize_context, index.as_ref(), context.policy)?;
+        let status = read_status(&context.run).ok().and_then(ReadDoc::present);
+        Ok((outcome, status))
+    })
+    .await;
+    match outcome {
+        Ok((outcome, status)) => {
+            warnings.extend(outcome.warnings.iter().cloned());
+            let emitted = outcome.should_emit();
+            if emitted {
+                ctx.hooks.event(&HostEvent::ProcessTerminal {
+                    run_id: ctx.run_id.clone(),
+                    proof: outcome.proof.clone(),
+                });
+            }
+            Finished {
+                exit: exit.clone(),
+                proof: outcome.proof,
+                emitted,
+                startup_failure,
+                status,
+                warnings,
+            }
+        }
+        Err(e) => {
+            let mut proof = ProcessTerminal::unknown(
+                &ctx.run_id,
+                &ctx.runner_process_instance_id,
+                UnknownReason::ProofWriteFailed,
+                Some(format!("Failed to persist process-terminal proof. ({e})")),
+            );
+            proof.instances = Some(vec![Instance::Runner(exit.instance(&ctx.runner_process_instance_id))]);
+            warnings.push(e.to_string());
+            Finished {
+                exit: exit.clone(),
+                proof,
+                emitted: false,
+                startup_failure,
+                status: None,
+                warnings,
+            }
+        }
+    }
+}
+
+/// H20: the proceed file is still there and no `subagent.run.started` line exists → the shim
+/// died before committing; returns the startup error to persist.
+async fn died_before_commit(ctx: &Arc<RunContext>, exit: &RunnerExit) -> Option<String> {
+    let context = ctx.clone();
+    let proceed_present = blocking(move || Ok(context.run.stat(names::RUNNER_STARTUP_PROCEED)?.is_some()))
+        .await
+        .unwrap_or(false);
+    if !proceed_present {
+        return None;
+    }
+    let context = ctx.clone();
+    let started = blocking(move || has_run_started(&context.run, &context.run_id))
+        .await
+        .unwrap_or(true);
+    (!started).then(|| exited_before_commit_message(exit.exit_code, exit.signal.as_deref()))
+}

@@ -1,0 +1,127 @@
+//! The caller's handle on a launched run: wait for the shim's commit, or for its exit and the
+//! finalization (the proof).
+
+use super::finalize::Finished;
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Whether the shim has committed the run (K7, K14 `committed`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitState {
+    /// Not known yet.
+    Pending,
+    /// The shim committed: it reported `committed`, consumed the proceed file or logged
+    /// `subagent.run.started`.
+    Committed,
+    /// The run never started (a launch failure, or H20: the shim died before committing).
+    Failed(String),
+}
+
+/// Why [`LaunchHandle::committed`] did not confirm the commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CommitError {
+    /// The run did not start; the text is the startup error.
+    Failed(String),
+    /// The shim neither committed nor exited in time.
+    TimedOut(Duration),
+    /// The supervising task is gone (the runtime shut down).
+    Abandoned,
+}
+
+impl fmt::Display for CommitError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Failed(error) => f.write_str(error),
+            Self::TimedOut(after) => write!(
+                f,
+                "Timed out after {}ms waiting for the async runner to commit.",
+                after.as_millis()
+            ),
+            Self::Abandoned => f.write_str("The launch supervisor stopped before the runner committed."),
+        }
+    }
+}
+
+impl std::error::Error for CommitError {}
+
+/// The supervising task ended without finalizing (the runtime shut down).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Abandoned;
+
+impl fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("The launch supervisor stopped before the run was finalized.")
+    }
+}
+
+impl std::error::Error for Abandoned {}
+
+/// A handle on one launch's supervision. Clones share it; dropping every handle does not stop
+/// the supervision (the exit watcher still finalizes the run).
+#[derive(Clone)]
+pub struct LaunchHandle {
+    pub(crate) run_id: String,
+    pub(crate) run_dir: PathBuf,
+    pub(crate) commit: watch::Receiver<CommitState>,
+    pub(crate) finished: watch::Receiver<Option<Finished>>,
+    pub(crate) commit_timeout: Duration,
+}
+
+impl fmt::Debug for LaunchHandle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchHandle")
+            .field("run_id", &self.run_id)
+            .field("commit", &*self.commit.borrow())
+            .finish_non_exhaustive()
+    }
+}
+
+impl LaunchHandle {
+    /// The run id.
+    pub fn run_id(&self) -> &str {
+        &self.run_id
+    }
+
+    /// `<run>`.
+    pub fn run_dir(&self) -> &std::path::Path {
+        &self.run_dir
+    }
+
+    /// The commit state now.
+    pub fn commit_state(&self) -> CommitState {
+        self.commit.borrow().clone()
+    }
+
+    /// Waits until the shim has committed the run, or its exit shows it never did (H20), or
+    /// the commit timeout of the launch options passes.
+    pub async fn committed(&self) -> Result<(), CommitError> {
+        let mut commit = self.commit.clone();
+        let wait = commit.wait_for(|state| *state != CommitState::Pending);
+        match tokio::time::timeout(self.commit_timeout, wait).await {
+            Err(_) => Err(CommitError::TimedOut(self.commit_timeout)),
+            Ok(Err(_)) => Err(CommitError::Abandoned),
+            Ok(Ok(state)) => match &*state {
+                CommitState::Committed => Ok(()),
+                CommitState::Failed(error) => Err(CommitError::Failed(error.clone())),
+                CommitState::Pending => Err(CommitError::Abandoned),
+            },
+        }
+    }
+
+    /// Waits for the shim's exit and the finalization of the run (S7), without a time limit.
+    pub async fn finished(&self) -> Result<Finished, Abandoned> {
+        let mut finished = self.finished.clone();
+        let result = finished.wait_for(Option::is_some).await;
+        match result {
+            Ok(value) => value.clone().ok_or(Abandoned),
+            Err(_) => Err(Abandoned),
+        }
+    }
+
+    /// The finalization, if it already happened.
+    pub fn finished_now(&self) -> Option<Finished> {
+        self.finished.borrow().clone()
+    }
+}

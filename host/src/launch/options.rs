@@ -1,0 +1,206 @@
+//! What a caller hands [`super::launch`]: where and how to launch, and the embedder hooks
+//! (capacity, events) of host-and-shim.md H15/H18.
+
+use super::exit_watcher::ProcessControl;
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use sublaunch_contract::Agent;
+use sublaunch_runfiles::config::RevivalLease;
+use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::handshake::TERMINATE_GRACE;
+use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_runfiles::layout::Layout;
+use sublaunch_runfiles::proof::ProcessTerminal;
+use sublaunch_runfiles::seams::Seams;
+
+/// The environment variable naming the shim executable.
+pub const SHIM_ENV: &str = "SUBLAUNCH_SHIM";
+/// The shim's file name, looked up next to the current executable by default.
+pub const SHIM_NAME: &str = "sublaunch-shim";
+/// How long [`super::LaunchHandle::committed`] waits by default: the shim's own wait for a
+/// control (K13) plus a margin.
+pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// Host events delivered to [`LaunchHooks::event`] (H18, S7, S13).
+#[derive(Clone, Debug, PartialEq)]
+pub enum HostEvent {
+    /// `subagent:async-started`: the launch committed (the proceed file is durable).
+    AsyncStarted {
+        /// The run.
+        run_id: String,
+        /// The shim's pid.
+        pid: u32,
+        /// The caller's session.
+        session_id: Option<String>,
+        /// `single` / `chain` / `parallel`.
+        mode: String,
+        /// The agents, in step order (task texts are not included).
+        agents: Vec<String>,
+        /// `<run>`.
+        async_dir: PathBuf,
+    },
+    /// `subagent:process-terminal`: a run's final proof was written (once per run).
+    ProcessTerminal {
+        /// The run.
+        run_id: String,
+        /// The persisted proof.
+        proof: ProcessTerminal,
+    },
+}
+
+/// The embedder's hooks: a capacity ledger (H15, H18, X12) and an event sink. Every method
+/// has a no-op default; the CLI uses [`NoHooks`].
+pub trait LaunchHooks: Send + Sync {
+    /// H15: the launch claims its capacity slot for this runner instance. An error fails the
+    /// launch with `Failed to establish async runner capacity ownership: <error>`.
+    fn mark_started(&self, runner_process_instance_id: &str) -> Result<(), String> {
+        let _ = runner_process_instance_id;
+        Ok(())
+    }
+
+    /// H18: a launch failed before the runner proceeded; release the slot of this instance.
+    /// Returning `false` makes the launch call [`LaunchHooks::rollback`] instead. Called for
+    /// every launch failure after preflight.
+    fn rollback_before_runner_proceed(&self, runner_process_instance_id: &str) -> bool {
+        let _ = runner_process_instance_id;
+        true
+    }
+
+    /// H18: release a slot claimed for this launch without an instance.
+    fn rollback(&self) {}
+
+    /// A host event (H18, S7, S13).
+    fn event(&self, event: &HostEvent) {
+        let _ = event;
+    }
+}
+
+/// Hooks that do nothing (the CLI: no capacity limit, no event consumer).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoHooks;
+
+impl LaunchHooks for NoHooks {}
+
+/// Wraps the runner's process control (tests inject signal failures, F27).
+pub type ControlWrapper = Arc<dyn Fn(Arc<dyn ProcessControl>) -> Arc<dyn ProcessControl> + Send + Sync>;
+
+/// Options of one launch. [`LaunchOptions::default`] reads the environment the way the CLI
+/// does; tests and embedders override fields.
+#[derive(Clone)]
+pub struct LaunchOptions {
+    /// Where runs live (default: `Layout::from_env()`).
+    pub layout: Option<Layout>,
+    /// The shim executable (default: [`default_shim_path`]).
+    pub shim: Option<PathBuf>,
+    /// The run's local working directory (default: the first local step's cwd).
+    pub cwd: Option<PathBuf>,
+    /// The run id to use (default: a new `<agent>-<8 base36>` id). It must not name an
+    /// existing run.
+    pub run_id: Option<String>,
+    /// The caller's session id (the CLI passes `sublaunch-cli`).
+    pub session_id: Option<String>,
+    /// The completion owner (I1, embedders only).
+    pub completion_owner_id: Option<String>,
+    /// The caller's tool call (I1 alias, embedders only).
+    pub tool_call_id: Option<String>,
+    /// Revival: the session lease the shim takes (K3). Its `runId` is replaced by the run id.
+    pub revival_lease: Option<RevivalLease>,
+    /// The run's timeout (`timeoutMs`, R12).
+    pub timeout_ms: Option<u64>,
+    /// Host wait per handshake state (default: 10 000 ms, or the test override, K13).
+    pub startup_timeout: Option<Duration>,
+    /// How long [`super::LaunchHandle::committed`] waits for the shim to commit.
+    pub commit_timeout: Duration,
+    /// X1 grace after SIGTERM and after SIGKILL.
+    pub terminate_grace: Duration,
+    /// Capacity and event hooks.
+    pub hooks: Arc<dyn LaunchHooks>,
+    /// Whether the doorbell socket is used (K14); off = legacy polling (F32).
+    pub doorbell: bool,
+    /// Filesystem, clock and random seams (default: `Seams::from_env()`).
+    pub seams: Option<Arc<Seams>>,
+    /// Which writes are fsynced (default: `SUBLAUNCH_DURABILITY`).
+    pub durability: Option<DurabilityPolicy>,
+    /// Host fault hooks (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
+    pub host_faults: Option<HostHooks>,
+    /// The agents whose runners the launch may start (default: the built-ins).
+    pub agents: Vec<Agent>,
+    /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
+    pub env: Vec<(OsString, OsString)>,
+    /// Wraps the runner's process control (tests).
+    pub process_control: Option<ControlWrapper>,
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        Self {
+            layout: None,
+            shim: None,
+            cwd: None,
+            run_id: None,
+            session_id: None,
+            completion_owner_id: None,
+            tool_call_id: None,
+            revival_lease: None,
+            timeout_ms: None,
+            startup_timeout: None,
+            commit_timeout: DEFAULT_COMMIT_TIMEOUT,
+            terminate_grace: TERMINATE_GRACE,
+            hooks: Arc::new(NoHooks),
+            doorbell: true,
+            seams: None,
+            durability: None,
+            host_faults: None,
+            agents: crate::agents::builtins().into_iter().map(|a| a.planner).collect(),
+            env: Vec::new(),
+            process_control: None,
+        }
+    }
+}
+
+impl fmt::Debug for LaunchOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LaunchOptions")
+            .field("layout", &self.layout)
+            .field("shim", &self.shim)
+            .field("cwd", &self.cwd)
+            .field("run_id", &self.run_id)
+            .field("session_id", &self.session_id)
+            .field("revival_lease", &self.revival_lease)
+            .field("doorbell", &self.doorbell)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LaunchOptions {
+    /// Options rooted at `root` with the shim at `shim` (tests, benchmarks).
+    pub fn at(root: impl Into<PathBuf>, shim: impl Into<PathBuf>) -> Self {
+        Self {
+            layout: Some(Layout::new(root)),
+            shim: Some(shim.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Adds a shim environment variable.
+    #[must_use]
+    pub fn with_env(mut self, key: impl Into<OsString>, value: impl Into<OsString>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+}
+
+/// The shim executable: `$SUBLAUNCH_SHIM`, else `sublaunch-shim` next to the current
+/// executable.
+pub fn default_shim_path() -> PathBuf {
+    if let Some(path) = std::env::var_os(SHIM_ENV).filter(|v| !v.is_empty()) {
+        return PathBuf::from(path);
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.join(SHIM_NAME)))
+        .unwrap_or_else(|| Path::new(SHIM_NAME).to_owned())
+}

@@ -1,0 +1,39 @@
+//! `<run>/launch-plan.json`: the plan a run was launched with, kept so `sublaunch resume` can
+//! re-run the same steps (the cfg file holding them is unlinked by the shim). A sublaunch
+//! addition; readers of upstream run files ignore it.
+
+use serde::{Deserialize, Serialize};
+use std::io;
+use sublaunch_contract::LaunchPlan;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::ReadDoc;
+use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
+
+/// The file name inside `<run>`.
+pub const LAUNCH_PLAN_FILE: &str = "launch-plan.json";
+
+/// The stored plan.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanRecord {
+    /// Always 1.
+    pub version: u32,
+    /// The run.
+    pub run_id: String,
+    /// The run's local cwd.
+    pub cwd: String,
+    /// `single` / `chain` / `parallel`.
+    pub mode: String,
+    /// The plan.
+    pub plan: LaunchPlan,
+}
+
+/// Writes the record (atomic, private).
+pub(crate) fn write_plan_record(run: &Dir, record: &PlanRecord, policy: DurabilityPolicy) -> io::Result<()> {
+    run.write_doc(LAUNCH_PLAN_FILE, record, &policy.options(DocKind::Other))
+}
+
+/// Reads the record of a run (A11: absent / corrupt / present).
+pub fn read_plan_record(run: &Dir) -> io::Result<ReadDoc<PlanRecord>> {
+    run.read_doc(LAUNCH_PLAN_FILE)
+}

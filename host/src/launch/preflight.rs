@@ -1,0 +1,94 @@
+//! Preflight (H1–H3): nothing is written and nothing is started until the effective cwd is a
+//! directory, the shim exists and the root is trusted. These errors carry no
+//! `Failed to start async run` prefix.
+
+use std::io;
+use std::path::Path;
+use sublaunch_runfiles::layout::Layout;
+use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::trust::{RootError, TrustedRoot};
+
+/// One cwd to check: the effective path and the one the caller asked for.
+#[derive(Clone, Debug)]
+pub(crate) struct CwdCheck {
+    /// The effective (resolved) cwd.
+    pub effective: String,
+    /// The requested cwd, when it differs.
+    pub requested: Option<String>,
+}
+
+/// H1: each cwd must exist and be a directory (followed through symlinks, as a process's
+/// cwd is).
+pub(crate) fn check_cwds(checks: &[CwdCheck]) -> Result<(), String> {
+    checks.iter().try_for_each(check_cwd)
+}
+
+fn check_cwd(check: &CwdCheck) -> Result<(), String> {
+    let resolved = match &check.requested {
+        Some(requested) if *requested != check.effective => format!("\n(resolved from \"{requested}\")"),
+        _ => String::new(),
+    };
+    let cwd = &check.effective;
+    match std::fs::metadata(cwd) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(format!("Subagent launch aborted: cwd is not a directory: {cwd}{resolved}")),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Err(format!("Subagent launch aborted: cwd does not exist: {cwd}{resolved}"))
+        }
+        Err(e) => Err(format!(
+            "Subagent launch aborted: cwd could not be accessed: {cwd}{resolved}\n{e}"
+        )),
+    }
+}
+
+/// H2: the shim must exist (whether it is executable is the spawn's business, H11).
+pub(crate) fn check_shim(shim: &Path) -> Result<(), String> {
+    match std::fs::metadata(shim) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        _ => Err(format!("Background runner shim not found: {}", shim.display())),
+    }
+}
+
+/// H3: opens (creating 0700) and verifies the root, `runs/` and `results/`.
+pub(crate) fn open_root(layout: &Layout, seams: std::sync::Arc<Seams>) -> Result<TrustedRoot, String> {
+    TrustedRoot::open(layout, seams).map_err(|e| match e {
+        RootError::Untrusted(untrusted) => untrusted.to_string(),
+        RootError::Io(e) => format!(
+            "Cannot open the sublaunch state directory '{}': {e}",
+            layout.root().display()
+        ),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn h1_messages() {
+        let tmp = tempfile::tempdir().unwrap();
+        let missing = tmp.path().join("nope").to_string_lossy().into_owned();
+        let check = |effective: &str, requested: Option<&str>| {
+            check_cwds(&[CwdCheck {
+                effective: effective.into(),
+                requested: requested.map(Into::into),
+            }])
+        };
+        assert_eq!(
+            check(&missing, None).unwrap_err(),
+            format!("Subagent launch aborted: cwd does not exist: {missing}")
+        );
+        assert_eq!(
+            check(&missing, Some("nope")).unwrap_err(),
+            format!("Subagent launch aborted: cwd does not exist: {missing}\n(resolved from \"nope\")")
+        );
+        let file = tmp.path().join("f");
+        std::fs::write(&file, b"").unwrap();
+        let file = file.to_string_lossy().into_owned();
+        assert_eq!(
+            check(&file, Some(&file)).unwrap_err(),
+            format!("Subagent launch aborted: cwd is not a directory: {file}")
+        );
+        check(&tmp.path().to_string_lossy(), None).unwrap();
+    }
+}

@@ -1,0 +1,302 @@
+//! Reconciliation for listers and waiters (S13, I5, A12): runs this process did not spawn are
+//! judged by the pid and start identity in their status (X3). A pending proof whose shim is
+//! dead becomes `unknown/observer-unavailable` (or, with a status still active, the stale-run
+//! repair `failed` + `stale-repair`); a run whose launching host died before a shim was
+//! spawned (status `queued`, no pid) becomes `failed`; phantom markers are released; orphan
+//! temp files and staging directories are swept.
+
+use super::options::{HostEvent, LaunchHooks, NoHooks};
+use super::run_dir::{self, LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY, hidden_dir_pid};
+use rustix::fs::FileType;
+use serde_json::Value;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::ReadDoc;
+use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
+use sublaunch_runfiles::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
+use sublaunch_runfiles::layout::{Layout, validate_run_id};
+use sublaunch_runfiles::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_runfiles::proof::{OrphanRequest, ProcessTerminal, ProofState, repair_orphan};
+use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::status::{Change, RunState, Status, modify_status, read_status};
+use sublaunch_runfiles::sweep::sweep_root;
+use sublaunch_runfiles::trust::{RootError, TrustedRoot};
+
+/// What one reconciliation changed.
+#[derive(Debug, Default)]
+pub struct Reconciled {
+    /// The proof written for an orphaned run (S13).
+    pub orphan_proof: Option<ProcessTerminal>,
+    /// The status was marked failed (stale repair or a dead launching host).
+    pub status_repaired: bool,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
+}
+
+/// What a full pass changed.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Runs whose proof or status was repaired.
+    pub repaired: Vec<String>,
+    /// Phantom markers released (I5).
+    pub phantoms_released: Vec<String>,
+    /// Markers of terminal runs released (I5).
+    pub markers_released: Vec<String>,
+    /// Orphan temp files and staging directories removed (A12).
+    pub swept: usize,
+    /// Non-fatal problems.
+    pub warnings: Vec<String>,
+}
+
+/// The runs under one root, seen by a process that did not spawn them.
+pub struct RunStore {
+    root: TrustedRoot,
+    index: ActiveRunIndex,
+    policy: DurabilityPolicy,
+    oracle: Arc<dyn ProcessOracle>,
+    own_namespace: Option<String>,
+    hooks: Arc<dyn LaunchHooks>,
+}
+
+impl RunStore {
+    /// Opens (creating 0700, verifying per H3) the root of `layout`.
+    pub fn open(layout: &Layout) -> Result<Self, RootError> {
+        let seams = Seams::from_env()
+            .map_err(|e| RootError::Io(io::Error::other(e.to_string())))?
+            .shared();
+        let root = TrustedRoot::open(layout, seams)?;
+        let policy = DurabilityPolicy::from_env();
+        let index = ActiveRunIndex::new(root.runs(), policy)?;
+        Ok(Self {
+            root,
+            index,
+            policy,
+            oracle: Arc::new(SystemProcesses),
+            own_namespace: procinfo::pid_namespace_scope(),
+            hooks: Arc::new(NoHooks),
+        })
+    }
+
+    /// Replaces the liveness oracle (tests).
+    #[must_use]
+    pub fn with_oracle(mut self, oracle: Arc<dyn ProcessOracle>) -> Self {
+        self.oracle = oracle;
+        self
+    }
+
+    /// Delivers `subagent:process-terminal` for repaired runs to `hooks`.
+    #[must_use]
+    pub fn with_hooks(mut self, hooks: Arc<dyn LaunchHooks>) -> Self {
+        self.hooks = hooks;
+        self
+    }
+
+    /// The verified root.
+    pub fn root(&self) -> &TrustedRoot {
+        &self.root
+    }
+
+    /// Opens `<runs>/<runId>`; `Ok(None)` when there is no such run. An invalid id is an error.
+    pub fn run_dir(&self, run_id: &str) -> io::Result<Option<Dir>> {
+        validate_run_id(run_id).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;
+        self.root.runs().open_child(run_id)
+    }
+
+    /// Every run directory's id, sorted (hidden names and the index directories excluded).
+    pub fn run_ids(&self) -> io::Result<Vec<String>> {
+        let mut ids: Vec<String> = self
+            .root
+            .runs()
+            .entries()?
+            .into_iter()
+            .filter(|e| e.file_type == FileType::Directory)
+            .filter_map(|e| e.name.into_string().ok())
+            .filter(|name| validate_run_id(name).is_ok())
+            .collect();
+        ids.sort();
+        Ok(ids)
+    }
+
+    /// S13 and the dead-launcher repair for one run.
+    pub fn reconcile_run(&self, run: &Dir) -> Reconciled {
+        let mut out = Reconciled::default();
+        match self.repair_unspawned(run) {
+            Ok(repaired) => out.status_repaired |= repaired,
+            Err(e) => out.warnings.push(e.to_string()),
+        }
+        let request = OrphanRequest {
+            spawned_here: false,
+            oracle: self.oracle.as_ref(),
+            own_pid_namespace: self.own_namespace.as_deref(),
+        };
+        match repair_orphan(run, &request, Some(&self.index), self.policy) {
+            Ok(Some(outcome)) => {
+                out.status_repaired |= outcome.status_repaired;
+                out.warnings.extend(outcome.warnings);
+                if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str()) {
+                    self.hooks.event(&HostEvent::ProcessTerminal {
+                        run_id: run_id.to_owned(),
+                        proof: outcome.proof.clone(),
+                    });
+                }
+                out.orphan_proof = Some(outcome.proof);
+            }
+            Ok(None) => {}
+            Err(e) => out.warnings.push(e.to_string()),
+        }
+        out
+    }
+
+    /// A `queued` status without a pid whose launching host is dead: the launch died before a
+    /// shim existed (or before it was recorded). Marked failed, proof not-started.
+    fn repair_unspawned(&self, run: &Dir) -> io::Result<bool> {
+        let Ok(ReadDoc::Present(status)) = read_status(run) else {
+            return Ok(false);
+        };
+        if !self.launcher_died(&status) {
+            return Ok(false);
+        }
+        let now = run.seams().clock.wall_ms();
+        let oracle = self.oracle.clone();
+        let policy = self.policy;
+        let result = modify_status(run, false, |status| {
+            if !launcher_died_with(&*oracle, status) {
+                return (Change::Keep, false);
+            }
+            let host = status.extra.get(LAUNCH_HOST_PID).and_then(Value::as_u64).unwrap_or(0);
+            status.mark_terminal(
+                RunState::Failed,
+                now,
+                Some(format!(
+                    "Launch host process {host} exited before the async runner was started."
+                )),
+            );
+            if let Some(run_id) = status.run_id.clone() {
+                status.process_terminal = Some(ProcessTerminal::not_started(&run_id, "").to_value());
+            }
+            (Change::Write(policy.options(DocKind::TerminalStatus)), true)
+        });
+        match result {
+            Ok(repaired) => Ok(repaired),
+            Err(sublaunch_runfiles::status::ModifyError::Io(e)) => Err(e),
+            Err(_) => Ok(false),
+        }
+    }
+
+    fn launcher_died(&self, status: &Status) -> bool {
+        launcher_died_with(self.oracle.as_ref(), status)
+    }
+
+    /// A full pass: sweep (A12), every run (S13), every marker (I5).
+    pub fn reconcile_all(&self) -> Report {
+        let mut report = Report::default();
+        let sweep = sweep_root(&self.root, self.oracle.as_ref());
+        report.swept += sweep.removed.len();
+        report.warnings.extend(sweep.errors);
+        report.swept += self.sweep_hidden_dirs();
+        match self.run_ids() {
+            Ok(ids) => {
+                for id in ids {
+                    if let Ok(Some(run)) = self.root.runs().open_child(&id) {
+                        let outcome = self.reconcile_run(&run);
+                        if outcome.status_repaired || outcome.orphan_proof.is_some() {
+                            report.repaired.push(id);
+                        }
+                        report.warnings.extend(outcome.warnings);
+                    }
+                }
+            }
+            Err(e) => report.warnings.push(e.to_string()),
+        }
+        if let Err(e) = self.reconcile_markers(&mut report) {
+            report.warnings.push(e.to_string());
+        }
+        report
+    }
+
+    /// I5 for every marker; returns nothing, fills `report`.
+    fn reconcile_markers(&self, report: &mut Report) -> io::Result<()> {
+        let Some(markers) = self.index.list()? else {
+            return Ok(());
+        };
+        let now = self.root.runs().seams().clock.wall_ms();
+        for marker in markers {
+            let run = self.root.runs().open_child(&marker.run_id).ok().flatten();
+            let status = run
+                .as_ref()
+                .and_then(|r| read_status(r).ok())
+                .and_then(ReadDoc::present);
+            let age = Duration::from_millis(now.saturating_sub(marker.mtime_ms));
+            match judge_marker(run.is_some(), status.as_ref(), age) {
+                MarkerVerdict::Phantom => {
+                    self.index.release(&marker.run_id, &RunState::Failed, None, None)?;
+                    report.phantoms_released.push(marker.run_id);
+                }
+                MarkerVerdict::ReleaseTerminal(state) => {
+                    let outcome = self.index.release(&marker.run_id, &state, None, run.as_ref())?;
+                    report.warnings.extend(outcome.warnings);
+                    report.markers_released.push(marker.run_id);
+                }
+                MarkerVerdict::Active | MarkerVerdict::TerminalPending => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The run ids of active markers whose run is still active (after [`Self::reconcile_all`]).
+    pub fn active_run_ids(&self) -> io::Result<Vec<String>> {
+        let Some(markers) = self.index.list()? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for marker in markers {
+            let Some(run) = self.root.runs().open_child(&marker.run_id)? else {
+                continue;
+            };
+            let status = read_status(&run)?.present();
+            if judge_marker(true, status.as_ref(), Duration::ZERO) == MarkerVerdict::Active {
+                out.push(marker.run_id);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Staging and removal directories of launch hosts that died (see `run_dir`).
+    fn sweep_hidden_dirs(&self) -> usize {
+        let runs = self.root.runs();
+        let Ok(entries) = runs.entries() else { return 0 };
+        let mut removed = 0;
+        for entry in entries.into_iter().filter(|e| e.file_type == FileType::Directory) {
+            let Some(name) = entry.name.to_str() else { continue };
+            let Some(pid) = hidden_dir_pid(name) else { continue };
+            if pid != std::process::id() && self.oracle.liveness(pid, None) == Liveness::Dead {
+                run_dir::remove_hidden(runs, name);
+                removed += 1;
+            }
+        }
+        removed
+    }
+}
+
+fn launcher_died_with(oracle: &dyn ProcessOracle, status: &Status) -> bool {
+    if status.state != Some(RunState::Queued) || status.pid.is_some() {
+        return false;
+    }
+    let Some(host) = status
+        .extra
+        .get(LAUNCH_HOST_PID)
+        .and_then(Value::as_u64)
+        .and_then(|p| u32::try_from(p).ok())
+    else {
+        return false;
+    };
+    let identity = status.extra.get(LAUNCH_HOST_START_IDENTITY).and_then(Value::as_str);
+    host != std::process::id() && oracle.liveness(host, identity) == Liveness::Dead
+}
+
+/// Whether the run's proof is still `pending` (nobody observed the shim's exit yet).
+pub fn proof_pending(status: &Status) -> bool {
+    status.proof_state() == Some(ProofState::Pending)
+}

@@ -1,0 +1,210 @@
+//! The run directory. A new `<runs>/<runId>` appears atomically together with a preliminary
+//! `status.json` (`state: "queued"`, no pid, the launching host's pid): it is prepared under a
+//! hidden staging name and renamed into place, so whenever the host dies every run directory
+//! is either absent or holds a valid status. A launch that fails before the shim is spawned
+//! removes the directory it created the same way (renamed aside, then emptied).
+
+use rustix::fs::RenameFlags;
+use rustix::io::Errno;
+use serde_json::json;
+use std::io;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
+use sublaunch_runfiles::errors::os_error;
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::procinfo;
+use sublaunch_runfiles::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
+
+/// Status field naming the pid of the host that is launching the run (sublaunch addition).
+pub const LAUNCH_HOST_PID: &str = "launchHostPid";
+/// Status field with that host's start identity (X3).
+pub const LAUNCH_HOST_START_IDENTITY: &str = "launchHostStartIdentity";
+/// Suffix of a staging directory (`.<runId>.<pid>.<rand>.creating`).
+pub const STAGING_SUFFIX: &str = ".creating";
+/// Suffix of a directory being removed (`.<runId>.<pid>.<rand>.removing`).
+pub const REMOVING_SUFFIX: &str = ".removing";
+
+/// Whether the launch created the run directory or found it (a caller-chosen id).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// Created by this launch (removed again if the launch fails before spawning).
+    Created,
+    /// Existed before (left in place).
+    Existing,
+}
+
+/// What the preliminary status says.
+pub(crate) struct Preliminary<'a> {
+    pub run_id: &'a str,
+    pub session_id: Option<&'a str>,
+    pub completion_owner_id: Option<&'a str>,
+    pub tool_call_id: Option<&'a str>,
+    pub mode: &'a str,
+    pub cwd: &'a str,
+    pub steps: Vec<(String, Option<String>)>,
+    pub now: u64,
+}
+
+/// The preliminary `queued` status.
+pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
+    let mut status = Status {
+        lifecycle_artifact_version: Some(LIFECYCLE_ARTIFACT_VERSION),
+        run_id: Some(p.run_id.to_owned()),
+        session_id: p.session_id.map(str::to_owned),
+        completion_owner_id: p.completion_owner_id.map(str::to_owned),
+        tool_call_id: p.tool_call_id.map(str::to_owned),
+        mode: Some(p.mode.to_owned()),
+        state: Some(RunState::Queued),
+        started_at: Some(p.now),
+        last_update: Some(p.now),
+        cwd: Some(p.cwd.to_owned()),
+        current_step: Some(0),
+        chain_step_count: Some(u32::try_from(p.steps.len().max(1)).unwrap_or(u32::MAX)),
+        steps: Some(
+            p.steps
+                .iter()
+                .map(|(agent, model)| StepStatus {
+                    agent: Some(agent.clone()),
+                    status: Some("pending".into()),
+                    model: model.clone(),
+                    ..StepStatus::default()
+                })
+                .collect(),
+        ),
+        ..Status::default()
+    };
+    add_host_identity(&mut status);
+    status
+}
+
+/// Adds the launching host's pid and start identity to a status.
+pub(crate) fn add_host_identity(status: &mut Status) {
+    status
+        .extra
+        .insert(LAUNCH_HOST_PID.into(), json!(std::process::id()));
+    if let Some(identity) = procinfo::own_start_identity() {
+        status.extra.insert(LAUNCH_HOST_START_IDENTITY.into(), json!(identity));
+    }
+}
+
+/// Creates `<runs>/<runId>` holding `status` atomically. `Ok(None)` when the name is taken.
+pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: DurabilityPolicy) -> io::Result<Option<Dir>> {
+    let staging = hidden_name(runs, run_id, STAGING_SUFFIX);
+    let dir = runs.ensure_child(&staging)?;
+    if let Err(e) = write_status(&dir, status, &policy.options(DocKind::RunningStatus)) {
+        remove_hidden(runs, &staging);
+        return Err(e);
+    }
+    match rustix::fs::renameat_with(runs.fd(), staging.as_str(), runs.fd(), run_id, RenameFlags::NOREPLACE) {
+        Ok(()) => {}
+        Err(Errno::EXIST | Errno::NOTEMPTY) => {
+            remove_hidden(runs, &staging);
+            return Ok(None);
+        }
+        Err(Errno::INVAL | Errno::NOSYS) if runs.stat(run_id)?.is_none() => {
+            // A filesystem without RENAME_NOREPLACE: a plain rename (cannot replace a
+            // non-empty directory; the name was checked just before).
+            if let Err(e) = runs.rename_to(&staging, runs, run_id) {
+                remove_hidden(runs, &staging);
+                return Err(e);
+            }
+        }
+        Err(e) => {
+            remove_hidden(runs, &staging);
+            return Err(os_error(e, "rename", &runs.join(run_id)));
+        }
+    }
+    runs.open_child(run_id)?
+        .map(Some)
+        .ok_or_else(|| os_error(Errno::NOENT, "open", &runs.join(run_id)))
+}
+
+/// Opens a caller-chosen run directory that already exists; a directory that already holds a
+/// `status.json` belongs to another run and is refused.
+pub(crate) fn open_existing(runs: &Dir, run_id: &str) -> Result<Option<Dir>, String> {
+    let dir = match runs.open_child(run_id) {
+        Ok(Some(dir)) => dir,
+        Ok(None) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    match dir.stat(names::STATUS) {
+        Ok(None) => Ok(Some(dir)),
+        Ok(Some(_)) => Err(format!("Run '{run_id}' already exists.")),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Removes a run directory this launch created: renamed aside first (so it disappears at
+/// once), then emptied and removed. Best effort.
+pub(crate) fn discard(runs: &Dir, run_id: &str) {
+    let aside = hidden_name(runs, run_id, REMOVING_SUFFIX);
+    if runs.rename_to(run_id, runs, &aside).is_ok() {
+        remove_hidden(runs, &aside);
+    }
+}
+
+/// Empties and removes a hidden staging/removing directory (its files only; no recursion
+/// into subdirectories, which a launch never creates there).
+pub(crate) fn remove_hidden(runs: &Dir, name: &str) {
+    if let Ok(Some(dir)) = runs.open_child(name)
+        && let Ok(entries) = dir.entries()
+    {
+        for entry in entries {
+            if let Some(file) = entry.name.to_str() {
+                let _ = dir.remove(file);
+            }
+        }
+    }
+    let _ = runs.remove_empty_dir(name);
+}
+
+/// The pid of a hidden staging/removing directory name, if it is one.
+pub fn hidden_dir_pid(name: &str) -> Option<u32> {
+    let inner = name
+        .strip_prefix('.')?
+        .strip_suffix(STAGING_SUFFIX)
+        .or_else(|| name.strip_prefix('.')?.strip_suffix(REMOVING_SUFFIX))?;
+    let mut parts = inner.rsplitn(3, '.');
+    let _random = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+fn hidden_name(runs: &Dir, run_id: &str, suffix: &str) -> String {
+    let seams = runs.seams();
+    format!(".{run_id}.{}.{:016x}{suffix}", std::process::id(), seams.random.next_u64())
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_run_dir_appears_with_its_status_and_collisions_are_reported() {
+        let tmp = tempfile::tempdir().unwrap();
+        let runs = Dir::open(tmp.path()).unwrap();
+        let status = preliminary_status(&Preliminary {
+            run_id: "shell-1",
+            session_id: Some("s"),
+            completion_owner_id: None,
+            tool_call_id: None,
+            mode: "single",
+            cwd: "/w",
+            steps: vec![("shell".into(), None)],
+            now: 1,
+        });
+        let dir = create(&runs, "shell-1", &status, DurabilityPolicy::standard())
+            .unwrap()
+            .unwrap();
+        assert!(dir.stat("status.json").unwrap().is_some());
+        assert!(create(&runs, "shell-1", &status, DurabilityPolicy::standard()).unwrap().is_none());
+        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["shell-1"], "no staging directory left");
+        assert_eq!(open_existing(&runs, "shell-1").unwrap_err(), "Run 'shell-1' already exists.");
+        discard(&runs, "shell-1");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+        assert_eq!(hidden_dir_pid(".shell-1.4242.00ff00ff00ff00ff.creating"), Some(4242));
+        assert_eq!(hidden_dir_pid(".a.b.1.ff.removing"), Some(1));
+        assert_eq!(hidden_dir_pid("shell-1"), None);
+    }
+}

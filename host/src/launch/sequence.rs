@@ -1,0 +1,446 @@
+//! The launch sequence of host-and-shim.md §1.1, in order: preflight (H1–H3), run directory,
+//! cfg (H5), stale files (H6), logs (H7), spawn (H8–H11) with the exit watcher armed first
+//! (H12), bookkeeping (H13–H15), commit (H16) or the revival handshake (H17, K3), and the
+//! failure path (K8, S5, X1, H18).
+
+use super::blocking::{blocking, blocking_value};
+use super::bookkeeping;
+use super::config::{self, ConfigInputs, plan_mode, runner_config};
+use super::context::{RunContext, fault_sleep, warn};
+use super::doorbell::{self, HostDoorbell};
+use super::environment::{ShimEnv, shim_environment};
+use super::exit_watcher::{ExitWatcher, ProcessControl};
+use super::failure::LaunchFailure;
+use super::handle::{CommitState, LaunchHandle};
+use super::handshake::Handshake;
+use super::ids::new_run_id_with;
+use super::options::{HostEvent, LaunchOptions, default_shim_path};
+use super::plan_record::{PlanRecord, write_plan_record};
+use super::preflight::{self, CwdCheck};
+use super::run_dir::{self, Origin, Preliminary};
+use super::spawn::{self, SpawnRequest};
+use super::startup_failure;
+use super::supervise::{Settled, Supervisor};
+use std::path::PathBuf;
+use std::sync::Arc;
+use sublaunch_contract::LaunchPlan;
+use sublaunch_runfiles::config::{RunnerConfig, StepConfig};
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::handshake::host_state_timeout;
+use sublaunch_runfiles::hooks::{HostHooks, HostPoint};
+use sublaunch_runfiles::layout::{Layout, validate_run_id};
+use sublaunch_runfiles::procinfo;
+use sublaunch_runfiles::random::uuid_v4;
+use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::status::{InitialStatus, Status};
+use sublaunch_runfiles::trust::TrustedRoot;
+use tokio::sync::{oneshot, watch};
+
+/// Attempts at a fresh random run id before giving up.
+const RUN_ID_ATTEMPTS: usize = 8;
+
+/// A run that started: the launch committed from the host's side.
+#[derive(Debug)]
+pub struct Launched {
+    /// The run id.
+    pub run_id: String,
+    /// `<run>`.
+    pub run_dir: PathBuf,
+    /// The shim's pid.
+    pub pid: u32,
+    /// H4.
+    pub runner_process_instance_id: String,
+    /// Commit and finalization of the run.
+    pub handle: LaunchHandle,
+}
+
+/// Plans become runs: launches `plan` per `options` (see the module documentation of
+/// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
+pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
+    let setup = Setup::new(plan, &options)?;
+    let checks = setup.cwd_checks.clone();
+    blocking_value(move || preflight::check_cwds(&checks))
+        .await
+        .unwrap_or(Ok(()))
+        .map_err(LaunchFailure::preflight)?;
+    preflight::check_shim(&setup.shim).map_err(LaunchFailure::preflight)?;
+    let layout = setup.layout.clone();
+    let seams = setup.seams.clone();
+    let root = blocking_value(move || preflight::open_root(&layout, seams))
+        .await
+        .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
+        .map_err(LaunchFailure::preflight)?;
+    let root = Arc::new(root);
+    let (run_id, run, origin) = establish_run_dir(&setup, &root, plan, &options).await?;
+    let instance = uuid_v4(setup.seams.random.as_ref());
+    let cfg_path = setup.layout.runner_config(&run_id);
+    let config = runner_config(ConfigInputs {
+        run_id: &run_id,
+        steps: setup.steps.clone(),
+        result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
+        cwd: setup.cwd.clone(),
+        async_dir: run.path().to_string_lossy().into_owned(),
+        session_id: options.session_id.clone(),
+        completion_owner_id: options.completion_owner_id.clone(),
+        tool_call_id: options.tool_call_id.clone(),
+        revival_lease: options.revival_lease.clone(),
+        timeout_ms: options.timeout_ms,
+        runner_process_instance_id: &instance,
+    });
+    let ctx = Arc::new(RunContext {
+        run_id: run_id.clone(),
+        run_path: run.path().to_owned(),
+        run: Arc::new(run),
+        root,
+        cfg_path,
+        runner_process_instance_id: instance.clone(),
+        policy: setup.policy,
+        faults: setup.faults.clone(),
+        hooks: options.hooks.clone(),
+        seams: setup.seams.clone(),
+        session_id: options.session_id.clone(),
+        completion_owner_id: options.completion_owner_id.clone(),
+        tool_call_id: options.tool_call_id.clone(),
+        step_count: setup.steps.len(),
+        session_file: config.revival_lease.as_ref().map(|l| l.session_file.clone()),
+        terminate_grace: options.terminate_grace,
+    });
+    let record = PlanRecord {
+        version: 1,
+        run_id: run_id.clone(),
+        cwd: setup.cwd.clone(),
+        mode: setup.mode.to_owned(),
+        plan: plan.clone(),
+    };
+    let prepared = prepare_spawn(&ctx, &config, record, &options, &setup).await;
+    let (spawn_request, host_doorbell) = match prepared {
+        Ok(prepared) => prepared,
+        Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
+    };
+    let spawned = match blocking(move || spawn::spawn_shim(spawn_request)).await {
+        Ok(spawned) => spawned,
+        Err(e) => {
+            let error = format!("async runner did not produce a pid for cwd: {}: {e}", setup.cwd);
+            return Err(fail_before_spawn(&ctx, origin, error).await);
+        }
+    };
+    // H12: the watcher owns the child before anything else happens.
+    let pid = spawned.child.id();
+    let watcher = ExitWatcher::arm(spawned.child, spawned.pidfd, setup.seams.clock.clone());
+    let mut control: Arc<dyn ProcessControl> = Arc::new(watcher);
+    if let Some(wrap) = &options.process_control {
+        control = wrap(control);
+    }
+    let (settled_tx, settled_rx) = oneshot::channel();
+    let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
+    let (finished_tx, finished_rx) = watch::channel(None);
+    tokio::spawn(
+        Supervisor {
+            ctx: ctx.clone(),
+            control: control.clone(),
+            settled: settled_rx,
+            commit: commit_tx,
+            finished: finished_tx,
+        }
+        .run(),
+    );
+    let handle = LaunchHandle {
+        run_id: run_id.clone(),
+        run_dir: ctx.run_path.clone(),
+        commit: commit_rx,
+        finished: finished_rx,
+        commit_timeout: options.commit_timeout,
+    };
+    let mut doorbell = host_doorbell;
+    let status = initial_status(&ctx, &setup, pid, spawned.start_identity);
+    let committed = pre_commit(&ctx, control.as_ref(), doorbell.as_mut(), status, &config, &options).await;
+    match committed {
+        Ok(()) => {
+            let _ = settled_tx.send(Settled::Started(doorbell));
+            options.hooks.event(&HostEvent::AsyncStarted {
+                run_id: run_id.clone(),
+                pid,
+                session_id: options.session_id.clone(),
+                mode: setup.mode.to_owned(),
+                agents: plan.steps.iter().map(|s| s.agent.clone()).collect(),
+                async_dir: ctx.run_path.clone(),
+            });
+            Ok(Launched {
+                run_id,
+                run_dir: ctx.run_path.clone(),
+                pid,
+                runner_process_instance_id: instance,
+                handle,
+            })
+        }
+        Err(error) => {
+            let termination_observed = startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error).await;
+            // The doorbell stays open until the shim is terminated: closing it first would make
+            // the shim report "host vanished" instead of the host's error.
+            drop(doorbell);
+            let _ = settled_tx.send(Settled::Failed(error.clone()));
+            Err(LaunchFailure {
+                error,
+                preflight: false,
+                run_id: Some(run_id),
+                startup_did_not_proceed: true,
+                termination_observed,
+                pid: Some(pid),
+                runner_process_instance_id: Some(instance),
+                handle: Some(handle),
+            })
+        }
+    }
+}
+
+/// Everything resolved from the plan and the options before anything is touched.
+struct Setup {
+    layout: Layout,
+    seams: Arc<Seams>,
+    policy: DurabilityPolicy,
+    faults: HostHooks,
+    shim: PathBuf,
+    steps: Vec<StepConfig>,
+    agents: Vec<(String, Option<String>)>,
+    mode: &'static str,
+    cwd: String,
+    cwd_checks: Vec<CwdCheck>,
+}
+
+impl Setup {
+    fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, LaunchFailure> {
+        let seams = match &options.seams {
+            Some(seams) => seams.clone(),
+            None => Seams::from_env()
+                .map_err(|e| LaunchFailure::preflight(e.to_string()))?
+                .shared(),
+        };
+        let faults = match &options.host_faults {
+            Some(faults) => faults.clone(),
+            None => HostHooks::from_env().map_err(LaunchFailure::preflight)?,
+        };
+        let layout = match &options.layout {
+            Some(layout) => absolute_layout(layout),
+            None => Layout::from_env().map_err(|e| LaunchFailure::preflight(e.to_string()))?,
+        };
+        let steps = config::runner_steps(plan, &options.agents).map_err(LaunchFailure::preflight)?;
+        let cwd = options
+            .cwd
+            .as_ref()
+            .map(|c| c.to_string_lossy().into_owned())
+            .or_else(|| plan.steps.first().map(|s| s.cwd.clone()))
+            .unwrap_or_else(|| "/".into());
+        let mut cwd_checks = vec![CwdCheck {
+            effective: cwd.clone(),
+            requested: None,
+        }];
+        for step in &plan.steps {
+            if !cwd_checks.iter().any(|c| c.effective == step.cwd) {
+                cwd_checks.push(CwdCheck {
+                    effective: step.cwd.clone(),
+                    requested: Some(step.requested_cwd.clone()),
+                });
+            } else if let Some(check) = cwd_checks.iter_mut().find(|c| c.effective == step.cwd) {
+                check.requested.get_or_insert_with(|| step.requested_cwd.clone());
+            }
+        }
+        Ok(Self {
+            layout,
+            seams,
+            policy: options.durability.unwrap_or_else(DurabilityPolicy::from_env),
+            faults,
+            shim: options.shim.clone().unwrap_or_else(default_shim_path),
+            steps,
+            agents: plan.steps.iter().map(|s| (s.agent.clone(), s.model.clone())).collect(),
+            mode: plan_mode(plan),
+            cwd,
+            cwd_checks,
+        })
+    }
+}
+
+fn absolute_layout(layout: &Layout) -> Layout {
+    if layout.root().is_absolute() {
+        return layout.clone();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => Layout::new(cwd.join(layout.root())),
+        Err(_) => layout.clone(),
+    }
+}
+
+/// Chooses the run id and creates (or, for a caller-chosen id, opens) `<run>`.
+async fn establish_run_dir(
+    setup: &Setup,
+    root: &Arc<TrustedRoot>,
+    plan: &LaunchPlan,
+    options: &LaunchOptions,
+) -> Result<(String, Dir, Origin), LaunchFailure> {
+    let agent = plan.steps.first().map_or("run", |s| s.agent.as_str()).to_owned();
+    let explicit = options.run_id.clone();
+    if let Some(id) = &explicit {
+        validate_run_id(id).map_err(|e| LaunchFailure::preflight(e.to_string()))?;
+    }
+    let root = root.clone();
+    let seams = setup.seams.clone();
+    let policy = setup.policy;
+    let now = seams.clock.wall_ms();
+    let session_id = options.session_id.clone();
+    let owner = options.completion_owner_id.clone();
+    let tool_call = options.tool_call_id.clone();
+    let mode = setup.mode;
+    let cwd = setup.cwd.clone();
+    let agents = setup.agents.clone();
+    let result = blocking_value(move || -> Result<(String, Dir, Origin), String> {
+        let preliminary = |run_id: &str| {
+            run_dir::preliminary_status(&Preliminary {
+                run_id,
+                session_id: session_id.as_deref(),
+                completion_owner_id: owner.as_deref(),
+                tool_call_id: tool_call.as_deref(),
+                mode,
+                cwd: &cwd,
+                steps: agents.clone(),
+                now,
+            })
+        };
+        let runs = root.runs();
+        if let Some(id) = explicit {
+            if let Some(dir) = run_dir::open_existing(runs, &id)? {
+                return Ok((id, dir, Origin::Existing));
+            }
+            return match run_dir::create(runs, &id, &preliminary(&id), policy) {
+                Ok(Some(dir)) => Ok((id, dir, Origin::Created)),
+                Ok(None) => Err(format!("Run '{id}' already exists.")),
+                Err(e) => Err(format!("Failed to create the run directory of '{id}': {e}")),
+            };
+        }
+        for _ in 0..RUN_ID_ATTEMPTS {
+            let id = new_run_id_with(&agent, seams.random.as_ref());
+            match run_dir::create(runs, &id, &preliminary(&id), policy) {
+                Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
+                Ok(None) => {}
+                Err(e) => return Err(format!("Failed to create the run directory of '{id}': {e}")),
+            }
+        }
+        Err("Failed to choose a free run id.".into())
+    })
+    .await
+    .unwrap_or_else(|| Err("Failed to create the run directory.".into()));
+    result.map_err(LaunchFailure::preflight)
+}
+
+/// H5–H7 and the doorbell: everything the spawn needs.
+async fn prepare_spawn(
+    ctx: &Arc<RunContext>,
+    config: &RunnerConfig,
+    record: PlanRecord,
+    options: &LaunchOptions,
+    setup: &Setup,
+) -> Result<(SpawnRequest, Option<HostDoorbell>), String> {
+    ctx.fault_sleep(HostPoint::Cfg).await;
+    let context = ctx.clone();
+    let config_copy = config.clone();
+    blocking(move || {
+        spawn::write_config(context.root.root(), &config_copy, &context.faults, context.policy)?;
+        if let Err(e) = write_plan_record(&context.run, &record, context.policy) {
+            warn(&format!("could not record the launch plan of '{}': {e}", context.run_id));
+        }
+        spawn::delete_stale_handshake(&context.run)
+    })
+    .await
+    .map_err(|e| e.to_string())?;
+    fault_sleep(&ctx.faults, HostPoint::Logs).await;
+    let context = ctx.clone();
+    let (stdout, stderr) = blocking(move || spawn::open_logs(&context.run, &context.faults))
+        .await
+        .map_err(|e| e.to_string())?;
+    let (stdin, host_doorbell) = if options.doorbell {
+        let pair = doorbell::pair().map_err(|e| format!("Failed to create the startup channel: {e}"))?;
+        let host = HostDoorbell::new(pair.host).map_err(|e| format!("Failed to create the startup channel: {e}"))?;
+        (Some(pair.child), Some(host))
+    } else {
+        (None, None)
+    };
+    let env = shim_environment(
+        std::env::vars_os(),
+        &ShimEnv {
+            cfg_path: &ctx.cfg_path,
+            session_id: options.session_id.as_deref(),
+            doorbell: options.doorbell,
+            root: setup.layout.root(),
+            extra: &options.env,
+        },
+    );
+    Ok((
+        SpawnRequest {
+            shim: setup.shim.clone(),
+            env,
+            stdin,
+            stdout,
+            stderr,
+        },
+        host_doorbell,
+    ))
+}
+
+/// A failure before the shim exists: no status, no marker (H11); the cfg file goes (H5 ⊕),
+/// a run directory this launch created goes, capacity is rolled back.
+async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String) -> LaunchFailure {
+    let context = ctx.clone();
+    let _ = blocking(move || {
+        let _ = std::fs::remove_file(&context.cfg_path);
+        if origin == Origin::Created {
+            run_dir::discard(context.root.runs(), &context.run_id);
+        }
+        Ok(())
+    })
+    .await;
+    startup_failure::rollback_capacity(ctx);
+    LaunchFailure::before_spawn(&ctx.run_id, &ctx.runner_process_instance_id, error)
+}
+
+/// The S2 status of the spawned shim.
+fn initial_status(ctx: &RunContext, setup: &Setup, pid: u32, start_identity: Option<String>) -> Status {
+    let mut status = Status::initial(&InitialStatus {
+        run_id: ctx.run_id.clone(),
+        runner_process_instance_id: ctx.runner_process_instance_id.clone(),
+        session_id: ctx.session_id.clone(),
+        completion_owner_id: ctx.completion_owner_id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        mode: setup.mode.to_owned(),
+        steps: setup.agents.clone(),
+        pid,
+        pid_namespace_scope: procinfo::pid_namespace_scope(),
+        pid_start_identity: start_identity,
+        now: ctx.seams.clock.wall_ms(),
+    });
+    status.cwd = Some(setup.cwd.clone());
+    run_dir::add_host_identity(&mut status);
+    status
+}
+
+/// H13–H16/H17: from the initial status to the commit point.
+async fn pre_commit(
+    ctx: &Arc<RunContext>,
+    control: &dyn ProcessControl,
+    doorbell: Option<&mut HostDoorbell>,
+    status: Status,
+    config: &RunnerConfig,
+    options: &LaunchOptions,
+) -> Result<(), String> {
+    bookkeeping::initial_status(ctx, status).await?;
+    bookkeeping::sidecars(ctx).await?;
+    bookkeeping::capacity(ctx).await?;
+    let mut handshake = Handshake {
+        ctx,
+        control,
+        doorbell,
+        timeout: options.startup_timeout.unwrap_or_else(host_state_timeout),
+    };
+    match &config.launch_barrier_token {
+        Some(token) => handshake.fresh_commit(token).await,
+        None => handshake.revival().await,
+    }
+}

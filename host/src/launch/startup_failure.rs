@@ -1,0 +1,85 @@
+//! A launch that fails before the runner proceeded (K8, S5, X1, H18, X12): persist the failure,
+//! withdraw the run from the index, terminate the shim, roll back capacity — in that order, so
+//! the exit watcher's finalization (which waits for the launch to settle, H19) sees the
+//! persisted failure.
+
+use super::blocking::blocking;
+use super::context::{RunContext, warn};
+use super::exit_watcher::ProcessControl;
+use super::faults::run_dir_for;
+use super::terminate::terminate_runner;
+use sublaunch_runfiles::hooks::HostPoint;
+use sublaunch_runfiles::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use std::sync::Arc;
+
+/// S5 under the status lock. Errors are reported, never returned: they must not replace the
+/// launch error (F10).
+pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_status: bool) -> StartupFailureOutcome {
+    ctx.fault_sleep(HostPoint::StartupFailure).await;
+    let context = ctx.clone();
+    let failure = StartupFailure {
+        run_id: ctx.run_id.clone(),
+        runner_process_instance_id: ctx.runner_process_instance_id.clone(),
+        session_id: ctx.session_id.clone(),
+        completion_owner_id: ctx.completion_owner_id.clone(),
+        error: error.to_owned(),
+        step_count: ctx.step_count,
+        session_file: ctx.session_file.clone(),
+        revival_lease_token: None,
+        now: ctx.seams.clock.wall_ms(),
+        keep_terminal_status,
+    };
+    let outcome = blocking(move || {
+        let run = run_dir_for(
+            &context.run_path,
+            &context.seams,
+            &context.faults,
+            &[HostPoint::StartupFailure],
+        )?;
+        Ok(persist_startup_failure(&run, &failure, context.policy))
+    })
+    .await;
+    match outcome {
+        Ok(outcome) => outcome,
+        Err(e) => StartupFailureOutcome::Failed(e),
+    }
+}
+
+/// X12/H5: removes the run's active-run marker (with its terminal entry when the status is
+/// `failed`) and the cfg file the shim may not have read. Best effort.
+pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
+    let context = ctx.clone();
+    let result = blocking(move || {
+        let release = context.index()?.release(
+            &context.run_id,
+            &RunState::Failed,
+            context.tool_call_id.as_deref(),
+            Some(&context.run),
+        );
+        let _ = std::fs::remove_file(&context.cfg_path);
+        release.map(|_| ())
+    })
+    .await;
+    if let Err(e) = result {
+        warn(&format!("could not release the active-run marker of '{}': {e}", ctx.run_id));
+    }
+}
+
+/// H18: the embedder's capacity rollback.
+pub(crate) fn rollback_capacity(ctx: &RunContext) {
+    if !ctx.hooks.rollback_before_runner_proceed(&ctx.runner_process_instance_id) {
+        ctx.hooks.rollback();
+    }
+}
+
+/// FAIL_PRE_PROCEED: persist (S5), withdraw, terminate (X1), roll back capacity. Returns
+/// `terminationObserved`.
+pub(crate) async fn fail_pre_proceed(ctx: &Arc<RunContext>, control: &dyn ProcessControl, error: &str) -> bool {
+    if let StartupFailureOutcome::Failed(e) = persist(ctx, error, false).await {
+        warn(&format!("could not persist the startup failure of '{}': {e}", ctx.run_id));
+    }
+    withdraw(ctx).await;
+    let termination = terminate_runner(control, ctx.terminate_grace).await;
+    rollback_capacity(ctx);
+    termination.observed
+}
