@@ -24,7 +24,11 @@ const ONE_STEP: &[u8] =
 fn main() {
     let request: PlanRequest = parse_request(ONE_STEP).unwrap();
     let planner = Planner::embedded(Options::default()).unwrap();
-    let on_demand = Planner::embedded(Options { instance_pool: None, ..Options::default() }).unwrap();
+    let on_demand = Planner::embedded(Options {
+        instance_pool: None,
+        ..Options::default()
+    })
+    .unwrap();
     let rogue_wasm = std::fs::read(env!("SUBLAUNCH_ROGUE_PLANNER_WASM")).unwrap();
     let noop = Planner::from_component(&rogue_wasm, "rogue", Options::default()).unwrap();
 
@@ -53,7 +57,11 @@ fn main() {
     row("plan (typed records)", once, floor);
     row("plan, same call made twice", twice, floor);
     row("plan-json (JSON in, JSON out)", json, floor);
-    row("plan (typed records), on-demand instances instead of the pool", unpooled, floor);
+    row(
+        "plan (typed records), on-demand instances instead of the pool",
+        unpooled,
+        floor,
+    );
 
     model_resolution(&planner);
 
@@ -85,13 +93,17 @@ fn main() {
     let compile_only = measure(1, 10, || {
         let _ = Planner::from_component(sublaunch::planner::EMBEDDED_COMPONENT, "x", Options::default()).unwrap();
     });
-    let load_cached = measure(2, 50, || {
-        let _ = Planner::embedded(Options {
-            cache: Some(ArtifactCache::new(&warm_cache)),
-            ..Options::default()
+    let load_cached = |instance_pool| {
+        measure(2, 50, || {
+            let options = Options {
+                cache: Some(ArtifactCache::new(&warm_cache)),
+                instance_pool,
+                ..Options::default()
+            };
+            let _ = Planner::embedded(options).unwrap();
         })
-        .unwrap();
-    });
+    };
+    let (load_on_demand, load_pooled) = (load_cached(None), load_cached(Some(16)));
     row("floor: spawn + exit of /bin/true", true_floor, true_floor);
     row("`sublaunch plan` with a warm component cache", cold_process, true_floor);
     row(
@@ -100,8 +112,13 @@ fn main() {
         true_floor,
     );
     row(
-        "in-process: load from the warm cache (engine + deserialize + link)",
-        load_cached,
+        "in-process: load from the warm cache, on-demand instances (as the CLI)",
+        load_on_demand,
+        true_floor,
+    );
+    row(
+        "in-process: load from the warm cache, pool of 16 instances",
+        load_pooled,
         true_floor,
     );
     row("in-process: compile the component, no cache", compile_only, true_floor);
@@ -112,7 +129,12 @@ fn main() {
 /// 20 providers; the wanted entry is the last one.
 fn registry_request(size: usize, model: &str) -> PlanRequest {
     let models: Vec<String> = (0..size)
-        .map(|i| format!(r#"{{"provider":"provider-{}","id":"model-{i}-2025-01-01","contextWindow":200000}}"#, i % 20))
+        .map(|i| {
+            format!(
+                r#"{{"provider":"provider-{}","id":"model-{i}-2025-01-01","contextWindow":200000}}"#,
+                i % 20
+            )
+        })
         .collect();
     let json = format!(
         r#"{{"cwd":"/code","mode":"single","availableModels":[{}],"agents":[{{"name":"worker"}}],"steps":[{{"agent":"worker","task":"t","model":"{model}"}}]}}"#,
@@ -125,7 +147,10 @@ fn model_resolution(planner: &Planner) {
     header("Model resolution through the component (warm plan call)");
     let exact_500 = registry_request(500, "provider-19/model-499-2025-01-01");
     let fuzzy_500 = registry_request(500, "Model_499");
-    assert_eq!(planner.plan(&fuzzy_500).unwrap().steps[0].model.as_deref(), Some("provider-19/model-499-2025-01-01"));
+    assert_eq!(
+        planner.plan(&fuzzy_500).unwrap().steps[0].model.as_deref(),
+        Some("provider-19/model-499-2025-01-01")
+    );
     let floor = measure_per_call(30, 50, || {
         planner.plan(&exact_500).unwrap();
     });
@@ -135,7 +160,10 @@ fn model_resolution(planner: &Planner) {
     row("floor: exact full id, 500-entry registry", floor, floor);
     row("fuzzy name (`Model_499`, undated), 500-entry registry", fuzzy, floor);
     for size in [100, 1000, 2000, 10_000] {
-        let exact = registry_request(size, &format!("provider-{}/model-{}-2025-01-01", (size - 1) % 20, size - 1));
+        let exact = registry_request(
+            size,
+            &format!("provider-{}/model-{}-2025-01-01", (size - 1) % 20, size - 1),
+        );
         let fuzzy = registry_request(size, &format!("Model_{}", size - 1));
         let exact_time = measure_per_call(10, 10, || {
             planner.plan(&exact).unwrap();
