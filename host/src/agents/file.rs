@@ -1,0 +1,336 @@
+//! One agent file: YAML frontmatter between `---` lines, then the system prompt.
+//!
+//! ```markdown
+//! ---
+//! name: reviewer
+//! description: Reviews a change and returns a verdict
+//! model: claude-sonnet-4-5
+//! thinking: medium
+//! tools: read, grep, find
+//! outputSchema:
+//!   type: object
+//!   required: [verdict]
+//! ---
+//! You review code changes. …
+//! ```
+
+use super::{AdapterKind, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use sublaunch_contract::{Agent, LooseString, ThinkingLevel, ThinkingSetting};
+
+/// A malformed agent file: which file, which field, what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// The frontmatter field, when the problem is in one.
+    pub field: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for AgentFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.field {
+            Some(field) => write!(f, "{}: {field}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for AgentFileError {}
+
+/// Parses the agent file at `path` (with content `text`).
+pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<AgentDef, AgentFileError> {
+    let fail = |field: Option<&str>, message: String| AgentFileError {
+        path: path.to_owned(),
+        field: field.map(str::to_owned),
+        message,
+    };
+    let (yaml, body) = split_frontmatter(text).ok_or_else(|| {
+        fail(None, "missing YAML frontmatter: the file must start with a `---` line and close it with another".into())
+    })?;
+    let value: Value = serde_norway::from_str(yaml).map_err(|e| {
+        // The YAML parser counts lines from the opening `---`; report lines of the file.
+        let text = e.to_string();
+        let what = text.split(" at line ").next().unwrap_or(&text);
+        let at = e.location().map(|l| format!(" at line {}, column {}", l.line() + 1, l.column())).unwrap_or_default();
+        fail(None, format!("broken YAML frontmatter{at}: {what}"))
+    })?;
+    let Value::Object(fields) = value else {
+        return Err(fail(None, "the frontmatter must be a mapping of fields".into()));
+    };
+    let field = Fields { fields: &fields, fail: &fail };
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = field.string("name")?.unwrap_or(stem);
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
+        return Err(fail(Some("name"), format!("'{name}' is not a valid agent name (letters, digits, `.`, `_`, `-`)")));
+    }
+    let runner = field.runner()?;
+    let planner = Agent {
+        name,
+        model: field.string("model")?.map(LooseString::Text),
+        thinking: field.thinking("thinking")?,
+        model_provider: field.string("modelProvider")?,
+        max_thinking: field.level("maxThinking")?.map(LooseString::Text),
+        machine: field.machine()?,
+        runner: runner.planner_runner(),
+        output_schema: field.schema()?,
+    };
+    Ok(AgentDef {
+        planner,
+        description: field.string("description")?.unwrap_or_default(),
+        system_prompt: body.trim_start_matches(['\r', '\n']).to_owned(),
+        tools: field.list("tools")?,
+        runner,
+        source,
+    })
+}
+
+/// The YAML between the opening and closing `---` lines, and the body after them.
+fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let rest = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n"))?;
+    let mut offset = 0;
+    for line in rest.split_inclusive('\n') {
+        if line.trim_end() == "---" {
+            return Some((&rest[..offset], &rest[offset + line.len()..]));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+struct Fields<'a, F: Fn(Option<&str>, String) -> AgentFileError> {
+    fields: &'a Map<String, Value>,
+    fail: &'a F,
+}
+
+impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
+    fn get(&self, key: &str) -> Option<&Value> {
+        self.fields.get(key).filter(|v| !v.is_null())
+    }
+
+    fn wrong(&self, key: &str, expected: &str, got: &Value) -> AgentFileError {
+        (self.fail)(Some(key), format!("expected {expected}, got {got}"))
+    }
+
+    fn string(&self, key: &str) -> Result<Option<String>, AgentFileError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_owned())),
+            Some(other) => Err(self.wrong(key, "a string", other)),
+        }
+    }
+
+    /// A thinking level name (T1), trimmed.
+    fn level(&self, key: &str) -> Result<Option<String>, AgentFileError> {
+        let Some(text) = self.string(key)? else { return Ok(None) };
+        if ThinkingLevel::from_name(&text).is_none() {
+            return Err((self.fail)(Some(key), format!("'{text}' is not a thinking level; expected one of {}", levels())));
+        }
+        Ok(Some(text))
+    }
+
+    fn thinking(&self, key: &str) -> Result<Option<ThinkingSetting>, AgentFileError> {
+        match self.get(key) {
+            Some(Value::Bool(false)) => Ok(Some(ThinkingSetting::Disabled)),
+            Some(Value::String(s)) if s.trim().is_empty() => Ok(Some(ThinkingSetting::Disabled)),
+            Some(Value::String(_)) => Ok(self.level(key)?.map(ThinkingSetting::Text)),
+            Some(other) => Err(self.wrong(key, &format!("false or one of {}", levels()), other)),
+            None => Ok(None),
+        }
+    }
+
+    /// `machine`: a saved machine's id or label; `false` means none.
+    fn machine(&self) -> Result<Option<LooseString>, AgentFileError> {
+        match self.get("machine") {
+            None | Some(Value::Bool(false)) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(LooseString::Text(s.clone()))),
+            Some(other) => Err(self.wrong("machine", "a machine name or false", other)),
+        }
+    }
+
+    /// `outputSchema`: a JSON Schema object (checked in depth by the planner).
+    fn schema(&self) -> Result<Option<String>, AgentFileError> {
+        match self.get("outputSchema") {
+            None => Ok(None),
+            Some(schema @ Value::Object(_)) => Ok(Some(schema.to_string())),
+            Some(other) => Err(self.wrong("outputSchema", "a JSON Schema object", other)),
+        }
+    }
+
+    /// A list written as a YAML sequence or a comma-separated string.
+    fn list(&self, key: &str) -> Result<Vec<String>, AgentFileError> {
+        match self.get(key) {
+            None => Ok(Vec::new()),
+            Some(Value::String(s)) => {
+                Ok(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect())
+            }
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|item| item.as_str().map(str::to_owned).ok_or_else(|| self.wrong(key, "strings", item)))
+                .collect(),
+            Some(other) => Err(self.wrong(key, "a list or a comma-separated string", other)),
+        }
+    }
+
+    /// `runner: {type, adapter, command, args}`.
+    fn runner(&self) -> Result<RunnerSpec, AgentFileError> {
+        let Some(runner) = self.get("runner") else { return Ok(RunnerSpec::adapter(AdapterKind::Pi)) };
+        let Value::Object(runner) = runner else {
+            return Err(self.wrong("runner", "a mapping with `type`", runner));
+        };
+        let text = |key: &str| match runner.get(key).filter(|v| !v.is_null()) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_owned())),
+            Some(other) => Err(self.wrong(&format!("runner.{key}"), "a string", other)),
+        };
+        let command = self.command(runner)?;
+        let kind = text("type")?.unwrap_or_else(|| "native".to_owned());
+        let adapter = match (kind.as_str(), text("adapter")?) {
+            ("native", _) => AdapterKind::Pi,
+            ("command", _) => AdapterKind::Command,
+            ("external-job", _) => AdapterKind::ExternalJob,
+            ("external-cli", None) => AdapterKind::GenericCli,
+            ("external-cli", Some(id)) => AdapterKind::EXTERNAL.iter().find(|(known, _)| *known == id).map(|(_, k)| *k).ok_or_else(
+                || {
+                    let known: Vec<&str> = AdapterKind::EXTERNAL.iter().map(|(id, _)| *id).collect();
+                    (self.fail)(Some("runner.adapter"), format!("unknown adapter '{id}'; known: {}", known.join(", ")))
+                },
+            )?,
+            (other, _) => {
+                return Err((self.fail)(
+                    Some("runner.type"),
+                    format!("unknown runner type '{other}'; known: native, command, external-cli, external-job"),
+                ));
+            }
+        };
+        match (adapter, &command) {
+            (AdapterKind::Command | AdapterKind::GenericCli, None) => {
+                Err((self.fail)(Some("runner.command"), format!("a {} runner needs a command", kind)))
+            }
+            (AdapterKind::Command, Some(argv)) => {
+                check_placeholders(argv).map_err(|message| (self.fail)(Some("runner.command"), message))?;
+                Ok(RunnerSpec { adapter, command })
+            }
+            _ => Ok(RunnerSpec { adapter, command }),
+        }
+    }
+
+    /// `runner.command` (a list, or a string split on whitespace) plus `runner.args`.
+    fn command(&self, runner: &Map<String, Value>) -> Result<Option<Vec<String>>, AgentFileError> {
+        let strings = |key: &str, value: &Value| -> Result<Vec<String>, AgentFileError> {
+            match value {
+                Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
+                Value::Array(items) => items
+                    .iter()
+                    .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| self.wrong(key, "strings", i)))
+                    .collect(),
+                other => Err(self.wrong(key, "a list of strings or a string", other)),
+            }
+        };
+        let Some(command) = runner.get("command").filter(|v| !v.is_null()) else { return Ok(None) };
+        let mut argv = strings("runner.command", command)?;
+        if let Some(args) = runner.get("args").filter(|v| !v.is_null()) {
+            argv.extend(strings("runner.args", args)?);
+        }
+        if argv.first().is_none_or(String::is_empty) {
+            return Err((self.fail)(Some("runner.command"), "the command is empty".into()));
+        }
+        Ok(Some(argv))
+    }
+}
+
+/// Every `{…}` in an argv template must be one of [`TEMPLATE_PLACEHOLDERS`].
+fn check_placeholders(argv: &[String]) -> Result<(), String> {
+    for arg in argv {
+        let mut rest = arg.as_str();
+        while let Some(start) = rest.find('{') {
+            let end = rest[start..].find('}').map(|e| start + e + 1).ok_or_else(|| format!("unclosed `{{` in '{arg}'"))?;
+            let placeholder = &rest[start..end];
+            if !TEMPLATE_PLACEHOLDERS.contains(&placeholder) {
+                return Err(format!("unknown placeholder {placeholder} in '{arg}'; known: {}", TEMPLATE_PLACEHOLDERS.join(", ")));
+            }
+            rest = &rest[end..];
+        }
+    }
+    Ok(())
+}
+
+fn levels() -> String {
+    ThinkingLevel::ALL.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<AgentDef, AgentFileError> {
+        parse_agent_file(Path::new("/agents/reviewer.md"), text, AgentSource::BuiltIn)
+    }
+
+    #[test]
+    fn a_full_agent_file_parses() {
+        let agent = parse(
+            "---\nname: reviewer\ndescription: Reviews\nmodel: claude-sonnet-4-5\nthinking: medium\nmaxThinking: high\n\
+             tools: read, grep\noutputSchema:\n  type: object\n  required: [verdict]\n---\nYou review.\n",
+        )
+        .unwrap();
+        assert_eq!(agent.name(), "reviewer");
+        assert_eq!(agent.planner.model, Some(LooseString::Text("claude-sonnet-4-5".into())));
+        assert_eq!(agent.planner.thinking, Some(ThinkingSetting::Text("medium".into())));
+        assert_eq!(agent.tools, ["read", "grep"]);
+        assert_eq!(agent.system_prompt, "You review.\n");
+        assert_eq!(agent.runner.adapter, AdapterKind::Pi);
+        let schema: Value = serde_json::from_str(agent.planner.output_schema.as_deref().unwrap()).unwrap();
+        assert_eq!(schema["required"][0], "verdict");
+    }
+
+    #[test]
+    fn the_name_defaults_to_the_file_stem() {
+        assert_eq!(parse("---\ndescription: x\n---\n").unwrap().name(), "reviewer");
+    }
+
+    #[test]
+    fn runners_map_to_adapters() {
+        let shell = parse("---\nrunner:\n  type: external-cli\n  adapter: shell\n---\n").unwrap();
+        assert_eq!(shell.runner.adapter, AdapterKind::Shell);
+        assert_eq!(shell.planner.runner.unwrap().adapter.as_deref(), Some("shell"));
+        let command =
+            parse("---\nrunner:\n  type: command\n  command: [my-agent, --prompt, \"{task}\", -m, \"{model}\"]\n---\n").unwrap();
+        assert_eq!(command.runner.command.unwrap(), ["my-agent", "--prompt", "{task}", "-m", "{model}"]);
+        let generic = parse("---\nrunner:\n  type: external-cli\n  command: cat\n  args: [-n]\n---\n").unwrap();
+        assert_eq!(generic.runner.adapter, AdapterKind::GenericCli);
+        assert_eq!(generic.runner.command.unwrap(), ["cat", "-n"]);
+    }
+
+    #[test]
+    fn broken_files_name_the_file_and_field() {
+        let cases = [
+            ("no frontmatter\n", None, "missing YAML frontmatter"),
+            ("---\nname: [unclosed\n---\n", None, "broken YAML frontmatter at line 3, column 1: did not find"),
+            ("---\nrunner:\n  type: docker\n---\n", Some("runner.type"), "unknown runner type 'docker'"),
+            ("---\nrunner:\n  type: external-cli\n  adapter: gemini\n---\n", Some("runner.adapter"), "unknown adapter"),
+            ("---\nrunner:\n  type: command\n  command: [x, \"{prompt}\"]\n---\n", Some("runner.command"), "{prompt}"),
+            ("---\nrunner:\n  type: command\n---\n", Some("runner.command"), "needs a command"),
+            ("---\nthinking: extreme\n---\n", Some("thinking"), "'extreme' is not a thinking level"),
+            ("---\nmodel: 5\n---\n", Some("model"), "expected a string"),
+            ("---\noutputSchema: [1]\n---\n", Some("outputSchema"), "JSON Schema object"),
+            ("---\nname: has space\n---\n", Some("name"), "not a valid agent name"),
+        ];
+        for (text, field, fragment) in cases {
+            let error = parse(text).unwrap_err();
+            assert_eq!(error.field.as_deref(), field, "{text:?}: {error}");
+            assert!(error.to_string().contains(fragment), "{text:?}: {error}");
+            assert!(error.to_string().starts_with("/agents/reviewer.md: "), "{error}");
+        }
+    }
+
+    #[test]
+    fn an_unclosed_frontmatter_is_reported() {
+        assert!(parse("---\nname: x\n").unwrap_err().message.contains("missing YAML frontmatter"));
+    }
+}
