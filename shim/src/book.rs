@@ -1,0 +1,269 @@
+//! The shim's `status.json` and active-run marker while it owns the single-writer window
+//! (S1: from commit until exit), with the capacity-resilient writer of A9/I7.
+//!
+//! The status is read once at commit (keeping the host's fields, W9) and then kept in memory
+//! and written whole. A write that fails with a storage-capacity error keeps only its newest
+//! payload and is retried every 1 000 ms; a newer successful write drops it; once the terminal
+//! state is written, pending marker retries are dropped (no resurrection, I7).
+
+use std::io;
+use std::time::{Duration, Instant};
+use sublaunch_runfiles::atomic::WriteOptions;
+use sublaunch_runfiles::deferred::{Deferred, DeferredKind, Submitted};
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
+use sublaunch_runfiles::index::ActiveRunIndex;
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::status::{RunState, Status, read_status};
+
+/// Activity-only status updates are coalesced to one per this interval (S3).
+pub const ACTIVITY_INTERVAL: Duration = Duration::from_millis(1_000);
+
+/// Keys of deferred writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Key {
+    /// `status.json`.
+    Status,
+    /// `.active-runs/<runId>`.
+    Mark,
+}
+
+/// A deferred operation.
+#[derive(Clone, Debug)]
+pub enum Op {
+    /// Write these status bytes.
+    Status(Vec<u8>, WriteOptions),
+    /// Create-or-touch the marker (I2 + I7 check).
+    Mark,
+}
+
+/// The outcome of a write.
+#[derive(Debug)]
+pub enum Written {
+    /// On disk.
+    Now,
+    /// Capacity error: queued for retry (A9).
+    Deferred,
+    /// Dropped (a mark after the terminal state).
+    Dropped,
+}
+
+/// Status and marker writer.
+pub struct StatusBook {
+    run: Dir,
+    index: Option<ActiveRunIndex>,
+    run_id: String,
+    tool_call_id: Option<String>,
+    policy: DurabilityPolicy,
+    deferred: Deferred<Key, Op>,
+    /// The in-memory status (authoritative during the shim's window).
+    pub status: Status,
+    last_write: Option<Instant>,
+    dirty: bool,
+}
+
+impl std::fmt::Debug for StatusBook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusBook")
+            .field("run", &self.run.path())
+            .field("deferred", &self.deferred)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the base status was at commit.
+#[derive(Debug)]
+pub enum Base {
+    /// The host's document.
+    Host,
+    /// None on disk: starting from `{}`.
+    Absent,
+    /// Corrupt or unreadable (a planted symlink, F38): starting from `{}`; the reason.
+    Replaced(String),
+}
+
+impl StatusBook {
+    /// Reads the base status of the run (never failing: a corrupt or unreadable document is
+    /// replaced by the shim's own, which the next write puts in place atomically, A5).
+    pub fn open(
+        run: Dir,
+        runs: Option<&Dir>,
+        run_id: &str,
+        tool_call_id: Option<String>,
+        policy: DurabilityPolicy,
+    ) -> (Self, Base) {
+        let (status, base) = match read_status(&run) {
+            Ok(ReadDoc::Present(status)) => (status, Base::Host),
+            Ok(ReadDoc::Absent) => (Status::default(), Base::Absent),
+            Ok(ReadDoc::Corrupt(c)) => (Status::default(), Base::Replaced(format!("corrupt: {}", c.error))),
+            Err(e) => (Status::default(), Base::Replaced(e.to_string())),
+        };
+        let index = runs.and_then(|runs| match ActiveRunIndex::new(runs, policy) {
+            Ok(index) => Some(index),
+            Err(e) => {
+                eprintln!("sublaunch-shim: the active-run index is unavailable: {e}");
+                None
+            }
+        });
+        let book = Self {
+            run,
+            index,
+            run_id: run_id.to_owned(),
+            tool_call_id,
+            policy,
+            deferred: Deferred::default(),
+            status,
+            last_write: None,
+            dirty: false,
+        };
+        (book, base)
+    }
+
+    /// The run directory handle.
+    pub fn run(&self) -> &Dir {
+        &self.run
+    }
+
+    /// Writes the in-memory status as `kind` now (or defers it on a capacity error).
+    pub fn write(&mut self, kind: DocKind) -> io::Result<Written> {
+        let bytes = to_pretty_bytes(&self.status);
+        self.write_bytes(bytes, kind)
+    }
+
+    /// Writes `bytes` as the status (the `corrupt` test hook passes invalid JSON).
+    pub fn write_bytes(&mut self, bytes: Vec<u8>, kind: DocKind) -> io::Result<Written> {
+        let options = self.policy.options(kind);
+        self.dirty = false;
+        self.last_write = Some(Instant::now());
+        let run = &self.run;
+        match self.deferred.submit(
+            Key::Status,
+            DeferredKind::Write,
+            Op::Status(bytes, options),
+            Instant::now(),
+            |op| apply(run, self.index.as_ref(), &self.run_id, self.tool_call_id.as_deref(), op),
+        ) {
+            Submitted::Done => Ok(Written::Now),
+            Submitted::Deferred => Ok(Written::Deferred),
+            Submitted::Dropped => Ok(Written::Dropped),
+            Submitted::Failed(e) => Err(e),
+        }
+    }
+
+    /// I2 + I7: create-or-touch the marker, re-checking the status afterwards (deferred on a
+    /// capacity error; dropped after the terminal state). Other errors are logged.
+    pub fn mark(&mut self) {
+        if self.index.is_none() {
+            return;
+        }
+        let run = &self.run;
+        match self
+            .deferred
+            .submit(Key::Mark, DeferredKind::Mark, Op::Mark, Instant::now(), |op| {
+                apply(run, self.index.as_ref(), &self.run_id, self.tool_call_id.as_deref(), op)
+            }) {
+            Submitted::Failed(e) => eprintln!("sublaunch-shim: cannot mark the run active: {e}"),
+            Submitted::Done | Submitted::Deferred | Submitted::Dropped => {}
+        }
+    }
+
+    /// The terminal state was written (or queued): pending marks are dropped and refused
+    /// from now on (I7).
+    pub fn terminal_written(&mut self) {
+        self.deferred.terminal_written();
+    }
+
+    /// I4: releases the marker and aliases, writing the terminal-run entry.
+    pub fn release(&mut self, state: &RunState) -> io::Result<()> {
+        self.deferred.terminal_written();
+        let Some(index) = &self.index else { return Ok(()) };
+        let outcome = index.release(&self.run_id, state, self.tool_call_id.as_deref(), Some(&self.run))?;
+        for warning in outcome.warnings {
+            eprintln!("sublaunch-shim: {warning}");
+        }
+        Ok(())
+    }
+
+    /// Whether anything is waiting for capacity.
+    pub fn pending(&self) -> bool {
+        !self.deferred.is_empty()
+    }
+
+    /// When the next deferred retry or coalesced activity write is due.
+    pub fn next_due(&self) -> Option<Instant> {
+        let activity = self
+            .dirty
+            .then(|| self.last_write.map_or_else(Instant::now, |t| t + ACTIVITY_INTERVAL));
+        match (self.deferred.next_due(), activity) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Retries due deferred writes and performs a due coalesced activity write.
+    pub fn tick(&mut self, now: Instant) {
+        let run = &self.run;
+        let index = self.index.as_ref();
+        let run_id = &self.run_id;
+        let tool_call = self.tool_call_id.as_deref();
+        for (key, e) in self
+            .deferred
+            .retry_due(now, |_, op| apply(run, index, run_id, tool_call, op))
+        {
+            eprintln!("sublaunch-shim: deferred {key:?} write failed: {e}");
+        }
+        if self.dirty
+            && self.last_write.is_none_or(|t| now >= t + ACTIVITY_INTERVAL)
+            && let Err(e) = self.write(DocKind::RunningStatus)
+        {
+            eprintln!("sublaunch-shim: cannot update status.json: {e}");
+        }
+    }
+
+    /// Notes agent activity (coalesced into the next status write).
+    pub fn touch_activity(&mut self, wall_ms: u64) {
+        self.status.last_activity_at = Some(wall_ms);
+        self.status.last_update = Some(wall_ms);
+        self.dirty = true;
+    }
+
+    /// Blocks (signals keep being counted) until nothing is deferred or `until` passes;
+    /// returns whether everything landed.
+    pub fn flush(&mut self, until: Instant) -> bool {
+        loop {
+            let now = Instant::now();
+            self.tick(now);
+            if self.deferred.is_empty() {
+                return true;
+            }
+            if now >= until {
+                return false;
+            }
+            let wake = self.deferred.next_due().unwrap_or(now).min(until);
+            crate::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
+        }
+    }
+}
+
+fn apply(
+    run: &Dir,
+    index: Option<&ActiveRunIndex>,
+    run_id: &str,
+    tool_call_id: Option<&str>,
+    op: &Op,
+) -> io::Result<()> {
+    match op {
+        Op::Status(bytes, options) => run.write_with(names::STATUS, bytes, options),
+        Op::Mark => match index {
+            Some(index) => {
+                let outcome = index.mark_checked(run_id, tool_call_id, run)?;
+                if let Some(e) = outcome.alias_error {
+                    eprintln!("sublaunch-shim: cannot create the tool-call alias: {e}");
+                }
+                Ok(())
+            }
+            None => Ok(()),
+        },
+    }
+}

@@ -1,0 +1,146 @@
+//! The shim's run context: the validated configuration, the resolved directories, the seams
+//! (filesystem, clock, random source), the durability policy, the fault hooks, the doorbell,
+//! the test-parent monitor and the revival lease.
+
+use crate::clock::ShimClock;
+use crate::doorbell::Doorbell;
+use crate::faults::Faults;
+use crate::parent::ParentMonitor;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use sublaunch_runfiles::config::RunnerConfig;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::layout::{Layout, names};
+use sublaunch_runfiles::lease::{Lease, WriterState};
+use sublaunch_runfiles::seams::Seams;
+
+/// The directories of one run.
+#[derive(Clone, Debug)]
+pub struct Paths {
+    /// `<run>` (`asyncDir`).
+    pub run: PathBuf,
+    /// `<runs>`: the run directory's parent.
+    pub runs: PathBuf,
+    /// `<root>`: the parent of `<runs>` when it is named `runs`, else the environment's root.
+    pub root: PathBuf,
+    /// The result file (`resultPath`).
+    pub result: PathBuf,
+    /// `<results>`: the result file's directory.
+    pub results: PathBuf,
+}
+
+impl Paths {
+    /// Resolves the paths of `cfg`.
+    pub fn of(cfg: &RunnerConfig) -> Self {
+        let run = PathBuf::from(&cfg.async_dir);
+        let runs = run.parent().map_or_else(|| run.clone(), Path::to_path_buf);
+        let root = if runs.file_name().is_some_and(|n| n == names::RUNS_DIR) {
+            runs.parent().map_or_else(|| runs.clone(), Path::to_path_buf)
+        } else {
+            Layout::from_env().map_or_else(|_| runs.clone(), |l| l.root().to_path_buf())
+        };
+        let result = PathBuf::from(&cfg.result_path);
+        let results = result.parent().map_or_else(|| runs.clone(), Path::to_path_buf);
+        Self {
+            run,
+            runs,
+            root,
+            result,
+            results,
+        }
+    }
+}
+
+/// A held revival lease (R6a) and the canonical session file it guards.
+#[derive(Debug)]
+pub struct HeldLease {
+    /// The lease.
+    pub lease: Lease,
+    /// The canonical session file (the candidate's `sessionFile`).
+    pub session_file: String,
+}
+
+/// Everything the phases of the shim share.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The validated configuration.
+    pub cfg: RunnerConfig,
+    /// The run's directories.
+    pub paths: Paths,
+    /// The seams every directory handle uses.
+    pub seams: Arc<Seams>,
+    /// The clock inside `seams` (for the `wallclock` hook).
+    pub clock: Arc<ShimClock>,
+    /// A4 durability policy.
+    pub policy: DurabilityPolicy,
+    /// Test hooks (empty in production builds).
+    pub faults: Faults,
+    /// The startup doorbell.
+    pub doorbell: Doorbell,
+    /// R4.
+    pub parent: ParentMonitor,
+    /// The revival lease while held.
+    pub lease: Option<HeldLease>,
+    /// The shim's pid.
+    pub pid: u32,
+}
+
+impl Ctx {
+    /// Opens `<run>` (a fresh handle: before commit the shim keeps no descriptor open between
+    /// checks, H9).
+    pub fn open_run(&self) -> io::Result<Dir> {
+        Dir::open_with(&self.paths.run, self.seams.clone())
+    }
+
+    /// Wall-clock epoch ms (possibly shifted by the `wallclock` hook).
+    pub fn now_wall(&self) -> u64 {
+        use sublaunch_runfiles::clock::Clock;
+        self.clock.wall_ms()
+    }
+
+    /// The name of step `index`'s agent.
+    pub fn agent_name(&self, index: usize) -> String {
+        self.cfg
+            .steps
+            .get(index)
+            .and_then(|s| s.agent.clone())
+            .unwrap_or_else(|| "shell".into())
+    }
+
+    /// The run mode: the configuration's `mode`, else `single` / `chain` by step count.
+    pub fn mode(&self) -> String {
+        self.cfg
+            .extra
+            .get("mode")
+            .and_then(serde_json::Value::as_str)
+            .map_or_else(
+                || if self.cfg.steps.len() > 1 { "chain" } else { "single" }.to_owned(),
+                str::to_owned,
+            )
+    }
+
+    /// Records the lease writer state (R10, revival only); failures are logged.
+    pub fn set_writer(&mut self, state: WriterState, pid: Option<u32>) {
+        let now = self.now_wall();
+        let identity = pid.and_then(|p| sublaunch_runfiles::procinfo::start_identity(p).ok().flatten());
+        if let Some(held) = &mut self.lease
+            && let Err(e) = held.lease.set_writer(state, pid, identity, now)
+        {
+            eprintln!("sublaunch-shim: cannot update the session lease writer state: {e}");
+        }
+    }
+
+    /// X11: releases the lease if held. `Some(true)` only when the release succeeded.
+    pub fn release_lease(&mut self) -> Option<bool> {
+        let held = self.lease.take()?;
+        match held.lease.release() {
+            Ok(released) => Some(released),
+            Err(e) => {
+                eprintln!("sublaunch-shim: cannot release the session lease: {e}");
+                Some(false)
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! R12: the control inbox `<run>/control/{stop,interrupt,timeout}.json`, watched with inotify
+//! plus a safety poll. A control file is consumed (removed) when seen; its content is not
+//! interpreted.
+
+use rustix::fd::{AsRawFd, OwnedFd};
+use rustix::fs::inotify;
+use std::mem::MaybeUninit;
+use std::time::{Duration, Instant};
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::layout::names;
+
+/// Safety poll interval with inotify.
+pub const SAFETY_POLL: Duration = Duration::from_millis(1_000);
+/// Poll interval without inotify.
+pub const FALLBACK_POLL: Duration = Duration::from_millis(250);
+
+/// A request from the inbox.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ControlRequest {
+    /// `stop.json`.
+    Stop,
+    /// `timeout.json`.
+    Timeout,
+    /// `interrupt.json`.
+    Interrupt,
+}
+
+/// The inbox of one run.
+#[derive(Debug)]
+pub struct ControlInbox {
+    dir: Option<Dir>,
+    inotify: Option<OwnedFd>,
+    next_poll: Instant,
+}
+
+impl ControlInbox {
+    /// Creates `<run>/control` (0700) if needed and starts watching it.
+    pub fn open(run: &Dir) -> Self {
+        let dir = match run.ensure_child(names::CONTROL_DIR) {
+            Ok(dir) => Some(dir),
+            Err(e) => {
+                eprintln!("sublaunch-shim: the control inbox is unavailable: {e}");
+                None
+            }
+        };
+        let inotify = dir.as_ref().and_then(|dir| {
+            let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
+            let mask = inotify::WatchFlags::MOVED_TO | inotify::WatchFlags::CLOSE_WRITE | inotify::WatchFlags::CREATE;
+            inotify::add_watch(&fd, dir.path(), mask).ok()?;
+            Some(fd)
+        });
+        Self {
+            dir,
+            inotify,
+            next_poll: Instant::now(),
+        }
+    }
+
+    /// The inotify descriptor to wait on.
+    pub fn pollfd(&self) -> Option<libc::pollfd> {
+        self.inotify.as_ref().map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+    }
+
+    /// When the next safety poll is due.
+    pub fn due(&self) -> Option<Instant> {
+        self.dir.as_ref().map(|_| self.next_poll)
+    }
+
+    /// Looks for requests when `woken` (inotify readable) or the safety poll is due.
+    pub fn check(&mut self, now: Instant, woken: bool) -> Vec<ControlRequest> {
+        let Some(dir) = &self.dir else { return Vec::new() };
+        if !woken && now < self.next_poll {
+            return Vec::new();
+        }
+        if let Some(fd) = &self.inotify {
+            let mut buf = [MaybeUninit::<u8>::uninit(); 1024];
+            let mut reader = inotify::Reader::new(fd, &mut buf);
+            while reader.next().is_ok() {}
+        }
+        self.next_poll = now
+            + if self.inotify.is_some() {
+                SAFETY_POLL
+            } else {
+                FALLBACK_POLL
+            };
+        let mut requests = Vec::new();
+        for (name, request) in [
+            (names::CONTROL_STOP, ControlRequest::Stop),
+            (names::CONTROL_TIMEOUT, ControlRequest::Timeout),
+            (names::CONTROL_INTERRUPT, ControlRequest::Interrupt),
+        ] {
+            if matches!(dir.stat(name), Ok(Some(_))) {
+                if let Err(e) = dir.remove(name) {
+                    eprintln!("sublaunch-shim: cannot consume control/{name}: {e}");
+                }
+                requests.push(request);
+            }
+        }
+        requests
+    }
+}

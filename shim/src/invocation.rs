@@ -1,0 +1,69 @@
+//! R1/R2: where the runner configuration comes from and how it is validated.
+//!
+//! `sublaunch-shim <cfgPath>`, else `$SUBLAUNCH_RUNNER_CONFIG`, else the configuration on stdin
+//! until EOF. A file is unlinked right after it is read (it holds tokens), valid or not.
+//! Validation is `sublaunch_runfiles::config::parse_runner_config` (R2 messages, no value
+//! echoed); the caller turns an error into exit 2 with `Subagent runner error: …`.
+
+use std::io::Read;
+use std::path::PathBuf;
+use sublaunch_runfiles::config::{ConfigError, RunnerConfig, parse_runner_config, read_runner_config_file};
+
+/// The environment variable naming the configuration file (R1).
+pub const RUNNER_CONFIG_ENV: &str = "SUBLAUNCH_RUNNER_CONFIG";
+
+/// Where the configuration is read from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Source {
+    /// A file (argument or environment), unlinked after reading.
+    File(PathBuf),
+    /// Standard input until EOF.
+    Stdin,
+}
+
+/// R1: the first argument, else `$SUBLAUNCH_RUNNER_CONFIG`, else stdin.
+pub fn source(args: &[std::ffi::OsString], env: Option<std::ffi::OsString>) -> Source {
+    match args.get(1) {
+        Some(path) if !path.is_empty() => Source::File(PathBuf::from(path)),
+        _ => match env.filter(|v| !v.is_empty()) {
+            Some(path) => Source::File(PathBuf::from(path)),
+            None => Source::Stdin,
+        },
+    }
+}
+
+/// Reads and validates the configuration (R1, R2).
+pub fn read(source: &Source) -> Result<RunnerConfig, ConfigError> {
+    match source {
+        Source::File(path) => read_runner_config_file(path),
+        Source::Stdin => {
+            let mut bytes = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut bytes)
+                .map_err(|e| ConfigError(format!("Invalid runner configuration: cannot read standard input: {e}")))?;
+            parse_runner_config(&bytes)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::ffi::OsString;
+
+    #[test]
+    fn r1_argument_then_environment_then_stdin() {
+        let args = |v: &[&str]| v.iter().map(OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            source(&args(&["shim", "/a.json"]), Some("/b.json".into())),
+            Source::File("/a.json".into())
+        );
+        assert_eq!(
+            source(&args(&["shim"]), Some("/b.json".into())),
+            Source::File("/b.json".into())
+        );
+        assert_eq!(source(&args(&["shim"]), Some("".into())), Source::Stdin);
+        assert_eq!(source(&args(&["shim"]), None), Source::Stdin);
+    }
+}

@@ -1,0 +1,157 @@
+//! Reaping (R3, X3, X8). The shim is a child subreaper, so besides the agent it inherits every
+//! orphaned descendant. Everything is reaped here with `waitid(P_ALL, WEXITED|WNOHANG)` — never
+//! through `std::process::Child` or a per-pid waiter, which would race with adopting orphans.
+//! The agent's status is kept; adopted processes are just reaped.
+
+use std::time::Instant;
+
+/// How a child ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExitInfo {
+    /// Exit code when it exited.
+    pub code: Option<i32>,
+    /// Signal number when a signal killed it.
+    pub signal: Option<i32>,
+    /// Wall ms when the shim reaped it.
+    pub at_wall: u64,
+    /// Monotonic instant of the reaping.
+    pub at: Instant,
+}
+
+impl ExitInfo {
+    /// The signal's name (`SIGKILL`), if any.
+    pub fn signal_name(&self) -> Option<String> {
+        self.signal.map(crate::signals::name)
+    }
+}
+
+/// The reaper of one shim.
+#[derive(Debug, Default)]
+pub struct Reaper {
+    agent: Option<u32>,
+    agent_exit: Option<ExitInfo>,
+}
+
+impl Reaper {
+    /// Starts watching a new agent.
+    pub fn watch(&mut self, pid: u32) {
+        self.agent = Some(pid);
+        self.agent_exit = None;
+    }
+
+    /// The watched agent's pid.
+    pub fn agent(&self) -> Option<u32> {
+        self.agent
+    }
+
+    /// How the watched agent ended, once reaped.
+    pub fn agent_exit(&self) -> Option<&ExitInfo> {
+        self.agent_exit.as_ref()
+    }
+
+    /// Reaps every child that has exited; returns the pids of the non-agent ones.
+    pub fn reap(&mut self, wall_ms: impl Fn() -> u64) -> Vec<u32> {
+        let mut others = Vec::new();
+        loop {
+            // SAFETY: waitid into a zeroed local siginfo_t; si_pid/si_status read the union
+            // members waitid fills for CLD_* codes.
+            let (pid, code, status) = unsafe {
+                let mut info: libc::siginfo_t = std::mem::zeroed();
+                let rc = libc::waitid(libc::P_ALL, 0, &raw mut info, libc::WEXITED | libc::WNOHANG);
+                if rc != 0 {
+                    if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR) {
+                        continue;
+                    }
+                    break;
+                }
+                (info.si_pid(), info.si_code, info.si_status())
+            };
+            let Ok(pid) = u32::try_from(pid) else { break };
+            if pid == 0 {
+                break;
+            }
+            if Some(pid) == self.agent {
+                let exited = code == libc::CLD_EXITED;
+                self.agent_exit = Some(ExitInfo {
+                    code: exited.then_some(status),
+                    signal: (!exited).then_some(status),
+                    at_wall: wall_ms(),
+                    at: Instant::now(),
+                });
+            } else {
+                others.push(pid);
+            }
+        }
+        others
+    }
+}
+
+/// The shim's current children (`/proc/self/task/*/children`).
+pub fn children_of_self() -> Vec<u32> {
+    let mut out = Vec::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.filter_map(Result::ok) {
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Fields of `/proc/<pid>/stat` the supervisor needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Process state letter (`Z` = zombie).
+    pub state: u8,
+    /// Process group.
+    pub pgrp: u32,
+    /// Session.
+    pub session: u32,
+}
+
+/// Parses `/proc/<pid>/stat` (fields counted after the last `)`).
+pub fn proc_stat(pid: u32) -> Option<ProcStat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    let mut fields = after.split_ascii_whitespace();
+    let state = *fields.next()?.as_bytes().first()?;
+    let _ppid = fields.next()?;
+    let pgrp = fields.next()?.parse().ok()?;
+    let session = fields.next()?.parse().ok()?;
+    Some(ProcStat { state, pgrp, session })
+}
+
+/// Every live (non-zombie) process whose session is `session` or whose group is `pgrp`,
+/// except `except`.
+pub fn members(session: Option<u32>, pgrp: Option<u32>, except: u32) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let mut out: Vec<u32> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != except)
+        .filter(|pid| {
+            proc_stat(*pid).is_some_and(|st| st.state != b'Z' && (Some(st.session) == session || Some(st.pgrp) == pgrp))
+        })
+        .collect();
+    out.sort_unstable();
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_stat_is_readable() {
+        let me = std::process::id();
+        let st = proc_stat(me).unwrap();
+        assert_ne!(st.state, b'Z');
+        assert!(st.session > 0);
+    }
+}

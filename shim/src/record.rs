@@ -1,0 +1,347 @@
+//! Recording the end (R13, S4, S11, S12, X11). Order:
+//! terminal `status.json` → result file → step/run events → final candidate → lease release,
+//! then `revivalLeaseReleaseAcknowledged` in the candidate → exit. The host's finalization
+//! (S7) starts only after the shim exited, so it always sees the final candidate.
+
+use crate::book::Written;
+use crate::context::Ctx;
+use crate::run::Supervisor;
+use crate::step_end::StepEnd;
+use serde_json::{Map, Value, json};
+use std::time::{Duration, Instant};
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_runfiles::durability::DocKind;
+use sublaunch_runfiles::events::{self, StepOutcome};
+use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::proof::{Candidate, WriterRecord};
+use sublaunch_runfiles::results::{
+    OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
+};
+use sublaunch_runfiles::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
+
+/// How long the end records wait for storage capacity to return (A9) before giving up.
+pub const FLUSH_LIMIT: Duration = Duration::from_secs(120);
+
+fn outcome_of(state: &RunState) -> StepOutcome {
+    match state {
+        RunState::Complete => StepOutcome::Completed,
+        RunState::Stopped => StepOutcome::Stopped,
+        RunState::Paused => StepOutcome::Paused,
+        _ => StepOutcome::Failed,
+    }
+}
+
+/// Writes a step's end into the in-memory status.
+fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
+    let state = end.state();
+    let Some(step) = sup.book.status.steps.as_mut().and_then(|s| s.get_mut(end.index)) else {
+        return;
+    };
+    step.status = Some(state.as_str().to_owned());
+    step.started_at.get_or_insert(end.started_wall);
+    step.ended_at = Some(end.ended_wall);
+    step.duration_ms = Some(end.duration_ms);
+    step.exit_code = end.exit_code();
+    step.error = end.error();
+    if let Some(pid) = end.pid {
+        step.extra.insert(
+            "externalProcess".into(),
+            json!({
+                "pid": pid,
+                "startedAt": end.started_wall,
+                "endedAt": end.ended_wall,
+                "durationMs": end.duration_ms,
+                "exitCode": end.exit.as_ref().and_then(|e| e.code),
+                "processSignal": end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
+                "stdoutBytes": end.stdout_bytes,
+                "stderrBytes": end.stderr_bytes,
+            }),
+        );
+    }
+}
+
+fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
+    events::step_finished(
+        outcome_of(&end.state()),
+        ctx.now_wall(),
+        &ctx.cfg.id,
+        end.index,
+        &end.agent,
+        end.exit_code(),
+        end.duration_ms,
+    )
+}
+
+/// Closes a step that is followed by another: status and `subagent.step.completed`.
+pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &StepEnd) {
+    apply_step(sup, end);
+    sup.book.status.last_update = Some(ctx.now_wall());
+    if let Err(e) = sup.book.write(DocKind::RunningStatus) {
+        eprintln!("sublaunch-shim: cannot update status.json: {e}");
+    }
+    sup.events.append(&step_event(ctx, end));
+}
+
+/// S12; returns the exit code (R14).
+pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
+    let Some(last) = ends.last() else {
+        return crate::exit::RECORDING_FAILED;
+    };
+    let mut state = last.state();
+    let mut error = last.error();
+    let ended_wall = ctx.now_wall();
+    let duration_ms = crate::clock::elapsed_ms(sup.started.0, Instant::now());
+    apply_step(sup, last);
+
+    // 1. Terminal status (durable), then the index (I4, I7).
+    sup.book.status.mark_terminal(state.clone(), ended_wall, error.clone());
+    let mut status_landed = write_terminal(sup);
+    sup.book.terminal_written();
+    if !status_landed && sup.book.pending() {
+        status_landed = sup.book.flush(Instant::now() + FLUSH_LIMIT);
+    }
+    if let Err(e) = sup.book.release(&state) {
+        eprintln!("sublaunch-shim: cannot release the active-run marker: {e}");
+    }
+
+    // 2. Result file (S11).
+    let _ = ctx.fire(ShimPoint::BeforeResult);
+    let payload = result_payload(ctx, ends, &state, error.as_deref(), ended_wall, duration_ms);
+    let result_ok = match publish(ctx, &payload) {
+        Ok(()) => true,
+        Err(message) => {
+            eprintln!("sublaunch-shim: {message}");
+            state = RunState::Failed;
+            error = Some(message);
+            sup.book.status.mark_terminal(state.clone(), ended_wall, error.clone());
+            status_landed = write_terminal(sup) || (sup.book.pending() && sup.book.flush(Instant::now() + FLUSH_LIMIT));
+            false
+        }
+    };
+
+    // 3. Events: the last step, the run marker, run.completed.
+    sup.events.append(&step_event(ctx, last));
+    let marker = match state {
+        RunState::Stopped => Some("stopped"),
+        RunState::Paused => Some("paused"),
+        _ if last.timeout.is_some() => Some("timed_out"),
+        _ => None,
+    };
+    if let Some(kind) = marker {
+        sup.events
+            .append(&events::run_marker(kind, ctx.now_wall(), &ctx.cfg.id, error.as_deref()));
+    }
+    sup.events.append(&events::run_completed(
+        ctx.now_wall(),
+        &ctx.cfg.id,
+        state.as_str(),
+        duration_ms,
+    ));
+
+    // 4. Final candidate (S8, R13).
+    let _ = ctx.fire(ShimPoint::BeforeCandidate);
+    write_candidate(ctx, sup.run_dir(), ends);
+
+    // 5. Lease release, then its acknowledgement (X11).
+    if let Some(released) = ctx.release_lease() {
+        acknowledge_release(ctx, sup.run_dir(), released);
+    }
+
+    // 6. Anything still deferred; stragglers adopted since the last step (X8).
+    if !sup.book.flush(Instant::now() + FLUSH_LIMIT) {
+        eprintln!("sublaunch-shim: some status writes never found storage capacity");
+    }
+    let clock = ctx.clock.clone();
+    let stragglers = crate::tree::sweep(&mut sup.reaper, None, None, &move || {
+        use sublaunch_runfiles::clock::Clock;
+        clock.wall_ms()
+    });
+    if stragglers.killed > 0 {
+        eprintln!(
+            "sublaunch-shim: killed {} adopted descendant(s) at the end of the run",
+            stragglers.killed
+        );
+    }
+    let _ = ctx.fire(ShimPoint::BeforeExit);
+    if status_landed || result_ok {
+        crate::exit::RECORDED
+    } else {
+        crate::exit::report("neither the terminal status nor the result could be written.");
+        crate::exit::RECORDING_FAILED
+    }
+}
+
+fn write_terminal(sup: &mut Supervisor) -> bool {
+    match sup.book.write(DocKind::TerminalStatus) {
+        Ok(Written::Now) => true,
+        Ok(Written::Deferred | Written::Dropped) => false,
+        Err(e) => {
+            eprintln!("sublaunch-shim: cannot write the terminal status: {e}");
+            false
+        }
+    }
+}
+
+fn publish(ctx: &mut Ctx, payload: &Value) -> Result<(), String> {
+    let modifier = ctx.faults.take_modifier();
+    if modifier.skip {
+        return Ok(());
+    }
+    let path = ctx.paths.result.clone();
+    let fail = |cause: &dyn std::fmt::Display| result_write_failure(&path, cause);
+    let results = Dir::create_private_with(&ctx.paths.results, ctx.seams.clone()).map_err(|e| fail(&e))?;
+    if modifier.corrupt {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result.json");
+        return results
+            .write_with(name, CORRUPT_PAYLOAD, &ctx.policy.options(DocKind::ResultPayload))
+            .map_err(|e| fail(&e));
+    }
+    let async_dir = ctx.cfg.async_dir.clone();
+    publish_result(
+        &Publish {
+            results: &results,
+            result_path: &path,
+            run_id: &ctx.cfg.id,
+            session_id: ctx.cfg.session_id.as_deref(),
+            tool_call_id: ctx.cfg.tool_call_id.as_deref(),
+            async_dir: Some(&async_dir),
+            payload,
+        },
+        ctx.policy,
+    )
+    .map(|report| {
+        for warning in report.warnings {
+            eprintln!("sublaunch-shim: {warning}");
+        }
+    })
+    .map_err(|e| fail(&e))
+}
+
+/// The S11 payload.
+fn result_payload(
+    ctx: &Ctx,
+    ends: &[StepEnd],
+    state: &RunState,
+    error: Option<&str>,
+    ended_wall: u64,
+    duration_ms: u64,
+) -> Value {
+    let stopped = *state == RunState::Stopped;
+    let timed_out = ends.iter().any(|e| e.timeout.is_some());
+    let results: Vec<StepResult> = ends
+        .iter()
+        .map(|end| StepResult {
+            agent: end.agent.clone(),
+            output: end.output.clone(),
+            output_state: if end.output.is_empty() {
+                OutputState::Absent
+            } else {
+                OutputState::Present
+            },
+            error: end.error(),
+            protocol_error: end.protocol.as_ref().map(|message| ProtocolError {
+                code: "protocol_output_limit".into(),
+                stream: "stdout".into(),
+                message: Some(message.clone()),
+                extra: Map::new(),
+            }),
+            success: end.state() == RunState::Complete,
+            exit_code: end.exit_code(),
+            process_signal: end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
+            timed_out: end.timeout.is_some().then_some(true),
+            stopped: (end.state() == RunState::Stopped).then_some(true),
+            extra: Map::new(),
+        })
+        .collect();
+    let summary = results
+        .iter()
+        .map(|r| {
+            let output = if r.output.is_empty() {
+                "(no output)"
+            } else {
+                r.output.as_str()
+            };
+            format!("{}:\n{output}", r.agent)
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    let success = *state == RunState::Complete;
+    let payload = ResultPayload {
+        lifecycle_artifact_version: LIFECYCLE_ARTIFACT_VERSION,
+        id: ctx.cfg.id.clone(),
+        agent: ctx.agent_name(0),
+        mode: ctx.mode(),
+        success,
+        state: state.as_str().to_owned(),
+        summary,
+        results,
+        exit_code: i32::from(!success),
+        timestamp: ended_wall,
+        duration_ms,
+        cwd: ctx.cfg.cwd.clone(),
+        async_dir: ctx.cfg.async_dir.clone(),
+        session_id: ctx.cfg.session_id.clone().unwrap_or_default(),
+        completion_owner_id: ctx.cfg.completion_owner_id.clone(),
+        error: error.map(str::to_owned),
+        timed_out: timed_out.then_some(true),
+        stopped: stopped.then_some(true),
+        extra: Map::new(),
+    };
+    serde_json::to_value(payload).unwrap_or(Value::Null)
+}
+
+fn read_candidate(ctx: &Ctx, run: &Dir) -> Candidate {
+    match run.read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE) {
+        Ok(ReadDoc::Present(candidate)) => candidate,
+        _ => Candidate::initial(&ctx.cfg.id, &ctx.cfg.runner_process_instance_id),
+    }
+}
+
+/// The final candidate: one writer record per agent attempt, zero for steps that never
+/// spawned (S8), and the revival session (X11).
+fn write_candidate(ctx: &mut Ctx, run: &Dir, ends: &[StepEnd]) {
+    let modifier = ctx.faults.take_modifier();
+    if modifier.skip {
+        return;
+    }
+    let mut candidate = read_candidate(ctx, run);
+    candidate.run_id.clone_from(&ctx.cfg.id);
+    candidate
+        .runner_process_instance_id
+        .clone_from(&ctx.cfg.runner_process_instance_id);
+    for index in 0..ctx.cfg.steps.len().max(1) {
+        let records: Vec<WriterRecord> = ends.get(index).and_then(|e| e.writer.clone()).into_iter().collect();
+        candidate.set_step_writers(index, &records);
+    }
+    if let Some(held) = &ctx.lease {
+        candidate.session_file = Some(held.session_file.clone());
+        candidate.revival_lease_token = Some(held.lease.token().to_owned());
+    }
+    let bytes = if modifier.corrupt {
+        CORRUPT_PAYLOAD.to_vec()
+    } else {
+        to_pretty_bytes(&candidate)
+    };
+    if let Err(e) = run.write_with(
+        names::PROCESS_TERMINAL_CANDIDATE,
+        &bytes,
+        &ctx.policy.options(DocKind::FinalCandidate),
+    ) {
+        eprintln!("sublaunch-shim: cannot write the final candidate: {e}");
+    }
+}
+
+/// X11: `revivalLeaseReleaseAcknowledged` (true only if the release succeeded).
+pub fn acknowledge_release(ctx: &Ctx, run: &Dir, released: bool) {
+    let mut candidate = read_candidate(ctx, run);
+    candidate.revival_lease_release_acknowledged = Some(released);
+    if let Err(e) = run.write_doc(
+        names::PROCESS_TERMINAL_CANDIDATE,
+        &candidate,
+        &ctx.policy.options(DocKind::FinalCandidate),
+    ) {
+        eprintln!("sublaunch-shim: cannot acknowledge the lease release: {e}");
+    }
+}

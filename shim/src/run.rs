@@ -1,0 +1,241 @@
+//! After commit (R9–R16): the first status, the active-run mark and `subagent.run.started`
+//! (R9), then the steps one at a time (R10–R13), then the end records (S12). A failure to
+//! write the first status is a committed startup failure (R16).
+
+use crate::book::{Base, StatusBook, Written};
+use crate::context::Ctx;
+use crate::control::ControlInbox;
+use crate::faults::Fired;
+use crate::reaper::Reaper;
+use crate::step_end::StepEnd;
+use std::time::{Duration, Instant};
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::to_pretty_bytes;
+use sublaunch_runfiles::durability::DocKind;
+use sublaunch_runfiles::events::{self, EventLog};
+use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::procinfo::{own_start_identity, pid_namespace_scope};
+use sublaunch_runfiles::status::{
+    RunningUpdate, StartupFailure, StartupFailureOutcome, StepStatus, persist_startup_failure,
+};
+
+/// What has been asked of the run (signals X9, control inbox R12, deadline R12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// A stop request, with its message (the first one wins).
+    pub stop: Option<String>,
+    /// The deadline passed or a timeout control arrived.
+    pub timed_out: bool,
+    /// An interrupt (SIGUSR2, interrupt control).
+    pub interrupted: bool,
+}
+
+impl Requests {
+    /// Whether no further step may start.
+    pub fn ends_run(&self) -> bool {
+        self.stop.is_some() || self.timed_out || self.interrupted
+    }
+}
+
+/// The post-commit state shared by the steps and the recorder.
+#[derive(Debug)]
+pub struct Supervisor {
+    /// `status.json` and the active-run marker.
+    pub book: StatusBook,
+    /// `events.jsonl`.
+    pub events: EventLog,
+    /// R12 control inbox.
+    pub control: ControlInbox,
+    /// The reaper of every child.
+    pub reaper: Reaper,
+    /// Pending requests.
+    pub requests: Requests,
+    /// The run deadline (monotonic) and the `<ms>` of its message.
+    pub deadline: Option<(Instant, u64)>,
+    /// When the run started (monotonic / wall).
+    pub started: (Instant, u64),
+    /// `SUBLAUNCH_OUTPUT_LOG_MAX_BYTES`.
+    pub log_cap: u64,
+}
+
+impl Supervisor {
+    /// The `<run>` handle.
+    pub fn run_dir(&self) -> &Dir {
+        self.book.run()
+    }
+
+    /// Handles a stop signal (X9): the first stop message wins; returns whether the run was
+    /// already stopping (a second signal skips the grace).
+    pub fn stop_signal(&mut self, signal: i32) -> bool {
+        let already = self.requests.stop.is_some() || self.requests.timed_out;
+        if self.requests.stop.is_none() {
+            self.requests.stop = Some(format!(
+                "Subagent stopped: runner received {}.",
+                crate::signals::name(signal)
+            ));
+        }
+        already
+    }
+
+    /// `Subagent timed out after <ms>ms.`
+    pub fn timeout_message(&self) -> String {
+        let ms = self.deadline.map_or_else(
+            || crate::clock::elapsed_ms(self.started.0, Instant::now()),
+            |(_, ms)| ms,
+        );
+        format!("Subagent timed out after {ms}ms.")
+    }
+}
+
+/// Runs everything after commit; returns the exit code. `stop` is a stop signal a test hook
+/// consumed while hanging at `after-commit`.
+pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
+    let stop_signal = match ctx.fire(ShimPoint::BeforeFirstStatus) {
+        Fired::Stopped(signal) => Some(signal),
+        Fired::Continue => stop,
+    };
+    let mut sup = match first_status(ctx) {
+        Ok(sup) => sup,
+        Err(cause) => return committed_startup_failure(ctx, &cause),
+    };
+    if let Some(signal) = stop_signal {
+        // A `hang` at before-first-status ended by a stop signal.
+        sup.stop_signal(signal);
+    }
+    let mut ends: Vec<StepEnd> = Vec::new();
+    for index in 0..ctx.cfg.steps.len() {
+        let end = sup.run_step(ctx, index);
+        let go_on = end.state() == sublaunch_runfiles::status::RunState::Complete && index + 1 < ctx.cfg.steps.len();
+        if go_on {
+            crate::record::close_step(ctx, &mut sup, &end);
+        }
+        ends.push(end);
+        if !go_on {
+            break;
+        }
+    }
+    crate::record::record(ctx, &mut sup, &ends)
+}
+
+/// R9: S3 running status, I2/I7 mark, `subagent.run.started` (the first event line).
+fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
+    let run = ctx.open_run().map_err(|e| e.to_string())?;
+    let runs = Dir::open_with(&ctx.paths.runs, ctx.seams.clone()).ok();
+    let (mut book, base) = StatusBook::open(
+        run.try_clone().map_err(|e| e.to_string())?,
+        runs.as_ref(),
+        &ctx.cfg.id,
+        ctx.cfg.tool_call_id.clone(),
+        ctx.policy,
+    );
+    if let Base::Replaced(why) = &base {
+        eprintln!("sublaunch-shim: status.json was unusable ({why}); writing a fresh one");
+    }
+    let now = ctx.now_wall();
+    let output_file = ctx.paths.run.join(names::output_log(0)).to_string_lossy().into_owned();
+    let scope = pid_namespace_scope();
+    let identity = own_start_identity();
+    let status = &mut book.status;
+    status.session_id = status.session_id.take().or_else(|| ctx.cfg.session_id.clone());
+    status.completion_owner_id = status
+        .completion_owner_id
+        .take()
+        .or_else(|| ctx.cfg.completion_owner_id.clone());
+    status.tool_call_id = status.tool_call_id.take().or_else(|| ctx.cfg.tool_call_id.clone());
+    status.mode = status.mode.take().or_else(|| Some(ctx.mode()));
+    let steps = status.steps.get_or_insert_with(Vec::new);
+    for (i, _) in ctx.cfg.steps.iter().enumerate().skip(steps.len()) {
+        steps.push(StepStatus {
+            agent: Some(ctx.agent_name(i)),
+            status: Some("pending".into()),
+            ..StepStatus::default()
+        });
+    }
+    status.chain_step_count = u32::try_from(ctx.cfg.steps.len()).ok();
+    status.error = None;
+    status.ended_at = None;
+    status.mark_running(&RunningUpdate {
+        run_id: &ctx.cfg.id,
+        runner_process_instance_id: &ctx.cfg.runner_process_instance_id,
+        pid: ctx.pid,
+        pid_namespace_scope: scope.as_deref(),
+        pid_start_identity: identity.as_deref(),
+        cwd: &ctx.cfg.cwd,
+        output_file: &output_file,
+        now,
+    });
+    let modifier = ctx.faults.take_modifier();
+    if !modifier.skip {
+        let bytes = if modifier.corrupt {
+            CORRUPT_PAYLOAD.to_vec()
+        } else {
+            to_pretty_bytes(&book.status)
+        };
+        match book.write_bytes(bytes, DocKind::RunningStatus) {
+            Ok(Written::Now | Written::Dropped) => {}
+            Ok(Written::Deferred) => eprintln!("sublaunch-shim: status.json write deferred (storage full)"),
+            Err(e) => return Err(format!("cannot write status.json: {e}")),
+        }
+    }
+    book.mark();
+    let mut events = EventLog::new(&run, events::max_bytes_from_env()).map_err(|e| e.to_string())?;
+    events.append(&events::run_started(
+        now,
+        &ctx.cfg.id,
+        &ctx.mode(),
+        &ctx.cfg.cwd,
+        ctx.pid,
+    ));
+    let started = (Instant::now(), now);
+    let deadline = ctx.cfg.effective_timeout(now).map(|budget| {
+        let ms = ctx
+            .cfg
+            .timeout_ms
+            .unwrap_or_else(|| u64::try_from(budget.as_millis()).unwrap_or(u64::MAX));
+        (started.0 + budget.min(Duration::from_secs(10 * 365 * 86_400)), ms)
+    });
+    Ok(Supervisor {
+        control: ControlInbox::open(&run),
+        book,
+        events,
+        reaper: Reaper::default(),
+        requests: Requests::default(),
+        deadline,
+        started,
+        log_cap: crate::streams::OutputLog::cap_from_env(),
+    })
+}
+
+/// R16: `status.json` failed with `Subagent runner startup failed: <cause>`, not-started proof,
+/// zero-writer candidate (never overwriting a terminal status), lease released, exit 1.
+fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
+    let message = format!("Subagent runner startup failed: {cause}");
+    if let Ok(run) = ctx.open_run() {
+        let failure = StartupFailure {
+            run_id: ctx.cfg.id.clone(),
+            runner_process_instance_id: ctx.cfg.runner_process_instance_id.clone(),
+            session_id: ctx.cfg.session_id.clone(),
+            completion_owner_id: ctx.cfg.completion_owner_id.clone(),
+            error: message.clone(),
+            step_count: ctx.cfg.steps.len(),
+            session_file: ctx.lease.as_ref().map(|l| l.session_file.clone()),
+            revival_lease_token: ctx.lease.as_ref().map(|l| l.lease.token().to_owned()),
+            now: ctx.now_wall(),
+            keep_terminal_status: true,
+        };
+        match persist_startup_failure(&run, &failure, ctx.policy) {
+            StartupFailureOutcome::Persisted | StartupFailureOutcome::StatusAlreadyTerminal => {}
+            StartupFailureOutcome::StatusUnusable { cause, .. } => {
+                eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
+            }
+            StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
+        }
+        if let Some(released) = ctx.release_lease() {
+            crate::record::acknowledge_release(ctx, &run, released);
+        }
+    }
+    ctx.release_lease();
+    crate::exit::report(&message);
+    crate::exit::RECORDING_FAILED
+}

@@ -1,0 +1,55 @@
+//! R10: spawning the agent as the shim's own child in a new process group.
+//!
+//! `std::process::Command` on its `posix_spawn` path: `process_group(0)` (pgid = agent pid),
+//! stdin `/dev/null`, stdout and stderr pipes, no `pre_exec`. Every other descriptor of the shim
+//! is CLOEXEC (hygiene + every fd the shim opens), so the agent gets exactly 0, 1, 2 (F63).
+//! The spawn runs with an empty signal mask. The agent is never waited for through `std`: the
+//! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::reaper`]).
+
+use crate::adapter::AgentCommand;
+use rustix::fd::OwnedFd;
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+/// A started agent.
+#[derive(Debug)]
+pub struct Spawned {
+    /// Its pid (= its process group id).
+    pub pid: u32,
+    /// The read end of its stdout (non-blocking).
+    pub stdout: OwnedFd,
+    /// The read end of its stderr (non-blocking).
+    pub stderr: OwnedFd,
+}
+
+/// Spawns `command` (H10 environment, R10 placement).
+pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
+    let (program, args) = command
+        .argv
+        .split_first()
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "empty argv"))?;
+    let mut cmd = Command::new(program);
+    cmd.args(args)
+        .current_dir(&command.cwd)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for key in crate::env::removals() {
+        cmd.env_remove(key);
+    }
+    for (key, value) in &command.env {
+        cmd.env(key, value);
+    }
+    let mut child = crate::signals::unblocked(|| cmd.spawn())?;
+    let pid = child.id();
+    let stdout = OwnedFd::from(child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?);
+    let stderr = OwnedFd::from(child.stderr.take().ok_or_else(|| io::Error::other("no stderr pipe"))?);
+    // The `Child` is dropped without waiting: reaping is the reaper's job.
+    drop(child);
+    for fd in [&stdout, &stderr] {
+        rustix::io::ioctl_fionbio(fd, true)?;
+    }
+    Ok(Spawned { pid, stdout, stderr })
+}

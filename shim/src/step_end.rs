@@ -1,0 +1,167 @@
+//! How one step ended (R13, S4): the facts the terminal state is derived from, the failure
+//! texts, and the writer record's `processTree`.
+
+use crate::reaper::ExitInfo;
+use crate::tree::{GroupOutcome, SweepOutcome, pid_list};
+use sublaunch_runfiles::proof::{ProcessTree, WriterRecord};
+use sublaunch_runfiles::status::{EndFacts, RunState, derive_terminal_state};
+
+/// `Interrupted. Waiting for explicit next action.` (R12).
+pub const INTERRUPT_MESSAGE: &str = "Interrupted. Waiting for explicit next action.";
+/// `Subagent stopped by user.` (R12).
+pub const STOP_BY_USER_MESSAGE: &str = "Subagent stopped by user.";
+
+/// How one step ended.
+#[derive(Clone, Debug, Default)]
+pub struct StepEnd {
+    /// Step index.
+    pub index: usize,
+    /// Agent name.
+    pub agent: String,
+    /// The agent's pid, if spawned.
+    pub pid: Option<u32>,
+    /// The spawn error (R10).
+    pub spawn_error: Option<String>,
+    /// How the agent exited.
+    pub exit: Option<ExitInfo>,
+    /// Stop message, if stopped (X9, R12).
+    pub stop: Option<String>,
+    /// Timed out (R12), with the message.
+    pub timeout: Option<String>,
+    /// Interrupted (R12).
+    pub interrupted: bool,
+    /// Protocol failure message (R11).
+    pub protocol: Option<String>,
+    /// The writer record (R13); `None` when no agent ran.
+    pub writer: Option<WriterRecord>,
+    /// The step's output text.
+    pub output: String,
+    /// The last bytes of stderr.
+    pub stderr_tail: Vec<u8>,
+    /// Wall ms at start / end.
+    pub started_wall: u64,
+    /// Wall ms at the end.
+    pub ended_wall: u64,
+    /// Monotonic duration.
+    pub duration_ms: u64,
+    /// Bytes of stdout / stderr seen.
+    pub stdout_bytes: u64,
+    /// Bytes of stderr seen.
+    pub stderr_bytes: u64,
+}
+
+impl StepEnd {
+    /// Whether the agent's end was caused by a request of ours.
+    fn requested(&self) -> bool {
+        self.stop.is_some() || self.timeout.is_some() || self.interrupted || self.protocol.is_some()
+    }
+
+    /// The S4 facts.
+    pub fn facts(&self) -> EndFacts {
+        let requested = self.requested();
+        EndFacts {
+            stop_requested: self.stop.is_some(),
+            unexplained_signal: !requested && self.exit.as_ref().is_some_and(|e| e.signal.is_some()),
+            timed_out: self.timeout.is_some(),
+            protocol_failure: self.protocol.is_some(),
+            spawn_failed: self.spawn_error.is_some(),
+            nonzero_exit: !requested
+                && (self.exit.as_ref().is_some_and(|e| e.code.is_some_and(|c| c != 0))
+                    || (self.pid.is_some() && self.exit.is_none())),
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// The step's state (S4).
+    pub fn state(&self) -> RunState {
+        derive_terminal_state(&self.facts())
+    }
+
+    /// The exit code recorded for the step (a spawn error counts as 1, R10).
+    pub fn exit_code(&self) -> Option<i64> {
+        if self.spawn_error.is_some() {
+            return Some(1);
+        }
+        self.exit.as_ref().and_then(|e| e.code).map(i64::from)
+    }
+
+    /// The failure text for the state, if any.
+    pub fn error(&self) -> Option<String> {
+        match self.state() {
+            RunState::Complete => None,
+            RunState::Stopped => self.stop.clone().or_else(|| {
+                self.exit
+                    .as_ref()
+                    .and_then(ExitInfo::signal_name)
+                    .map(|s| format!("Subagent was terminated by signal {s}."))
+            }),
+            RunState::Paused => Some(INTERRUPT_MESSAGE.to_owned()),
+            _ => self
+                .timeout
+                .clone()
+                .or_else(|| self.protocol.clone())
+                .or_else(|| self.spawn_error.clone())
+                .or_else(|| Some(self.exit_failure())),
+        }
+    }
+
+    fn exit_failure(&self) -> String {
+        let head = match self.exit.as_ref() {
+            Some(ExitInfo { code: Some(code), .. }) => format!("Subagent exited with code {code}."),
+            Some(exit) => format!(
+                "Subagent was terminated by signal {}.",
+                exit.signal_name().unwrap_or_default()
+            ),
+            None => "Subagent exit could not be observed.".to_owned(),
+        };
+        let tail = stderr_excerpt(&self.stderr_tail);
+        if tail.is_empty() {
+            head
+        } else {
+            format!("{head}\n\n{tail}")
+        }
+    }
+}
+
+/// The last ≤ 20 lines / 2 000 chars of stderr.
+fn stderr_excerpt(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut excerpt = lines[lines.len().saturating_sub(20)..].join("\n");
+    if excerpt.len() > 2_000 {
+        let mut cut = excerpt.len() - 2_000;
+        while !excerpt.is_char_boundary(cut) {
+            cut += 1;
+        }
+        excerpt = excerpt[cut..].to_owned();
+    }
+    excerpt
+}
+
+/// R13 `processTree` from the ladder and the X8 sweep.
+pub fn process_tree(pgid: u32, outcome: Option<GroupOutcome>, sweep: &SweepOutcome) -> ProcessTree {
+    match outcome {
+        Some(GroupOutcome::Empty { verified_at }) if sweep.survivors.is_empty() => {
+            ProcessTree::observed(pgid, verified_at, Some(sweep.killed))
+        }
+        Some(GroupOutcome::Empty { .. }) => ProcessTree::Unknown {
+            reason: "verification-failed".into(),
+            diagnostic: Some(format!(
+                "processes of the run survived SIGKILL: {}",
+                pid_list(&sweep.survivors)
+            )),
+        },
+        Some(GroupOutcome::SignalFailed(diagnostic)) => ProcessTree::Unknown {
+            reason: "signal-failed".into(),
+            diagnostic: Some(diagnostic),
+        },
+        Some(GroupOutcome::VerificationFailed(diagnostic)) => ProcessTree::Unknown {
+            reason: "verification-failed".into(),
+            diagnostic: Some(diagnostic),
+        },
+        None => ProcessTree::Unknown {
+            reason: "verification-failed".into(),
+            diagnostic: Some(format!("process group {pgid} was never verified")),
+        },
+    }
+}
