@@ -20,8 +20,8 @@
 // writes panic messages there). jco has no fuel or memory cap: a planner that spins blocks
 // this thread; run it in a worker_threads Worker and terminate it to get a deadline.
 //
-// `--batch` (used by the tests and the benchmark) plans one request per input line and
-// writes one line per request: {"exit": 0|1, "output": "<what the single mode prints>"}.
+// `--batch` (used by the tests) plans one request per input line and writes one line per
+// request: {"exit": 0|1, "output": "<what the single mode prints>"}.
 
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -31,7 +31,11 @@ import { createInterface } from 'node:readline';
 /** Loads the transpiled planner; `planJson(text)` then returns {exit, output}. */
 export async function loadPlanner(dir) {
   const { instantiate } = await import(pathToFileURL(join(resolve(dir), 'planner.js')).href);
-  const getCoreModule = (name) => WebAssembly.compile(readFileSync(join(dir, name)));
+  const modules = new Map(); // compiled once, even when a trap forces a new instance
+  const getCoreModule = (name) => {
+    if (!modules.has(name)) modules.set(name, WebAssembly.compile(readFileSync(join(dir, name))));
+    return modules.get(name);
+  };
   let instance = null;
   let sandbox = null;
 

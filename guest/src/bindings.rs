@@ -3,7 +3,7 @@
 
 wit_bindgen::generate!({
     world: "planner-component",
-    path: "../wit",
+    path: "../wit/planner.wit",
 });
 
 use exports::sublaunch::planner::planner::Guest;

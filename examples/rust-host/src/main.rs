@@ -4,7 +4,8 @@
 //!
 //! ```sh
 //! sublaunch component --out planner.wasm
-//! cargo run -p sublaunch-rust-host-example -- planner.wasm < request.json
+//! cargo build --workspace     # builds this example too, sharing the workspace's wasmtime
+//! target/debug/sublaunch-rust-host-example planner.wasm < request.json
 //! ```
 //!
 //! reads one PlanRequest (JSON) on standard input and prints exactly what `sublaunch plan`
@@ -28,7 +29,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 wasmtime::component::bindgen!({
     world: "planner-component",
-    path: "../../wit",
+    path: "../../wit/planner.wit",
 });
 
 use exports::sublaunch::planner::types::ErrorCode;
@@ -108,7 +109,10 @@ fn fault_message(fault: &wasmtime::Error, sandbox: &Sandbox) -> String {
         format!("The planner exceeded its deadline: it used its whole fuel budget of {FUEL} units.")
     } else if stderr.contains("memory allocation of") {
         // What std prints when the store refuses to grow memory.
-        format!("The planner reached its memory cap of {} MiB.", MEMORY_BYTES / (1024 * 1024))
+        format!(
+            "The planner reached its memory cap of {} MiB.",
+            MEMORY_BYTES / (1024 * 1024)
+        )
     } else {
         format!("The planner trapped: {}.", fault.root_cause())
     };

@@ -7,7 +7,7 @@
 
 #[cfg(target_arch = "wasm32")]
 mod component {
-    wit_bindgen::generate!({ world: "planner-component", path: "../../wit" });
+    wit_bindgen::generate!({ world: "planner-component", path: "../../wit/planner.wit" });
 
     use exports::sublaunch::planner::planner::Guest;
     use exports::sublaunch::planner::types::{LaunchPlan, PlanError, PlanRequest};
