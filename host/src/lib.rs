@@ -10,6 +10,7 @@ pub mod artifact_cache;
 pub mod config_files;
 pub mod dirs;
 pub mod herdr;
+pub mod launch;
 pub mod planner;
 pub mod registry;
 pub mod request;

@@ -59,7 +59,11 @@ pub struct Options {
 impl Default for Options {
     /// No cache, default limits, a pool of 16 instances.
     fn default() -> Self {
-        Self { cache: None, limits: Limits::default(), instance_pool: Some(16) }
+        Self {
+            cache: None,
+            limits: Limits::default(),
+            instance_pool: Some(16),
+        }
     }
 }
 
@@ -204,7 +208,10 @@ const KEEP_RESIDENT: usize = 4 * 1024 * 1024;
 /// of the configuration keys the artifact cache.
 pub fn engine(limits: &Limits, pool_slots: Option<u32>) -> anyhow::Result<Engine> {
     let mut config = Config::new();
-    config.wasm_component_model(true).consume_fuel(true).memory_init_cow(false);
+    config
+        .wasm_component_model(true)
+        .consume_fuel(true)
+        .memory_init_cow(false);
     if let Some(slots) = pool_slots {
         let mut pool = PoolingAllocationConfig::default();
         pool.total_component_instances(slots)
@@ -216,5 +223,7 @@ pub fn engine(limits: &Limits, pool_slots: Option<u32>) -> anyhow::Result<Engine
             .table_keep_resident(64 * 1024);
         config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
     }
-    Engine::new(&config).map_err(wasmtime_error).context("creating the wasmtime engine")
+    Engine::new(&config)
+        .map_err(wasmtime_error)
+        .context("creating the wasmtime engine")
 }

@@ -15,7 +15,10 @@ fn load(dir: &Path) -> Planner {
 }
 
 fn entry(dir: &Path) -> PathBuf {
-    dir.join(ArtifactCache::entry_name(&engine(&Limits::default(), Options::default().instance_pool).unwrap(), EMBEDDED_COMPONENT_SHA256))
+    dir.join(ArtifactCache::entry_name(
+        &engine(&Limits::default(), Options::default().instance_pool).unwrap(),
+        EMBEDDED_COMPONENT_SHA256,
+    ))
 }
 
 /// The planner answers after any cache outcome.

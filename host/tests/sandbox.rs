@@ -7,7 +7,15 @@ use sublaunch::{Limits, Options, Planner};
 
 fn rogue(limits: Limits) -> Planner {
     let wasm = std::fs::read(env!("SUBLAUNCH_ROGUE_PLANNER_WASM")).expect("build.rs built the rogue planner");
-    Planner::from_component(&wasm, "rogue", Options { limits, ..Options::default() }).expect("the rogue planner loads")
+    Planner::from_component(
+        &wasm,
+        "rogue",
+        Options {
+            limits,
+            ..Options::default()
+        },
+    )
+    .expect("the rogue planner loads")
 }
 
 fn request(cwd: &str) -> PlanRequest {

@@ -142,15 +142,29 @@ fn short(value: &Value) -> String {
 /// Panics with every failing vector and its differences.
 pub fn assert_all_pass(filter: &str, mut plan: impl FnMut(&[u8]) -> (Value, bool)) {
     let all: Vec<(String, Vector)> = all().into_iter().filter(|(file, _)| file.contains(filter)).collect();
-    assert!(!filter.is_empty() || all.len() >= 122, "expected the public vectors, found {}", all.len());
+    assert!(
+        !filter.is_empty() || all.len() >= 122,
+        "expected the public vectors, found {}",
+        all.len()
+    );
     let mut failures = Vec::new();
     for (file, vector) in &all {
         let (output, ok) = plan(&serde_json::to_vec(&vector.request).expect("vectors serialise"));
         let problems = check(&vector.expect, &output, ok);
         if !problems.is_empty() {
             let rules = vector.rules.join(", ");
-            failures.push(format!("{file}: {} [{rules}]\n    {}", vector.name, problems.join("\n    ")));
+            failures.push(format!(
+                "{file}: {} [{rules}]\n    {}",
+                vector.name,
+                problems.join("\n    ")
+            ));
         }
     }
-    assert!(failures.is_empty(), "{} of {} vectors failed:\n{}", failures.len(), all.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} of {} vectors failed:\n{}",
+        failures.len(),
+        all.len(),
+        failures.join("\n")
+    );
 }

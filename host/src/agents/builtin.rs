@@ -7,20 +7,56 @@ use sublaunch_contract::Agent;
 /// agent per supported coding CLI with its adapter's defaults.
 pub fn builtins() -> Vec<AgentDef> {
     [
-        ("shell", AdapterKind::Shell, "Runs the task text with `sh -c` in the step's working directory."),
-        ("pi", AdapterKind::Pi, "pi in JSON mode with the parent's or the requested model."),
-        ("claude", AdapterKind::ClaudeCode, "Claude Code (`claude -p`), read-only tools."),
-        ("claude-writer", AdapterKind::ClaudeCodeWriter, "Claude Code allowed to edit files."),
-        ("codex", AdapterKind::CodexExec, "Codex (`codex exec`) in a read-only sandbox."),
-        ("codex-writer", AdapterKind::CodexExecWriter, "Codex allowed to write in the workspace."),
-        ("cursor", AdapterKind::CursorAgent, "Cursor's agent (`cursor-agent -p`), read-only."),
-        ("cursor-writer", AdapterKind::CursorAgentWriter, "Cursor's agent allowed to edit files."),
+        (
+            "shell",
+            AdapterKind::Shell,
+            "Runs the task text with `sh -c` in the step's working directory.",
+        ),
+        (
+            "pi",
+            AdapterKind::Pi,
+            "pi in JSON mode with the parent's or the requested model.",
+        ),
+        (
+            "claude",
+            AdapterKind::ClaudeCode,
+            "Claude Code (`claude -p`), read-only tools.",
+        ),
+        (
+            "claude-writer",
+            AdapterKind::ClaudeCodeWriter,
+            "Claude Code allowed to edit files.",
+        ),
+        (
+            "codex",
+            AdapterKind::CodexExec,
+            "Codex (`codex exec`) in a read-only sandbox.",
+        ),
+        (
+            "codex-writer",
+            AdapterKind::CodexExecWriter,
+            "Codex allowed to write in the workspace.",
+        ),
+        (
+            "cursor",
+            AdapterKind::CursorAgent,
+            "Cursor's agent (`cursor-agent -p`), read-only.",
+        ),
+        (
+            "cursor-writer",
+            AdapterKind::CursorAgentWriter,
+            "Cursor's agent allowed to edit files.",
+        ),
     ]
     .into_iter()
     .map(|(name, adapter, description)| {
         let runner = RunnerSpec::adapter(adapter);
         AgentDef {
-            planner: Agent { name: name.to_owned(), runner: runner.planner_runner(), ..Agent::default() },
+            planner: Agent {
+                name: name.to_owned(),
+                runner: runner.planner_runner(),
+                ..Agent::default()
+            },
             description: description.to_owned(),
             system_prompt: String::new(),
             tools: Vec::new(),

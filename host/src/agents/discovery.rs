@@ -23,7 +23,10 @@ impl Catalog {
     /// The agent named `name`, or an error that says why it cannot be used: a broken file
     /// that defines it (its file name is `<name>.md`), or no such agent.
     pub fn require(&self, name: &str) -> Result<&AgentDef, String> {
-        let broken = self.problems.iter().find(|p| p.path.file_stem().is_some_and(|s| s == name));
+        let broken = self
+            .problems
+            .iter()
+            .find(|p| p.path.file_stem().is_some_and(|s| s == name));
         if let Some(problem) = broken {
             return Err(format!("agent '{name}' cannot be used: {problem}"));
         }
@@ -72,9 +75,16 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
         }
         seen_dirs.push(canonical);
         for path in agent_files(dir) {
-            let source = AgentSource::File { path: path.clone(), scope: *scope };
+            let source = AgentSource::File {
+                path: path.clone(),
+                scope: *scope,
+            };
             let parsed = std::fs::read_to_string(&path)
-                .map_err(|e| AgentFileError { path: path.clone(), field: None, message: format!("cannot read: {e}") })
+                .map_err(|e| AgentFileError {
+                    path: path.clone(),
+                    field: None,
+                    message: format!("cannot read: {e}"),
+                })
                 .and_then(|text| parse_agent_file(&path, &text, source));
             match parsed {
                 Ok(agent) => catalog.add(agent),
@@ -100,7 +110,9 @@ impl Catalog {
 
 /// The `*.md` files of `dir`, sorted by name (a missing directory has none).
 fn agent_files(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
@@ -112,7 +124,10 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
 
 /// The nearest `<ancestor>/<relative>` directory above `start`.
 fn nearest_dir(start: &Path, relative: &str) -> Option<PathBuf> {
-    start.ancestors().map(|dir| dir.join(relative)).find(|candidate| candidate.is_dir())
+    start
+        .ancestors()
+        .map(|dir| dir.join(relative))
+        .find(|candidate| candidate.is_dir())
 }
 
 #[cfg(test)]
@@ -128,18 +143,36 @@ mod tests {
     fn nearer_locations_win_and_builtins_come_last() {
         let tmp = tempfile::tempdir().unwrap();
         let (project, user) = (tmp.path().join("project"), tmp.path().join("user"));
-        write(&project, "shell.md", "---\ndescription: project shell\nrunner:\n  type: external-cli\n  adapter: shell\n---\n");
+        write(
+            &project,
+            "shell.md",
+            "---\ndescription: project shell\nrunner:\n  type: external-cli\n  adapter: shell\n---\n",
+        );
         write(&project, "scout.md", "---\ndescription: project scout\n---\n");
         write(&user, "scout.md", "---\ndescription: user scout\n---\n");
         write(&user, "broken.md", "---\nthinking: 9\n---\n");
         let catalog = discover_in(&[(project, Scope::Project), (user, Scope::User)]);
         assert_eq!(catalog.get("scout").unwrap().description, "project scout");
-        assert_eq!(catalog.get("shell").unwrap().description, "project shell", "a file wins over the built-in");
+        assert_eq!(
+            catalog.get("shell").unwrap().description,
+            "project shell",
+            "a file wins over the built-in"
+        );
         assert!(catalog.get("codex").is_some_and(|a| a.source == AgentSource::BuiltIn));
-        assert_eq!(catalog.shadowed.iter().filter(|a| a.name() == "scout" || a.name() == "shell").count(), 2);
+        assert_eq!(
+            catalog
+                .shadowed
+                .iter()
+                .filter(|a| a.name() == "scout" || a.name() == "shell")
+                .count(),
+            2
+        );
         assert_eq!(catalog.problems.len(), 1);
         assert!(catalog.require("broken").unwrap_err().contains("broken.md: thinking"));
         let unknown = catalog.require("ghost").unwrap_err();
-        assert!(unknown.contains("unknown agent 'ghost'") && unknown.contains("not loaded"), "{unknown}");
+        assert!(
+            unknown.contains("unknown agent 'ghost'") && unknown.contains("not loaded"),
+            "{unknown}"
+        );
     }
 }

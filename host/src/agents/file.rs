@@ -50,23 +50,38 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         message,
     };
     let (yaml, body) = split_frontmatter(text).ok_or_else(|| {
-        fail(None, "missing YAML frontmatter: the file must start with a `---` line and close it with another".into())
+        fail(
+            None,
+            "missing YAML frontmatter: the file must start with a `---` line and close it with another".into(),
+        )
     })?;
     let value: Value = serde_norway::from_str(yaml).map_err(|e| {
         // The YAML parser counts lines from the opening `---`; report lines of the file.
         let text = e.to_string();
         let what = text.split(" at line ").next().unwrap_or(&text);
-        let at = e.location().map(|l| format!(" at line {}, column {}", l.line() + 1, l.column())).unwrap_or_default();
+        let at = e
+            .location()
+            .map(|l| format!(" at line {}, column {}", l.line() + 1, l.column()))
+            .unwrap_or_default();
         fail(None, format!("broken YAML frontmatter{at}: {what}"))
     })?;
     let Value::Object(fields) = value else {
         return Err(fail(None, "the frontmatter must be a mapping of fields".into()));
     };
-    let field = Fields { fields: &fields, fail: &fail };
-    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let field = Fields {
+        fields: &fields,
+        fail: &fail,
+    };
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let name = field.string("name")?.unwrap_or(stem);
     if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) {
-        return Err(fail(Some("name"), format!("'{name}' is not a valid agent name (letters, digits, `.`, `_`, `-`)")));
+        return Err(fail(
+            Some("name"),
+            format!("'{name}' is not a valid agent name (letters, digits, `.`, `_`, `-`)"),
+        ));
     }
     let runner = field.runner()?;
     let planner = Agent {
@@ -129,7 +144,10 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     fn level(&self, key: &str) -> Result<Option<String>, AgentFileError> {
         let Some(text) = self.string(key)? else { return Ok(None) };
         if ThinkingLevel::from_name(&text).is_none() {
-            return Err((self.fail)(Some(key), format!("'{text}' is not a thinking level; expected one of {}", levels())));
+            return Err((self.fail)(
+                Some(key),
+                format!("'{text}' is not a thinking level; expected one of {}", levels()),
+            ));
         }
         Ok(Some(text))
     }
@@ -166,12 +184,19 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     fn list(&self, key: &str) -> Result<Vec<String>, AgentFileError> {
         match self.get(key) {
             None => Ok(Vec::new()),
-            Some(Value::String(s)) => {
-                Ok(s.split(',').map(str::trim).filter(|t| !t.is_empty()).map(str::to_owned).collect())
-            }
+            Some(Value::String(s)) => Ok(s
+                .split(',')
+                .map(str::trim)
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect()),
             Some(Value::Array(items)) => items
                 .iter()
-                .map(|item| item.as_str().map(str::to_owned).ok_or_else(|| self.wrong(key, "strings", item)))
+                .map(|item| {
+                    item.as_str()
+                        .map(str::to_owned)
+                        .ok_or_else(|| self.wrong(key, "strings", item))
+                })
                 .collect(),
             Some(other) => Err(self.wrong(key, "a list or a comma-separated string", other)),
         }
@@ -179,7 +204,9 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
 
     /// `runner: {type, adapter, command, args}`.
     fn runner(&self) -> Result<RunnerSpec, AgentFileError> {
-        let Some(runner) = self.get("runner") else { return Ok(RunnerSpec::adapter(AdapterKind::Pi)) };
+        let Some(runner) = self.get("runner") else {
+            return Ok(RunnerSpec::adapter(AdapterKind::Pi));
+        };
         let Value::Object(runner) = runner else {
             return Err(self.wrong("runner", "a mapping with `type`", runner));
         };
@@ -195,12 +222,17 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
             ("command", _) => AdapterKind::Command,
             ("external-job", _) => AdapterKind::ExternalJob,
             ("external-cli", None) => AdapterKind::GenericCli,
-            ("external-cli", Some(id)) => AdapterKind::EXTERNAL.iter().find(|(known, _)| *known == id).map(|(_, k)| *k).ok_or_else(
-                || {
+            ("external-cli", Some(id)) => AdapterKind::EXTERNAL
+                .iter()
+                .find(|(known, _)| *known == id)
+                .map(|(_, k)| *k)
+                .ok_or_else(|| {
                     let known: Vec<&str> = AdapterKind::EXTERNAL.iter().map(|(id, _)| *id).collect();
-                    (self.fail)(Some("runner.adapter"), format!("unknown adapter '{id}'; known: {}", known.join(", ")))
-                },
-            )?,
+                    (self.fail)(
+                        Some("runner.adapter"),
+                        format!("unknown adapter '{id}'; known: {}", known.join(", ")),
+                    )
+                })?,
             (other, _) => {
                 return Err((self.fail)(
                     Some("runner.type"),
@@ -209,9 +241,10 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
             }
         };
         match (adapter, &command) {
-            (AdapterKind::Command | AdapterKind::GenericCli, None) => {
-                Err((self.fail)(Some("runner.command"), format!("a {} runner needs a command", kind)))
-            }
+            (AdapterKind::Command | AdapterKind::GenericCli, None) => Err((self.fail)(
+                Some("runner.command"),
+                format!("a {} runner needs a command", kind),
+            )),
             (AdapterKind::Command, Some(argv)) => {
                 check_placeholders(argv).map_err(|message| (self.fail)(Some("runner.command"), message))?;
                 Ok(RunnerSpec { adapter, command })
@@ -227,12 +260,18 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
                 Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
                 Value::Array(items) => items
                     .iter()
-                    .map(|i| i.as_str().map(str::to_owned).ok_or_else(|| self.wrong(key, "strings", i)))
+                    .map(|i| {
+                        i.as_str()
+                            .map(str::to_owned)
+                            .ok_or_else(|| self.wrong(key, "strings", i))
+                    })
                     .collect(),
                 other => Err(self.wrong(key, "a list of strings or a string", other)),
             }
         };
-        let Some(command) = runner.get("command").filter(|v| !v.is_null()) else { return Ok(None) };
+        let Some(command) = runner.get("command").filter(|v| !v.is_null()) else {
+            return Ok(None);
+        };
         let mut argv = strings("runner.command", command)?;
         if let Some(args) = runner.get("args").filter(|v| !v.is_null()) {
             argv.extend(strings("runner.args", args)?);
@@ -249,10 +288,16 @@ fn check_placeholders(argv: &[String]) -> Result<(), String> {
     for arg in argv {
         let mut rest = arg.as_str();
         while let Some(start) = rest.find('{') {
-            let end = rest[start..].find('}').map(|e| start + e + 1).ok_or_else(|| format!("unclosed `{{` in '{arg}'"))?;
+            let end = rest[start..]
+                .find('}')
+                .map(|e| start + e + 1)
+                .ok_or_else(|| format!("unclosed `{{` in '{arg}'"))?;
             let placeholder = &rest[start..end];
             if !TEMPLATE_PLACEHOLDERS.contains(&placeholder) {
-                return Err(format!("unknown placeholder {placeholder} in '{arg}'; known: {}", TEMPLATE_PLACEHOLDERS.join(", ")));
+                return Err(format!(
+                    "unknown placeholder {placeholder} in '{arg}'; known: {}",
+                    TEMPLATE_PLACEHOLDERS.join(", ")
+                ));
             }
             rest = &rest[end..];
         }
@@ -261,7 +306,11 @@ fn check_placeholders(argv: &[String]) -> Result<(), String> {
 }
 
 fn levels() -> String {
-    ThinkingLevel::ALL.iter().map(|l| l.name()).collect::<Vec<_>>().join(", ")
+    ThinkingLevel::ALL
+        .iter()
+        .map(|l| l.name())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -300,8 +349,12 @@ mod tests {
         assert_eq!(shell.runner.adapter, AdapterKind::Shell);
         assert_eq!(shell.planner.runner.unwrap().adapter.as_deref(), Some("shell"));
         let command =
-            parse("---\nrunner:\n  type: command\n  command: [my-agent, --prompt, \"{task}\", -m, \"{model}\"]\n---\n").unwrap();
-        assert_eq!(command.runner.command.unwrap(), ["my-agent", "--prompt", "{task}", "-m", "{model}"]);
+            parse("---\nrunner:\n  type: command\n  command: [my-agent, --prompt, \"{task}\", -m, \"{model}\"]\n---\n")
+                .unwrap();
+        assert_eq!(
+            command.runner.command.unwrap(),
+            ["my-agent", "--prompt", "{task}", "-m", "{model}"]
+        );
         let generic = parse("---\nrunner:\n  type: external-cli\n  command: cat\n  args: [-n]\n---\n").unwrap();
         assert_eq!(generic.runner.adapter, AdapterKind::GenericCli);
         assert_eq!(generic.runner.command.unwrap(), ["cat", "-n"]);
@@ -311,14 +364,42 @@ mod tests {
     fn broken_files_name_the_file_and_field() {
         let cases = [
             ("no frontmatter\n", None, "missing YAML frontmatter"),
-            ("---\nname: [unclosed\n---\n", None, "broken YAML frontmatter at line 3, column 1: did not find"),
-            ("---\nrunner:\n  type: docker\n---\n", Some("runner.type"), "unknown runner type 'docker'"),
-            ("---\nrunner:\n  type: external-cli\n  adapter: gemini\n---\n", Some("runner.adapter"), "unknown adapter"),
-            ("---\nrunner:\n  type: command\n  command: [x, \"{prompt}\"]\n---\n", Some("runner.command"), "{prompt}"),
-            ("---\nrunner:\n  type: command\n---\n", Some("runner.command"), "needs a command"),
-            ("---\nthinking: extreme\n---\n", Some("thinking"), "'extreme' is not a thinking level"),
+            (
+                "---\nname: [unclosed\n---\n",
+                None,
+                "broken YAML frontmatter at line 3, column 1: did not find",
+            ),
+            (
+                "---\nrunner:\n  type: docker\n---\n",
+                Some("runner.type"),
+                "unknown runner type 'docker'",
+            ),
+            (
+                "---\nrunner:\n  type: external-cli\n  adapter: gemini\n---\n",
+                Some("runner.adapter"),
+                "unknown adapter",
+            ),
+            (
+                "---\nrunner:\n  type: command\n  command: [x, \"{prompt}\"]\n---\n",
+                Some("runner.command"),
+                "{prompt}",
+            ),
+            (
+                "---\nrunner:\n  type: command\n---\n",
+                Some("runner.command"),
+                "needs a command",
+            ),
+            (
+                "---\nthinking: extreme\n---\n",
+                Some("thinking"),
+                "'extreme' is not a thinking level",
+            ),
             ("---\nmodel: 5\n---\n", Some("model"), "expected a string"),
-            ("---\noutputSchema: [1]\n---\n", Some("outputSchema"), "JSON Schema object"),
+            (
+                "---\noutputSchema: [1]\n---\n",
+                Some("outputSchema"),
+                "JSON Schema object",
+            ),
             ("---\nname: has space\n---\n", Some("name"), "not a valid agent name"),
         ];
         for (text, field, fragment) in cases {
@@ -331,6 +412,11 @@ mod tests {
 
     #[test]
     fn an_unclosed_frontmatter_is_reported() {
-        assert!(parse("---\nname: x\n").unwrap_err().message.contains("missing YAML frontmatter"));
+        assert!(
+            parse("---\nname: x\n")
+                .unwrap_err()
+                .message
+                .contains("missing YAML frontmatter")
+        );
     }
 }

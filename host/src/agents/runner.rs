@@ -52,7 +52,10 @@ impl AdapterKind {
             Self::Command => "command",
             Self::GenericCli => "external-cli",
             Self::ExternalJob => "external-job",
-            other => Self::EXTERNAL.iter().find(|(_, kind)| *kind == other).map_or("?", |(id, _)| id),
+            other => Self::EXTERNAL
+                .iter()
+                .find(|(_, kind)| *kind == other)
+                .map_or("?", |(id, _)| id),
         }
     }
 
@@ -96,7 +99,10 @@ impl RunnerSpec {
             AdapterKind::ExternalJob => ("external-job", None),
             other => ("external-cli", Some(other.id())),
         };
-        Some(Runner { kind: Some(kind.to_owned()), adapter: adapter.map(str::to_owned) })
+        Some(Runner {
+            kind: Some(kind.to_owned()),
+            adapter: adapter.map(str::to_owned),
+        })
     }
 
     /// The program that must exist to start the agent.

@@ -1,9 +1,19 @@
 //! Command-line interface: one module per command.
 
 mod component;
+mod launching;
+mod list;
+mod logs;
 mod models;
 mod plan;
+mod resume;
 mod run;
+mod runs;
+mod status;
+mod stop;
+mod wait;
+mod waiting;
+mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -29,16 +39,35 @@ enum Command {
     Models(models::Args),
     /// Write the planner WebAssembly component embedded in this binary.
     Component(component::Args),
+    /// Show a run's status.
+    Status(status::Args),
+    /// List active runs (all runs with --all).
+    List(list::Args),
+    /// Wait for a run to end (exit 0 complete, 1 otherwise, 124 on timeout).
+    Wait(wait::Args),
+    /// Stop a run and its whole process tree.
+    Stop(stop::Args),
+    /// Print a run's output.
+    Logs(logs::Args),
+    /// Start a new run that revives a finished run's session.
+    Resume(resume::Args),
 }
 
 impl Cli {
     /// Runs the command and returns the process exit code.
     pub fn run(self) -> ExitCode {
+        mark_inherited_descriptors_cloexec();
         match self.command {
             Command::Plan(args) => plan::run(args),
             Command::Run(args) => run::run(args),
             Command::Models(args) => models::run(args),
             Command::Component(args) => component::run(args),
+            Command::Status(args) => status::run(args),
+            Command::List(args) => list::run(args),
+            Command::Wait(args) => wait::run(args),
+            Command::Stop(args) => stop::run(args),
+            Command::Logs(args) => logs::run(args),
+            Command::Resume(args) => resume::run(args),
         }
     }
 }
@@ -68,4 +97,24 @@ pub fn runtime() -> tokio::runtime::Runtime {
         .enable_all()
         .build()
         .expect("a tokio runtime")
+}
+
+/// H9: descriptors this process inherited above stdio are marked close-on-exec, so a shim
+/// (spawned without `pre_exec`) inherits only its stdio and the doorbell.
+fn mark_inherited_descriptors_cloexec() {
+    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
+        return;
+    };
+    let fds: Vec<i32> = entries
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
+        .filter(|fd| *fd > 2)
+        .collect();
+    for fd in fds {
+        // SAFETY: the number is only borrowed for two fcntl calls and never closed; a number
+        // that is no longer open (the directory listing's own) just fails with EBADF.
+        let borrowed = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
+        if let Ok(flags) = rustix::io::fcntl_getfd(borrowed) {
+            let _ = rustix::io::fcntl_setfd(borrowed, flags | rustix::io::FdFlags::CLOEXEC);
+        }
+    }
 }

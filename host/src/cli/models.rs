@@ -73,7 +73,7 @@ fn list(registry: &Registry, json: bool) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&models).expect("models serialise"));
         return ExitCode::SUCCESS;
     }
-    println!("{:<44} {:>10}  {:<9} {}", "MODEL", "CONTEXT", "REASONING", "SOURCE");
+    println!("{:<44} {:>10}  {:<9} SOURCE", "MODEL", "CONTEXT", "REASONING");
     for entry in &registry.entries {
         let model = &entry.model;
         let context = model.context_window.map_or_else(|| "-".into(), |c| format!("{c}"));

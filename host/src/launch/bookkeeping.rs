@@ -3,13 +3,42 @@
 
 use super::blocking::blocking;
 use super::context::{RunContext, warn};
+use super::run_dir;
+use super::setup::Setup;
 use std::sync::Arc;
 use sublaunch_runfiles::doc::to_pretty_bytes;
 use sublaunch_runfiles::durability::DocKind;
 use sublaunch_runfiles::hooks::HostPoint;
 use sublaunch_runfiles::layout::names;
+use sublaunch_runfiles::procinfo;
 use sublaunch_runfiles::proof::{Candidate, ProcessTerminal};
+use sublaunch_runfiles::status::InitialStatus;
 use sublaunch_runfiles::status::Status;
+
+/// The S2 status of the spawned shim.
+pub(crate) fn initial_status_document(
+    ctx: &RunContext,
+    setup: &Setup,
+    pid: u32,
+    start_identity: Option<String>,
+) -> Status {
+    let mut status = Status::initial(&InitialStatus {
+        run_id: ctx.run_id.clone(),
+        runner_process_instance_id: ctx.runner_process_instance_id.clone(),
+        session_id: ctx.session_id.clone(),
+        completion_owner_id: ctx.completion_owner_id.clone(),
+        tool_call_id: ctx.tool_call_id.clone(),
+        mode: setup.mode.to_owned(),
+        steps: setup.agents.clone(),
+        pid,
+        pid_namespace_scope: procinfo::pid_namespace_scope(),
+        pid_start_identity: start_identity,
+        now: ctx.seams.clock.wall_ms(),
+    });
+    status.cwd = Some(setup.cwd.clone());
+    run_dir::add_host_identity(&mut status);
+    status
+}
 
 /// H13: writes the initial status (S2), then creates the active-run marker (I2, I3).
 pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), String> {
@@ -35,12 +64,14 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         if let Some(error) = context.faults.step_error(HostPoint::Index) {
             return Err(error);
         }
-        let outcome =
-            context
-                .index()?
-                .mark_checked(&context.run_id, context.tool_call_id.as_deref(), &context.run)?;
+        let outcome = context
+            .index()?
+            .mark_checked(&context.run_id, context.tool_call_id.as_deref(), &context.run)?;
         if let Some(alias) = outcome.alias_error {
-            warn(&format!("could not create the tool-call alias of run '{}': {alias}", context.run_id));
+            warn(&format!(
+                "could not create the tool-call alias of run '{}': {alias}",
+                context.run_id
+            ));
         }
         Ok(())
     })

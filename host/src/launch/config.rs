@@ -168,7 +168,10 @@ mod tests {
             timeout_ms: None,
             runner_process_instance_id: "uuid",
         };
-        assert_eq!(runner_config(inputs(None)).launch_barrier_token.as_deref(), Some("uuid"));
+        assert_eq!(
+            runner_config(inputs(None)).launch_barrier_token.as_deref(),
+            Some("uuid")
+        );
         let lease = RevivalLease {
             session_file: "/s".into(),
             run_id: String::new(),

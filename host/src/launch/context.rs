@@ -42,8 +42,6 @@ pub(crate) struct RunContext {
     pub tool_call_id: Option<String>,
     /// Number of steps.
     pub step_count: usize,
-    /// Revival: the session file.
-    pub session_file: Option<String>,
     /// X1 grace.
     pub terminate_grace: Duration,
 }

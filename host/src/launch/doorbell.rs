@@ -10,7 +10,6 @@ use std::collections::VecDeque;
 use std::io;
 use sublaunch_runfiles::handshake::{ControlAction, Doorbell, DoorbellReader};
 use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 
 /// One event from the doorbell.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -31,12 +30,7 @@ pub(crate) struct DoorbellPair {
 
 /// Creates the CLOEXEC socketpair.
 pub(crate) fn pair() -> io::Result<DoorbellPair> {
-    let (host, child) = rustix::net::socketpair(
-        AddressFamily::UNIX,
-        SocketType::STREAM,
-        SocketFlags::CLOEXEC,
-        None,
-    )?;
+    let (host, child) = rustix::net::socketpair(AddressFamily::UNIX, SocketType::STREAM, SocketFlags::CLOEXEC, None)?;
     Ok(DoorbellPair { host, child })
 }
 
@@ -54,7 +48,7 @@ impl HostDoorbell {
     pub(crate) fn new(host: OwnedFd) -> io::Result<Self> {
         rustix::io::ioctl_fionbio(&host, true)?;
         Ok(Self {
-            fd: AsyncFd::with_interest(host, Interest::READABLE)?,
+            fd: super::readiness::register_readable(host)?,
             reader: DoorbellReader::default(),
             pending: VecDeque::new(),
             closed: false,
@@ -64,6 +58,22 @@ impl HostDoorbell {
 
     /// Whether the shim's end is known to be closed.
     pub(crate) fn is_closed(&self) -> bool {
+        self.closed
+    }
+
+    /// Reads whatever is already buffered without waiting and reports whether the shim's end
+    /// is closed (the commit check of K14/K16: EOF before commit means the shim is gone).
+    pub(crate) fn poll_closed(&mut self) -> bool {
+        let mut buffer = [0u8; 512];
+        while !self.closed {
+            match rustix::io::read(self.fd.get_ref(), &mut buffer) {
+                Ok(0) => self.closed = true,
+                Ok(n) => self.pending.extend(self.reader.push(&buffer[..n])),
+                Err(Errno::INTR) => {}
+                Err(Errno::AGAIN) => break,
+                Err(_) => self.closed = true,
+            }
+        }
         self.closed
     }
 

@@ -20,8 +20,6 @@ use std::process::Child;
 use std::sync::{Arc, Mutex};
 use sublaunch_runfiles::clock::Clock;
 use sublaunch_runfiles::proof::RunnerInstance;
-use tokio::io::unix::AsyncFd;
-use tokio::io::Interest;
 use tokio::sync::watch;
 
 /// How the shim ended, as observed by the host (the runner record of S6).
@@ -178,7 +176,7 @@ fn signal_group_of(pid: u32, signal: Signal) -> SignalOutcome {
 /// Resolves once the process has exited (without reaping it).
 async fn wait_until_exited(pid: u32, pidfd: Option<OwnedFd>) {
     if let Some(fd) = pidfd
-        && let Ok(async_fd) = AsyncFd::with_interest(fd, Interest::READABLE)
+        && let Ok(async_fd) = super::readiness::register_readable(fd)
     {
         let _ = async_fd.readable().await;
         return;
@@ -293,13 +291,19 @@ mod tests {
     use sublaunch_runfiles::clock::SystemClock;
 
     fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
     }
 
     #[test]
     fn h12_records_the_exit_code_once_and_stops_signalling_after_the_reap() {
         runtime().block_on(async {
-            let child = std::process::Command::new("sh").args(["-c", "exit 42"]).spawn().unwrap();
+            let child = std::process::Command::new("sh")
+                .args(["-c", "exit 42"])
+                .spawn()
+                .unwrap();
             let pidfd = rustix::process::pidfd_open(
                 Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap(),
                 rustix::process::PidfdFlags::empty(),

@@ -116,7 +116,12 @@ impl Fs for FaultFs {
 
 /// Opens `<run>` for a runfiles call covering `points`: with the fault filesystem when any of
 /// them has an errno fault, else with the ordinary seams.
-pub(crate) fn run_dir_for(path: &Path, seams: &Arc<Seams>, faults: &HostHooks, points: &[HostPoint]) -> io::Result<Dir> {
+pub(crate) fn run_dir_for(
+    path: &Path,
+    seams: &Arc<Seams>,
+    faults: &HostHooks,
+    points: &[HostPoint],
+) -> io::Result<Dir> {
     let rules: Vec<Rule> = points
         .iter()
         .filter_map(|point| faults.errno_fault(*point).map(|fault| (*point, fault)))
@@ -149,10 +154,15 @@ mod tests {
             },
         )]);
         let dir = run_dir_for(tmp.path(), &Seams::shared_default(), &faults, &[HostPoint::Proof]).unwrap();
-        let error = dir.write("process-terminal.json", b"{}", Durability::Atomic).unwrap_err();
+        let error = dir
+            .write("process-terminal.json", b"{}", Durability::Atomic)
+            .unwrap_err();
         assert!(error.to_string().starts_with("ENOSPC"), "{error}");
         dir.write("status.json", b"{}", Durability::Durable).unwrap();
-        let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let left: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(left, ["status.json"]);
 
         let fsync = HostHooks::from_entries(vec![(

@@ -21,6 +21,9 @@ use sublaunch_runfiles::handshake::{
 use sublaunch_runfiles::hooks::HostPoint;
 use sublaunch_runfiles::layout::names;
 
+/// How long the commit check waits for the exit of a shim whose doorbell reached EOF.
+const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);
+
 /// The safety poll while the doorbell is open (a missed or spoofed message costs at most this).
 pub(crate) const SAFETY_POLL: Duration = Duration::from_millis(250);
 
@@ -38,8 +41,8 @@ impl Handshake<'_> {
     /// observed.
     pub(crate) async fn fresh_commit(&mut self, barrier_token: &str) -> Result<(), String> {
         self.ctx.fault_sleep(HostPoint::Proceed).await;
-        if let Some(exit) = self.control.exit() {
-            return Err(exited_before_commit_message(exit.exit_code, exit.signal.as_deref()));
+        if let Some((code, signal)) = self.exit_before_commit().await {
+            return Err(exited_before_commit_message(code, signal.as_deref()));
         }
         self.write_control(ControlAction::Proceed, barrier_token).await?;
         self.ring(ControlAction::Proceed);
@@ -58,8 +61,8 @@ impl Handshake<'_> {
         self.ring(ControlAction::Confirm);
         self.wait_state(StartupState::Confirmed, Some(&token)).await?;
         self.ctx.fault_sleep(HostPoint::Proceed).await;
-        if let Some(exit) = self.control.exit() {
-            return Err(exited_before_proceed_message(exit.exit_code, exit.signal.as_deref()));
+        if let Some((code, signal)) = self.exit_before_commit().await {
+            return Err(exited_before_proceed_message(code, signal.as_deref()));
         }
         self.write_control(ControlAction::Proceed, &token).await?;
         self.ring(ControlAction::Proceed);
@@ -67,6 +70,23 @@ impl Handshake<'_> {
         let run = self.ctx.run.clone();
         let _ = blocking(move || run.remove(names::RUNNER_STARTUP)).await;
         Ok(())
+    }
+
+    /// K16: the shim's exit as seen right before proceed. An exit already observed counts, and
+    /// so does EOF on the doorbell (K14: the shim is gone), after which the exit watcher gets a
+    /// moment to report the exit status.
+    async fn exit_before_commit(&mut self) -> Option<(Option<i32>, Option<String>)> {
+        if let Some(exit) = self.control.exit() {
+            return Some((exit.exit_code, exit.signal));
+        }
+        let closed = self.doorbell.as_mut().is_some_and(|d| d.poll_closed());
+        if !closed {
+            return None;
+        }
+        match tokio::time::timeout(EOF_EXIT_GRACE, self.control.wait_exit()).await {
+            Ok(exit) => Some((exit.exit_code, exit.signal)),
+            Err(_) => Some((None, None)),
+        }
     }
 
     /// K4/K5: waits for `expected` (with `token` after `ready`); returns the token.

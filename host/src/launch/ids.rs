@@ -34,7 +34,11 @@ pub fn slug(agent: &str) -> String {
         }
     }
     let trimmed = out.trim_end_matches('-');
-    if trimmed.is_empty() { "run".to_owned() } else { trimmed.to_owned() }
+    if trimmed.is_empty() {
+        "run".to_owned()
+    } else {
+        trimmed.to_owned()
+    }
 }
 
 fn base36_suffix(random: &dyn RandomSource) -> String {

@@ -52,7 +52,8 @@ pub enum HostEvent {
 }
 
 /// The embedder's hooks: a capacity ledger (H15, H18, X12) and an event sink. Every method
-/// has a no-op default; the CLI uses [`NoHooks`].
+/// has a no-op default; the CLI uses [`NoHooks`]. The methods are called on the launch's
+/// runtime thread and must return promptly (no blocking I/O, no waiting).
 pub trait LaunchHooks: Send + Sync {
     /// H15: the launch claims its capacity slot for this runner instance. An error fails the
     /// launch with `Failed to establish async runner capacity ownership: <error>`.

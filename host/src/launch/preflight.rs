@@ -31,7 +31,9 @@ fn check_cwd(check: &CwdCheck) -> Result<(), String> {
     let cwd = &check.effective;
     match std::fs::metadata(cwd) {
         Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(format!("Subagent launch aborted: cwd is not a directory: {cwd}{resolved}")),
+        Ok(_) => Err(format!(
+            "Subagent launch aborted: cwd is not a directory: {cwd}{resolved}"
+        )),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             Err(format!("Subagent launch aborted: cwd does not exist: {cwd}{resolved}"))
         }

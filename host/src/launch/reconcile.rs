@@ -173,8 +173,14 @@ impl RunStore {
                     "Launch host process {host} exited before the async runner was started."
                 )),
             );
-            if let Some(run_id) = status.run_id.clone() {
-                status.process_terminal = Some(ProcessTerminal::not_started(&run_id, "").to_value());
+            let instance = status
+                .process_terminal
+                .as_ref()
+                .and_then(|p| p.get("runnerProcessInstanceId"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if let (Some(run_id), Some(instance)) = (status.run_id.clone(), instance) {
+                status.process_terminal = Some(ProcessTerminal::not_started(&run_id, &instance).to_value());
             }
             (Change::Write(policy.options(DocKind::TerminalStatus)), true)
         });

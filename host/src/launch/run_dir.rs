@@ -13,6 +13,7 @@ use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
 use sublaunch_runfiles::errors::os_error;
 use sublaunch_runfiles::layout::names;
 use sublaunch_runfiles::procinfo;
+use sublaunch_runfiles::proof::ProcessTerminal;
 use sublaunch_runfiles::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
 
 /// Status field naming the pid of the host that is launching the run (sublaunch addition).
@@ -36,6 +37,7 @@ pub(crate) enum Origin {
 /// What the preliminary status says.
 pub(crate) struct Preliminary<'a> {
     pub run_id: &'a str,
+    pub runner_process_instance_id: &'a str,
     pub session_id: Option<&'a str>,
     pub completion_owner_id: Option<&'a str>,
     pub tool_call_id: Option<&'a str>,
@@ -71,6 +73,7 @@ pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
                 })
                 .collect(),
         ),
+        process_terminal: Some(ProcessTerminal::pending(p.run_id, p.runner_process_instance_id).to_value()),
         ..Status::default()
     };
     add_host_identity(&mut status);
@@ -79,9 +82,7 @@ pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
 
 /// Adds the launching host's pid and start identity to a status.
 pub(crate) fn add_host_identity(status: &mut Status) {
-    status
-        .extra
-        .insert(LAUNCH_HOST_PID.into(), json!(std::process::id()));
+    status.extra.insert(LAUNCH_HOST_PID.into(), json!(std::process::id()));
     if let Some(identity) = procinfo::own_start_identity() {
         status.extra.insert(LAUNCH_HOST_START_IDENTITY.into(), json!(identity));
     }
@@ -171,9 +172,12 @@ pub fn hidden_dir_pid(name: &str) -> Option<u32> {
 
 fn hidden_name(runs: &Dir, run_id: &str, suffix: &str) -> String {
     let seams = runs.seams();
-    format!(".{run_id}.{}.{:016x}{suffix}", std::process::id(), seams.random.next_u64())
+    format!(
+        ".{run_id}.{}.{:016x}{suffix}",
+        std::process::id(),
+        seams.random.next_u64()
+    )
 }
-
 
 #[cfg(test)]
 mod tests {
@@ -185,6 +189,7 @@ mod tests {
         let runs = Dir::open(tmp.path()).unwrap();
         let status = preliminary_status(&Preliminary {
             run_id: "shell-1",
+            runner_process_instance_id: "uuid",
             session_id: Some("s"),
             completion_owner_id: None,
             tool_call_id: None,
@@ -197,10 +202,20 @@ mod tests {
             .unwrap()
             .unwrap();
         assert!(dir.stat("status.json").unwrap().is_some());
-        assert!(create(&runs, "shell-1", &status, DurabilityPolicy::standard()).unwrap().is_none());
-        let names: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert!(
+            create(&runs, "shell-1", &status, DurabilityPolicy::standard())
+                .unwrap()
+                .is_none()
+        );
+        let names: Vec<_> = std::fs::read_dir(tmp.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
         assert_eq!(names, ["shell-1"], "no staging directory left");
-        assert_eq!(open_existing(&runs, "shell-1").unwrap_err(), "Run 'shell-1' already exists.");
+        assert_eq!(
+            open_existing(&runs, "shell-1").unwrap_err(),
+            "Run 'shell-1' already exists."
+        );
         discard(&runs, "shell-1");
         assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
         assert_eq!(hidden_dir_pid(".shell-1.4242.00ff00ff00ff00ff.creating"), Some(4242));

@@ -5,7 +5,7 @@
 
 use super::blocking::{blocking, blocking_value};
 use super::bookkeeping;
-use super::config::{self, ConfigInputs, plan_mode, runner_config};
+use super::config::{ConfigInputs, runner_config};
 use super::context::{RunContext, fault_sleep, warn};
 use super::doorbell::{self, HostDoorbell};
 use super::environment::{ShimEnv, shim_environment};
@@ -13,32 +13,23 @@ use super::exit_watcher::{ExitWatcher, ProcessControl};
 use super::failure::LaunchFailure;
 use super::handle::{CommitState, LaunchHandle};
 use super::handshake::Handshake;
-use super::ids::new_run_id_with;
-use super::options::{HostEvent, LaunchOptions, default_shim_path};
+use super::options::{HostEvent, LaunchOptions};
 use super::plan_record::{PlanRecord, write_plan_record};
-use super::preflight::{self, CwdCheck};
-use super::run_dir::{self, Origin, Preliminary};
+use super::preflight;
+use super::run_dir::{self, Origin};
+use super::setup::Setup;
 use super::spawn::{self, SpawnRequest};
 use super::startup_failure;
 use super::supervise::{Settled, Supervisor};
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_runfiles::config::{RunnerConfig, StepConfig};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::config::RunnerConfig;
 use sublaunch_runfiles::handshake::host_state_timeout;
-use sublaunch_runfiles::hooks::{HostHooks, HostPoint};
-use sublaunch_runfiles::layout::{Layout, validate_run_id};
-use sublaunch_runfiles::procinfo;
+use sublaunch_runfiles::hooks::HostPoint;
 use sublaunch_runfiles::random::uuid_v4;
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::status::{InitialStatus, Status};
-use sublaunch_runfiles::trust::TrustedRoot;
+use sublaunch_runfiles::status::Status;
 use tokio::sync::{oneshot, watch};
-
-/// Attempts at a fresh random run id before giving up.
-const RUN_ID_ATTEMPTS: usize = 8;
 
 /// A run that started: the launch committed from the host's side.
 #[derive(Debug)]
@@ -58,13 +49,12 @@ pub struct Launched {
 /// Plans become runs: launches `plan` per `options` (see the module documentation of
 /// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
 pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
-    let setup = Setup::new(plan, &options)?;
-    let checks = setup.cwd_checks.clone();
-    blocking_value(move || preflight::check_cwds(&checks))
+    let setup = Setup::new(plan, &options).map_err(LaunchFailure::preflight)?;
+    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
+    blocking_value(move || preflight::check_cwds(&checks).and_then(|()| preflight::check_shim(&shim)))
         .await
         .unwrap_or(Ok(()))
         .map_err(LaunchFailure::preflight)?;
-    preflight::check_shim(&setup.shim).map_err(LaunchFailure::preflight)?;
     let layout = setup.layout.clone();
     let seams = setup.seams.clone();
     let root = blocking_value(move || preflight::open_root(&layout, seams))
@@ -72,8 +62,8 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
         .map_err(LaunchFailure::preflight)?;
     let root = Arc::new(root);
-    let (run_id, run, origin) = establish_run_dir(&setup, &root, plan, &options).await?;
     let instance = uuid_v4(setup.seams.random.as_ref());
+    let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
     let cfg_path = setup.layout.runner_config(&run_id);
     let config = runner_config(ConfigInputs {
         run_id: &run_id,
@@ -103,7 +93,6 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         completion_owner_id: options.completion_owner_id.clone(),
         tool_call_id: options.tool_call_id.clone(),
         step_count: setup.steps.len(),
-        session_file: config.revival_lease.as_ref().map(|l| l.session_file.clone()),
         terminate_grace: options.terminate_grace,
     });
     let record = PlanRecord {
@@ -153,7 +142,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         commit_timeout: options.commit_timeout,
     };
     let mut doorbell = host_doorbell;
-    let status = initial_status(&ctx, &setup, pid, spawned.start_identity);
+    let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
     let committed = pre_commit(&ctx, control.as_ref(), doorbell.as_mut(), status, &config, &options).await;
     match committed {
         Ok(()) => {
@@ -194,143 +183,6 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
     }
 }
 
-/// Everything resolved from the plan and the options before anything is touched.
-struct Setup {
-    layout: Layout,
-    seams: Arc<Seams>,
-    policy: DurabilityPolicy,
-    faults: HostHooks,
-    shim: PathBuf,
-    steps: Vec<StepConfig>,
-    agents: Vec<(String, Option<String>)>,
-    mode: &'static str,
-    cwd: String,
-    cwd_checks: Vec<CwdCheck>,
-}
-
-impl Setup {
-    fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, LaunchFailure> {
-        let seams = match &options.seams {
-            Some(seams) => seams.clone(),
-            None => Seams::from_env()
-                .map_err(|e| LaunchFailure::preflight(e.to_string()))?
-                .shared(),
-        };
-        let faults = match &options.host_faults {
-            Some(faults) => faults.clone(),
-            None => HostHooks::from_env().map_err(LaunchFailure::preflight)?,
-        };
-        let layout = match &options.layout {
-            Some(layout) => absolute_layout(layout),
-            None => Layout::from_env().map_err(|e| LaunchFailure::preflight(e.to_string()))?,
-        };
-        let steps = config::runner_steps(plan, &options.agents).map_err(LaunchFailure::preflight)?;
-        let cwd = options
-            .cwd
-            .as_ref()
-            .map(|c| c.to_string_lossy().into_owned())
-            .or_else(|| plan.steps.first().map(|s| s.cwd.clone()))
-            .unwrap_or_else(|| "/".into());
-        let mut cwd_checks = vec![CwdCheck {
-            effective: cwd.clone(),
-            requested: None,
-        }];
-        for step in &plan.steps {
-            if !cwd_checks.iter().any(|c| c.effective == step.cwd) {
-                cwd_checks.push(CwdCheck {
-                    effective: step.cwd.clone(),
-                    requested: Some(step.requested_cwd.clone()),
-                });
-            } else if let Some(check) = cwd_checks.iter_mut().find(|c| c.effective == step.cwd) {
-                check.requested.get_or_insert_with(|| step.requested_cwd.clone());
-            }
-        }
-        Ok(Self {
-            layout,
-            seams,
-            policy: options.durability.unwrap_or_else(DurabilityPolicy::from_env),
-            faults,
-            shim: options.shim.clone().unwrap_or_else(default_shim_path),
-            steps,
-            agents: plan.steps.iter().map(|s| (s.agent.clone(), s.model.clone())).collect(),
-            mode: plan_mode(plan),
-            cwd,
-            cwd_checks,
-        })
-    }
-}
-
-fn absolute_layout(layout: &Layout) -> Layout {
-    if layout.root().is_absolute() {
-        return layout.clone();
-    }
-    match std::env::current_dir() {
-        Ok(cwd) => Layout::new(cwd.join(layout.root())),
-        Err(_) => layout.clone(),
-    }
-}
-
-/// Chooses the run id and creates (or, for a caller-chosen id, opens) `<run>`.
-async fn establish_run_dir(
-    setup: &Setup,
-    root: &Arc<TrustedRoot>,
-    plan: &LaunchPlan,
-    options: &LaunchOptions,
-) -> Result<(String, Dir, Origin), LaunchFailure> {
-    let agent = plan.steps.first().map_or("run", |s| s.agent.as_str()).to_owned();
-    let explicit = options.run_id.clone();
-    if let Some(id) = &explicit {
-        validate_run_id(id).map_err(|e| LaunchFailure::preflight(e.to_string()))?;
-    }
-    let root = root.clone();
-    let seams = setup.seams.clone();
-    let policy = setup.policy;
-    let now = seams.clock.wall_ms();
-    let session_id = options.session_id.clone();
-    let owner = options.completion_owner_id.clone();
-    let tool_call = options.tool_call_id.clone();
-    let mode = setup.mode;
-    let cwd = setup.cwd.clone();
-    let agents = setup.agents.clone();
-    let result = blocking_value(move || -> Result<(String, Dir, Origin), String> {
-        let preliminary = |run_id: &str| {
-            run_dir::preliminary_status(&Preliminary {
-                run_id,
-                session_id: session_id.as_deref(),
-                completion_owner_id: owner.as_deref(),
-                tool_call_id: tool_call.as_deref(),
-                mode,
-                cwd: &cwd,
-                steps: agents.clone(),
-                now,
-            })
-        };
-        let runs = root.runs();
-        if let Some(id) = explicit {
-            if let Some(dir) = run_dir::open_existing(runs, &id)? {
-                return Ok((id, dir, Origin::Existing));
-            }
-            return match run_dir::create(runs, &id, &preliminary(&id), policy) {
-                Ok(Some(dir)) => Ok((id, dir, Origin::Created)),
-                Ok(None) => Err(format!("Run '{id}' already exists.")),
-                Err(e) => Err(format!("Failed to create the run directory of '{id}': {e}")),
-            };
-        }
-        for _ in 0..RUN_ID_ATTEMPTS {
-            let id = new_run_id_with(&agent, seams.random.as_ref());
-            match run_dir::create(runs, &id, &preliminary(&id), policy) {
-                Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
-                Ok(None) => {}
-                Err(e) => return Err(format!("Failed to create the run directory of '{id}': {e}")),
-            }
-        }
-        Err("Failed to choose a free run id.".into())
-    })
-    .await
-    .unwrap_or_else(|| Err("Failed to create the run directory.".into()));
-    result.map_err(LaunchFailure::preflight)
-}
-
 /// H5–H7 and the doorbell: everything the spawn needs.
 async fn prepare_spawn(
     ctx: &Arc<RunContext>,
@@ -345,7 +197,10 @@ async fn prepare_spawn(
     blocking(move || {
         spawn::write_config(context.root.root(), &config_copy, &context.faults, context.policy)?;
         if let Err(e) = write_plan_record(&context.run, &record, context.policy) {
-            warn(&format!("could not record the launch plan of '{}': {e}", context.run_id));
+            warn(&format!(
+                "could not record the launch plan of '{}': {e}",
+                context.run_id
+            ));
         }
         spawn::delete_stale_handshake(&context.run)
     })
@@ -399,26 +254,6 @@ async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String)
     .await;
     startup_failure::rollback_capacity(ctx);
     LaunchFailure::before_spawn(&ctx.run_id, &ctx.runner_process_instance_id, error)
-}
-
-/// The S2 status of the spawned shim.
-fn initial_status(ctx: &RunContext, setup: &Setup, pid: u32, start_identity: Option<String>) -> Status {
-    let mut status = Status::initial(&InitialStatus {
-        run_id: ctx.run_id.clone(),
-        runner_process_instance_id: ctx.runner_process_instance_id.clone(),
-        session_id: ctx.session_id.clone(),
-        completion_owner_id: ctx.completion_owner_id.clone(),
-        tool_call_id: ctx.tool_call_id.clone(),
-        mode: setup.mode.to_owned(),
-        steps: setup.agents.clone(),
-        pid,
-        pid_namespace_scope: procinfo::pid_namespace_scope(),
-        pid_start_identity: start_identity,
-        now: ctx.seams.clock.wall_ms(),
-    });
-    status.cwd = Some(setup.cwd.clone());
-    run_dir::add_host_identity(&mut status);
-    status
 }
 
 /// H13–H16/H17: from the initial status to the commit point.

@@ -36,7 +36,9 @@ pub(crate) fn write_config(
 
 /// H6: removes stale handshake files (absent is fine; any other error aborts).
 pub(crate) fn delete_stale_handshake(run: &Dir) -> io::Result<()> {
-    names::STALE_HANDSHAKE_FILES.iter().try_for_each(|name| run.remove(name))
+    names::STALE_HANDSHAKE_FILES
+        .iter()
+        .try_for_each(|name| run.remove(name))
 }
 
 /// H7: opens `runner.stdout.log` / `runner.stderr.log` with

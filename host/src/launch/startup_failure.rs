@@ -8,9 +8,9 @@ use super::context::{RunContext, warn};
 use super::exit_watcher::ProcessControl;
 use super::faults::run_dir_for;
 use super::terminate::terminate_runner;
+use std::sync::Arc;
 use sublaunch_runfiles::hooks::HostPoint;
 use sublaunch_runfiles::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
-use std::sync::Arc;
 
 /// S5 under the status lock. Errors are reported, never returned: they must not replace the
 /// launch error (F10).
@@ -24,7 +24,9 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
         completion_owner_id: ctx.completion_owner_id.clone(),
         error: error.to_owned(),
         step_count: ctx.step_count,
-        session_file: ctx.session_file.clone(),
+        // The initial candidate (H14) names no session: a shim that dies before committing
+        // never ran a writer, so its proof does not wait for a lease it may have left (F26).
+        session_file: None,
         revival_lease_token: None,
         now: ctx.seams.clock.wall_ms(),
         keep_terminal_status,
@@ -61,13 +63,19 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
     })
     .await;
     if let Err(e) = result {
-        warn(&format!("could not release the active-run marker of '{}': {e}", ctx.run_id));
+        warn(&format!(
+            "could not release the active-run marker of '{}': {e}",
+            ctx.run_id
+        ));
     }
 }
 
 /// H18: the embedder's capacity rollback.
 pub(crate) fn rollback_capacity(ctx: &RunContext) {
-    if !ctx.hooks.rollback_before_runner_proceed(&ctx.runner_process_instance_id) {
+    if !ctx
+        .hooks
+        .rollback_before_runner_proceed(&ctx.runner_process_instance_id)
+    {
         ctx.hooks.rollback();
     }
 }
@@ -76,7 +84,10 @@ pub(crate) fn rollback_capacity(ctx: &RunContext) {
 /// `terminationObserved`.
 pub(crate) async fn fail_pre_proceed(ctx: &Arc<RunContext>, control: &dyn ProcessControl, error: &str) -> bool {
     if let StartupFailureOutcome::Failed(e) = persist(ctx, error, false).await {
-        warn(&format!("could not persist the startup failure of '{}': {e}", ctx.run_id));
+        warn(&format!(
+            "could not persist the startup failure of '{}': {e}",
+            ctx.run_id
+        ));
     }
     withdraw(ctx).await;
     let termination = terminate_runner(control, ctx.terminate_grace).await;

@@ -35,7 +35,9 @@ impl Supervisor {
     /// Runs to the end of the run.
     pub(crate) async fn run(self) {
         match self.settled.await {
-            Ok(Settled::Started(doorbell)) => track_commit(&self.ctx, self.control.as_ref(), &self.commit, doorbell).await,
+            Ok(Settled::Started(doorbell)) => {
+                track_commit(&self.ctx, self.control.as_ref(), &self.commit, doorbell).await
+            }
             Ok(Settled::Failed(error)) => {
                 self.commit.send_replace(CommitState::Failed(error));
             }

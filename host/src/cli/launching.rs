@@ -1,0 +1,119 @@
+//! Launching from the CLI (`run`, `resume`): a short-lived host. It launches, waits until the
+//! shim reports `committed` (so it only prints the id of a run that really started), prints
+//! the id and exits — nobody then observes the shim's exit, so the run's
+//! `process-terminal.json` stays `pending` until a later `list`/`status`/`wait` finds the shim
+//! gone and writes `unknown/observer-unavailable` (S13, F33). With `--wait` it stays, observes
+//! the exit itself and finalizes the run with an `observed` proof.
+
+use super::runs::say;
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::Duration;
+use sublaunch::contract::LaunchPlan;
+use sublaunch::launch::{self, LaunchFailure, LaunchHandle, LaunchOptions};
+use sublaunch_runfiles::status::RunState;
+
+/// The session id the CLI launches under.
+pub const CLI_SESSION_ID: &str = "sublaunch-cli";
+/// How long a failed launch waits for the shim's finalization before the CLI exits.
+const FINALIZE_GRACE: Duration = Duration::from_secs(5);
+
+/// How the outcome is printed.
+#[derive(Clone, Copy, Debug)]
+pub struct Presentation {
+    /// `--json`.
+    pub json: bool,
+    /// `--wait`.
+    pub wait: bool,
+}
+
+/// Launches `plan`, reports it, and with `--wait` waits for the end.
+pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation: Presentation) -> ExitCode {
+    let runtime = match launch::runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("sublaunch: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async {
+        let launched = match launch::launch(plan, options).await {
+            Ok(launched) => launched,
+            Err(failure) => return report_failure(&failure).await,
+        };
+        if let Err(e) = launched.handle.committed().await {
+            settle(&launched.handle).await;
+            eprintln!("Failed to start async run '{}': {e}", launched.run_id);
+            return ExitCode::FAILURE;
+        }
+        if !presentation.wait {
+            if presentation.json {
+                say!(
+                    "{}",
+                    json!({"runId": launched.run_id, "runDir": launched.run_dir, "pid": launched.pid})
+                );
+            } else {
+                say!("{}", launched.run_id);
+            }
+            return ExitCode::SUCCESS;
+        }
+        if !presentation.json {
+            say!("{}", launched.run_id);
+        }
+        let finished = match launched.handle.finished().await {
+            Ok(finished) => finished,
+            Err(e) => {
+                eprintln!("sublaunch: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        let status = finished.status.as_ref();
+        let state = status.and_then(|s| s.state.clone());
+        let error = status.and_then(|s| s.error.clone());
+        if presentation.json {
+            say!(
+                "{}",
+                json!({
+                    "runId": launched.run_id,
+                    "runDir": launched.run_dir,
+                    "pid": launched.pid,
+                    "state": state.as_ref().map(RunState::as_str),
+                    "error": error,
+                    "processTerminal": finished.proof.state,
+                })
+            );
+        } else {
+            say!(
+                "{}: {}",
+                launched.run_id,
+                state.as_ref().map_or("unknown", RunState::as_str)
+            );
+            if let Some(error) = &error {
+                eprintln!("{error}");
+            }
+        }
+        if state == Some(RunState::Complete) {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        }
+    })
+}
+
+async fn report_failure(failure: &LaunchFailure) -> ExitCode {
+    if let Some(handle) = &failure.handle {
+        settle(handle).await;
+    }
+    eprintln!("{}", failure.message());
+    ExitCode::FAILURE
+}
+
+/// Gives the supervising task a moment to finalize a run whose shim is exiting, so the proof
+/// is written before the CLI (the only observer) exits.
+async fn settle(handle: &LaunchHandle) {
+    let _ = tokio_timeout(FINALIZE_GRACE, handle.finished()).await;
+}
+
+async fn tokio_timeout<F: std::future::Future>(after: Duration, future: F) -> Option<F::Output> {
+    launch::tokio::time::timeout(after, future).await.ok()
+}

@@ -1,0 +1,92 @@
+//! `sublaunch list [--all] [--json]`: active runs (every run with `--all`). Listing first
+//! reconciles: orphan temp files are swept (A12), runs whose shim died unobserved get their
+//! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5).
+
+use super::runs::say;
+use super::runs::{agents, duration, elapsed, now_ms, open_store, state_name, status_of, summary_json};
+use std::process::ExitCode;
+use sublaunch_runfiles::clock::iso8601_utc;
+
+/// Arguments of `sublaunch list`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// List every run, not only the active ones.
+    #[arg(long)]
+    all: bool,
+    /// Print a JSON array.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `sublaunch list`.
+pub fn run(args: Args) -> ExitCode {
+    let store = match open_store("list") {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let report = store.reconcile_all();
+    for warning in &report.warnings {
+        eprintln!("sublaunch list: warning: {warning}");
+    }
+    let ids = if args.all {
+        store.run_ids()
+    } else {
+        store.active_run_ids()
+    };
+    let ids = match ids {
+        Ok(ids) => ids,
+        Err(e) => {
+            eprintln!("sublaunch list: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut rows = Vec::new();
+    for id in ids {
+        if let Ok(Some(run)) = store.run_dir(&id) {
+            let status = status_of(&run);
+            rows.push((id, run, status));
+        }
+    }
+    rows.sort_by_key(|(id, _, status)| (status.as_ref().and_then(|s| s.started_at).unwrap_or(0), id.clone()));
+    if args.json {
+        let list: Vec<_> = rows
+            .iter()
+            .map(|(id, run, status)| summary_json(id, run, status.as_ref()))
+            .collect();
+        say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    if rows.is_empty() {
+        say!("{}", if args.all { "No runs." } else { "No active runs." });
+        return ExitCode::SUCCESS;
+    }
+    let now = now_ms();
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|(id, _, status)| match status {
+            Some(s) => [
+                id.clone(),
+                state_name(s).to_owned(),
+                agents(s),
+                s.started_at.map(iso8601_utc).unwrap_or_default(),
+                elapsed(s, now).map(duration).unwrap_or_default(),
+            ],
+            None => [
+                id.clone(),
+                "unknown".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+            ],
+        })
+        .collect();
+    let header = ["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"].map(str::to_owned);
+    let widths: Vec<usize> = (0..5)
+        .map(|i| table.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0))
+        .collect();
+    for row in std::iter::once(&header).chain(table.iter()) {
+        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        say!("{}", line.join("  ").trim_end());
+    }
+    ExitCode::SUCCESS
+}

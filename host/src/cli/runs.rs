@@ -1,0 +1,177 @@
+//! Shared by the run-management commands: opening the root, finding a run, reading and
+//! describing its status.
+
+use super::EXIT_USAGE;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use sublaunch::launch::reconcile::RunStore;
+use sublaunch_runfiles::clock::iso8601_utc;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::ReadDoc;
+use sublaunch_runfiles::layout::{Layout, validate_run_id};
+use sublaunch_runfiles::status::{RunState, Status, read_status};
+
+/// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
+/// Exit code of a wait that ran out of time (like timeout(1)).
+pub const EXIT_TIMEOUT: u8 = 124;
+
+/// Opens the run store of the environment's root, or prints why not (exit 1).
+pub fn open_store(command: &str) -> Result<RunStore, ExitCode> {
+    let layout = Layout::from_env().map_err(|e| {
+        eprintln!("sublaunch {command}: {e}");
+        ExitCode::FAILURE
+    })?;
+    RunStore::open(&layout).map_err(|e| {
+        eprintln!("sublaunch {command}: {e}");
+        ExitCode::FAILURE
+    })
+}
+
+/// The run directory of `run_id`; an invalid or unknown id is a usage error (exit 2).
+pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<Dir, ExitCode> {
+    if let Err(e) = validate_run_id(run_id) {
+        eprintln!("sublaunch {command}: {e}");
+        return Err(ExitCode::from(EXIT_USAGE));
+    }
+    match store.run_dir(run_id) {
+        Ok(Some(run)) => Ok(run),
+        Ok(None) => {
+            eprintln!("sublaunch {command}: unknown run '{run_id}'");
+            Err(ExitCode::from(EXIT_USAGE))
+        }
+        Err(e) => {
+            eprintln!("sublaunch {command}: cannot open run '{run_id}': {e}");
+            Err(ExitCode::FAILURE)
+        }
+    }
+}
+
+/// `status.json` as a typed document, absent/corrupt as `None`.
+pub fn status_of(run: &Dir) -> Option<Status> {
+    read_status(run).ok().and_then(ReadDoc::present)
+}
+
+/// `status.json` as raw JSON (for `--json`), with why it is unusable.
+pub fn raw_status(run: &Dir) -> Result<Value, String> {
+    match run.read_doc::<Value>(sublaunch_runfiles::layout::names::STATUS) {
+        Ok(ReadDoc::Present(value)) => Ok(value),
+        Ok(ReadDoc::Absent) => Err("the run has no status.json".into()),
+        Ok(ReadDoc::Corrupt(c)) => Err(format!("status.json is corrupt: {}", c.error)),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// Exit code for a terminal state: 0 complete, 1 otherwise.
+pub fn outcome_code(state: Option<&RunState>) -> ExitCode {
+    if state == Some(&RunState::Complete) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The state's name (`unknown` when missing).
+pub fn state_name(status: &Status) -> &str {
+    status.state.as_ref().map_or("unknown", RunState::as_str)
+}
+
+/// The agents of the steps, comma-separated.
+pub fn agents(status: &Status) -> String {
+    status
+        .steps
+        .iter()
+        .flatten()
+        .filter_map(|s| s.agent.as_deref())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `1.25s`, `3m04s`, `2h05m`.
+pub fn duration(ms: u64) -> String {
+    let secs = ms / 1000;
+    if secs < 60 {
+        format!("{}.{:02}s", secs, (ms % 1000) / 10)
+    } else if secs < 3600 {
+        format!("{}m{:02}s", secs / 60, secs % 60)
+    } else {
+        format!("{}h{:02}m", secs / 3600, (secs % 3600) / 60)
+    }
+}
+
+/// How long the run took (or has been running, against `now`).
+pub fn elapsed(status: &Status, now: u64) -> Option<u64> {
+    let started = status.started_at?;
+    Some(status.ended_at.unwrap_or(now).saturating_sub(started))
+}
+
+/// The summary object of `list --json`.
+pub fn summary_json(run_id: &str, run: &Dir, status: Option<&Status>) -> Value {
+    let Some(status) = status else {
+        return json!({"runId": run_id, "runDir": run.path(), "state": null});
+    };
+    json!({
+        "runId": run_id,
+        "runDir": run.path(),
+        "state": state_name(status),
+        "agents": status.steps.iter().flatten().filter_map(|s| s.agent.clone()).collect::<Vec<_>>(),
+        "pid": status.pid,
+        "startedAt": status.started_at,
+        "endedAt": status.ended_at,
+        "error": status.error,
+        "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")).cloned(),
+    })
+}
+
+/// The human description of `status`.
+pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
+    let mut lines = vec![
+        format!("run      {run_id}"),
+        format!("state    {}", state_name(status)),
+        format!("agents   {}", agents(status)),
+    ];
+    if let Some(pid) = status.pid {
+        lines.push(format!("pid      {pid}"));
+    }
+    if let Some(started) = status.started_at {
+        lines.push(format!("started  {}", iso8601_utc(started)));
+    }
+    if let Some(ended) = status.ended_at {
+        lines.push(format!("ended    {}", iso8601_utc(ended)));
+    }
+    if let Some(ms) = elapsed(status, now) {
+        lines.push(format!("duration {}", duration(ms)));
+    }
+    if let Some(proof) = status
+        .process_terminal
+        .as_ref()
+        .and_then(|p| p.get("state"))
+        .and_then(Value::as_str)
+    {
+        let reason = status
+            .process_terminal
+            .as_ref()
+            .and_then(|p| p.get("reason"))
+            .and_then(Value::as_str)
+            .map(|r| format!(" ({r})"))
+            .unwrap_or_default();
+        lines.push(format!("proof    {proof}{reason}"));
+    }
+    lines.push(format!("dir      {}", run.path().display()));
+    if let Some(error) = &status.error {
+        lines.push(format!("error    {}", error.replace('\n', "\n         ")));
+    }
+    lines.join("\n")
+}
+
+/// Wall-clock now in epoch ms.
+pub fn now_ms() -> u64 {
+    sublaunch_runfiles::clock::Clock::wall_ms(&sublaunch_runfiles::clock::SystemClock)
+}

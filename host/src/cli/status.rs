@@ -1,0 +1,54 @@
+//! `sublaunch status RUN_ID [--json]`: the run's status, after reconciling a run whose shim
+//! died unobserved (S13).
+
+use super::runs::say;
+use super::runs::{describe, find_run, now_ms, open_store, raw_status, status_of};
+use std::process::ExitCode;
+
+/// Arguments of `sublaunch status`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run id.
+    run_id: String,
+    /// Print the status.json object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `sublaunch status`.
+pub fn run(args: Args) -> ExitCode {
+    let store = match open_store("status") {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let run = match find_run(&store, &args.run_id, "status") {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    for warning in store.reconcile_run(&run).warnings {
+        eprintln!("sublaunch status: warning: {warning}");
+    }
+    if args.json {
+        return match raw_status(&run) {
+            Ok(value) => {
+                say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("sublaunch status: run '{}': {e}", args.run_id);
+                ExitCode::FAILURE
+            }
+        };
+    }
+    match status_of(&run) {
+        Some(status) => {
+            say!("{}", describe(&args.run_id, &run, &status, now_ms()));
+            ExitCode::SUCCESS
+        }
+        None => {
+            let why = raw_status(&run).err().unwrap_or_default();
+            eprintln!("sublaunch status: run '{}': {why}", args.run_id);
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,68 @@
+//! `sublaunch wait RUN_ID [--timeout SECS]`: waits for the run's end; exit 0 complete, 1 any
+//! other end, 124 on timeout. Works for runs launched by other processes.
+
+use super::runs::say;
+use super::runs::{EXIT_TIMEOUT, find_run, open_store, outcome_code, state_name};
+use super::waiting::{WaitEnd, wait_terminal};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Arguments of `sublaunch wait`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run id.
+    run_id: String,
+    /// Give up after SECS seconds (exit 124).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+}
+
+/// Runs `sublaunch wait`.
+pub fn run(args: Args) -> ExitCode {
+    let limit = match args.timeout.map(seconds).transpose() {
+        Ok(limit) => limit,
+        Err(message) => {
+            eprintln!("sublaunch wait: {message}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+    };
+    let store = match open_store("wait") {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let run = match find_run(&store, &args.run_id, "wait") {
+        Ok(run) => run,
+        Err(code) => return code,
+    };
+    let runtime = match sublaunch::launch::runtime() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("sublaunch wait: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (store, run) = (Arc::new(store), Arc::new(run));
+    match runtime.block_on(wait_terminal(&store, &run, limit)) {
+        WaitEnd::Terminal(status) => {
+            say!("{}: {}", args.run_id, state_name(&status));
+            if let Some(error) = &status.error {
+                eprintln!("{error}");
+            }
+            outcome_code(status.state.as_ref())
+        }
+        WaitEnd::TimedOut => {
+            eprintln!("sublaunch wait: run '{}' is still active", args.run_id);
+            ExitCode::from(EXIT_TIMEOUT)
+        }
+    }
+}
+
+/// A non-negative number of seconds.
+pub fn seconds(value: f64) -> Result<Duration, String> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!("invalid number of seconds: {value}"))
+    }
+}

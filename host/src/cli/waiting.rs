@@ -1,0 +1,103 @@
+//! Waiting until a run we did not spawn is terminal: re-read `status.json` on every change of
+//! the run directory, watch the shim's liveness (pid + start identity, X3) and reconcile when
+//! it died without an end record (S13). The file reads, the liveness probe and the locked
+//! reconciliation run on the blocking pool (X2).
+
+use super::runs::status_of;
+use super::watch::RunWatcher;
+use std::sync::Arc;
+use std::time::Duration;
+use sublaunch::launch::reconcile::RunStore;
+use sublaunch::launch::tokio;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_runfiles::status::Status;
+
+/// How a wait ended.
+pub enum WaitEnd {
+    /// The run is terminal.
+    Terminal(Box<Status>),
+    /// The time limit passed first.
+    TimedOut,
+}
+
+/// One look at a run.
+pub struct Look {
+    /// The terminal status, once there is one.
+    pub terminal: Option<Box<Status>>,
+    /// The live shim to watch: pid and start identity.
+    pub shim: Option<(u32, Option<String>)>,
+}
+
+/// Waits until the run in `run` is terminal, at most `limit`.
+pub async fn wait_terminal(store: &Arc<RunStore>, run: &Arc<Dir>, limit: Option<Duration>) -> WaitEnd {
+    let mut watcher = RunWatcher::new(run.path());
+    let deadline = limit.map(|l| tokio::time::Instant::now() + l);
+    loop {
+        if let Some(status) = look_and_watch(store, run, &mut watcher).await {
+            return WaitEnd::Terminal(status);
+        }
+        let sleep_until = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = watcher.changed() => {}
+            () = sleep_until => return match look(store, run).await.terminal {
+                Some(status) => WaitEnd::Terminal(status),
+                None => WaitEnd::TimedOut,
+            },
+        }
+    }
+}
+
+/// [`look`], then watches the live shim it found.
+pub async fn look_and_watch(store: &Arc<RunStore>, run: &Arc<Dir>, watcher: &mut RunWatcher) -> Option<Box<Status>> {
+    let seen = look(store, run).await;
+    if let Some((pid, identity)) = &seen.shim {
+        watcher.watch_pid(*pid, identity.as_deref());
+    }
+    seen.terminal
+}
+
+/// One look at the run on the blocking pool: terminal → the status; a dead shim or launcher
+/// → reconcile first.
+pub async fn look(store: &Arc<RunStore>, run: &Arc<Dir>) -> Look {
+    let (store, run) = (store.clone(), run.clone());
+    tokio::task::spawn_blocking(move || look_now(&store, &run))
+        .await
+        .unwrap_or(Look {
+            terminal: None,
+            shim: None,
+        })
+}
+
+fn look_now(store: &RunStore, run: &Dir) -> Look {
+    let Some(status) = status_of(run) else {
+        return Look {
+            terminal: None,
+            shim: None,
+        };
+    };
+    if status.is_terminal() {
+        return Look {
+            terminal: Some(Box::new(status)),
+            shim: None,
+        };
+    }
+    let shim = status.pid.map(|pid| (pid, status.pid_start_identity.clone()));
+    let dead = match &shim {
+        Some((pid, identity)) => SystemProcesses.liveness(*pid, identity.as_deref()) == Liveness::Dead,
+        None => true,
+    };
+    if dead {
+        store.reconcile_run(run);
+        return Look {
+            terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
+            shim: None,
+        };
+    }
+    Look { terminal: None, shim }
+}

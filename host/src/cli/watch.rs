@@ -1,0 +1,122 @@
+//! Waiting for a run we did not spawn to change (`wait`, `stop`, `logs --follow`): inotify on
+//! the run directory and a pidfd on the shim, with a slow safety tick (or polling with
+//! backoff when inotify is unavailable). No busy loop: every wait is an event or a timer.
+
+use rustix::fd::OwnedFd;
+use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
+use rustix::process::{Pid, PidfdFlags};
+use std::path::Path;
+use std::time::Duration;
+use sublaunch::launch::tokio::io::unix::AsyncFd;
+use sublaunch_runfiles::handshake::PollBackoff;
+use sublaunch_runfiles::procinfo::start_identity;
+
+/// The safety tick when inotify works (liveness is re-checked at least this often).
+const SAFETY_TICK: Duration = Duration::from_secs(1);
+
+/// Wakes up when a run directory or its shim changes.
+pub struct RunWatcher {
+    inotify: Option<AsyncFd<OwnedFd>>,
+    shim: Option<AsyncFd<OwnedFd>>,
+    watched_pid: Option<u32>,
+    backoff: PollBackoff,
+}
+
+impl RunWatcher {
+    /// Watches `run_dir` (file creations, renames and writes).
+    pub fn new(run_dir: &Path) -> Self {
+        let inotify = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK)
+            .ok()
+            .and_then(|fd| {
+                let flags = WatchFlags::CREATE
+                    | WatchFlags::MODIFY
+                    | WatchFlags::MOVED_TO
+                    | WatchFlags::CLOSE_WRITE
+                    | WatchFlags::DELETE;
+                inotify::add_watch(&fd, run_dir, flags).ok()?;
+                sublaunch::launch::readiness::register_readable(fd).ok()
+            });
+        Self {
+            inotify,
+            shim: None,
+            watched_pid: None,
+            backoff: PollBackoff::default(),
+        }
+    }
+
+    /// Also wakes up when process `pid` (with start identity `identity`) exits.
+    pub fn watch_pid(&mut self, pid: u32, identity: Option<&str>) {
+        if self.watched_pid == Some(pid) {
+            return;
+        }
+        self.watched_pid = Some(pid);
+        let Some(target) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+            return;
+        };
+        let Ok(fd) = rustix::process::pidfd_open(target, PidfdFlags::empty()) else {
+            return;
+        };
+        // The pidfd names whatever has the pid now: keep it only if it is still the shim.
+        let same = match identity {
+            Some(expected) => start_identity(pid).ok().flatten().as_deref() == Some(expected),
+            None => true,
+        };
+        if same {
+            self.shim = sublaunch::launch::readiness::register_readable(fd).ok();
+        }
+    }
+
+    /// Resolves on the next change, shim exit or tick.
+    pub async fn changed(&mut self) {
+        let tick = if self.inotify.is_some() {
+            SAFETY_TICK
+        } else {
+            self.backoff.next().unwrap_or(SAFETY_TICK)
+        };
+        let inotify = &self.inotify;
+        let shim = &mut self.shim;
+        tokio::select! {
+            () = async {
+                match inotify {
+                    Some(fd) => drain(fd).await,
+                    None => std::future::pending().await,
+                }
+            } => {}
+            () = async {
+                match shim.as_ref() {
+                    Some(fd) => { let _ = fd.readable().await; }
+                    None => std::future::pending::<()>().await,
+                }
+            } => {
+                // A pidfd stays readable after the exit: report it once.
+                *shim = None;
+            }
+            () = tokio::time::sleep(tick) => {}
+        }
+    }
+}
+
+/// Waits for inotify events and discards them (their content does not matter: the caller
+/// re-reads the files).
+async fn drain(fd: &AsyncFd<OwnedFd>) {
+    loop {
+        let Ok(mut guard) = fd.readable().await else {
+            return std::future::pending().await;
+        };
+        let mut buffer = [0u8; 4096];
+        let mut got = false;
+        loop {
+            match guard.try_io(|f| rustix::io::read(f.get_ref(), &mut buffer).map_err(std::io::Error::from)) {
+                Ok(Ok(n)) if n > 0 => got = true,
+                Ok(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                // Would block: the queue is drained.
+                Err(_) => break,
+                // A broken inotify descriptor: rely on the safety tick from now on.
+                Ok(_) => return std::future::pending().await,
+            }
+        }
+        if got {
+            return;
+        }
+    }
+}

@@ -1,0 +1,72 @@
+//! The host launch path: from a [`LaunchPlan`](sublaunch_contract::LaunchPlan) to a detached,
+//! committed run of `sublaunch-shim`, and the bookkeeping after its exit.
+//!
+//! Rule ids refer to `spec/host-and-shim.md`. The sequence ([`launch`]) is: preflight (H1–H3,
+//! `preflight`) → the run directory, created atomically with a preliminary `queued` status
+//! ([`run_dir`]) → the private cfg file (H5, [`config`]) → stale handshake files and runner
+//! logs (H6, H7) → the spawn (H8–H11, `spawn`) with the exit watcher armed first (H12,
+//! [`exit_watcher`]) → the initial status, marker, sidecars and capacity claim (H13–H15,
+//! `bookkeeping`) → the proceed file of a fresh launch (H16) or the revival handshake
+//! (K3–K8, K13–K16, `handshake`). A failure before proceed persists the failure (S5,
+//! `startup_failure`), terminates the shim (X1, [`terminate`]) and rolls back capacity (H18).
+//! A supervising task (`supervise`) then tracks the shim's commit (K14 `committed`) and, when
+//! the exit watcher fires, finalizes the run (H19, H20, S7, `finalize`) — see
+//! [`LaunchHandle`].
+//!
+//! The CLI is a short-lived host: `sublaunch run` returns once the shim committed, so nobody
+//! observes the shim's exit and its proof stays `pending` until a lister applies S13
+//! (`unknown/observer-unavailable`, F33). `sublaunch run --wait` observes the exit itself.
+//!
+//! Listers and waiters use [`reconcile::RunStore`] for runs no live host observes (S13, I5).
+//!
+//! Everything runs on tokio; blocking run-file calls go to the blocking pool (X2). The
+//! runtime needs I/O and time enabled.
+
+mod blocking;
+mod bookkeeping;
+pub mod config;
+mod context;
+mod doorbell;
+pub mod environment;
+pub mod exit_watcher;
+mod failure;
+mod faults;
+mod finalize;
+mod handle;
+mod handshake;
+pub mod ids;
+mod options;
+pub mod plan_record;
+mod preflight;
+pub mod readiness;
+pub mod reconcile;
+pub mod run_dir;
+mod sequence;
+mod setup;
+mod spawn;
+mod startup_failure;
+mod supervise;
+pub mod terminate;
+#[cfg(feature = "test-hooks")]
+pub mod testing;
+
+pub use exit_watcher::{ProcessControl, RunnerExit, SignalOutcome, TermSignal};
+pub use failure::LaunchFailure;
+pub use finalize::Finished;
+pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
+pub use ids::new_run_id;
+pub use options::{
+    ControlWrapper, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME,
+    default_shim_path,
+};
+pub use sequence::{Launched, launch};
+pub use terminate::{Termination, terminate_runner};
+
+/// The async runtime the launch API runs on, re-exported so embedders and the end-to-end
+/// tests use the same version.
+pub use tokio;
+
+/// A single-threaded runtime with I/O and time, as the CLI uses.
+pub fn runtime() -> std::io::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread().enable_all().build()
+}

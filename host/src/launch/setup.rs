@@ -1,0 +1,163 @@
+//! What a launch resolves before touching anything (the options' seams, policies, hooks and
+//! paths, the runner steps, the cwd checks), and the run directory it then establishes.
+
+use super::blocking::blocking_value;
+use super::config::{self, plan_mode};
+use super::failure::LaunchFailure;
+use super::ids::new_run_id_with;
+use super::options::{LaunchOptions, default_shim_path};
+use super::preflight::CwdCheck;
+use super::run_dir::{self, Origin, Preliminary};
+use std::path::PathBuf;
+use std::sync::Arc;
+use sublaunch_contract::LaunchPlan;
+use sublaunch_runfiles::config::StepConfig;
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::durability::DurabilityPolicy;
+use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_runfiles::layout::{Layout, validate_run_id};
+use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::trust::TrustedRoot;
+
+/// Attempts at a fresh random run id before giving up.
+const RUN_ID_ATTEMPTS: usize = 8;
+
+/// Everything resolved from the plan and the options before anything is touched.
+pub(crate) struct Setup {
+    pub layout: Layout,
+    pub seams: Arc<Seams>,
+    pub policy: DurabilityPolicy,
+    pub faults: HostHooks,
+    pub shim: PathBuf,
+    pub steps: Vec<StepConfig>,
+    pub agents: Vec<(String, Option<String>)>,
+    pub mode: &'static str,
+    pub cwd: String,
+    pub cwd_checks: Vec<CwdCheck>,
+}
+
+impl Setup {
+    pub(crate) fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, String> {
+        let seams = match &options.seams {
+            Some(seams) => seams.clone(),
+            None => Seams::from_env().map_err(|e| e.to_string())?.shared(),
+        };
+        let faults = match &options.host_faults {
+            Some(faults) => faults.clone(),
+            None => HostHooks::from_env()?,
+        };
+        let layout = match &options.layout {
+            Some(layout) => absolute_layout(layout),
+            None => Layout::from_env().map_err(|e| e.to_string())?,
+        };
+        let steps = config::runner_steps(plan, &options.agents)?;
+        let cwd = options
+            .cwd
+            .as_ref()
+            .map(|c| c.to_string_lossy().into_owned())
+            .or_else(|| plan.steps.first().map(|s| s.cwd.clone()))
+            .unwrap_or_else(|| "/".into());
+        let mut cwd_checks = vec![CwdCheck {
+            effective: cwd.clone(),
+            requested: None,
+        }];
+        for step in &plan.steps {
+            if !cwd_checks.iter().any(|c| c.effective == step.cwd) {
+                cwd_checks.push(CwdCheck {
+                    effective: step.cwd.clone(),
+                    requested: Some(step.requested_cwd.clone()),
+                });
+            } else if let Some(check) = cwd_checks.iter_mut().find(|c| c.effective == step.cwd) {
+                check.requested.get_or_insert_with(|| step.requested_cwd.clone());
+            }
+        }
+        Ok(Self {
+            layout,
+            seams,
+            policy: options.durability.unwrap_or_else(DurabilityPolicy::from_env),
+            faults,
+            shim: options.shim.clone().unwrap_or_else(default_shim_path),
+            steps,
+            agents: plan.steps.iter().map(|s| (s.agent.clone(), s.model.clone())).collect(),
+            mode: plan_mode(plan),
+            cwd,
+            cwd_checks,
+        })
+    }
+}
+
+fn absolute_layout(layout: &Layout) -> Layout {
+    if layout.root().is_absolute() {
+        return layout.clone();
+    }
+    match std::env::current_dir() {
+        Ok(cwd) => Layout::new(cwd.join(layout.root())),
+        Err(_) => layout.clone(),
+    }
+}
+
+impl Setup {
+    /// Chooses the run id and creates (or, for a caller-chosen id, opens) `<run>`.
+    pub(crate) async fn establish_run_dir(
+        &self,
+        root: &Arc<TrustedRoot>,
+        plan: &LaunchPlan,
+        options: &LaunchOptions,
+        instance: &str,
+    ) -> Result<(String, Dir, Origin), LaunchFailure> {
+        let instance = instance.to_owned();
+        let agent = plan.steps.first().map_or("run", |s| s.agent.as_str()).to_owned();
+        let explicit = options.run_id.clone();
+        if let Some(id) = &explicit {
+            validate_run_id(id).map_err(|e| LaunchFailure::preflight(e.to_string()))?;
+        }
+        let root = root.clone();
+        let seams = self.seams.clone();
+        let policy = self.policy;
+        let now = seams.clock.wall_ms();
+        let session_id = options.session_id.clone();
+        let owner = options.completion_owner_id.clone();
+        let tool_call = options.tool_call_id.clone();
+        let mode = self.mode;
+        let cwd = self.cwd.clone();
+        let agents = self.agents.clone();
+        let result = blocking_value(move || -> Result<(String, Dir, Origin), String> {
+            let preliminary = |run_id: &str| {
+                run_dir::preliminary_status(&Preliminary {
+                    run_id,
+                    runner_process_instance_id: &instance,
+                    session_id: session_id.as_deref(),
+                    completion_owner_id: owner.as_deref(),
+                    tool_call_id: tool_call.as_deref(),
+                    mode,
+                    cwd: &cwd,
+                    steps: agents.clone(),
+                    now,
+                })
+            };
+            let runs = root.runs();
+            if let Some(id) = explicit {
+                if let Some(dir) = run_dir::open_existing(runs, &id)? {
+                    return Ok((id, dir, Origin::Existing));
+                }
+                return match run_dir::create(runs, &id, &preliminary(&id), policy) {
+                    Ok(Some(dir)) => Ok((id, dir, Origin::Created)),
+                    Ok(None) => Err(format!("Run '{id}' already exists.")),
+                    Err(e) => Err(format!("Failed to create the run directory of '{id}': {e}")),
+                };
+            }
+            for _ in 0..RUN_ID_ATTEMPTS {
+                let id = new_run_id_with(&agent, seams.random.as_ref());
+                match run_dir::create(runs, &id, &preliminary(&id), policy) {
+                    Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
+                    Ok(None) => {}
+                    Err(e) => return Err(format!("Failed to create the run directory of '{id}': {e}")),
+                }
+            }
+            Err("Failed to choose a free run id.".into())
+        })
+        .await
+        .unwrap_or_else(|| Err("Failed to create the run directory.".into()));
+        result.map_err(LaunchFailure::preflight)
+    }
+}

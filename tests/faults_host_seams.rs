@@ -1,0 +1,159 @@
+//! Termination decisions through the `ProcessControl` seam (§T): F58 (an already reaped shim
+//! is never signalled), F27 (signals refused with EPERM and no exit), at the seam and through
+//! a real launch whose shim cannot be signalled.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use sublaunch::launch::exit_watcher::ExitFuture;
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
+use sublaunch_runfiles::faults::parse_host_faults;
+use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_tests::bin;
+use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, pid_alive, read_json, status, wait_for};
+
+/// A scripted shim: either already reaped, or alive forever with every signal refused.
+#[derive(Debug)]
+struct FakeControl {
+    reaped: bool,
+    signals: Mutex<Vec<TermSignal>>,
+}
+
+impl FakeControl {
+    fn new(reaped: bool) -> Self {
+        Self {
+            reaped,
+            signals: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn exit_record() -> RunnerExit {
+        RunnerExit {
+            exit_code: Some(0),
+            signal: None,
+            close_observed_at: 1,
+        }
+    }
+}
+
+impl ProcessControl for FakeControl {
+    fn pid(&self) -> u32 {
+        4_194_304
+    }
+
+    fn exit(&self) -> Option<RunnerExit> {
+        self.reaped.then(Self::exit_record)
+    }
+
+    fn wait_exit(&self) -> ExitFuture<'_> {
+        if self.reaped {
+            Box::pin(std::future::ready(Self::exit_record()))
+        } else {
+            Box::pin(std::future::pending())
+        }
+    }
+
+    fn signal(&self, signal: TermSignal) -> SignalOutcome {
+        self.signals.lock().unwrap().push(signal);
+        SignalOutcome::Failed(io::Error::from_raw_os_error(1))
+    }
+}
+
+#[test]
+fn f58_a_reaped_shim_is_never_signalled() {
+    let control = FakeControl::new(true);
+    let report = block_on(terminate_runner(&control, Duration::from_millis(50)));
+    assert!(report.observed, "terminationObserved");
+    assert!(
+        control.signals.lock().unwrap().is_empty(),
+        "no signal to any pid or group"
+    );
+    assert!(report.sent.is_empty());
+}
+
+#[test]
+fn f27_refused_signals_and_no_exit_report_termination_unobserved() {
+    let control = FakeControl::new(false);
+    let report = block_on(terminate_runner(&control, Duration::from_millis(50)));
+    assert!(!report.observed);
+    assert_eq!(*control.signals.lock().unwrap(), [TermSignal::Term, TermSignal::Kill]);
+    assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
+}
+
+/// Passes everything through to the real watcher except signals, which fail with EPERM.
+#[derive(Debug)]
+struct Unsignallable {
+    inner: Arc<dyn ProcessControl>,
+    refused: Arc<Mutex<usize>>,
+}
+
+impl ProcessControl for Unsignallable {
+    fn pid(&self) -> u32 {
+        self.inner.pid()
+    }
+
+    fn exit(&self) -> Option<RunnerExit> {
+        self.inner.exit()
+    }
+
+    fn wait_exit(&self) -> ExitFuture<'_> {
+        self.inner.wait_exit()
+    }
+
+    fn signal(&self, _signal: TermSignal) -> SignalOutcome {
+        *self.refused.lock().unwrap() += 1;
+        SignalOutcome::Failed(io::Error::from_raw_os_error(1))
+    }
+}
+
+#[test]
+fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later() {
+    let scratch = Scratch::new("f27");
+    let hooks = Arc::new(RecordingHooks::default());
+    let refused = Arc::new(Mutex::new(0));
+    let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"))
+        // The shim would otherwise give up waiting for proceed on its own.
+        .with_env(CONTROL_TIMEOUT_ENV, "120000");
+    options.host_faults = Some(HostHooks::from_entries(parse_host_faults("proceed:EACCES").unwrap()));
+    options.hooks = hooks.clone();
+    options.terminate_grace = Duration::from_millis(100);
+    let counter = refused.clone();
+    options.process_control = Some(Arc::new(move |inner| {
+        Arc::new(Unsignallable {
+            inner,
+            refused: counter.clone(),
+        }) as Arc<dyn ProcessControl>
+    }));
+    let plan = shell_plan("echo never", &scratch.work());
+    let runtime = sublaunch::launch::runtime().unwrap();
+    let failure = runtime
+        .block_on(launch(&plan, options))
+        .expect_err("the proceed write fails");
+    assert!(
+        failure
+            .error
+            .starts_with("Failed to authorize async runner startup: EACCES")
+    );
+    assert!(!failure.termination_observed, "terminationObserved:false");
+    assert_eq!(*refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
+    let run = scratch.run_dir(failure.run_id.as_deref().unwrap());
+    assert_eq!(status(&run).unwrap()["state"], "failed");
+    assert_eq!(hooks.snapshot().capacity_used(), 0, "capacity rolled back");
+    let pid = failure.pid.unwrap();
+    assert!(pid_alive(pid), "the shim is still there");
+
+    // The exit happens later (here: the test kills it); the host still finalizes.
+    let handle = failure.handle.clone().unwrap();
+    std::process::Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    let finished = runtime.block_on(handle.finished()).unwrap();
+    assert_eq!(finished.exit.signal.as_deref(), Some("SIGKILL"));
+    let proof = wait_for("the proof", Duration::from_secs(5), || {
+        read_json(&run.join("process-terminal.json")).filter(|p| p["state"] != "pending")
+    });
+    assert_eq!(proof["state"], "observed");
+    assert_eq!(proof["instances"][0]["signal"], "SIGKILL");
+}

@@ -1,0 +1,249 @@
+//! The run-management CLI against the real shim: `run` (async, `--wait`, `--json`), `status`,
+//! `list`, `wait`, `stop`, `logs`, `resume`, unknown ids, fd hygiene of the CLI host (H9), and
+//! the host half of F31 (a revival host killed mid-handshake).
+
+use serde_json::Value;
+use std::process::{Output, Stdio};
+use std::time::{Duration, Instant};
+use sublaunch_tests::launch_harness::{HOST_FAULT_ENV, Scratch, names_in, read_json, status, wait_for, wait_terminal};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn ok(output: &Output) -> String {
+    assert!(
+        output.status.success(),
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        output.status.code(),
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}
+
+fn launch(scratch: &Scratch, task: &str) -> String {
+    ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", task])
+        .output()
+        .unwrap())
+    .trim()
+    .to_owned()
+}
+
+#[test]
+fn run_prints_the_id_of_a_committed_run_and_status_shows_it() {
+    let scratch = Scratch::new("cli-run");
+    let id = launch(&scratch, "echo hello");
+    assert!(id.starts_with("shell-") && id.len() == "shell-".len() + 8, "{id}");
+    let run = scratch.run_dir(&id);
+    let done = wait_terminal(&run, Duration::from_secs(30));
+    assert_eq!(done["state"], "complete");
+
+    let json: Value = serde_json::from_str(&ok(&scratch.cli(&["status", &id, "--json"]).output().unwrap())).unwrap();
+    assert_eq!(json["runId"], id.as_str());
+    assert_eq!(json["state"], "complete");
+    let human = ok(&scratch.cli(&["status", &id]).output().unwrap());
+    assert!(human.contains("state    complete"), "{human}");
+    assert!(human.contains(&format!("run      {id}")), "{human}");
+}
+
+#[test]
+fn run_json_prints_run_id_dir_and_pid() {
+    let scratch = Scratch::new("cli-json");
+    let out = ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", "true", "--json"])
+        .output()
+        .unwrap());
+    let json: Value = serde_json::from_str(out.trim()).unwrap();
+    let keys: Vec<&String> = json.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["pid", "runDir", "runId"]);
+    let id = json["runId"].as_str().unwrap();
+    assert_eq!(json["runDir"], scratch.run_dir(id).to_string_lossy().as_ref());
+    assert!(json["pid"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn run_wait_exits_with_the_outcome_and_finalizes_an_observed_proof() {
+    let scratch = Scratch::new("cli-wait");
+    let good = scratch
+        .cli(&["run", "--agent", "shell", "--task", "true", "--wait"])
+        .output()
+        .unwrap();
+    let stdout = ok(&good);
+    let id = stdout.lines().next().unwrap().to_owned();
+    assert!(stdout.contains(&format!("{id}: complete")), "{stdout}");
+    let proof = read_json(&scratch.run_dir(&id).join("process-terminal.json")).unwrap();
+    assert_eq!(proof["state"], "observed", "the CLI observed the exit itself");
+
+    let bad = scratch
+        .cli(&["run", "--agent", "shell", "--task", "exit 3", "--wait", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(1));
+    let json: Value = serde_json::from_slice(&bad.stdout).unwrap();
+    assert_eq!(json["state"], "failed");
+}
+
+#[test]
+fn wait_stop_and_list_work_on_runs_launched_by_another_process() {
+    let scratch = Scratch::new("cli-manage");
+    let quick = launch(&scratch, "sleep 1");
+    let waited = scratch.cli(&["wait", &quick]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(0), "{}", text(&waited.stderr));
+    assert!(text(&waited.stdout).contains("complete"));
+
+    let slow = launch(&scratch, "sleep 30");
+    let timed_out = scratch.cli(&["wait", &slow, "--timeout", "0.3"]).output().unwrap();
+    assert_eq!(timed_out.status.code(), Some(124));
+
+    let listed: Value = serde_json::from_str(&ok(&scratch.cli(&["list", "--json"]).output().unwrap())).unwrap();
+    let active: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["runId"].as_str())
+        .collect();
+    assert_eq!(active, [slow.as_str()], "only the sleeping run is active");
+
+    let started = Instant::now();
+    let stopped = scratch.cli(&["stop", &slow]).output().unwrap();
+    assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped.stderr));
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert_eq!(status(&scratch.run_dir(&slow)).unwrap()["state"], "stopped");
+    let again = scratch.cli(&["stop", &slow]).output().unwrap();
+    assert_eq!(again.status.code(), Some(0), "stopping an ended run is fine");
+    let waited = scratch.cli(&["wait", &slow]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(1), "stopped is not complete");
+
+    let all: Value = serde_json::from_str(&ok(&scratch.cli(&["list", "--all", "--json"]).output().unwrap())).unwrap();
+    assert_eq!(all.as_array().unwrap().len(), 2);
+    let human = ok(&scratch.cli(&["list", "--all"]).output().unwrap());
+    assert!(human.starts_with("RUN ID"), "{human}");
+}
+
+#[test]
+fn logs_print_and_follow_the_output() {
+    let scratch = Scratch::new("cli-logs");
+    let id = launch(&scratch, "echo one; sleep 1; echo two");
+    let follow = scratch.cli(&["logs", &id, "--follow"]).output().unwrap();
+    let out = ok(&follow);
+    assert!(out.contains("one") && out.contains("two"), "{out}");
+    assert!(out.find("one") < out.find("two"));
+    let again = ok(&scratch.cli(&["logs", &id]).output().unwrap());
+    assert_eq!(again, out);
+}
+
+#[test]
+fn unknown_run_ids_are_usage_errors() {
+    let scratch = Scratch::new("cli-unknown");
+    for command in ["status", "wait", "stop", "logs", "resume"] {
+        let output = scratch.cli(&[command, "shell-nosuchrun"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2), "{command}");
+        assert!(
+            text(&output.stderr).contains("unknown run 'shell-nosuchrun'"),
+            "{command}"
+        );
+        let invalid = scratch.cli(&[command, "../escape"]).output().unwrap();
+        assert_eq!(invalid.status.code(), Some(2), "{command}");
+    }
+}
+
+#[test]
+fn resume_revives_a_finished_run() {
+    let scratch = Scratch::new("cli-resume");
+    let source = ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", "echo first", "--wait"])
+        .output()
+        .unwrap());
+    let source = source.lines().next().unwrap().to_owned();
+    let resumed = scratch.cli(&["resume", &source, "--wait", "--json"]).output().unwrap();
+    let json: Value = serde_json::from_str(&ok(&resumed)).unwrap();
+    assert_eq!(json["state"], "complete");
+    let new_id = json["runId"].as_str().unwrap();
+    assert_ne!(new_id, source);
+    let proof = read_json(&scratch.run_dir(new_id).join("process-terminal.json")).unwrap();
+    assert_eq!(proof["state"], "observed", "{proof}");
+    assert!(proof.get("canonicalSession").is_some(), "{proof}");
+}
+
+#[test]
+fn h9_descriptors_inherited_by_the_cli_do_not_reach_the_shim() {
+    let scratch = Scratch::new("cli-h9");
+    let marker = scratch.path().join("inherited-marker");
+    // The shell opens fd 7 without close-on-exec and execs the CLI, which inherits it.
+    let output = std::process::Command::new("sh")
+        .args(["-c", "exec 7>\"$0\"; exec \"$@\""])
+        .arg(&marker)
+        .arg(sublaunch_tests::bin("sublaunch"))
+        .args(["run", "--agent", "shell", "--task", "sleep 2", "--json"])
+        .current_dir(scratch.work())
+        .env_clear()
+        .envs(scratch.cli_env())
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_str(ok(&output).trim()).unwrap();
+    let pid = json["pid"].as_u64().unwrap();
+    let links: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|l| l.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(!links.is_empty(), "the shim is still running");
+    assert!(
+        !links.iter().any(|l| l.contains("inherited-marker")),
+        "the shim inherited the CLI's descriptor: {links:?}"
+    );
+}
+
+#[test]
+fn f31_revival_host_killed_after_ready() {
+    let scratch = Scratch::new("f31");
+    let source = ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", "true", "--wait"])
+        .output()
+        .unwrap());
+    let source = source.lines().next().unwrap().to_owned();
+    let mut host = scratch
+        .cli(&["resume", &source])
+        .env(HOST_FAULT_ENV, "ack:sleep:20000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let run = wait_for("the revival's ready report", Duration::from_secs(30), || {
+        names_in(&scratch.runs())
+            .into_iter()
+            .filter(|n| *n != source && !n.starts_with('.'))
+            .map(|n| scratch.run_dir(&n))
+            .find(|r| read_json(&r.join("runner-startup.json")).is_some_and(|v| v["state"] == "ready"))
+    });
+    host.kill().unwrap();
+    let killed = Instant::now();
+    host.wait().unwrap();
+    let report = wait_for("the shim's error report", Duration::from_secs(10), || {
+        read_json(&run.join("runner-startup.json")).filter(|v| v["state"] == "error")
+    });
+    let noticed = killed.elapsed();
+    assert_eq!(report["error"], "Host closed the startup channel before proceed.");
+    eprintln!("the shim noticed the host's death after {noticed:?}");
+    assert!(noticed < Duration::from_secs(2), "{noticed:?}");
+    let status = wait_terminal(&run, Duration::from_secs(10));
+    assert_eq!(status["state"], "failed");
+    assert_eq!(status["error"], "Host closed the startup channel before proceed.");
+    assert_eq!(status["processTerminal"]["state"], "not-started");
+    // The shim writes the zero-writer candidate right after the failed status (S5 order).
+    let candidate = wait_for("the zero-writer candidate", Duration::from_secs(10), || {
+        read_json(&run.join("process-terminal-candidate.json")).filter(|c| c.get("expectedWriters").is_some())
+    });
+    let expected = candidate["expectedWriters"].as_object();
+    assert!(
+        expected.is_some_and(|e| !e.is_empty() && e.values().all(|v| v == 0)),
+        "zero-writer candidate: {candidate}"
+    );
+    assert!(!run.join("output-0.log").exists(), "no agent");
+}

@@ -1,0 +1,241 @@
+//! The launch library against the real shim: a fresh launch from plan to finalized proof, the
+//! process placement and environment of the shim (H8, H10), the revival handshake (K3), the
+//! legacy no-doorbell mode, and the active-run index under concurrency (F44).
+
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::{HostEvent, LaunchOptions, launch, tokio};
+use sublaunch_runfiles::config::RevivalLease;
+use sublaunch_tests::bin;
+use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, read_json, status, temp_files};
+
+fn options(scratch: &Scratch, hooks: &Arc<RecordingHooks>) -> LaunchOptions {
+    let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"));
+    options.hooks = hooks.clone();
+    options
+}
+
+#[test]
+fn a_fresh_launch_commits_runs_and_is_finalized_with_an_observed_proof() {
+    let scratch = Scratch::new("fresh");
+    let hooks = Arc::new(RecordingHooks::default());
+    let plan = shell_plan("echo hello", &scratch.work());
+    let (launched_id, pid, instance, finished) = block_on(async {
+        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        launched.handle.committed().await.expect("committed");
+        let finished = launched.handle.finished().await.unwrap();
+        (
+            launched.run_id,
+            launched.pid,
+            launched.runner_process_instance_id,
+            finished,
+        )
+    });
+    let run = scratch.run_dir(&launched_id);
+    let status = status(&run).unwrap();
+    assert_eq!(status["state"], "complete", "{status}");
+    assert_eq!(finished.exit.exit_code, Some(0));
+    let proof = read_json(&run.join("process-terminal.json")).unwrap();
+    assert_eq!(proof["state"], "observed");
+    assert_eq!(proof["runnerProcessInstanceId"], instance.as_str());
+    assert_eq!(status["processTerminal"], proof);
+    assert_eq!(events_of(&run, "subagent.run.process_terminal").len(), 1);
+    assert!(scratch.results().join(format!("{launched_id}.json")).exists());
+    assert!(!scratch.runs().join(".active-runs").join(&launched_id).exists());
+    assert!(!scratch.root().join(format!("async-cfg-{launched_id}.json")).exists());
+    for name in ["runner-startup-proceed.json", "runner-startup.json"] {
+        assert!(!run.join(name).exists(), "{name} is gone");
+    }
+    assert!(run.join("launch-plan.json").exists(), "kept for resume");
+    assert!(temp_files(&scratch.root()).is_empty());
+    let recorded = hooks.snapshot();
+    assert_eq!(recorded.marked, std::slice::from_ref(&instance));
+    match &recorded.events[..] {
+        [
+            HostEvent::AsyncStarted {
+                run_id,
+                pid: event_pid,
+                mode,
+                agents,
+                ..
+            },
+            HostEvent::ProcessTerminal { .. },
+        ] => {
+            assert_eq!(run_id, &launched_id);
+            assert_eq!(*event_pid, pid);
+            assert_eq!(mode, "single");
+            assert_eq!(agents, &["shell".to_owned()]);
+        }
+        other => panic!("unexpected events {other:?}"),
+    }
+}
+
+/// `(ppid, pgrp, session)` of a process from `/proc/<pid>/stat`.
+fn placement(pid: u32) -> (u32, u32, u32) {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<u32> = stat[stat.rfind(')').unwrap() + 2..]
+        .split_whitespace()
+        .skip(1)
+        .take(3)
+        .map(|f| f.parse().unwrap())
+        .collect();
+    (fields[0], fields[1], fields[2])
+}
+
+#[test]
+fn h8_h10_the_shim_is_a_direct_child_in_its_own_session_with_a_clean_environment() {
+    let scratch = Scratch::new("h8");
+    let hooks = Arc::new(RecordingHooks::default());
+    let plan = shell_plan("sleep 2", &scratch.work());
+    let mut opts = options(&scratch, &hooks);
+    opts.session_id = Some("parent-session".into());
+    let runtime = sublaunch::launch::runtime().unwrap();
+    let launched = runtime.block_on(launch(&plan, opts)).expect("started");
+    runtime.block_on(launched.handle.committed()).expect("committed");
+    let (ppid, pgrp, session) = placement(launched.pid);
+    assert_eq!(ppid, std::process::id(), "a direct child of the host");
+    assert_eq!(pgrp, launched.pid, "process-group leader");
+    assert_eq!(session, launched.pid, "session leader");
+    let environ = std::fs::read(format!("/proc/{}/environ", launched.pid)).unwrap();
+    let vars: Vec<String> = environ
+        .split(|b| *b == 0)
+        .map(|kv| String::from_utf8_lossy(kv).into_owned())
+        .collect();
+    let has = |kv: &str| vars.iter().any(|v| v == kv);
+    assert!(has("SUBLAUNCH_PARENT_SESSION=parent-session"), "{vars:?}");
+    assert!(has(&format!(
+        "SUBLAUNCH_RUNNER_CONFIG={}",
+        scratch
+            .root()
+            .join(format!("async-cfg-{}.json", launched.run_id))
+            .display()
+    )));
+    assert!(has("SUBLAUNCH_STARTUP_FD=0"));
+    assert!(!vars.iter().any(|v| v.starts_with("NOTIFY_SOCKET=")));
+    let finished = runtime.block_on(launched.handle.finished()).unwrap();
+    assert_eq!(finished.exit.exit_code, Some(0));
+}
+
+#[test]
+fn a_launch_without_the_doorbell_commits_by_polling() {
+    let scratch = Scratch::new("nodoorbell");
+    let hooks = Arc::new(RecordingHooks::default());
+    let mut opts = options(&scratch, &hooks);
+    opts.doorbell = false;
+    let plan = shell_plan("echo legacy", &scratch.work());
+    let (run_id, finished) = block_on(async {
+        let launched = launch(&plan, opts).await.expect("started");
+        launched.handle.committed().await.expect("committed");
+        (launched.run_id.clone(), launched.handle.finished().await.unwrap())
+    });
+    assert_eq!(status(&scratch.run_dir(&run_id)).unwrap()["state"], "complete");
+    assert_eq!(serde_json::to_value(&finished.proof).unwrap()["state"], "observed");
+}
+
+#[test]
+fn k3_a_revival_runs_the_full_handshake_and_releases_the_lease() {
+    let scratch = Scratch::new("revival");
+    let hooks = Arc::new(RecordingHooks::default());
+    let session = scratch.work().join("session.json");
+    std::fs::write(&session, b"{}").unwrap();
+    let mut opts = options(&scratch, &hooks);
+    opts.revival_lease = Some(RevivalLease {
+        session_file: session.to_string_lossy().into_owned(),
+        run_id: String::new(),
+        source_run_id: "source-run".into(),
+        parent_session_id: None,
+        extra: serde_json::Map::new(),
+    });
+    let plan = shell_plan("echo revived", &scratch.work());
+    let (run_id, finished) = block_on(async {
+        let launched = launch(&plan, opts).await.expect("the handshake completes");
+        launched.handle.committed().await.expect("committed");
+        (launched.run_id.clone(), launched.handle.finished().await.unwrap())
+    });
+    let run = scratch.run_dir(&run_id);
+    assert_eq!(status(&run).unwrap()["state"], "complete");
+    let proof = serde_json::to_value(&finished.proof).unwrap();
+    assert_eq!(proof["state"], "observed", "{proof}");
+    assert_eq!(proof["canonicalSession"]["leaseDisposition"], "released");
+    for name in [
+        "runner-startup.json",
+        "runner-startup-ack.json",
+        "runner-startup-confirm.json",
+        "runner-startup-proceed.json",
+    ] {
+        assert!(!run.join(name).exists(), "{name} removed after the commit");
+    }
+    let leases: Vec<String> = names_in(&scratch.root().join("session-leases"))
+        .into_iter()
+        .filter(|n| n.len() == 64)
+        .collect();
+    assert!(leases.is_empty(), "lease released: {leases:?}");
+}
+
+#[test]
+fn f44_concurrent_launches_share_the_index_without_losing_entries() {
+    let scratch = Scratch::new("f44");
+    let go = scratch.work().join("go");
+    let task = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; sleep 0.$((RANDOM%9))",
+        go.display()
+    );
+    let plan = shell_plan(&task, &scratch.work());
+    let runtime = sublaunch::launch::runtime().unwrap();
+    let handles = runtime.block_on(async {
+        let mut set = tokio::task::JoinSet::new();
+        for i in 0..32 {
+            let mut opts = test_options(&scratch.root(), &bin("sublaunch-shim"));
+            opts.tool_call_id = Some(if i % 2 == 0 {
+                "shared-call".into()
+            } else {
+                format!("call-{i}")
+            });
+            let plan = plan.clone();
+            set.spawn(async move { launch(&plan, opts).await });
+        }
+        let mut handles = Vec::new();
+        while let Some(result) = set.join_next().await {
+            let launched = result.unwrap().expect("started");
+            launched.handle.committed().await.expect("committed");
+            handles.push(launched);
+        }
+        handles
+    });
+    let ids: BTreeSet<String> = handles.iter().map(|l| l.run_id.clone()).collect();
+    let active: BTreeSet<String> = names_in(&scratch.runs().join(".active-runs"))
+        .into_iter()
+        .filter(|n| n != "tool-calls")
+        .collect();
+    assert_eq!(active, ids, "32 markers while running");
+    let shared = names_in(&scratch.runs().join(".active-runs/tool-calls/shared-call"));
+    assert_eq!(shared.len(), 16, "{shared:?}");
+    std::fs::write(&go, b"").unwrap();
+    runtime.block_on(async {
+        for launched in &handles {
+            launched.handle.finished().await.unwrap();
+        }
+    });
+    let markers: Vec<String> = names_in(&scratch.runs().join(".active-runs"))
+        .into_iter()
+        .filter(|n| n != "tool-calls")
+        .collect();
+    assert!(markers.is_empty(), "{markers:?}");
+    let tool_calls = scratch.runs().join(".active-runs/tool-calls");
+    let aliases: usize = names_in(&tool_calls)
+        .iter()
+        .map(|d| names_in(&tool_calls.join(d)).len())
+        .sum();
+    assert_eq!(aliases, 0, "no alias files");
+    let terminal = names_in(&scratch.runs().join(".terminal-runs/test-session"));
+    assert_eq!(terminal.len(), 32, "{terminal:?}");
+    for id in &ids {
+        let status = status(&scratch.run_dir(id)).expect("valid status");
+        assert_eq!(status["state"], "complete", "{id}: {status}");
+        let result: Value = read_json(&scratch.results().join(format!("{id}.json"))).expect("valid result");
+        assert_eq!(result["success"], true);
+    }
+    assert!(temp_files(&scratch.root()).is_empty());
+}
