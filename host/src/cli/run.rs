@@ -98,7 +98,7 @@ pub fn run(args: Args) -> ExitCode {
         run_id: args.run_id,
         session_id: Some(CLI_SESSION_ID.into()),
         timeout_ms,
-        agents: inputs.agents.iter().map(|a| a.planner.clone()).collect(),
+        agents: inputs.agents.clone(),
         ..LaunchOptions::default()
     };
     launch_and_report(

@@ -3,7 +3,8 @@
 //! step's cwd) exists so far; other adapters plug in at [`step_config`].
 
 use std::collections::BTreeMap;
-use sublaunch_contract::{Agent, GraphStep, LaunchPlan, PlanStep};
+use crate::agents::{AdapterKind, AgentDef};
+use sublaunch_contract::{GraphStep, LaunchPlan, PlanStep};
 use sublaunch_runfiles::config::{RevivalLease, RunnerConfig, StepConfig};
 
 /// The plan's mode: `single` for one child, `parallel` when the graph has a parallel group,
@@ -23,39 +24,38 @@ pub fn plan_mode(plan: &LaunchPlan) -> &'static str {
 }
 
 /// The runner steps of `plan`, or the reason one cannot be started.
-pub fn runner_steps(plan: &LaunchPlan, agents: &[Agent]) -> Result<Vec<StepConfig>, String> {
+pub fn runner_steps(plan: &LaunchPlan, agents: &[AgentDef]) -> Result<Vec<StepConfig>, String> {
     if plan.steps.is_empty() {
         return Err("Subagent launch aborted: the plan has no steps.".into());
     }
     plan.steps
         .iter()
         .enumerate()
-        .map(|(index, step)| step_config(index, step, agents.iter().find(|a| a.name == step.agent)))
+        .map(|(index, step)| step_config(index, step, agents.iter().find(|a| a.name() == step.agent)))
         .collect()
 }
 
 /// The runner step of plan step `index`, chosen by its agent's runner adapter.
-pub fn step_config(index: usize, step: &PlanStep, agent: Option<&Agent>) -> Result<StepConfig, String> {
+pub fn step_config(index: usize, step: &PlanStep, agent: Option<&AgentDef>) -> Result<StepConfig, String> {
     if let Some(machine) = &step.machine {
         return Err(format!(
             "Subagent launch aborted: step {index} ('{}') is placed on machine '{}'; launching on machines is not available yet.",
             step.agent, machine.id
         ));
     }
-    let runner = agent.and_then(|a| a.runner.as_ref());
-    let kind = runner.and_then(|r| r.kind.as_deref());
-    let adapter = runner.and_then(|r| r.adapter.as_deref());
-    match (kind, adapter) {
-        (Some("external-cli"), Some("shell")) => {
+    let Some(agent) = agent else {
+        return Err(format!("Subagent launch aborted: agent '{}' is not known to the launcher.", step.agent));
+    };
+    match agent.runner.adapter {
+        AdapterKind::Shell => {
             let mut config = StepConfig::shell(&step.task, &step.cwd, BTreeMap::new());
             config.model.clone_from(&step.model);
             Ok(config)
         }
-        _ => Err(format!(
-            "Subagent launch aborted: agent '{}' has no runner sublaunch can start yet (runner {}/{}).",
+        other => Err(format!(
+            "Subagent launch aborted: agent '{}' uses the {} adapter, which sublaunch cannot start yet.",
             step.agent,
-            kind.unwrap_or("none"),
-            adapter.unwrap_or("none")
+            other.id()
         )),
     }
 }
@@ -106,7 +106,6 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_contract::Runner;
 
     fn step(agent: &str, task: &str) -> PlanStep {
         PlanStep {
@@ -131,14 +130,7 @@ mod tests {
 
     #[test]
     fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
-        let shell = Agent {
-            name: "shell".into(),
-            runner: Some(Runner {
-                kind: Some("external-cli".into()),
-                adapter: Some("shell".into()),
-            }),
-            ..Agent::default()
-        };
+        let shell = crate::agents::builtins().into_iter().find(|a| a.name() == "shell").unwrap();
         let plan = LaunchPlan {
             steps: vec![step("shell", "echo hi")],
             graph: None,
@@ -150,7 +142,7 @@ mod tests {
         assert_eq!(command.cwd.as_deref(), Some("/w"));
         assert_eq!(plan_mode(&plan), "single");
         let error = runner_steps(&plan, &[]).unwrap_err();
-        assert!(error.contains("no runner sublaunch can start"), "{error}");
+        assert!(error.contains("not known to the launcher"), "{error}");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_contract::Agent;
+use crate::agents::AgentDef;
 use sublaunch_runfiles::config::RevivalLease;
 use sublaunch_runfiles::durability::DurabilityPolicy;
 use sublaunch_runfiles::handshake::TERMINATE_GRACE;
@@ -23,6 +23,15 @@ pub const SHIM_NAME: &str = "sublaunch-shim";
 /// How long [`super::LaunchHandle::committed`] waits by default: the shim's own wait for a
 /// control (K13) plus a margin.
 pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(40);
+
+/// How the children of a chain or parallel run are executed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkflowOptions {
+    /// How many tasks of a parallel group run at once (`None`: all of them).
+    pub concurrency: Option<u32>,
+    /// Stop a parallel group's remaining tasks as soon as one fails.
+    pub fail_fast: bool,
+}
 
 /// Host events delivered to [`LaunchHooks::event`] (H18, S7, S13).
 #[derive(Clone, Debug, PartialEq)]
@@ -128,7 +137,9 @@ pub struct LaunchOptions {
     /// Host fault hooks (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
     pub host_faults: Option<HostHooks>,
     /// The agents whose runners the launch may start (default: the built-ins).
-    pub agents: Vec<Agent>,
+    pub agents: Vec<AgentDef>,
+    /// How the steps of a chain or parallel run are executed.
+    pub workflow: WorkflowOptions,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
     /// Wraps the runner's process control (tests).
@@ -155,7 +166,8 @@ impl Default for LaunchOptions {
             seams: None,
             durability: None,
             host_faults: None,
-            agents: crate::agents::builtins().into_iter().map(|a| a.planner).collect(),
+            agents: crate::agents::builtins(),
+            workflow: WorkflowOptions::default(),
             env: Vec::new(),
             process_control: None,
         }
