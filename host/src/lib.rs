@@ -7,6 +7,7 @@
 
 pub mod agents;
 pub mod artifact_cache;
+pub mod chain;
 pub mod config_files;
 pub mod dirs;
 pub mod herdr;

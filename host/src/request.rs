@@ -1,5 +1,6 @@
-//! Building the PlanRequest of `sublaunch run` from the command line, the agents, the
-//! settings, the model registry and (only when something can be placed) the Herdr catalog.
+//! Building the PlanRequest of `sublaunch run` from the command line (or a chain file's steps),
+//! the agents, the settings, the model registry and (only when something can be placed) the
+//! Herdr catalog.
 
 use crate::agents::AgentDef;
 use crate::registry::Registry;
@@ -40,19 +41,28 @@ pub struct Inputs {
     pub registry: Registry,
 }
 
-/// Builds the request; the Herdr catalog is fetched only when a child can be placed (P16).
+/// Builds the single-step request of `spec`; the Herdr catalog is fetched only when a child
+/// can be placed (P16).
 pub async fn build(spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanRequest> {
+    let step = Step {
+        agent: Some(spec.agent.clone()),
+        task: Some(spec.task.clone()),
+        model: spec.model.as_deref().map(LooseString::from),
+        thinking: spec.thinking.clone().map(ThinkingSetting::Text),
+        ..Step::default()
+    };
+    build_steps(Mode::Single, vec![step], spec, inputs).await
+}
+
+/// Builds a request with these steps (a chain file's, say): only the run-level fields of
+/// `spec` are used (`machine`, `cwd`, `max_thinking`); the Herdr catalog is fetched only when
+/// a child can be placed (P16).
+pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanRequest> {
     let settings = &inputs.settings;
     let mut request = PlanRequest {
         cwd: inputs.cwd.to_string_lossy().into_owned(),
-        mode: Mode::Single,
-        steps: vec![Step {
-            agent: Some(spec.agent.clone()),
-            task: Some(spec.task.clone()),
-            model: spec.model.as_deref().map(LooseString::from),
-            thinking: spec.thinking.clone().map(ThinkingSetting::Text),
-            ..Step::default()
-        }],
+        mode,
+        steps,
         agents: inputs.agents.iter().map(|def| with_settings(def, settings)).collect(),
         available_models: Some(inputs.registry.models()),
         thinking_ceiling: settings.thinking_ceiling().map(loose),

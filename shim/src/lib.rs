@@ -12,10 +12,12 @@
 //!   [`clock`], [`parent`] (R4), [`faults`] (§T hooks), [`testfs`] (simulated full disk,
 //!   test-hooks only);
 //! * handshake — [`doorbell`] (K14), [`handshake`] (K9–K11, K15, R6a, R7, R8), [`commit`] (K12);
-//! * supervision — [`run`] (R9, R16, step loop), [`supervise`] (one step), [`step_end`] (its
-//!   outcome), [`adapter`] (argv and
-//!   output parsing per agent kind), [`spawn`] (R10), [`env`] (H10), [`output`] and [`streams`]
-//!   (R11), [`control`] (R12 inbox), [`reaper`] (waitid, X8 enumeration), [`tree`] (X4/X6/X8/X9),
+//! * supervision — [`run`] (R9, R16), [`workflow`] (chains, parallel groups, concurrency,
+//!   failFast, `{task}`/`{previous}`/`{chain_dir}`), [`supervise`] (the event loop over the
+//!   running agents), [`child`] (one agent), [`step_end`] (its outcome), [`adapter`] (argv and
+//!   output parsing per agent kind), [`verdict`], [`structured`] and [`model_check`] (judging
+//!   the output), [`spawn`] (R10), [`env`] (H10), [`output`] and [`streams`] (R11),
+//!   [`control`] (R12 inbox), [`reaper`] (waitid, X8 enumeration), [`tree`] (X4/X6/X8/X9),
 //!   [`book`] (status and marker writes, A9/I7);
 //! * end — [`record`] (R13, S11, S12, X11), [`exit`] (R14).
 
@@ -23,6 +25,7 @@
 
 pub mod adapter;
 pub mod book;
+pub mod child;
 pub mod clock;
 pub mod commit;
 pub mod context;
@@ -34,6 +37,7 @@ pub mod faults;
 pub mod handshake;
 pub mod hygiene;
 pub mod invocation;
+pub mod model_check;
 pub mod output;
 pub mod parent;
 pub mod reaper;
@@ -43,10 +47,13 @@ pub mod signals;
 pub mod spawn;
 pub mod step_end;
 pub mod streams;
+pub mod structured;
 pub mod supervise;
 #[cfg(feature = "test-hooks")]
 pub mod testfs;
 pub mod tree;
+pub mod verdict;
+pub mod workflow;
 
 use context::{Ctx, Paths};
 use std::sync::Arc;

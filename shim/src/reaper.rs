@@ -3,6 +3,7 @@
 //! through `std::process::Child` or a per-pid waiter, which would race with adopting orphans.
 //! The agent's status is kept; adopted processes are just reaped.
 
+use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// How a child ended.
@@ -25,28 +26,36 @@ impl ExitInfo {
     }
 }
 
-/// The reaper of one shim.
+/// The reaper of one shim: the agents it watches (several at once in a parallel group) and
+/// how each ended.
 #[derive(Debug, Default)]
 pub struct Reaper {
-    agent: Option<u32>,
-    agent_exit: Option<ExitInfo>,
+    agents: BTreeMap<u32, Option<ExitInfo>>,
 }
 
 impl Reaper {
     /// Starts watching a new agent.
     pub fn watch(&mut self, pid: u32) {
-        self.agent = Some(pid);
-        self.agent_exit = None;
+        self.agents.insert(pid, None);
     }
 
-    /// The watched agent's pid.
-    pub fn agent(&self) -> Option<u32> {
-        self.agent
+    /// Stops tracking an agent whose end was recorded.
+    pub fn forget(&mut self, pid: u32) {
+        self.agents.remove(&pid);
     }
 
-    /// How the watched agent ended, once reaped.
-    pub fn agent_exit(&self) -> Option<&ExitInfo> {
-        self.agent_exit.as_ref()
+    /// How the watched agent `pid` ended, once reaped.
+    pub fn exit_of(&self, pid: u32) -> Option<&ExitInfo> {
+        self.agents.get(&pid).and_then(Option::as_ref)
+    }
+
+    /// Watched agents not yet reaped (their pids are also their process groups).
+    pub fn live_agents(&self) -> Vec<u32> {
+        self.agents
+            .iter()
+            .filter(|(_, exit)| exit.is_none())
+            .map(|(pid, _)| *pid)
+            .collect()
     }
 
     /// Reaps every child that has exited; returns the pids of the non-agent ones.
@@ -70,9 +79,9 @@ impl Reaper {
             if pid == 0 {
                 break;
             }
-            if Some(pid) == self.agent {
+            if let Some(slot) = self.agents.get_mut(&pid) {
                 let exited = code == libc::CLD_EXITED;
-                self.agent_exit = Some(ExitInfo {
+                *slot = Some(ExitInfo {
                     code: exited.then_some(status),
                     signal: (!exited).then_some(status),
                     at_wall: wall_ms(),
@@ -152,6 +161,11 @@ mod tests {
         let me = std::process::id();
         let st = proc_stat(me).unwrap();
         assert_ne!(st.state, b'Z');
-        assert!(st.session > 0);
+        // The session id may be 0 when the test runner's session leader lives outside this
+        // pid namespace (as on CI), so compare with the kernel's own answers instead.
+        let sid = unsafe { libc::getsid(0) };
+        let pgrp = unsafe { libc::getpgrp() };
+        assert_eq!(st.session as i32, sid);
+        assert_eq!(st.pgrp as i32, pgrp);
     }
 }

@@ -35,16 +35,22 @@ fn outcome_of(state: &RunState) -> StepOutcome {
 
 /// Writes a step's end into the in-memory status.
 fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
-    let state = end.state();
     let Some(step) = sup.book.status.steps.as_mut().and_then(|s| s.get_mut(end.index)) else {
         return;
     };
-    step.status = Some(state.as_str().to_owned());
+    step.status = Some(end.status_word());
+    step.error = end.error();
+    step.extra.insert("adapter".into(), json!(end.adapter));
+    if !end.ran() {
+        return;
+    }
     step.started_at.get_or_insert(end.started_wall);
     step.ended_at = Some(end.ended_wall);
     step.duration_ms = Some(end.duration_ms);
     step.exit_code = end.exit_code();
-    step.error = end.error();
+    if let Some(model) = &end.reported_model {
+        step.extra.insert("reportedModel".into(), json!(model));
+    }
     if let Some(pid) = end.pid {
         step.extra.insert(
             "externalProcess".into(),
@@ -63,7 +69,7 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
 }
 
 fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
-    events::step_finished(
+    let mut event = events::step_finished(
         outcome_of(&end.state()),
         ctx.now_wall(),
         &ctx.cfg.id,
@@ -71,29 +77,64 @@ fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
         &end.agent,
         end.exit_code(),
         end.duration_ms,
-    )
+    );
+    if let Some(step) = end.position.0 {
+        event = event.with("planStepIndex", step);
+    }
+    if let Some(task) = end.position.1 {
+        event = event.with("taskIndex", task);
+    }
+    if let Some(error) = end.error() {
+        event = event.with("error", error);
+    }
+    event
 }
 
-/// Closes a step that is followed by another: status and `subagent.step.completed`.
-pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &StepEnd) {
+/// Closes a step whose end is not the run's last: status and `subagent.step.<outcome>`.
+pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
     apply_step(sup, end);
     sup.book.status.last_update = Some(ctx.now_wall());
     if let Err(e) = sup.book.write(DocKind::RunningStatus) {
         eprintln!("sublaunch-shim: cannot update status.json: {e}");
     }
-    sup.events.append(&step_event(ctx, end));
+    if end.ran() {
+        sup.events.append(&step_event(ctx, end));
+    }
+    end.closed = true;
+}
+
+/// The run's state and error from its steps' ends: the first step (flat order) that did not
+/// complete decides — one that failed on its own before one stopped by failFast. In a run
+/// of several steps a failure names the step (`Step 2 ('reviewer') failed: …`).
+pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
+    let ran = || ends.iter().filter(|e| e.ran());
+    let decisive = ran()
+        .find(|e| e.state() != RunState::Complete && e.cancel.is_none())
+        .or_else(|| ran().find(|e| e.state() != RunState::Complete));
+    let Some(end) = decisive else {
+        return (RunState::Complete, None);
+    };
+    let state = end.state();
+    let mut error = end.error();
+    if ends.len() > 1 && state == RunState::Failed && end.timeout.is_none() {
+        let mut label = end.label();
+        label[..1].make_ascii_uppercase();
+        error = error.map(|e| format!("{label} failed: {e}"));
+    }
+    (state, error)
 }
 
 /// S12; returns the exit code (R14).
 pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
-    let Some(last) = ends.last() else {
+    if ends.is_empty() {
         return crate::exit::RECORDING_FAILED;
-    };
-    let mut state = last.state();
-    let mut error = last.error();
+    }
+    let (mut state, mut error) = run_outcome(ends);
     let ended_wall = ctx.now_wall();
     let duration_ms = crate::clock::elapsed_ms(sup.started.0, Instant::now());
-    apply_step(sup, last);
+    for end in ends {
+        apply_step(sup, end);
+    }
 
     // 1. Terminal status (durable), then the index (I4, I7).
     sup.book.status.mark_terminal(state.clone(), ended_wall, error.clone());
@@ -121,12 +162,14 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
         }
     };
 
-    // 3. Events: the last step, the run marker, run.completed.
-    sup.events.append(&step_event(ctx, last));
+    // 3. Events: the steps that ended last, the run marker, run.completed.
+    for end in ends.iter().filter(|e| e.ran() && !e.closed) {
+        sup.events.append(&step_event(ctx, end));
+    }
     let marker = match state {
         RunState::Stopped => Some("stopped"),
         RunState::Paused => Some("paused"),
-        _ if last.timeout.is_some() => Some("timed_out"),
+        _ if ends.iter().any(|e| e.timeout.is_some()) => Some("timed_out"),
         _ => None,
     };
     if let Some(kind) = marker {
@@ -230,35 +273,14 @@ fn result_payload(
 ) -> Value {
     let stopped = *state == RunState::Stopped;
     let timed_out = ends.iter().any(|e| e.timeout.is_some());
-    let results: Vec<StepResult> = ends
-        .iter()
-        .map(|end| StepResult {
-            agent: end.agent.clone(),
-            output: end.output.clone(),
-            output_state: if end.output.is_empty() {
-                OutputState::Absent
-            } else {
-                OutputState::Present
-            },
-            error: end.error(),
-            protocol_error: end.protocol.as_ref().map(|message| ProtocolError {
-                code: "protocol_output_limit".into(),
-                stream: "stdout".into(),
-                message: Some(message.clone()),
-                extra: Map::new(),
-            }),
-            success: end.state() == RunState::Complete,
-            exit_code: end.exit_code(),
-            process_signal: end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
-            timed_out: end.timeout.is_some().then_some(true),
-            stopped: (end.state() == RunState::Stopped).then_some(true),
-            extra: Map::new(),
-        })
-        .collect();
+    let results: Vec<StepResult> = ends.iter().map(step_result).collect();
     let summary = results
         .iter()
-        .map(|r| {
-            let output = if r.output.is_empty() {
+        .zip(ends)
+        .map(|(r, end)| {
+            let output = if !end.ran() {
+                "(not run)"
+            } else if r.output.is_empty() {
                 "(no output)"
             } else {
                 r.output.as_str()
@@ -290,6 +312,56 @@ fn result_payload(
         extra: Map::new(),
     };
     serde_json::to_value(payload).unwrap_or(Value::Null)
+}
+
+/// `results[i]` of one step (S11 plus the workflow fields: `stepIndex`, `taskIndex`,
+/// `adapter`, `structured`, `structuredErrors`, `outputTruncated`, `reportedModel`, `skipped`).
+fn step_result(end: &StepEnd) -> StepResult {
+    let mut extra = Map::new();
+    if let Some(step) = end.position.0 {
+        extra.insert("stepIndex".into(), json!(step));
+    }
+    if let Some(task) = end.position.1 {
+        extra.insert("taskIndex".into(), json!(task));
+    }
+    extra.insert("adapter".into(), json!(end.adapter));
+    if let Some(value) = &end.structured {
+        extra.insert("structured".into(), value.clone());
+    }
+    if !end.structured_errors.is_empty() {
+        extra.insert("structuredErrors".into(), json!(end.structured_errors));
+    }
+    if end.output_truncated {
+        extra.insert("outputTruncated".into(), json!(true));
+    }
+    if let Some(model) = &end.reported_model {
+        extra.insert("reportedModel".into(), json!(model));
+    }
+    if !end.ran() {
+        extra.insert("skipped".into(), json!(true));
+    }
+    StepResult {
+        agent: end.agent.clone(),
+        output: end.output.clone(),
+        output_state: if end.output.is_empty() {
+            OutputState::Absent
+        } else {
+            OutputState::Present
+        },
+        error: end.error(),
+        protocol_error: end.protocol.as_ref().map(|message| ProtocolError {
+            code: "protocol_output_limit".into(),
+            stream: "stdout".into(),
+            message: Some(message.clone()),
+            extra: Map::new(),
+        }),
+        success: end.ran() && end.state() == RunState::Complete,
+        exit_code: end.exit_code(),
+        process_signal: end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
+        timed_out: end.timeout.is_some().then_some(true),
+        stopped: (end.ran() && end.state() == RunState::Stopped).then_some(true),
+        extra,
+    }
 }
 
 fn read_candidate(ctx: &Ctx, run: &Dir) -> Candidate {

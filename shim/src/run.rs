@@ -7,7 +7,6 @@ use crate::context::Ctx;
 use crate::control::ControlInbox;
 use crate::faults::Fired;
 use crate::reaper::Reaper;
-use crate::step_end::StepEnd;
 use std::time::{Duration, Instant};
 use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::doc::to_pretty_bytes;
@@ -57,6 +56,8 @@ pub struct Supervisor {
     pub started: (Instant, u64),
     /// `SUBLAUNCH_OUTPUT_LOG_MAX_BYTES`.
     pub log_cap: u64,
+    /// The control inbox's inotify descriptor woke the last wait.
+    pub control_woken: bool,
 }
 
 impl Supervisor {
@@ -103,18 +104,7 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         // A `hang` at before-first-status ended by a stop signal.
         sup.stop_signal(signal);
     }
-    let mut ends: Vec<StepEnd> = Vec::new();
-    for index in 0..ctx.cfg.steps.len() {
-        let end = sup.run_step(ctx, index);
-        let go_on = end.state() == sublaunch_runfiles::status::RunState::Complete && index + 1 < ctx.cfg.steps.len();
-        if go_on {
-            crate::record::close_step(ctx, &mut sup, &end);
-        }
-        ends.push(end);
-        if !go_on {
-            break;
-        }
-    }
+    let ends = crate::workflow::run_steps(ctx, &mut sup);
     crate::record::record(ctx, &mut sup, &ends)
 }
 
@@ -152,6 +142,29 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
             ..StepStatus::default()
         });
     }
+    for (step, config) in steps.iter_mut().zip(&ctx.cfg.steps) {
+        if let Some(index) = config.step_index() {
+            step.extra.insert("stepIndex".into(), index.into());
+        }
+        if let Some(task) = config.task_index() {
+            step.extra.insert("taskIndex".into(), task.into());
+        }
+    }
+    let workflow = ctx.cfg.workflow();
+    let groups: Vec<serde_json::Value> = crate::workflow::groups::groups(&ctx.cfg)
+        .iter()
+        .filter(|g| g.parallel)
+        .map(|g| {
+            serde_json::json!({
+                "stepIndex": ctx.cfg.steps[g.start].step_index(),
+                "start": g.start,
+                "count": g.len,
+                "concurrency": workflow.concurrency.map_or(g.len, |c| (c as usize).min(g.len)),
+                "failFast": workflow.fail_fast,
+            })
+        })
+        .collect();
+    status.extra.insert("parallelGroups".into(), groups.into());
     status.chain_step_count = u32::try_from(ctx.cfg.steps.len()).ok();
     status.error = None;
     status.ended_at = None;
@@ -204,6 +217,7 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         deadline,
         started,
         log_cap: crate::streams::OutputLog::cap_from_env(),
+        control_woken: false,
     })
 }
 

@@ -1,7 +1,9 @@
 //! R10: spawning the agent as the shim's own child in a new process group.
 //!
 //! `std::process::Command` on its `posix_spawn` path: `process_group(0)` (pgid = agent pid),
-//! stdin `/dev/null`, stdout and stderr pipes, no `pre_exec`. Every other descriptor of the shim
+//! stdin `/dev/null` (or, for adapters that deliver the prompt there, a sealed in-memory file
+//! holding it, so the shim never writes to a pipe the agent may not read), stdout and stderr
+//! pipes, no `pre_exec`. Every other descriptor of the shim
 //! is CLOEXEC (hygiene + every fd the shim opens), so the agent gets exactly 0, 1, 2 (F63).
 //! The spawn runs with an empty signal mask. The agent is never waited for through `std`: the
 //! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::reaper`]).
@@ -33,9 +35,12 @@ pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
     cmd.args(args)
         .current_dir(&command.cwd)
         .process_group(0)
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    match &command.stdin {
+        None => cmd.stdin(Stdio::null()),
+        Some(bytes) => cmd.stdin(Stdio::from(input_file(bytes)?)),
+    };
     for key in crate::env::removals() {
         cmd.env_remove(key);
     }
@@ -52,4 +57,20 @@ pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
         rustix::io::ioctl_fionbio(fd, true)?;
     }
     Ok(Spawned { pid, stdout, stderr })
+}
+
+/// An anonymous in-memory file holding `bytes`, positioned at its start (the agent's stdin).
+fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
+    use rustix::fs::{MemfdFlags, SeekFrom};
+    let fd = rustix::fs::memfd_create("sublaunch-prompt", MemfdFlags::CLOEXEC)?;
+    let mut written = 0;
+    while written < bytes.len() {
+        match rustix::io::write(&fd, &bytes[written..]) {
+            Ok(n) => written += n,
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    rustix::fs::seek(&fd, SeekFrom::Start(0))?;
+    Ok(fd)
 }

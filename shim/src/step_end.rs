@@ -3,6 +3,7 @@
 
 use crate::reaper::ExitInfo;
 use crate::tree::{GroupOutcome, SweepOutcome, pid_list};
+use serde_json::Value;
 use sublaunch_runfiles::proof::{ProcessTree, WriterRecord};
 use sublaunch_runfiles::status::{EndFacts, RunState, derive_terminal_state};
 
@@ -48,19 +49,68 @@ pub struct StepEnd {
     pub stdout_bytes: u64,
     /// Bytes of stderr seen.
     pub stderr_bytes: u64,
+    /// The plan's `stepIndex` / `taskIndex` of this child.
+    pub position: (Option<u32>, Option<u32>),
+    /// The adapter that ran it.
+    pub adapter: String,
+    /// Whether `output` is only the end of a longer text.
+    pub output_truncated: bool,
+    /// Why a finished agent's result is refused: its own reported failure, output that is not
+    /// JSON or does not match the schema, or a model mismatch.
+    pub validation: Option<String>,
+    /// The parsed structured output (structured steps that validated).
+    pub structured: Option<Value>,
+    /// Every schema violation (`{path, message}`), when the structured output did not validate.
+    pub structured_errors: Vec<Value>,
+    /// The model the agent reported.
+    pub reported_model: Option<String>,
+    /// Stopped because a failFast sibling failed, with the message.
+    pub cancel: Option<String>,
+    /// Never started, and why (an earlier step failed, the run was stopped …).
+    pub not_run: Option<String>,
+    /// Its end was already written into the status and its event appended.
+    pub closed: bool,
 }
 
 impl StepEnd {
     /// Whether the agent's end was caused by a request of ours.
     fn requested(&self) -> bool {
-        self.stop.is_some() || self.timeout.is_some() || self.interrupted || self.protocol.is_some()
+        self.stop.is_some()
+            || self.cancel.is_some()
+            || self.timeout.is_some()
+            || self.interrupted
+            || self.protocol.is_some()
+    }
+
+    /// Whether the step was started at all (see [`StepEnd::not_run`]).
+    pub fn ran(&self) -> bool {
+        self.not_run.is_none()
+    }
+
+    /// The step's status word: the state, or `skipped` for a step that never ran.
+    pub fn status_word(&self) -> String {
+        if self.ran() {
+            self.state().as_str().to_owned()
+        } else {
+            "skipped".to_owned()
+        }
+    }
+
+    /// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`: 1-based plan position (flat
+    /// position when the configuration has none).
+    pub fn label(&self) -> String {
+        let step = self.position.0.map_or(self.index, |s| s as usize) + 1;
+        match self.position.1 {
+            Some(task) => format!("step {step}, task {} ('{}')", task + 1, self.agent),
+            None => format!("step {step} ('{}')", self.agent),
+        }
     }
 
     /// The S4 facts.
     pub fn facts(&self) -> EndFacts {
         let requested = self.requested();
         EndFacts {
-            stop_requested: self.stop.is_some(),
+            stop_requested: self.stop.is_some() || self.cancel.is_some(),
             unexplained_signal: !requested && self.exit.as_ref().is_some_and(|e| e.signal.is_some()),
             timed_out: self.timeout.is_some(),
             protocol_failure: self.protocol.is_some(),
@@ -72,9 +122,13 @@ impl StepEnd {
         }
     }
 
-    /// The step's state (S4).
+    /// The step's state (S4); a finished agent whose result is refused (see
+    /// [`StepEnd::validation`]) has failed.
     pub fn state(&self) -> RunState {
-        derive_terminal_state(&self.facts())
+        match derive_terminal_state(&self.facts()) {
+            RunState::Complete if self.validation.is_some() => RunState::Failed,
+            state => state,
+        }
     }
 
     /// The exit code recorded for the step (a spawn error counts as 1, R10).
@@ -87,9 +141,15 @@ impl StepEnd {
 
     /// The failure text for the state, if any.
     pub fn error(&self) -> Option<String> {
+        if let Some(reason) = &self.not_run {
+            return Some(reason.clone());
+        }
+        if derive_terminal_state(&self.facts()) == RunState::Complete {
+            return self.validation.clone();
+        }
         match self.state() {
             RunState::Complete => None,
-            RunState::Stopped => self.stop.clone().or_else(|| {
+            RunState::Stopped => self.stop.clone().or_else(|| self.cancel.clone()).or_else(|| {
                 self.exit
                     .as_ref()
                     .and_then(ExitInfo::signal_name)

@@ -11,8 +11,7 @@ use sublaunch_runfiles::layout::names;
 pub const PROTOCOL_LINE_LIMIT: usize = 16 * 1024 * 1024;
 /// R11: bytes of stderr kept in memory.
 pub const STDERR_TAIL_BYTES: usize = 128 * 1024;
-/// Bytes of stdout kept in memory for the step's output text.
-pub const STDOUT_TAIL_BYTES: usize = 64 * 1024;
+
 /// The output-log cap variable (⊕ R11).
 pub const OUTPUT_LOG_MAX_ENV: &str = "SUBLAUNCH_OUTPUT_LOG_MAX_BYTES";
 /// Its default (256 MiB).

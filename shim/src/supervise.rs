@@ -1,12 +1,16 @@
-//! One step (R10–R13, X4–X9): spawn the agent, drain its output, honour the deadline, the
-//! control inbox and signals, terminate and verify its process tree, and report how it ended.
+//! Supervising agents (R10–R13, X4–X9): spawn an agent, drain its output, honour the
+//! deadline, the control inbox and signals, terminate and verify its process tree, and report
+//! how it ended. Any number of agents run at once (the tasks of a parallel group); every
+//! request of the run (stop, timeout, interrupt, a second stop signal) applies to all of them,
+//! and a failFast cancellation to the ones it names.
 //!
-//! A step is over when the agent was reaped, both pipes are closed (EOF, or the X7 guard:
+//! An agent is over when it was reaped, both pipes are closed (EOF, or the X7 guard:
 //! 2 000 ms without data or 8 000 ms in total after the exit), a ladder verified its process
 //! group (a requested one, or the cleanup ladder run after a natural exit), and the X8 sweep
 //! killed and reaped any escaped descendant.
 
-use crate::adapter::{self, OutputParser, ParsedLine};
+use crate::adapter::{self, ParsedLine, StepInput, TEXT_LINE_RETAIN};
+use crate::child::{ChildIo, ChildRun};
 use crate::context::Ctx;
 use crate::faults::Fired;
 use crate::output::{Pipe, Stream};
@@ -14,10 +18,8 @@ use crate::reaper::ExitInfo;
 use crate::run::Supervisor;
 use crate::signals;
 use crate::step_end::{STOP_BY_USER_MESSAGE, StepEnd, process_tree};
-use crate::streams::{
-    OutputLog, PROTOCOL_LINE_LIMIT, STDERR_TAIL_BYTES, STDOUT_TAIL_BYTES, Tail, protocol_limit_message,
-};
-use crate::tree::{GroupOutcome, Ladder, SweepOutcome, TreeKiller, sweep};
+use crate::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
+use crate::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use sublaunch_runfiles::clock::Clock;
@@ -35,31 +37,16 @@ pub const GUARD_TOTAL: Duration = Duration::from_millis(8_000);
 /// If the agent cannot be reaped after its ladder failed, give up after this long.
 const REAP_GIVE_UP: Duration = Duration::from_secs(10);
 
-/// The per-step output machinery.
-struct StepIo {
-    stdout: Pipe,
-    stderr: Pipe,
-    parser: Box<dyn OutputParser>,
-    stdout_tail: Tail,
-    stderr_tail: Tail,
-    log: OutputLog,
-    protocol_failed: bool,
-    last_data: Instant,
-}
-
-impl StepIo {
-    fn pipe(&mut self, stream: Stream) -> &mut crate::output::Pipe {
-        match stream {
-            Stream::Stdout => &mut self.stdout,
-            Stream::Stderr => &mut self.stderr,
-        }
-    }
-}
-
 impl Supervisor {
     /// Lets pending (blocked) signals in and records them, without waiting.
     fn absorb_signals(&mut self) -> bool {
         signals::wait(&mut [], Some(Duration::ZERO));
+        self.take_signals()
+    }
+
+    /// Records the signals received so far; returns whether a stop signal should skip the
+    /// grace of running ladders (X9).
+    fn take_signals(&mut self) -> bool {
         let received = signals::take();
         let mut escalate = false;
         for signal in received.stops() {
@@ -94,34 +81,72 @@ impl Supervisor {
         end.interrupted = self.requests.interrupted;
     }
 
-    /// Runs step `index` to its end.
-    pub fn run_step(&mut self, ctx: &mut Ctx, index: usize) -> StepEnd {
+    /// Checks the run's requests before a step starts (signals, control inbox, deadline);
+    /// returns whether the run is ending.
+    pub fn run_is_ending(&mut self) -> bool {
+        self.absorb_signals();
+        self.absorb_control(Instant::now(), true);
+        self.requests.ends_run()
+    }
+
+    /// The end of step `index` when it never runs (`reason`: `Not run: …`).
+    pub fn not_run(ctx: &Ctx, index: usize, reason: &str) -> StepEnd {
+        let step = ctx.cfg.steps.get(index);
+        StepEnd {
+            index,
+            agent: ctx.agent_name(index),
+            position: step.map_or((None, None), |s| (s.step_index(), s.task_index())),
+            adapter: adapter::for_step(&ctx.cfg, index).id().to_owned(),
+            not_run: Some(reason.to_owned()),
+            closed: true,
+            started_wall: ctx.now_wall(),
+            ended_wall: ctx.now_wall(),
+            ..StepEnd::default()
+        }
+    }
+
+    /// Starts step `index` with its substituted `task`. A step that cannot start (the run is
+    /// ending, the command cannot be built, the spawn fails) returns its end at once.
+    pub fn start_child(&mut self, ctx: &mut Ctx, index: usize, task: &str) -> Result<ChildRun, Box<StepEnd>> {
         let agent = ctx.agent_name(index);
         let adapter = adapter::for_step(&ctx.cfg, index);
         let started = Instant::now();
+        let step = ctx.cfg.steps[index].clone();
         let mut end = StepEnd {
             index,
             agent: agent.clone(),
             started_wall: ctx.now_wall(),
+            position: (step.step_index(), step.task_index()),
+            adapter: adapter.id().to_owned(),
             ..StepEnd::default()
         };
         if let Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeAgentSpawn) {
             self.stop_signal(signal);
         }
-        self.absorb_signals();
-        self.absorb_control(Instant::now(), true);
-        if self.requests.ends_run() {
+        if self.run_is_ending() {
             self.apply_requests_to(&mut end);
             end.ended_wall = ctx.now_wall();
-            return end;
+            return Err(Box::new(end));
         }
         self.step_running(ctx, index, end.started_wall);
         self.events
-            .append(&events::step_started(ctx.now_wall(), &ctx.cfg.id, index, &agent));
+            .append(&step_started_event(ctx.now_wall(), &ctx.cfg.id, &end));
         ctx.set_writer(WriterState::Spawning, None);
+        let spec = step.adapter_spec();
+        let cwd = ctx.cfg.step_cwd(index).to_owned();
+        let input = StepInput {
+            index,
+            step: &step,
+            spec: spec.as_ref(),
+            task,
+            cwd: &cwd,
+            run: self.book.run(),
+        };
+        let parser = adapter.parser(&input);
         let spawned = adapter
-            .command(&ctx.cfg, index)
-            .and_then(|command| crate::spawn::spawn(&command).map_err(|e| e.to_string()));
+            .command(&input)
+            .and_then(|command| adapter::check_argv(&command.argv).map(|()| command))
+            .and_then(|command| crate::spawn::spawn(&command).map_err(|e| spawn_error(&command.argv, &e)));
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -129,46 +154,202 @@ impl Supervisor {
                 end.spawn_error = Some(error);
                 end.ended_wall = ctx.now_wall();
                 end.duration_ms = crate::clock::elapsed_ms(started, Instant::now());
-                return end;
+                return Err(Box::new(end));
             }
         };
         let pid = spawned.pid;
-        end.pid = Some(pid);
         ctx.set_writer(WriterState::Running, Some(pid));
         self.reaper.watch(pid);
         self.note_pid(ctx, index, pid);
-        let parser = adapter.parser();
-        let mut io = StepIo {
-            stdout: Pipe::new(spawned.stdout, Stream::Stdout, parser.line_retain_limit()),
-            stderr: Pipe::new(spawned.stderr, Stream::Stderr, adapter::TEXT_LINE_RETAIN),
+        let io = ChildIo::new(
+            Pipe::new(spawned.stdout, Stream::Stdout, parser.line_retain_limit()),
+            Pipe::new(spawned.stderr, Stream::Stderr, TEXT_LINE_RETAIN),
             parser,
-            stdout_tail: Tail::new(STDOUT_TAIL_BYTES),
-            stderr_tail: Tail::new(STDERR_TAIL_BYTES),
-            log: OutputLog::open(self.run_dir(), index, self.log_cap),
-            protocol_failed: false,
-            last_data: Instant::now(),
+            OutputLog::open(self.run_dir(), index, self.log_cap),
+        );
+        Ok(ChildRun {
+            index,
+            agent,
+            pid,
+            started,
+            started_wall: end.started_wall,
+            task: task.to_owned(),
+            io,
+            exit_seen: None,
+            killer: None,
+            killer_done_at: None,
+            swept: None,
+            protocol: None,
+            cancel: None,
+        })
+    }
+
+    /// One pass of the event loop over `running`: reacts to signals, the control inbox, the
+    /// deadline, agent exits and ladders; when no agent is done, waits for the next event and
+    /// drains what arrived.
+    pub fn turn(&mut self, ctx: &mut Ctx, running: &mut [ChildRun]) {
+        let now = Instant::now();
+        let escalate = self.take_signals();
+        let clock = ctx.clock.clone();
+        let wall = move || clock.wall_ms();
+        self.reaper.reap(&wall);
+        self.absorb_control(now, self.control_woken);
+        for child in running.iter_mut() {
+            self.advance(ctx, child, now, escalate);
+        }
+        self.book.tick(now);
+        if ctx.parent.gone(now) {
+            let pids: Vec<u32> = running.iter().map(|c| c.pid).collect();
+            self.abort_parent_gone(ctx, &pids);
+        }
+        if running.iter().any(ChildRun::is_done) {
+            return;
+        }
+
+        // Wait.
+        let mut fds: Vec<libc::pollfd> = Vec::with_capacity(2 * running.len() + 1);
+        for child in running.iter() {
+            fds.extend(child.io.stdout.pollfd());
+            fds.extend(child.io.stderr.pollfd());
+        }
+        let control_slot = self.control.pollfd().map(|p| {
+            fds.push(p);
+            fds.len() - 1
+        });
+        let mut wake: Option<Instant> = None;
+        let mut at = |t: Option<Instant>| {
+            if let Some(t) = t {
+                wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
+            }
         };
-        let (tree, sweep_outcome, protocol) = self.supervise(ctx, index, &agent, pid, &mut io);
-        ctx.set_writer(WriterState::None, None);
+        at(self.deadline.filter(|_| !self.requests.timed_out).map(|(d, _)| d));
+        for child in running.iter() {
+            at(child.killer.as_ref().and_then(|k| k.next_wake(now)));
+            if let Some(exited) = child.exit_seen.filter(|_| child.io.any_open()) {
+                at(Some((child.io.last_data + GUARD_IDLE).min(exited + GUARD_TOTAL)));
+            }
+            if child.killer_done_at.is_some() && child.exit_seen.is_none() {
+                at(Some(now + Duration::from_millis(50)));
+            }
+        }
+        at(self.book.next_due());
+        at(self.control.due());
+        at(ctx.parent.due());
+        let timeout = wake.map(|w| w.saturating_duration_since(Instant::now()));
+        signals::wait(&mut fds, timeout);
+        self.control_woken = control_slot.is_some_and(|i| fds[i].revents != 0);
+        let ready = |fd: Option<i32>| fds.iter().any(|p| Some(p.fd) == fd && p.revents != 0);
+        for child in running.iter_mut() {
+            let (out_ready, err_ready) = (ready(child.io.stdout.raw_fd()), ready(child.io.stderr.raw_fd()));
+            if out_ready {
+                self.drain(ctx, child, Stream::Stdout);
+            }
+            if err_ready {
+                self.drain(ctx, child, Stream::Stderr);
+            }
+        }
+    }
+
+    /// Moves one agent on: exit, ladders (X4, X6, X9), the X7 guard, the X8 sweep.
+    fn advance(&mut self, ctx: &Ctx, child: &mut ChildRun, now: Instant, escalate: bool) {
+        let clock = ctx.clock.clone();
+        let wall = move || clock.wall_ms();
+        let pid = child.pid;
+        if child.exit_seen.is_none() && self.reaper.exit_of(pid).is_some() {
+            child.exit_seen = Some(now);
+            child.io.last_data = now;
+        }
+        let wanted = if self.requests.stop.is_some() || self.requests.timed_out || child.cancel.is_some() {
+            Some(Ladder::Stop)
+        } else if child.protocol.is_some() {
+            Some(Ladder::Protocol)
+        } else if self.requests.interrupted {
+            Some(Ladder::Interrupt)
+        } else {
+            None
+        };
+        match (&child.killer, wanted) {
+            (None, Some(ladder)) => child.killer = Some(TreeKiller::start(pid, ladder, now)),
+            (Some(k), Some(ladder))
+                if k.ladder() == Ladder::Interrupt && ladder != Ladder::Interrupt && k.outcome().is_none() =>
+            {
+                child.killer = Some(TreeKiller::start(pid, ladder, now));
+            }
+            _ => {}
+        }
+        if escalate && let Some(k) = &mut child.killer {
+            k.escalate(now);
+        }
+
+        // X7: the post-exit stdio guard.
+        if let Some(exited) = child.exit_seen
+            && child.io.any_open()
+            && (now >= child.io.last_data + GUARD_IDLE || now >= exited + GUARD_TOTAL)
+        {
+            self.close_pipe(ctx, child, Stream::Stdout);
+            self.close_pipe(ctx, child, Stream::Stderr);
+        }
+        // X4 after a natural exit, once the writer's stdio closed.
+        if child.exit_seen.is_some() && !child.io.any_open() && child.killer.is_none() {
+            child.killer = Some(TreeKiller::start(pid, Ladder::Cleanup, now));
+        }
+        if let Some(k) = &mut child.killer
+            && k.tick(now, wall()).is_some()
+        {
+            let done_at = *child.killer_done_at.get_or_insert(now);
+            if child.exit_seen.is_none() {
+                // The group is gone (or unkillable) but the agent left it: kill it directly
+                // (an unreaped child of ours, so the pid cannot have been reused).
+                if let Some(p) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
+                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+                }
+                if now >= done_at + REAP_GIVE_UP {
+                    eprintln!("sublaunch-shim: agent {pid} could not be reaped; giving up");
+                    child.exit_seen = Some(now);
+                }
+            } else if child.swept.is_none() {
+                child.swept = Some(sweep(&mut self.reaper, Some(pid), Some(pid), &wall));
+            }
+        }
+    }
+
+    /// The end of an agent that [`ChildRun::is_done`]: exit, requests, output, writer record.
+    pub fn finish_child(&mut self, ctx: &mut Ctx, mut child: ChildRun) -> StepEnd {
+        let step = ctx.cfg.steps[child.index].clone();
         let ended_wall = ctx.now_wall();
-        end.exit = self.reaper.agent_exit().cloned();
+        let mut end = StepEnd {
+            index: child.index,
+            agent: child.agent.clone(),
+            pid: Some(child.pid),
+            started_wall: child.started_wall,
+            position: (step.step_index(), step.task_index()),
+            adapter: adapter::for_step(&ctx.cfg, child.index).id().to_owned(),
+            ..StepEnd::default()
+        };
+        end.exit = self.reaper.exit_of(child.pid).cloned();
         self.apply_requests_to(&mut end);
-        end.protocol = protocol;
-        end.output = io.parser.finish(&io.stdout_tail.bytes());
-        end.stderr_tail = io.stderr_tail.bytes();
-        end.stdout_bytes = io.stdout.total();
-        end.stderr_bytes = io.stderr.total();
+        end.cancel = child.cancel.take();
+        end.protocol = child.protocol.take();
+        let tail = child.io.stdout_tail.bytes();
+        let tail_cut = child.io.stdout.total() > tail.len() as u64;
+        let extracted = child.io.parser.finish(&tail, tail_cut);
+        crate::verdict::judge(&mut end, &step, extracted);
+        end.stderr_tail = child.io.stderr_tail.bytes();
+        end.stdout_bytes = child.io.stdout.total();
+        end.stderr_bytes = child.io.stderr.total();
         end.ended_wall = ended_wall;
-        end.duration_ms = crate::clock::elapsed_ms(started, Instant::now());
+        end.duration_ms = crate::clock::elapsed_ms(child.started, Instant::now());
+        let outcome = child.killer.as_ref().and_then(|k| k.outcome().cloned());
         end.writer = Some(WriterRecord {
             process_instance_id: uuid_v4(ctx.seams.random.as_ref()),
             attempt: 0,
             close_observed_at: ended_wall,
             exit_code: end.exit.as_ref().and_then(|e| e.code),
             signal: end.exit.as_ref().and_then(ExitInfo::signal_name),
-            process_tree: process_tree(pid, tree, &sweep_outcome),
+            process_tree: process_tree(child.pid, outcome, &child.swept.take().unwrap_or_default()),
             extra: serde_json::Map::new(),
         });
+        self.reaper.forget(child.pid);
         if let Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterAgentExit) {
             self.stop_signal(signal);
         }
@@ -202,168 +383,22 @@ impl Supervisor {
         }
     }
 
-    /// The event loop of one agent. Returns the group outcome, the X8 sweep and the protocol
-    /// failure message.
-    #[allow(clippy::too_many_lines)]
-    fn supervise(
-        &mut self,
-        ctx: &mut Ctx,
-        index: usize,
-        agent: &str,
-        pid: u32,
-        io: &mut StepIo,
-    ) -> (Option<GroupOutcome>, SweepOutcome, Option<String>) {
-        let clock = ctx.clock.clone();
-        let wall = move || clock.wall_ms();
-        let mut exit_seen: Option<Instant> = None;
-        let mut killer: Option<TreeKiller> = None;
-        let mut swept: Option<SweepOutcome> = None;
-        let mut protocol: Option<String> = None;
-        let mut inotify_woken = false;
-        let mut killer_done_at: Option<Instant> = None;
-        loop {
-            let now = Instant::now();
-            let received = signals::take();
-            let mut escalate = false;
-            for signal in received.stops() {
-                escalate |= self.stop_signal(signal);
-            }
-            if received.count(libc::SIGUSR2) > 0 {
-                self.requests.interrupted = true;
-            }
-            self.reaper.reap(&wall);
-            if exit_seen.is_none() && self.reaper.agent_exit().is_some() {
-                exit_seen = Some(now);
-                io.last_data = now;
-            }
-            self.absorb_control(now, inotify_woken);
-
-            // Requests → ladder (X4, X6, X9).
-            let wanted = if self.requests.stop.is_some() || self.requests.timed_out {
-                Some(Ladder::Stop)
-            } else if protocol.is_some() {
-                Some(Ladder::Protocol)
-            } else if self.requests.interrupted {
-                Some(Ladder::Interrupt)
-            } else {
-                None
-            };
-            match (&killer, wanted) {
-                (None, Some(ladder)) => killer = Some(TreeKiller::start(pid, ladder, now)),
-                (Some(k), Some(ladder))
-                    if k.ladder() == Ladder::Interrupt && ladder != Ladder::Interrupt && k.outcome().is_none() =>
-                {
-                    killer = Some(TreeKiller::start(pid, ladder, now));
-                }
-                _ => {}
-            }
-            if escalate && let Some(k) = &mut killer {
-                k.escalate(now);
-            }
-
-            // X7: the post-exit stdio guard.
-            if let Some(exited) = exit_seen
-                && (io.stdout.is_open() || io.stderr.is_open())
-                && (now >= io.last_data + GUARD_IDLE || now >= exited + GUARD_TOTAL)
-            {
-                self.close_pipe(ctx, index, agent, io, Stream::Stdout);
-                self.close_pipe(ctx, index, agent, io, Stream::Stderr);
-            }
-            // X4 after a natural exit, once the writer's stdio closed.
-            if exit_seen.is_some() && !io.stdout.is_open() && !io.stderr.is_open() && killer.is_none() {
-                killer = Some(TreeKiller::start(pid, Ladder::Cleanup, now));
-            }
-            if let Some(k) = &mut killer
-                && k.tick(now, wall()).is_some()
-            {
-                let done_at = *killer_done_at.get_or_insert(now);
-                if exit_seen.is_none() {
-                    // The group is gone (or unkillable) but the agent left it: kill it directly
-                    // (an unreaped child of ours, so the pid cannot have been reused).
-                    if let Some(p) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
-                        let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
-                    }
-                    if now >= done_at + REAP_GIVE_UP {
-                        eprintln!("sublaunch-shim: agent {pid} could not be reaped; giving up");
-                        exit_seen = Some(now);
-                    }
-                } else if swept.is_none() {
-                    swept = Some(sweep(&mut self.reaper, Some(pid), Some(pid), &wall));
-                }
-            }
-            self.book.tick(now);
-            if ctx.parent.gone(now) {
-                self.abort_parent_gone(ctx, pid);
-            }
-            if exit_seen.is_some() && !io.stdout.is_open() && !io.stderr.is_open() && swept.is_some() {
-                break;
-            }
-
-            // Wait.
-            let mut fds: Vec<libc::pollfd> = Vec::with_capacity(3);
-            fds.extend(io.stdout.pollfd());
-            fds.extend(io.stderr.pollfd());
-            let control_slot = self.control.pollfd().map(|p| {
-                fds.push(p);
-                fds.len() - 1
-            });
-            let mut wake: Option<Instant> = None;
-            let mut at = |t: Option<Instant>| {
-                if let Some(t) = t {
-                    wake = Some(wake.map_or(t, |w: Instant| w.min(t)));
-                }
-            };
-            at(self.deadline.filter(|_| !self.requests.timed_out).map(|(d, _)| d));
-            at(killer.as_ref().and_then(|k| k.next_wake(now)));
-            if let Some(exited) = exit_seen.filter(|_| io.stdout.is_open() || io.stderr.is_open()) {
-                at(Some((io.last_data + GUARD_IDLE).min(exited + GUARD_TOTAL)));
-            }
-            if killer_done_at.is_some() && exit_seen.is_none() {
-                at(Some(now + Duration::from_millis(50)));
-            }
-            at(self.book.next_due());
-            at(self.control.due());
-            at(ctx.parent.due());
-            let timeout = wake.map(|w| w.saturating_duration_since(Instant::now()));
-            signals::wait(&mut fds, timeout);
-            inotify_woken = control_slot.is_some_and(|i| fds[i].revents != 0);
-            let ready = |fd: Option<i32>| fds.iter().any(|p| Some(p.fd) == fd && p.revents != 0);
-            let (out_ready, err_ready) = (ready(io.stdout.raw_fd()), ready(io.stderr.raw_fd()));
-            if out_ready {
-                self.drain(ctx, index, agent, io, Stream::Stdout, &mut protocol);
-            }
-            if err_ready {
-                self.drain(ctx, index, agent, io, Stream::Stderr, &mut protocol);
-            }
-        }
-        let outcome = killer.and_then(|k| k.outcome().cloned());
-        (outcome, swept.unwrap_or_default(), protocol)
-    }
-
     /// Reads what `stream` has (bounded per wake so signals and timers stay responsive).
-    fn drain(
-        &mut self,
-        ctx: &Ctx,
-        index: usize,
-        agent: &str,
-        io: &mut StepIo,
-        stream: Stream,
-        protocol: &mut Option<String>,
-    ) {
+    fn drain(&mut self, ctx: &Ctx, child: &mut ChildRun, stream: Stream) {
         let mut buf = [0u8; 64 * 1024];
         for _ in 0..16 {
-            match io.pipe(stream).read(&mut buf) {
+            match child.io.pipe(stream).read(&mut buf) {
                 crate::output::Read::Data(n) => {
-                    let failed_before = io.protocol_failed;
-                    self.on_data(ctx, index, agent, io, stream, &buf[..n], protocol);
-                    if io.protocol_failed && !failed_before {
+                    let failed_before = child.io.protocol_failed;
+                    self.on_data(ctx, child, stream, &buf[..n]);
+                    if child.io.protocol_failed && !failed_before {
                         // Start the X6 ladder before reading on: the agent is still blocked
                         // on its full pipe and gets the SIGTERM (R11).
                         return;
                     }
                 }
                 crate::output::Read::Eof => {
-                    self.close_pipe(ctx, index, agent, io, stream);
+                    self.close_pipe(ctx, child, stream);
                     return;
                 }
                 crate::output::Read::Empty => return,
@@ -371,17 +406,8 @@ impl Supervisor {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
-    fn on_data(
-        &mut self,
-        ctx: &Ctx,
-        index: usize,
-        agent: &str,
-        io: &mut StepIo,
-        stream: Stream,
-        data: &[u8],
-        protocol: &mut Option<String>,
-    ) {
+    fn on_data(&mut self, ctx: &Ctx, child: &mut ChildRun, stream: Stream, data: &[u8]) {
+        let io = &mut child.io;
         io.last_data = Instant::now();
         io.log.write(data);
         let wall = ctx.now_wall();
@@ -395,7 +421,12 @@ impl Supervisor {
             return;
         }
         let wants_lines = !self.events.is_truncated() || (stream == Stream::Stdout && io.parser.needs_lines());
-        let run_id = ctx.cfg.id.as_str();
+        let origin = Origin {
+            run_id: &ctx.cfg.id,
+            index: child.index,
+            agent: &child.agent,
+            wall,
+        };
         let events = &mut self.events;
         let parser = &mut io.parser;
         let pipe = match stream {
@@ -404,7 +435,7 @@ impl Supervisor {
         };
         if wants_lines {
             pipe.split(data, |line, full| {
-                emit_line(events, parser.as_mut(), stream, line, full, wall, run_id, index, agent);
+                emit_line(events, parser.as_mut(), stream, line, full, &origin);
             });
         } else {
             pipe.skip(data);
@@ -414,13 +445,18 @@ impl Supervisor {
             pipe.abandon();
             io.protocol_failed = true;
             eprintln!("sublaunch-shim: {message}");
-            protocol.get_or_insert(message);
+            child.protocol.get_or_insert(message);
         }
     }
 
-    fn close_pipe(&mut self, ctx: &Ctx, index: usize, agent: &str, io: &mut StepIo, stream: Stream) {
-        let wall = ctx.now_wall();
-        let run_id = ctx.cfg.id.as_str();
+    fn close_pipe(&mut self, ctx: &Ctx, child: &mut ChildRun, stream: Stream) {
+        let io = &mut child.io;
+        let origin = Origin {
+            run_id: &ctx.cfg.id,
+            index: child.index,
+            agent: &child.agent,
+            wall: ctx.now_wall(),
+        };
         let skip = stream == Stream::Stdout && io.protocol_failed;
         let events = &mut self.events;
         let parser = &mut io.parser;
@@ -435,36 +471,64 @@ impl Supervisor {
             pipe.abandon();
         } else {
             pipe.finish(|line, full| {
-                emit_line(events, parser.as_mut(), stream, line, full, wall, run_id, index, agent);
+                emit_line(events, parser.as_mut(), stream, line, full, &origin);
             });
         }
         pipe.close();
     }
 
-    /// R4 after commit: kill the agent's tree hard, release the lease, exit 1.
-    fn abort_parent_gone(&mut self, ctx: &mut Ctx, pid: u32) -> ! {
-        if let Some(p) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
-            let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+    /// R4 after commit: kill the agents' trees hard, release the lease, exit 1.
+    fn abort_parent_gone(&mut self, ctx: &mut Ctx, pids: &[u32]) -> ! {
+        for pid in pids {
+            if let Some(p) = i32::try_from(*pid).ok().and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
+            }
         }
         let clock = ctx.clock.clone();
-        let _ = sweep(&mut self.reaper, None, Some(pid), &move || clock.wall_ms());
+        let _ = sweep(&mut self.reaper, None, pids.first().copied(), &move || clock.wall_ms());
         ctx.release_lease();
         crate::exit::report("the test parent process exited.");
         std::process::exit(crate::exit::RECORDING_FAILED);
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// `subagent.step.started`, with the plan position of a child of a chain or group.
+pub fn step_started_event(ts: u64, run_id: &str, end: &StepEnd) -> events::Event {
+    let mut event = events::step_started(ts, run_id, end.index, &end.agent);
+    if let Some(step) = end.position.0 {
+        event = event.with("planStepIndex", step);
+    }
+    if let Some(task) = end.position.1 {
+        event = event.with("taskIndex", task);
+    }
+    event
+}
+
+/// An OS spawn error, saying which program and, when it was not found, where it was looked for.
+fn spawn_error(argv: &[String], error: &std::io::Error) -> String {
+    let program = argv.first().map_or("", String::as_str);
+    if error.kind() == std::io::ErrorKind::NotFound && !program.contains('/') {
+        format!("Cannot start '{program}': {error}. Is it installed and on PATH?")
+    } else {
+        format!("Cannot start '{program}': {error}")
+    }
+}
+
+/// Where a line came from.
+struct Origin<'a> {
+    run_id: &'a str,
+    index: usize,
+    agent: &'a str,
+    wall: u64,
+}
+
 fn emit_line(
     events: &mut events::EventLog,
-    parser: &mut dyn OutputParser,
+    parser: &mut dyn adapter::OutputParser,
     stream: Stream,
     line: &[u8],
     full: usize,
-    wall: u64,
-    run_id: &str,
-    index: usize,
-    agent: &str,
+    origin: &Origin<'_>,
 ) {
     let parsed = match stream {
         Stream::Stdout => parser.stdout_line(line, full),
@@ -473,7 +537,17 @@ fn emit_line(
     match parsed {
         ParsedLine::Ignore => {}
         ParsedLine::Event(value) => {
-            events.append_diagnostic(&events::Event::from_value(value));
+            let mut event = events::Event::from_value(value);
+            if event.get("ts").is_none() {
+                event = event.with("ts", origin.wall);
+            }
+            let event = event
+                .with("subagentSource", "child")
+                .with("subagentRunId", origin.run_id)
+                .with("subagentStepIndex", origin.index)
+                .with("subagentAgent", origin.agent)
+                .with("observedAt", origin.wall);
+            events.append_diagnostic(&event);
         }
         ParsedLine::Text => {
             if events.is_truncated() {
@@ -484,7 +558,7 @@ fn emit_line(
                 Stream::Stderr => events::Stream::Stderr,
             };
             let text = String::from_utf8_lossy(line);
-            let mut event = events::child_line(kind, wall, &text, run_id, index, agent);
+            let mut event = events::child_line(kind, origin.wall, &text, origin.run_id, origin.index, origin.agent);
             if full > line.len() {
                 event = event.with("lineBytes", full);
             }

@@ -198,8 +198,10 @@ const SWEEP_ROUNDS: usize = 8;
 /// How long one round waits for its victims to be reaped.
 const SWEEP_WAIT: Duration = Duration::from_millis(1_000);
 
-/// X8: SIGKILLs and reaps every child of the shim except `agent` (while unreaped), then
-/// verifies that nothing of the shim's session (when it leads one) or of `agent_pgid` lives.
+/// X8: SIGKILLs and reaps every child of the shim except the live agents (`agent` and every
+/// agent the reaper still watches, with the members of their process groups: the siblings of
+/// a parallel group keep running), then verifies that nothing of `agent_pgid` — and, when no
+/// agent runs any more, nothing of the shim's session — lives.
 pub fn sweep(
     reaper: &mut Reaper,
     agent: Option<u32>,
@@ -209,12 +211,20 @@ pub fn sweep(
     let me = std::process::id();
     let mut outcome = SweepOutcome::default();
     let mut killed: Vec<u32> = Vec::new();
+    let spared = |reaper: &Reaper| -> Vec<u32> {
+        let mut live = reaper.live_agents();
+        live.extend(agent.filter(|a| reaper.exit_of(*a).is_none()));
+        live
+    };
+    let is_spared = |pid: u32, live: &[u32]| {
+        live.contains(&pid) || proc_stat(pid).is_some_and(|st| live.contains(&st.pgrp) && Some(st.pgrp) != agent_pgid)
+    };
     for _ in 0..SWEEP_ROUNDS {
         reaper.reap(wall_ms);
-        let agent_alive = agent.filter(|_| reaper.agent_exit().is_none());
+        let live = spared(reaper);
         let victims: Vec<u32> = children_of_self()
             .into_iter()
-            .filter(|pid| Some(*pid) != agent_alive)
+            .filter(|pid| !is_spared(*pid, &live))
             .collect();
         if victims.is_empty() {
             break;
@@ -243,14 +253,14 @@ pub fn sweep(
     }
     reaper.reap(wall_ms);
     outcome.killed = u32::try_from(killed.len()).unwrap_or(u32::MAX);
+    let live = spared(reaper);
     let session = rustix::process::getsid(None)
         .ok()
         .map(|sid| sid.as_raw_nonzero().get().unsigned_abs())
-        .filter(|sid| *sid == me);
-    let agent_alive = agent.filter(|_| reaper.agent_exit().is_none());
+        .filter(|sid| *sid == me && live.is_empty());
     let mut survivors: Vec<u32> = children_of_self()
         .into_iter()
-        .filter(|pid| Some(*pid) != agent_alive && proc_stat(*pid).is_some_and(|st| st.state != b'Z'))
+        .filter(|pid| !is_spared(*pid, &live) && proc_stat(*pid).is_some_and(|st| st.state != b'Z'))
         .collect();
     survivors.extend(members(session, agent_pgid, me));
     survivors.sort_unstable();

@@ -282,8 +282,8 @@ fn chain_runs_steps_in_order() {
     assert_eq!(run.result().unwrap()["summary"], "shell:\nfirst\n\nshell:\nsecond");
 }
 
-/// S4/R13: a non-zero exit fails the run (and stops the chain); the error names the code and
-/// the stderr tail.
+/// S4/R13: a non-zero exit fails the run and stops the chain; the error names the failing
+/// step, the code and the stderr tail; the next step is recorded as not run.
 #[test]
 fn nonzero_exit_fails_the_run() {
     let root = Root::new();
@@ -294,8 +294,10 @@ fn nonzero_exit_fails_the_run() {
     assert_eq!(run.wait_exit(LONG).code(), Some(0));
     let st = run.status();
     assert_eq!(st["state"], "failed");
-    assert_eq!(st["error"], "Subagent exited with code 3.\n\nbroken");
-    assert_eq!(st["steps"][1]["status"], "pending");
+    assert_eq!(st["error"], "Step 1 ('shell') failed: Subagent exited with code 3.\n\nbroken");
+    assert_eq!(st["steps"][0]["error"], "Subagent exited with code 3.\n\nbroken");
+    assert_eq!(st["steps"][1]["status"], "skipped");
+    assert_eq!(st["steps"][1]["error"], "Not run: step 1 ('shell') failed.");
     let result = run.result().unwrap();
     assert_eq!(result["success"], false);
     assert_eq!(result["exitCode"], 1);

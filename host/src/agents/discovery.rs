@@ -21,24 +21,27 @@ impl Catalog {
     }
 
     /// The agent named `name`, or an error that says why it cannot be used: a broken file
-    /// that defines it (its file name is `<name>.md`), or no such agent.
+    /// that would define it (its file name is `<name>.md`) and comes before every valid
+    /// definition, or no such agent (the message lists the known agents and the files that
+    /// could not be loaded).
     pub fn require(&self, name: &str) -> Result<&AgentDef, String> {
-        let broken = self
-            .problems
-            .iter()
-            .find(|p| p.path.file_stem().is_some_and(|s| s == name));
-        if let Some(problem) = broken {
+        if let Some(agent) = self.get(name) {
+            return Ok(agent);
+        }
+        if let Some(problem) = self.problems.iter().find(|p| stem_is(&p.path, name)) {
             return Err(format!("agent '{name}' cannot be used: {problem}"));
         }
-        self.get(name).ok_or_else(|| {
-            let known: Vec<&str> = self.agents.iter().map(AgentDef::name).collect();
-            let mut message = format!("unknown agent '{name}'; known agents: {}", known.join(", "));
-            for problem in &self.problems {
-                message.push_str(&format!("\n  (not loaded: {problem})"));
-            }
-            message
-        })
+        let known: Vec<&str> = self.agents.iter().map(AgentDef::name).collect();
+        let mut message = format!("unknown agent '{name}'; known agents: {}", known.join(", "));
+        for problem in &self.problems {
+            message.push_str(&format!("\n  (not loaded: {problem})"));
+        }
+        Err(message)
     }
+}
+
+fn stem_is(path: &Path, name: &str) -> bool {
+    path.file_stem().is_some_and(|s| s == name)
 }
 
 /// The discovery locations for `cwd`, nearest first.
@@ -99,8 +102,12 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
 }
 
 impl Catalog {
+    /// Adds a definition found after every one already added: it is shadowed by an earlier
+    /// definition of its name, or by an earlier broken file named after it (so a broken
+    /// `shell.md` is reported instead of silently falling back to the built-in).
     fn add(&mut self, agent: AgentDef) {
-        if self.get(agent.name()).is_some() {
+        let broken_before = self.problems.iter().any(|p| stem_is(&p.path, agent.name()));
+        if broken_before || self.get(agent.name()).is_some() {
             self.shadowed.push(agent);
         } else {
             self.agents.push(agent);
@@ -174,5 +181,34 @@ mod tests {
             unknown.contains("unknown agent 'ghost'") && unknown.contains("not loaded"),
             "{unknown}"
         );
+    }
+    #[test]
+    fn a_broken_file_hides_later_definitions_of_its_name_but_not_earlier_ones() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (project, user) = (tmp.path().join("project"), tmp.path().join("user"));
+        // Nearest first: the broken project `shell.md` hides the built-in `shell`.
+        write(&project, "shell.md", "---\nrunner: shell\n---\n");
+        // A valid project `scout` wins over a broken user `scout.md`.
+        write(&project, "scout.md", "---\ndescription: good scout\n---\n");
+        write(&user, "scout.md", "---\nmodel: [x]\n---\n");
+        let catalog = discover_in(&[(project, Scope::Project), (user, Scope::User)]);
+        let error = catalog.require("shell").unwrap_err();
+        assert!(error.contains("agent 'shell' cannot be used") && error.contains("shell.md: runner"), "{error}");
+        assert!(catalog.shadowed.iter().any(|a| a.name() == "shell" && a.source == AgentSource::BuiltIn));
+        assert_eq!(catalog.require("scout").unwrap().description, "good scout");
+        assert_eq!(catalog.problems.len(), 2, "both broken files are still reported");
+    }
+
+    #[test]
+    fn the_same_directory_reached_twice_is_read_once() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("agents");
+        write(&dir, "a.md", "---\n---\n");
+        let catalog = discover_in(&[(dir.clone(), Scope::Project), (dir, Scope::PiProject)]);
+        assert!(catalog.shadowed.iter().all(|a| a.name() != "a"));
+        assert_eq!(catalog.get("a").unwrap().source, AgentSource::File {
+            path: tmp.path().join("agents/a.md"),
+            scope: Scope::Project
+        });
     }
 }

@@ -65,8 +65,11 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             .unwrap_or_default();
         fail(None, format!("broken YAML frontmatter{at}: {what}"))
     })?;
-    let Value::Object(fields) = value else {
-        return Err(fail(None, "the frontmatter must be a mapping of fields".into()));
+    let fields = match value {
+        Value::Object(fields) => fields,
+        // `---` directly followed by `---`: no fields, every default.
+        Value::Null => Map::new(),
+        _ => return Err(fail(None, "the frontmatter must be a mapping of fields".into())),
     };
     let field = Fields {
         fields: &fields,
@@ -171,11 +174,20 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
         }
     }
 
-    /// `outputSchema`: a JSON Schema object (checked in depth by the planner).
+    /// `outputSchema`: a JSON Schema object (checked in depth by the planner), also written
+    /// as a string holding JSON; `false` means none.
     fn schema(&self) -> Result<Option<String>, AgentFileError> {
         match self.get("outputSchema") {
-            None => Ok(None),
+            None | Some(Value::Bool(false)) => Ok(None),
             Some(schema @ Value::Object(_)) => Ok(Some(schema.to_string())),
+            Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
+                Ok(schema @ Value::Object(_)) => Ok(Some(schema.to_string())),
+                Ok(other) => Err(self.wrong("outputSchema", "a JSON Schema object", &other)),
+                Err(e) => Err((self.fail)(
+                    Some("outputSchema"),
+                    format!("the string is not a JSON Schema object: {e}"),
+                )),
+            },
             Some(other) => Err(self.wrong("outputSchema", "a JSON Schema object", other)),
         }
     }
@@ -417,6 +429,48 @@ mod tests {
                 .unwrap_err()
                 .message
                 .contains("missing YAML frontmatter")
+        );
+    }
+    #[test]
+    fn an_empty_frontmatter_takes_every_default() {
+        let agent = parse("---\n---\nPrompt.\n").unwrap();
+        assert_eq!(agent.name(), "reviewer");
+        assert_eq!(agent.runner, RunnerSpec::adapter(AdapterKind::Pi));
+        assert_eq!(agent.system_prompt, "Prompt.\n");
+    }
+
+    #[test]
+    fn an_output_schema_may_be_json_text_or_false() {
+        let text = parse("---\noutputSchema: '{\"type\": \"object\"}'\n---\n").unwrap();
+        assert_eq!(text.planner.output_schema.as_deref(), Some(r#"{"type":"object"}"#));
+        assert_eq!(parse("---\noutputSchema: false\n---\n").unwrap().planner.output_schema, None);
+        let error = parse("---\noutputSchema: 'not json'\n---\n").unwrap_err();
+        assert_eq!(error.field.as_deref(), Some("outputSchema"));
+    }
+
+    #[test]
+    fn runners_describe_themselves_for_listings() {
+        let describe = |text: &str| {
+            let runner = parse(text).unwrap().runner;
+            (runner.kind(), runner.adapter_id(), runner.describe(), runner.program().map(str::to_owned))
+        };
+        assert_eq!(describe("---\n---\n"), ("native", None, "native".into(), Some("pi".into())));
+        assert_eq!(
+            describe("---\nrunner: {type: external-cli, adapter: codex-exec-writer, command: /opt/codex}\n---\n"),
+            (
+                "external-cli",
+                Some("codex-exec-writer"),
+                "external-cli/codex-exec-writer (/opt/codex)".into(),
+                Some("/opt/codex".into())
+            )
+        );
+        assert_eq!(
+            describe("---\nrunner: {type: command, command: [tool, \"{task}\"]}\n---\n"),
+            ("command", None, "command: tool {task}".into(), Some("tool".into()))
+        );
+        assert_eq!(
+            describe("---\nrunner: {type: external-job}\n---\n"),
+            ("external-job", None, "external-job".into(), None)
         );
     }
 }

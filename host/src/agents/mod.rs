@@ -11,11 +11,13 @@
 mod builtin;
 mod discovery;
 mod file;
+mod program;
 mod runner;
 
 pub use builtin::builtins;
 pub use discovery::{Catalog, discover, discover_in};
 pub use file::{AgentFileError, parse_agent_file};
+pub use program::{MissingProgram, locate_program};
 pub use runner::{AdapterKind, RunnerSpec, TEMPLATE_PLACEHOLDERS};
 
 use std::path::PathBuf;
@@ -49,6 +51,16 @@ pub enum Scope {
 }
 
 impl Scope {
+    /// The scope's id in JSON listings: `project`, `user`, `pi-project`, `pi-user`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::User => "user",
+            Self::PiProject => "pi-project",
+            Self::PiUser => "pi-user",
+        }
+    }
+
     /// A short label for listings.
     pub fn label(self) -> &'static str {
         match self {

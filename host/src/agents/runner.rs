@@ -105,6 +105,39 @@ impl RunnerSpec {
         })
     }
 
+    /// The runner type as written in agent files: `native`, `command`, `external-cli` or
+    /// `external-job`.
+    pub fn kind(&self) -> &'static str {
+        match self.adapter {
+            AdapterKind::Pi => "native",
+            AdapterKind::Command => "command",
+            AdapterKind::ExternalJob => "external-job",
+            _ => "external-cli",
+        }
+    }
+
+    /// The `external-cli` adapter id, when the runner has one.
+    pub fn adapter_id(&self) -> Option<&'static str> {
+        match self.adapter {
+            AdapterKind::Pi | AdapterKind::Command | AdapterKind::GenericCli | AdapterKind::ExternalJob => None,
+            other => Some(other.id()),
+        }
+    }
+
+    /// A short description for listings: `native`, `external-cli/claude-code`,
+    /// `command: my-agent --prompt {task}`, with a replaced program in brackets.
+    pub fn describe(&self) -> String {
+        let base = match self.adapter_id() {
+            Some(adapter) => format!("{}/{adapter}", self.kind()),
+            None => self.kind().to_owned(),
+        };
+        match (&self.command, self.adapter) {
+            (Some(argv), AdapterKind::Command | AdapterKind::GenericCli) => format!("{base}: {}", argv.join(" ")),
+            (Some(argv), _) => format!("{base} ({})", argv.join(" ")),
+            (None, _) => base,
+        }
+    }
+
     /// The program that must exist to start the agent.
     pub fn program(&self) -> Option<&str> {
         match (&self.command, self.adapter) {

@@ -2,15 +2,19 @@
 //! shim reports `committed` (so it only prints the id of a run that really started), prints
 //! the id and exits — nobody then observes the shim's exit, so the run's
 //! `process-terminal.json` stays `pending` until a later `list`/`status`/`wait` finds the shim
-//! gone and writes `unknown/observer-unavailable` (S13, F33). With `--wait` it stays, observes
-//! the exit itself and finalizes the run with an `observed` proof.
+//! gone and writes `unknown/observer-unavailable` (S13, F33). With `--wait` it stays, shows
+//! the run's progress on stderr ([`super::progress`]), observes the exit itself and finalizes
+//! the run with an `observed` proof.
 
+use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
 use serde_json::json;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::contract::LaunchPlan;
 use sublaunch::launch::{self, LaunchFailure, LaunchHandle, LaunchOptions};
+use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::status::RunState;
 
 /// The session id the CLI launches under.
@@ -60,12 +64,31 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
         if !presentation.json {
             say!("{}", launched.run_id);
         }
-        let finished = match launched.handle.finished().await {
+        let mut progress = Dir::open(&launched.run_dir)
+            .ok()
+            .map(|dir| Progress::new(Arc::new(dir), &launched.run_id, Style::detect(presentation.json)));
+        let finished = {
+            let watch = async {
+                match &mut progress {
+                    Some(progress) => progress.follow().await,
+                    None => std::future::pending().await,
+                }
+            };
+            launch::tokio::select! {
+                finished = launched.handle.finished() => finished,
+                () = watch => unreachable!("progress follows until the run ends"),
+            }
+        };
+        let finished = match finished {
             Ok(finished) => finished,
             Err(e) => {
                 eprintln!("sublaunch: {e}");
                 return ExitCode::FAILURE;
             }
+        };
+        let snapshot = match &mut progress {
+            Some(progress) => Some(progress.finish().await),
+            None => None,
         };
         let status = finished.status.as_ref();
         let state = status.and_then(|s| s.state.clone());
@@ -80,6 +103,7 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                     "state": state.as_ref().map(RunState::as_str),
                     "error": error,
                     "processTerminal": finished.proof.state,
+                    "steps": snapshot.as_ref().map(steps_json),
                 })
             );
         } else {

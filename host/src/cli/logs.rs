@@ -1,5 +1,7 @@
-//! `sublaunch logs RUN_ID [--follow]`: prints the run's `output-<n>.log` files in step order;
-//! `--follow` keeps streaming what is appended until the run is terminal.
+//! `sublaunch logs RUN_ID [--follow] [--raw]`: prints the run's `output-<n>.log` files in step
+//! order; `--follow` keeps streaming what is appended until the run is terminal. A run with
+//! several steps (a chain, parallel tasks) gets each line prefixed with its step and agent
+//! (`[2.1 reviewer] …`), so the lines of tasks running side by side stay apart.
 
 use super::runs::{find_run, open_store, status_of};
 use super::waiting::look_and_watch;
@@ -20,6 +22,10 @@ pub struct Args {
     /// Keep printing new output until the run ends.
     #[arg(long, short = 'f')]
     follow: bool,
+    /// Print the output bytes as they are, without `[step agent]` line prefixes (runs with
+    /// several steps get them by default).
+    #[arg(long)]
+    raw: bool,
 }
 
 /// Runs `sublaunch logs`.
@@ -32,8 +38,8 @@ pub fn run(args: Args) -> ExitCode {
         Ok(run) => run,
         Err(code) => return code,
     };
-    let mut offsets = Vec::new();
-    if let Err(e) = copy_new_output(&run, &mut offsets) {
+    let mut streams = Streams::new(!args.raw);
+    if let Err(e) = streams.copy_new_output(&run, !args.follow) {
         eprintln!("sublaunch logs: {e}");
         return ExitCode::FAILURE;
     }
@@ -47,26 +53,29 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(follow(&Arc::new(store), &Arc::new(run), &mut offsets))
+    runtime.block_on(follow(&Arc::new(store), &Arc::new(run), streams))
 }
 
-async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, offsets: &mut Vec<u64>) -> ExitCode {
+async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, mut streams: Streams) -> ExitCode {
     let mut watcher = RunWatcher::new(run.path());
     loop {
         // Ends only once the run is terminal; the final copy catches the last bytes.
         let ended = look_and_watch(store, run, &mut watcher).await.is_some();
-        let (dir, mut moved) = (run.clone(), std::mem::take(offsets));
+        let dir = run.clone();
         let copied = tokio::task::spawn_blocking(move || {
-            let result = copy_new_output(&dir, &mut moved);
-            (result, moved)
+            let result = streams.copy_new_output(&dir, ended);
+            (result, streams)
         })
         .await;
         let result = match copied {
             Ok((result, moved)) => {
-                *offsets = moved;
+                streams = moved;
                 result
             }
-            Err(e) => Err(std::io::Error::other(e.to_string())),
+            Err(e) => {
+                eprintln!("sublaunch logs: {e}");
+                return ExitCode::FAILURE;
+            }
         };
         if let Err(e) = result {
             eprintln!("sublaunch logs: {e}");
@@ -79,22 +88,83 @@ async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, offsets: &mut Vec<u64>) -
     }
 }
 
-/// Copies what was appended to each step's output since `offsets`, in step order.
-fn copy_new_output(run: &Dir, offsets: &mut Vec<u64>) -> std::io::Result<()> {
-    let steps = status_of(run).map_or_else(|| count_output_files(run), |s| s.step_count());
-    offsets.resize(offsets.len().max(steps), 0);
-    let mut stdout = std::io::stdout().lock();
-    for (step, offset) in offsets.iter_mut().enumerate() {
-        let Some(mut file) = run.open_read(&names::output_log(step))? else {
-            continue;
-        };
-        file.seek(SeekFrom::Start(*offset))?;
-        let mut buffer = Vec::new();
-        file.read_to_end(&mut buffer)?;
-        *offset += u64::try_from(buffer.len()).unwrap_or(0);
-        stdout.write_all(&buffer)?;
+/// What has been printed of each step's `output-<n>.log`.
+struct Streams {
+    /// Whether lines of a run with several steps get a `[label agent] ` prefix.
+    prefix_lines: bool,
+    /// Bytes printed (or held in `partial`) per step.
+    offsets: Vec<u64>,
+    /// An unfinished last line per step, held until it ends (prefixed mode).
+    partial: Vec<Vec<u8>>,
+    /// Step labels from the launch plan, once read.
+    labels: Option<Vec<String>>,
+}
+
+impl Streams {
+    fn new(prefix_lines: bool) -> Self {
+        Self {
+            prefix_lines,
+            offsets: Vec::new(),
+            partial: Vec::new(),
+            labels: None,
+        }
     }
-    stdout.flush()
+
+    /// Copies what was appended to each step's output since the last call, in step order.
+    /// With several steps every line is prefixed with its step; a step's unfinished last line
+    /// is held until it is finished, the step has ended, or `flush` (the run ended).
+    fn copy_new_output(&mut self, run: &Dir, flush: bool) -> std::io::Result<()> {
+        let status = status_of(run);
+        let steps = status.as_ref().map_or_else(|| count_output_files(run), |s| s.step_count());
+        self.offsets.resize(self.offsets.len().max(steps), 0);
+        self.partial.resize(self.offsets.len(), Vec::new());
+        let prefixed = self.prefix_lines && self.offsets.len() > 1;
+        if prefixed && self.labels.is_none() {
+            self.labels = super::progress::step_labels(run);
+        }
+        let mut stdout = std::io::stdout().lock();
+        for step in 0..self.offsets.len() {
+            let Some(mut file) = run.open_read(&names::output_log(step))? else {
+                continue;
+            };
+            file.seek(SeekFrom::Start(self.offsets[step]))?;
+            let mut buffer = Vec::new();
+            file.read_to_end(&mut buffer)?;
+            self.offsets[step] += u64::try_from(buffer.len()).unwrap_or(0);
+            if !prefixed {
+                stdout.write_all(&buffer)?;
+                continue;
+            }
+            let info = status.as_ref().and_then(|s| s.steps.as_ref()).and_then(|s| s.get(step));
+            let step_ended = info
+                .and_then(|s| s.status.as_deref())
+                .is_some_and(|state| !matches!(state, "pending" | "running"));
+            let prefix = format!(
+                "[{} {}] ",
+                self.labels
+                    .as_ref()
+                    .and_then(|l| l.get(step))
+                    .cloned()
+                    .unwrap_or_else(|| (step + 1).to_string()),
+                info.and_then(|s| s.agent.as_deref()).unwrap_or("?")
+            );
+            let pending = &mut self.partial[step];
+            pending.extend_from_slice(&buffer);
+            let complete = pending.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            for line in pending[..complete].split_inclusive(|b| *b == b'\n') {
+                stdout.write_all(prefix.as_bytes())?;
+                stdout.write_all(line)?;
+            }
+            pending.drain(..complete);
+            if !pending.is_empty() && (flush || step_ended) {
+                stdout.write_all(prefix.as_bytes())?;
+                stdout.write_all(pending)?;
+                stdout.write_all(b"\n")?;
+                pending.clear();
+            }
+        }
+        stdout.flush()
+    }
 }
 
 /// Without a status: the number of consecutive `output-<n>.log` files from 0.

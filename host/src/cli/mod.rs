@@ -1,11 +1,13 @@
 //! Command-line interface: one module per command.
 
+mod agents;
 mod component;
 mod launching;
 mod list;
 mod logs;
 mod models;
 mod plan;
+mod progress;
 mod resume;
 mod run;
 mod runs;
@@ -37,13 +39,16 @@ enum Command {
     Run(run::Args),
     /// List the model registry, or resolve a model name.
     Models(models::Args),
+    /// List the agents and where each is defined.
+    Agents(agents::Args),
     /// Write the planner WebAssembly component embedded in this binary.
     Component(component::Args),
     /// Show a run's status.
     Status(status::Args),
     /// List active runs (all runs with --all).
     List(list::Args),
-    /// Wait for a run to end (exit 0 complete, 1 otherwise, 124 on timeout).
+    /// Wait for a run to end, showing its progress (exit 0 complete, 1 otherwise, 124 on
+    /// timeout).
     Wait(wait::Args),
     /// Stop a run and its whole process tree.
     Stop(stop::Args),
@@ -61,6 +66,7 @@ impl Cli {
             Command::Plan(args) => plan::run(args),
             Command::Run(args) => run::run(args),
             Command::Models(args) => models::run(args),
+            Command::Agents(args) => agents::run(args),
             Command::Component(args) => component::run(args),
             Command::Status(args) => status::run(args),
             Command::List(args) => list::run(args),

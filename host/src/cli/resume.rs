@@ -6,7 +6,7 @@
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::runs::{find_run, open_store, state_name, status_of};
 use super::watch::RunWatcher;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::launch::plan_record::read_plan_record;
@@ -75,6 +75,8 @@ pub fn run(args: Args) -> ExitCode {
     let options = LaunchOptions {
         run_id: Some(run_id.clone()),
         cwd: Some(PathBuf::from(&record.cwd)),
+        // The agents as they are defined now, seen from the run's directory.
+        agents: sublaunch::agents::discover(Path::new(&record.cwd)).agents,
         session_id: Some(CLI_SESSION_ID.into()),
         revival_lease: Some(RevivalLease {
             session_file: session_file.to_string_lossy().into_owned(),

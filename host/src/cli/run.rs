@@ -1,10 +1,14 @@
-//! `sublaunch run`: plan a launch from the command line, agents, settings and registry, then
-//! launch it (or print the plan with `--dry-run`).
+//! `sublaunch run`: plan a launch from the command line (one agent and task, or a chain file),
+//! the discovered agents, settings and registry, then launch it (or print the plan with
+//! `--dry-run`). Before launching, every local step's program must be found.
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::{EXIT_USAGE, load_planner, plan::print_outcome};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use sublaunch::agents::{Catalog, discover, locate_program};
+use sublaunch::chain::{ChainFile, read_chain_file};
+use sublaunch::contract::{LaunchPlan, Mode, PlanRequest};
 use sublaunch::launch::LaunchOptions;
 use sublaunch::registry::Registry;
 use sublaunch::request::{self, Inputs, RunSpec};
@@ -13,17 +17,26 @@ use sublaunch::settings::Settings;
 /// Arguments of `sublaunch run`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The agent to run (`shell` runs the task with sh -c).
-    #[arg(long)]
-    agent: String,
-    /// The task handed to the agent.
-    #[arg(long)]
-    task: String,
+    /// The agent to run (`shell` runs the task with sh -c; `sublaunch agents` lists them).
+    #[arg(long, required_unless_present = "chain", conflicts_with = "chain")]
+    agent: Option<String>,
+    /// The task handed to the agent; with --chain, the text `{task}` stands for.
+    #[arg(long, required_unless_present = "chain")]
+    task: Option<String>,
+    /// Run the steps of a chain file (JSON or YAML) instead of one agent.
+    #[arg(long, value_name = "FILE")]
+    chain: Option<PathBuf>,
+    /// With --chain: how many tasks of a parallel group run at once (overrides the file).
+    #[arg(long, value_name = "N", requires = "chain", value_parser = clap::value_parser!(u32).range(1..))]
+    concurrency: Option<u32>,
+    /// With --chain: a failed task stops the rest of its parallel group (overrides the file).
+    #[arg(long, requires = "chain")]
+    fail_fast: bool,
     /// Model for this run (e.g. `sonnet-4.5`, `openai/gpt-5-mini:high`).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "chain")]
     model: Option<String>,
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "chain")]
     thinking: Option<String>,
     /// Highest thinking level allowed, on top of the settings' ceilings.
     #[arg(long, value_name = "LEVEL")]
@@ -40,10 +53,10 @@ pub struct Args {
     /// Print the plan instead of launching.
     #[arg(long)]
     dry_run: bool,
-    /// Wait for the run's end; exit 0 complete, 1 otherwise.
+    /// Wait for the run's end, showing its progress; exit 0 complete, 1 otherwise.
     #[arg(long)]
     wait: bool,
-    /// Print `{"runId","runDir","pid"}` (with --wait also the final state).
+    /// Print `{"runId","runDir","pid"}` (with --wait also the final state and steps).
     #[arg(long)]
     json: bool,
     /// Stop the run after SECS seconds (timeoutMs).
@@ -54,53 +67,80 @@ pub struct Args {
     run_id: Option<String>,
 }
 
+/// What the command line asks to run.
+enum Work {
+    Single,
+    Chain(ChainFile),
+}
+
 /// Runs `sublaunch run`.
 pub fn run(args: Args) -> ExitCode {
+    let usage = |message: String| {
+        eprintln!("sublaunch run: {message}");
+        ExitCode::from(EXIT_USAGE)
+    };
+    // clap does not enforce `requires` on these two next to `required_unless_present`.
+    if args.chain.is_none() && (args.concurrency.is_some() || args.fail_fast) {
+        return usage("--concurrency and --fail-fast need --chain".to_owned());
+    }
     let timeout_ms = match args.timeout.map(super::wait::seconds).transpose() {
         Ok(timeout) => timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-        Err(message) => {
-            eprintln!("sublaunch run: {message}");
-            return ExitCode::from(EXIT_USAGE);
+        Err(message) => return usage(message),
+    };
+    let (inputs, catalog) = match gather(args.models.as_deref()) {
+        Ok(gathered) => gathered,
+        Err(e) => return usage(format!("{e:#}")),
+    };
+    let work = match &args.chain {
+        Some(path) => match read_chain_file(path).and_then(|chain| {
+            chain.check(&catalog, args.task.as_deref())?;
+            Ok(chain)
+        }) {
+            Ok(chain) => Work::Chain(chain),
+            Err(e) => return usage(e.to_string()),
+        },
+        None => {
+            let agent = args.agent.as_deref().unwrap_or_default();
+            if let Err(message) = catalog.require(agent) {
+                return usage(message);
+            }
+            Work::Single
         }
     };
-    let spec = RunSpec {
-        agent: args.agent,
-        task: args.task,
-        model: args.model,
-        thinking: args.thinking,
-        machine: args.machine,
-        cwd: args.cwd,
-        max_thinking: args.max_thinking,
+    let (concurrency, fail_fast) = match workflow(&work, &args) {
+        Ok(workflow) => workflow,
+        Err(message) => return usage(message),
     };
-    let inputs = match gather(args.models) {
-        Ok(inputs) => inputs,
-        Err(e) => {
-            eprintln!("sublaunch run: {e:#}");
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let runtime = super::runtime();
-    let request = match runtime.block_on(request::build(&spec, &inputs)) {
+    let request = match build_request(&work, &args, &inputs) {
         Ok(request) => request,
         Err(e) => {
             eprintln!("sublaunch run: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    drop(runtime);
     let outcome = load_planner().and_then(|planner| planner.plan(&request));
     let plan = match outcome {
         Ok(plan) if !args.dry_run => plan,
         other => return print_outcome(&other),
     };
-    let options = LaunchOptions {
+    if let Err(message) = check_programs(&plan, &catalog) {
+        eprintln!("sublaunch run: {message}");
+        return ExitCode::FAILURE;
+    }
+    let mut options = LaunchOptions {
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,
         session_id: Some(CLI_SESSION_ID.into()),
         timeout_ms,
-        agents: inputs.agents.clone(),
+        agents: inputs.agents,
+        run_task: match work {
+            Work::Chain(_) => args.task,
+            Work::Single => None,
+        },
         ..LaunchOptions::default()
     };
+    options.workflow.concurrency = concurrency;
+    options.workflow.fail_fast = fail_fast;
     launch_and_report(
         &plan,
         options,
@@ -111,12 +151,85 @@ pub fn run(args: Args) -> ExitCode {
     )
 }
 
-fn gather(models: Option<PathBuf>) -> anyhow::Result<Inputs> {
+/// The PlanRequest: one step, or the chain file's steps in its mode; `--cwd` wins over the
+/// file's `cwd`.
+fn build_request(work: &Work, args: &Args, inputs: &Inputs) -> anyhow::Result<PlanRequest> {
+    let mut spec = RunSpec {
+        agent: args.agent.clone().unwrap_or_default(),
+        task: args.task.clone().unwrap_or_default(),
+        model: args.model.clone(),
+        thinking: args.thinking.clone(),
+        machine: args.machine.clone(),
+        cwd: args.cwd.clone(),
+        max_thinking: args.max_thinking.clone(),
+    };
+    let runtime = super::runtime();
+    match work {
+        Work::Single => runtime.block_on(request::build(&spec, inputs)),
+        Work::Chain(chain) => {
+            if spec.cwd.is_none() {
+                spec.cwd.clone_from(&chain.cwd);
+            }
+            let mode = if chain.mode == Mode::Parallel {
+                Mode::Parallel
+            } else {
+                Mode::Chain
+            };
+            runtime.block_on(request::build_steps(mode, chain.request_steps(), &spec, inputs))
+        }
+    }
+}
+
+/// Concurrency and fail-fast: the command line's, else the chain file's.
+fn workflow(work: &Work, args: &Args) -> Result<(Option<u32>, bool), String> {
+    let Work::Chain(chain) = work else {
+        return Ok((None, false));
+    };
+    let file = chain.workflow().map_err(|e| e.to_string())?;
+    Ok((
+        args.concurrency.or(file.concurrency),
+        args.fail_fast || file.fail_fast.unwrap_or(false),
+    ))
+}
+
+/// Every step that runs here needs its agent's program: on `PATH`, or an executable path.
+/// Steps placed on a machine are skipped (the program must exist there, not here).
+fn check_programs(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), String> {
+    let path = std::env::var_os("PATH");
+    let mut problems: Vec<String> = Vec::new();
+    for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
+        let Some(agent) = catalog.get(&step.agent) else { continue };
+        let Some(program) = agent.runner.program() else { continue };
+        // An argv template may build the program from placeholders; the runner checks it.
+        if program.contains('{') {
+            continue;
+        }
+        if let Err(missing) = locate_program(program, Path::new(&step.cwd), path.as_deref()) {
+            let problem = format!("agent '{}' needs {missing}", step.agent);
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
+        problems.join("; ")
+    ))
+}
+
+/// The inputs of planning: the working directory, the discovered agents, the settings and
+/// the registry.
+fn gather(models: Option<&Path>) -> anyhow::Result<(Inputs, Catalog)> {
     let cwd = std::env::current_dir()?;
-    Ok(Inputs {
-        registry: Registry::load(&cwd, models.as_deref())?,
+    let catalog = discover(&cwd);
+    let inputs = Inputs {
+        registry: Registry::load(&cwd, models)?,
         settings: Settings::load(&cwd)?,
-        agents: sublaunch::agents::builtins(),
+        agents: catalog.agents.clone(),
         cwd,
-    })
+    };
+    Ok((inputs, catalog))
 }

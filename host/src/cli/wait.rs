@@ -1,12 +1,16 @@
-//! `sublaunch wait RUN_ID [--timeout SECS]`: waits for the run's end; exit 0 complete, 1 any
-//! other end, 124 on timeout. Works for runs launched by other processes.
+//! `sublaunch wait RUN_ID [--timeout SECS] [--json]`: waits for the run's end, showing its
+//! progress on stderr ([`super::progress`]); exit 0 complete, 1 any other end, 124 on
+//! timeout. Works for runs launched by other processes.
 
+use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
 use super::runs::{EXIT_TIMEOUT, find_run, open_store, outcome_code, state_name};
 use super::waiting::{WaitEnd, wait_terminal};
 use std::process::ExitCode;
+use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
+use sublaunch::launch::tokio;
 
 /// Arguments of `sublaunch wait`.
 #[derive(clap::Args)]
@@ -16,6 +20,9 @@ pub struct Args {
     /// Give up after SECS seconds (exit 124).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Print the end as one JSON object (progress on stderr as JSON lines).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Runs `sublaunch wait`.
@@ -43,11 +50,33 @@ pub fn run(args: Args) -> ExitCode {
         }
     };
     let (store, run) = (Arc::new(store), Arc::new(run));
-    match runtime.block_on(wait_terminal(&store, &run, limit)) {
+    let mut progress = Progress::new(run.clone(), &args.run_id, Style::detect(args.json));
+    let (end, snapshot) = runtime.block_on(async {
+        let end = tokio::select! {
+            end = wait_terminal(&store, &run, limit) => end,
+            () = progress.follow() => unreachable!("progress follows until the wait ends"),
+        };
+        (end, progress.finish().await)
+    });
+    match end {
         WaitEnd::Terminal(status) => {
-            say!("{}: {}", args.run_id, state_name(&status));
-            if let Some(error) = &status.error {
-                eprintln!("{error}");
+            if args.json {
+                say!(
+                    "{}",
+                    json!({
+                        "runId": args.run_id,
+                        "runDir": run.path(),
+                        "state": state_name(&status),
+                        "error": status.error,
+                        "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")),
+                        "steps": steps_json(&snapshot),
+                    })
+                );
+            } else {
+                say!("{}: {}", args.run_id, state_name(&status));
+                if let Some(error) = &status.error {
+                    eprintln!("{error}");
+                }
             }
             outcome_code(status.state.as_ref())
         }

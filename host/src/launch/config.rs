@@ -1,11 +1,19 @@
-//! The runner configuration of a launch (H5): one runner step per plan step, built by the
-//! adapter of the step's agent. Only the built-in `shell` adapter (`sh -c <task>` in the
-//! step's cwd) exists so far; other adapters plug in at [`step_config`].
+//! The runner configuration of a launch (H5): one runner step per plan step, built from the
+//! step's agent definition by its adapter ([`step_config`]), plus the run's workflow
+//! (concurrency, failFast) from [`WorkflowOptions`]. The shim builds the agent's argv from
+//! this (see `shim/src/adapter/`); `command` is still written for `shell` steps so older
+//! shims run them.
 
-use std::collections::BTreeMap;
+mod aliases;
+
+use super::options::{LaunchOptions, WorkflowOptions};
 use crate::agents::{AdapterKind, AgentDef};
-use sublaunch_contract::{GraphStep, LaunchPlan, PlanStep};
-use sublaunch_runfiles::config::{RevivalLease, RunnerConfig, StepConfig};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
+use sublaunch_runfiles::config::{AdapterSpec, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig};
+
+pub use aliases::{AliasTable, aliases_for};
 
 /// The plan's mode: `single` for one child, `parallel` when the graph has a parallel group,
 /// `chain` otherwise.
@@ -23,20 +31,61 @@ pub fn plan_mode(plan: &LaunchPlan) -> &'static str {
     }
 }
 
-/// The runner steps of `plan`, or the reason one cannot be started.
-pub fn runner_steps(plan: &LaunchPlan, agents: &[AgentDef]) -> Result<Vec<StepConfig>, String> {
+/// The runner steps of `plan` for a launch with `options`, or the reason one cannot be
+/// started. Settings' `modelResponseAliases` are read (for the launch's directory) only when
+/// a pi step verifies its model.
+pub fn runner_steps(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Vec<StepConfig>, String> {
     if plan.steps.is_empty() {
         return Err("Subagent launch aborted: the plan has no steps.".into());
     }
+    let verifies = plan.steps.iter().any(|step| {
+        find_agent(&options.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterKind::Pi)
+            && verified_model(step).is_some()
+    });
+    let table = if verifies {
+        let cwd = options
+            .cwd
+            .clone()
+            .unwrap_or_else(|| std::path::PathBuf::from(&plan.steps[0].cwd));
+        aliases_for(&cwd)?
+    } else {
+        AliasTable::default()
+    };
     plan.steps
         .iter()
         .enumerate()
-        .map(|(index, step)| step_config(index, step, agents.iter().find(|a| a.name() == step.agent)))
+        .map(|(index, step)| step_config(index, step, find_agent(&options.agents, &step.agent), &table))
         .collect()
 }
 
+fn find_agent<'a>(agents: &'a [AgentDef], name: &str) -> Option<&'a AgentDef> {
+    agents.iter().find(|a| a.name() == name)
+}
+
+/// The planned model of a step without its thinking suffix, when the child must report it
+/// (a model the parent session handed down is taken as given, M2).
+fn verified_model(step: &PlanStep) -> Option<String> {
+    if step.model_origin == Some(ModelOrigin::Inherited) {
+        return None;
+    }
+    step.model.as_deref().map(|m| base_model(m, step))
+}
+
+/// `provider/id:level` → `provider/id` when `level` is the step's thinking level.
+fn base_model(model: &str, step: &PlanStep) -> String {
+    match step.thinking.map(|t| format!(":{}", t.name())) {
+        Some(suffix) if model.ends_with(&suffix) => model[..model.len() - suffix.len()].to_owned(),
+        _ => model.to_owned(),
+    }
+}
+
 /// The runner step of plan step `index`, chosen by its agent's runner adapter.
-pub fn step_config(index: usize, step: &PlanStep, agent: Option<&AgentDef>) -> Result<StepConfig, String> {
+pub fn step_config(
+    index: usize,
+    step: &PlanStep,
+    agent: Option<&AgentDef>,
+    aliases: &AliasTable,
+) -> Result<StepConfig, String> {
     if let Some(machine) = &step.machine {
         return Err(format!(
             "Subagent launch aborted: step {index} ('{}') is placed on machine '{}'; launching on machines is not available yet.",
@@ -46,17 +95,91 @@ pub fn step_config(index: usize, step: &PlanStep, agent: Option<&AgentDef>) -> R
     let Some(agent) = agent else {
         return Err(format!("Subagent launch aborted: agent '{}' is not known to the launcher.", step.agent));
     };
-    match agent.runner.adapter {
-        AdapterKind::Shell => {
-            let mut config = StepConfig::shell(&step.task, &step.cwd, BTreeMap::new());
-            config.model.clone_from(&step.model);
-            Ok(config)
+    let kind = agent.runner.adapter;
+    let mut config = match kind {
+        AdapterKind::Shell => StepConfig::shell(&step.task, &step.cwd, BTreeMap::new()),
+        AdapterKind::ExternalJob => {
+            return Err(format!(
+                "Subagent launch aborted: agent '{}' uses the {} runner, which sublaunch cannot start.",
+                step.agent,
+                kind.id()
+            ));
         }
-        other => Err(format!(
-            "Subagent launch aborted: agent '{}' uses the {} adapter, which sublaunch cannot start yet.",
-            step.agent,
-            other.id()
-        )),
+        _ => StepConfig {
+            agent: Some(step.agent.clone()),
+            task: Some(step.task.clone()),
+            cwd: Some(step.cwd.clone()),
+            runner: agent
+                .runner
+                .planner_runner()
+                .and_then(|r| serde_json::to_value(r).ok()),
+            ..StepConfig::default()
+        },
+    };
+    config.model.clone_from(&step.model);
+    config.set_adapter_spec(Some(adapter_spec(step, agent)));
+    config.set_position(step.step_index, step.task_index);
+    if step.structured {
+        let schema = match step.output_schema.as_deref() {
+            Some(text) => serde_json::from_str::<Value>(text).map_err(|e| {
+                format!("Subagent launch aborted: the output schema of step {index} is not JSON: {e}")
+            })?,
+            None => serde_json::json!({}),
+        };
+        config.set_output_schema(Some(schema));
+    }
+    if kind == AdapterKind::Pi
+        && let Some(planned) = verified_model(step)
+    {
+        let id = planned.split_once('/').map(|(_, id)| id.to_owned());
+        config.set_model_check(Some(ModelCheck {
+            aliases: aliases.for_model(&planned, id.as_deref()),
+            planned,
+            id,
+        }));
+    }
+    Ok(config)
+}
+
+/// What the shim's adapter needs: the program (when the agent replaces it), the argv of
+/// `command` and generic external CLIs, the model and thinking level, system prompt and tools.
+fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
+    let kind = agent.runner.adapter;
+    let mut spec = AdapterSpec::new(kind.id());
+    match kind {
+        AdapterKind::Command | AdapterKind::GenericCli => spec.argv.clone_from(&agent.runner.command),
+        _ => {
+            spec.program = agent
+                .runner
+                .command
+                .as_ref()
+                .and_then(|argv| argv.first().cloned());
+        }
+    }
+    spec.model = match kind {
+        // Native runners get the planned model; the thinking level travels separately.
+        AdapterKind::Pi | AdapterKind::Command => step.model.as_deref().map(|m| base_model(m, step)),
+        // External CLIs take no planned model (M19); an agent file may still name the CLI's
+        // own model, which is passed as written.
+        AdapterKind::Shell | AdapterKind::GenericCli => None,
+        _ => agent.planner.model.as_ref().and_then(|m| m.as_text()).map(str::to_owned),
+    };
+    spec.thinking = step.thinking.map(|t| t.name().to_owned());
+    if !agent.system_prompt.trim().is_empty() {
+        spec.system_prompt = Some(agent.system_prompt.clone());
+    }
+    spec.tools.clone_from(&agent.tools);
+    spec
+}
+
+/// The workflow section of the runner configuration: concurrency and failFast of parallel
+/// groups, and the run's task that `{task}` stands for.
+pub fn workflow_config(workflow: &WorkflowOptions, run_task: Option<&str>) -> WorkflowConfig {
+    WorkflowConfig {
+        concurrency: workflow.concurrency.filter(|c| *c > 0),
+        fail_fast: workflow.fail_fast,
+        chain_dir: None,
+        task: run_task.map(str::to_owned),
     }
 }
 
@@ -73,6 +196,8 @@ pub(crate) struct ConfigInputs<'a> {
     pub revival_lease: Option<RevivalLease>,
     pub timeout_ms: Option<u64>,
     pub runner_process_instance_id: &'a str,
+    pub workflow: &'a WorkflowOptions,
+    pub run_task: Option<&'a str>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -84,7 +209,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
     let launch_barrier_token = revival_lease
         .is_none()
         .then(|| inputs.runner_process_instance_id.to_owned());
-    RunnerConfig {
+    let mut config = RunnerConfig {
         id: inputs.run_id.to_owned(),
         steps: inputs.steps,
         result_path: inputs.result_path,
@@ -100,79 +225,10 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         runner_process_instance_id: inputs.runner_process_instance_id.to_owned(),
         launch_barrier_token,
         extra: serde_json::Map::new(),
-    }
+    };
+    config.set_workflow(&workflow_config(inputs.workflow, inputs.run_task));
+    config
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn step(agent: &str, task: &str) -> PlanStep {
-        PlanStep {
-            agent: agent.into(),
-            step_index: 0,
-            task_index: None,
-            task: task.into(),
-            model: None,
-            requested_model: None,
-            model_origin: None,
-            thinking: None,
-            thinking_ceiling: None,
-            context_limit: None,
-            machine: None,
-            cwd: "/w".into(),
-            requested_cwd: "/w".into(),
-            output_schema: None,
-            structured: false,
-            worktree: false,
-        }
-    }
-
-    #[test]
-    fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
-        let shell = crate::agents::builtins().into_iter().find(|a| a.name() == "shell").unwrap();
-        let plan = LaunchPlan {
-            steps: vec![step("shell", "echo hi")],
-            graph: None,
-            warnings: vec![],
-        };
-        let steps = runner_steps(&plan, &[shell]).unwrap();
-        let command = steps[0].command.as_ref().unwrap();
-        assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
-        assert_eq!(command.cwd.as_deref(), Some("/w"));
-        assert_eq!(plan_mode(&plan), "single");
-        let error = runner_steps(&plan, &[]).unwrap_err();
-        assert!(error.contains("not known to the launcher"), "{error}");
-    }
-
-    #[test]
-    fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
-        let inputs = |lease| ConfigInputs {
-            run_id: "r-1",
-            steps: vec![],
-            result_path: "/r/results/r-1.json".into(),
-            cwd: "/w".into(),
-            async_dir: "/r/runs/r-1".into(),
-            session_id: None,
-            completion_owner_id: None,
-            tool_call_id: None,
-            revival_lease: lease,
-            timeout_ms: None,
-            runner_process_instance_id: "uuid",
-        };
-        assert_eq!(
-            runner_config(inputs(None)).launch_barrier_token.as_deref(),
-            Some("uuid")
-        );
-        let lease = RevivalLease {
-            session_file: "/s".into(),
-            run_id: String::new(),
-            source_run_id: "src".into(),
-            parent_session_id: None,
-            extra: serde_json::Map::new(),
-        };
-        let config = runner_config(inputs(Some(lease)));
-        assert_eq!(config.launch_barrier_token, None);
-        assert_eq!(config.revival_lease.unwrap().run_id, "r-1");
-    }
-}
+mod tests;

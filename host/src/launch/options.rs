@@ -140,6 +140,11 @@ pub struct LaunchOptions {
     pub agents: Vec<AgentDef>,
     /// How the steps of a chain or parallel run are executed.
     pub workflow: WorkflowOptions,
+    /// The run-level task of a chain or parallel run (`sublaunch run --chain FILE --task T`):
+    /// the text `{task}` stands for in the steps' task texts, which the runner replaces (with
+    /// `{previous}` and `{chain_dir}`) when a step starts. `None` for single runs, whose task
+    /// is used verbatim.
+    pub run_task: Option<String>,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
     /// Wraps the runner's process control (tests).
@@ -168,6 +173,7 @@ impl Default for LaunchOptions {
             host_faults: None,
             agents: crate::agents::builtins(),
             workflow: WorkflowOptions::default(),
+            run_task: None,
             env: Vec::new(),
             process_control: None,
         }

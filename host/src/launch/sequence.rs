@@ -77,6 +77,8 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         revival_lease: options.revival_lease.clone(),
         timeout_ms: options.timeout_ms,
         runner_process_instance_id: &instance,
+        workflow: &options.workflow,
+        run_task: options.run_task.as_deref(),
     });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),

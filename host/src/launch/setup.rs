@@ -50,7 +50,7 @@ impl Setup {
             Some(layout) => absolute_layout(layout),
             None => Layout::from_env().map_err(|e| e.to_string())?,
         };
-        let steps = config::runner_steps(plan, &options.agents)?;
+        let steps = config::runner_steps(plan, options)?;
         let cwd = options
             .cwd
             .as_ref()

@@ -13,6 +13,10 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+mod workflow;
+
+pub use workflow::{AdapterSpec, KNOWN_ADAPTERS, ModelCheck, WorkflowConfig};
+
 /// The argv, environment overrides and cwd of one agent command.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -247,6 +251,7 @@ pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
     if let Some(command) = run_command {
         check_command(command)?;
     }
+    workflow::check_workflow(root)?;
     for step in steps {
         let step = step
             .as_object()
@@ -254,9 +259,10 @@ pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
         for field in ["agent", "task", "cwd", "model"] {
             optional_string(step, field)?;
         }
+        let has_adapter = workflow::check_step(step)?;
         match step.get("command").filter(|v| !v.is_null()) {
             Some(command) => check_command(command)?,
-            None if run_command.is_some() => {}
+            None if run_command.is_some() || has_adapter => {}
             None => return Err(invalid("'command.argv' must be a non-empty array of strings.")),
         }
     }

@@ -1,16 +1,52 @@
 //! Agent adapters: how a step's command line is built and how the agent's output is read.
 //!
-//! Only the built-in `shell` adapter exists today (the step's `command.argv`, e.g.
-//! `["sh","-c",task]`, in the step's cwd; stdout is plain text). Later adapters (pi,
-//! claude-code, codex, cursor, generic command templates) implement [`Adapter`] and, for
-//! agents that speak a JSON line protocol, an [`OutputParser`] that turns lines into events.
+//! Each adapter (one module each) turns a step — its [`AdapterSpec`] from the runner
+//! configuration and its task after `{task}`/`{previous}`/`{chain_dir}` substitution — into an
+//! [`AgentCommand`] (argv, environment, cwd, standard input), and gives an [`OutputParser`]
+//! that reads the agent's stdout line by line and extracts the step's final output:
+//!
+//! | adapter | program | prompt | output |
+//! |---|---|---|---|
+//! | `shell` | `sh -c <task>` | argv | stdout text |
+//! | `command` | argv template | `{task}` in the template | stdout text |
+//! | `external-cli` | argv as given | stdin | stdout text |
+//! | `pi` | `pi --mode json -p …` | argv (stdin when long) | last assistant message |
+//! | `claude-code[-writer]` | `claude -p --output-format stream-json …` | stdin | `result` event |
+//! | `codex-exec[-writer]` | `codex exec --json …` | stdin | `--output-last-message` file |
+//! | `cursor-agent[-writer]` | `cursor-agent -p --output-format stream-json …` | argv | `result` event |
+//!
+//! A step without an adapter (configurations written before adapters existed) runs its
+//! `command.argv` verbatim through [`ShellAdapter`].
 
+mod claude;
+mod codex;
+mod command;
+mod cursor;
+mod generic;
+mod jsonl;
+mod pi;
 mod shell;
+mod text;
+mod tools;
 
-pub use shell::{ShellAdapter, TEXT_LINE_RETAIN, TextParser};
+pub use claude::ClaudeAdapter;
+pub use codex::CodexAdapter;
+pub use command::{CommandAdapter, fill_template};
+pub use cursor::CursorAdapter;
+pub use generic::GenericCliAdapter;
+pub use pi::PiAdapter;
+pub use shell::ShellAdapter;
+pub use text::{TEXT_LINE_RETAIN, TEXT_OUTPUT_BYTES, TextParser};
 
 use std::collections::BTreeMap;
-use sublaunch_runfiles::config::RunnerConfig;
+use sublaunch_runfiles::config::{AdapterSpec, RunnerConfig, StepConfig};
+use sublaunch_runfiles::dir::Dir;
+
+/// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
+pub const FINAL_MESSAGE_LIMIT: usize = 16 * 1024 * 1024;
+
+/// The longest single argument the kernel passes to a program (`MAX_ARG_STRLEN` less the NUL).
+pub const ARG_LIMIT: usize = 128 * 1024 - 1;
 
 /// The process to spawn for one step.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -21,6 +57,8 @@ pub struct AgentCommand {
     pub env: BTreeMap<String, String>,
     /// Working directory.
     pub cwd: String,
+    /// Bytes fed to the agent's standard input (`None`: `/dev/null`).
+    pub stdin: Option<Vec<u8>>,
 }
 
 /// What a stdout line is, for the supervisor.
@@ -34,6 +72,21 @@ pub enum ParsedLine {
     Ignore,
 }
 
+/// What an adapter extracted from the agent's output once it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Extracted {
+    /// The step's final output (the last assistant message, the result text, or stdout).
+    pub output: String,
+    /// Whether `output` is only the end of a longer text (text adapters keep the last
+    /// [`TEXT_OUTPUT_BYTES`]).
+    pub truncated: bool,
+    /// A failure the agent reported in its own protocol (an error result, a failed turn, no
+    /// final message, a message over [`FINAL_MESSAGE_LIMIT`]).
+    pub failure: Option<String>,
+    /// The model the agent said it used (pi's assistant messages).
+    pub reported_model: Option<String>,
+}
+
 /// Reads one step's stdout.
 pub trait OutputParser {
     /// Bytes of a line kept for [`OutputParser::stdout_line`]; longer lines arrive truncated
@@ -41,24 +94,142 @@ pub trait OutputParser {
     fn line_retain_limit(&self) -> usize;
     /// Whether the parser needs every line even when no event can be written any more.
     fn needs_lines(&self) -> bool;
+    /// Bytes of the end of stdout the supervisor keeps for [`OutputParser::finish`].
+    fn tail_bytes(&self) -> usize;
     /// One complete line without its newline (`full_len` ≥ `line.len()`).
     fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine;
-    /// The step's output text, given the last bytes of stdout.
-    fn finish(&mut self, stdout_tail: &[u8]) -> String;
+    /// The step's output, given the last bytes of stdout (`tail_cut`: older bytes were
+    /// dropped from the tail).
+    fn finish(&mut self, stdout_tail: &[u8], tail_cut: bool) -> Extracted;
+}
+
+/// Everything an adapter needs to build one step's command.
+#[derive(Debug)]
+pub struct StepInput<'a> {
+    /// Flat index of the step (names its files: `output-<n>.log`, …).
+    pub index: usize,
+    /// The step's configuration.
+    pub step: &'a StepConfig,
+    /// Its adapter (absent for configurations without adapters).
+    pub spec: Option<&'a AdapterSpec>,
+    /// The task after placeholder substitution.
+    pub task: &'a str,
+    /// The step's working directory.
+    pub cwd: &'a str,
+    /// `<run>`, where adapters keep their files (system prompts, final messages).
+    pub run: &'a Dir,
+}
+
+impl StepInput<'_> {
+    /// The adapter's environment overrides.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        self.spec
+            .map(|s| {
+                s.env
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The program: the spec's replacement, else `default`.
+    pub fn program(&self, default: &str) -> String {
+        self.spec
+            .and_then(|s| s.program.clone())
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| default.to_owned())
+    }
+
+    /// The agent's system prompt, when it has a non-blank one.
+    pub fn system_prompt(&self) -> Option<&str> {
+        self.spec
+            .and_then(|s| s.system_prompt.as_deref())
+            .filter(|p| !p.trim().is_empty())
+    }
+
+    /// The model handed to the program.
+    pub fn model(&self) -> Option<&str> {
+        self.spec.and_then(|s| s.model.as_deref()).filter(|m| !m.is_empty())
+    }
+
+    /// The thinking level handed to the program.
+    pub fn thinking(&self) -> Option<&str> {
+        self.spec.and_then(|s| s.thinking.as_deref()).filter(|t| !t.is_empty())
+    }
+
+    /// The agent's tools.
+    pub fn tools(&self) -> &[String] {
+        self.spec.map_or(&[], |s| s.tools.as_slice())
+    }
+
+    /// The task with the system prompt before it, for programs that take no system prompt.
+    pub fn prompt_with_system(&self) -> String {
+        match self.system_prompt() {
+            Some(system) => format!("{}\n\n{}", system.trim_end(), self.task),
+            None => self.task.to_owned(),
+        }
+    }
+
+    /// Writes a private file for the agent in `<run>` and returns its path.
+    pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<String, String> {
+        self.run
+            .write(name, bytes, sublaunch_runfiles::atomic::Durability::Atomic)
+            .map_err(|e| format!("cannot write {name}: {e}"))?;
+        Ok(self.run.join(name).to_string_lossy().into_owned())
+    }
+
+    /// `<run>/<name>` as a string.
+    pub fn run_path(&self, name: &str) -> String {
+        self.run.join(name).to_string_lossy().into_owned()
+    }
 }
 
 /// An agent kind.
 pub trait Adapter {
     /// The adapter's id.
     fn id(&self) -> &'static str;
-    /// The command of step `index` of `cfg`.
-    fn command(&self, cfg: &RunnerConfig, index: usize) -> Result<AgentCommand, String>;
+    /// The command of one step.
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String>;
     /// A parser for one run of the step.
-    fn parser(&self) -> Box<dyn OutputParser>;
+    fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser>;
 }
 
-/// The adapter of step `index`. Every step with a command runs through the shell adapter
-/// today (`runner.adapter` = `shell`, or any external command).
-pub fn for_step(_cfg: &RunnerConfig, _index: usize) -> Box<dyn Adapter> {
-    Box::new(ShellAdapter)
+/// The adapter named `id` (one of `sublaunch_runfiles::config::KNOWN_ADAPTERS`).
+pub fn by_id(id: &str) -> Option<Box<dyn Adapter>> {
+    Some(match id {
+        "shell" => Box::new(ShellAdapter),
+        "command" => Box::new(CommandAdapter),
+        "external-cli" => Box::new(GenericCliAdapter),
+        "pi" => Box::new(PiAdapter),
+        "claude-code" => Box::new(ClaudeAdapter { writer: false }),
+        "claude-code-writer" => Box::new(ClaudeAdapter { writer: true }),
+        "codex-exec" => Box::new(CodexAdapter { writer: false }),
+        "codex-exec-writer" => Box::new(CodexAdapter { writer: true }),
+        "cursor-agent" => Box::new(CursorAdapter { writer: false }),
+        "cursor-agent-writer" => Box::new(CursorAdapter { writer: true }),
+        _ => return None,
+    })
+}
+
+/// The adapter of step `index`: the configured one, else the `shell` adapter running the
+/// step's `command.argv`.
+pub fn for_step(cfg: &RunnerConfig, index: usize) -> Box<dyn Adapter> {
+    cfg.steps
+        .get(index)
+        .and_then(StepConfig::adapter_spec)
+        .and_then(|spec| by_id(&spec.id))
+        .unwrap_or_else(|| Box::new(ShellAdapter))
+}
+
+/// Refuses an argv the kernel would reject (`E2BIG` for one argument over 128 KiB) with a
+/// message that says which argument and what to do.
+pub fn check_argv(argv: &[String]) -> Result<(), String> {
+    match argv.iter().enumerate().find(|(_, a)| a.len() > ARG_LIMIT) {
+        Some((i, arg)) => Err(format!(
+            "argument {i} of the agent's command line is {} bytes; a single argument may have at most {ARG_LIMIT} bytes (deliver long tasks on standard input instead)",
+            arg.len()
+        )),
+        None => Ok(()),
+    }
 }

@@ -1,11 +1,9 @@
-//! The built-in `shell` adapter (spec README "sublaunch additions"): the step's `command.argv`
-//! (`["sh","-c",task]`) in the step's cwd; stdout is untrusted plain text.
+//! The built-in `shell` adapter (spec README "sublaunch additions"): `sh -c <task>` in the
+//! step's cwd; stdout is untrusted plain text. A step without an adapter runs its
+//! `command.argv` verbatim, except that the `["sh", "-c", <task>]` of older configurations
+//! gets the substituted task.
 
-use super::{Adapter, AgentCommand, OutputParser, ParsedLine};
-use sublaunch_runfiles::config::RunnerConfig;
-
-/// Bytes of a text line kept for its `subagent.child.stdout` event.
-pub const TEXT_LINE_RETAIN: usize = 64 * 1024;
+use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
 
 /// The `shell` adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -16,72 +14,71 @@ impl Adapter for ShellAdapter {
         "shell"
     }
 
-    fn command(&self, cfg: &RunnerConfig, index: usize) -> Result<AgentCommand, String> {
-        let command = cfg
-            .step_command(index)
-            .filter(|c| !c.argv.is_empty())
-            .ok_or_else(|| format!("Step {index} has no command to run."))?;
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+        let legacy = input.step.command.as_ref().filter(|c| !c.argv.is_empty());
+        let argv = match (input.spec, legacy) {
+            (Some(_), _) => vec![input.program("sh"), "-c".into(), input.task.to_owned()],
+            (None, Some(command)) if is_sh_c_of(&command.argv, input.step.task.as_deref()) => {
+                vec![command.argv[0].clone(), "-c".into(), input.task.to_owned()]
+            }
+            (None, Some(command)) => command.argv.clone(),
+            (None, None) => return Err(format!("Step {} has no command to run.", input.index)),
+        };
+        let mut env = legacy.map(|c| c.env.clone()).unwrap_or_default();
+        env.extend(input.env());
         Ok(AgentCommand {
-            argv: command.argv.clone(),
-            env: command.env.clone(),
-            cwd: cfg.step_cwd(index).to_owned(),
+            argv,
+            env,
+            cwd: input.cwd.to_owned(),
+            stdin: None,
         })
     }
 
-    fn parser(&self) -> Box<dyn OutputParser> {
+    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
         Box::new(TextParser)
     }
 }
 
-/// Plain text: every line is a `subagent.child.stdout` event; the output is the stdout tail.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TextParser;
-
-impl OutputParser for TextParser {
-    fn line_retain_limit(&self) -> usize {
-        TEXT_LINE_RETAIN
-    }
-
-    fn needs_lines(&self) -> bool {
-        false
-    }
-
-    fn stdout_line(&mut self, _line: &[u8], _full_len: usize) -> ParsedLine {
-        ParsedLine::Text
-    }
-
-    fn finish(&mut self, stdout_tail: &[u8]) -> String {
-        String::from_utf8_lossy(stdout_tail).trim_end().to_owned()
-    }
+/// Whether `argv` is `[sh, -c, task]` for the step's own task.
+fn is_sh_c_of(argv: &[String], task: Option<&str>) -> bool {
+    matches!(argv, [sh, c, t] if sh.ends_with("sh") && c == "-c" && Some(t.as_str()) == task)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_runfiles::config::StepConfig;
+    use sublaunch_runfiles::config::{AdapterSpec, StepConfig};
+    use sublaunch_runfiles::dir::Dir;
 
     #[test]
-    fn the_shell_step_runs_its_argv_in_its_cwd() {
-        let cfg = RunnerConfig {
-            id: "r".into(),
-            steps: vec![StepConfig::shell("echo hi", "/tmp", Default::default())],
-            result_path: "/x/r.json".into(),
-            cwd: "/".into(),
-            async_dir: "/x/runs/r".into(),
-            session_id: None,
-            completion_owner_id: None,
-            tool_call_id: None,
-            revival_lease: None,
-            timeout_ms: None,
-            deadline_at: None,
-            command: None,
-            runner_process_instance_id: "i".into(),
-            launch_barrier_token: Some("i".into()),
-            extra: Default::default(),
+    fn the_shell_step_runs_its_task_in_its_cwd() {
+        let tmp = tempfile::tempdir().unwrap();
+        let run = Dir::open(tmp.path()).unwrap();
+        let step = StepConfig::shell("echo {previous}", "/tmp", Default::default());
+        let spec = AdapterSpec::new("shell");
+        for spec in [None, Some(&spec)] {
+            let input = StepInput {
+                index: 0,
+                step: &step,
+                spec,
+                task: "echo hi",
+                cwd: "/tmp",
+                run: &run,
+            };
+            let command = ShellAdapter.command(&input).unwrap();
+            assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
+            assert_eq!((command.cwd.as_str(), command.stdin), ("/tmp", None));
+        }
+        let mut custom = step.clone();
+        custom.command.as_mut().unwrap().argv = vec!["/bin/agent".into(), "x".into()];
+        let input = StepInput {
+            index: 0,
+            step: &custom,
+            spec: None,
+            task: "echo hi",
+            cwd: "/tmp",
+            run: &run,
         };
-        let command = ShellAdapter.command(&cfg, 0).unwrap();
-        assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
-        assert_eq!(command.cwd, "/tmp");
-        assert_eq!(TextParser.finish(b"out\n"), "out");
+        assert_eq!(ShellAdapter.command(&input).unwrap().argv, ["/bin/agent", "x"]);
     }
 }

@@ -676,3 +676,24 @@ pub fn read_doc(dir: &Path, name: &str) -> ReadDoc<Value> {
 pub fn null() -> Value {
     json!(null)
 }
+
+/// Resident kB per mapped file (and `[anon]`) of a process, largest first: what a memory
+/// bound's failure message shows.
+pub fn rss_by_mapping(pid: u32) -> String {
+    let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return String::new();
+    };
+    let mut totals: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut current = String::new();
+    for line in text.lines() {
+        if let Some(kb) = line.strip_prefix("Rss:") {
+            let kb: u64 = kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0);
+            *totals.entry(current.clone()).or_default() += kb;
+        } else if line.split_whitespace().next().is_some_and(|f| f.contains('-') && !f.ends_with(':')) {
+            current = line.split_whitespace().nth(5).unwrap_or("[anon]").to_owned();
+        }
+    }
+    let mut rows: Vec<(String, u64)> = totals.into_iter().filter(|(_, kb)| *kb > 0).collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.iter().map(|(name, kb)| format!("{kb:>6} kB {name}\n")).collect()
+}

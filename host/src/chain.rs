@@ -1,0 +1,533 @@
+//! Chain files (`sublaunch run --chain FILE`): sequential steps and parallel groups written
+//! as JSON or YAML, checked against the agents and turned into the steps of a PlanRequest.
+//!
+//! ```yaml
+//! mode: chain            # or parallel; default chain
+//! concurrency: 2         # tasks of a parallel group running at once (default: all)
+//! failFast: true         # a failed task stops the rest of its group
+//! cwd: services/api      # run-level working directory (like --cwd)
+//! steps:
+//!   - agent: scout
+//!     task: "Map the code that {task} touches."
+//!   - parallel:
+//!       - {agent: reviewer, task: "Review the lexer. Notes: {previous}"}
+//!       - {agent: reviewer, task: "Review the parser. Notes: {previous}"}
+//!   - agent: shell
+//!     task: "ls {chain_dir}"
+//! ```
+//!
+//! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?}` or a group
+//! `{parallel: [steps…], concurrency?, failFast?}`. A step without `task` gets `{task}` when
+//! no step runs before it and `{previous}` otherwise. Task texts keep their placeholders —
+//! `{task}` (the run's `--task`), `{previous}` (the output of the step before, a group's
+//! outputs in order) and `{chain_dir}` (a directory shared by the steps) are replaced by the
+//! runner when the step starts; any other `{name}` is an error here.
+
+use crate::agents::Catalog;
+use serde::Deserialize;
+use serde_json::Value;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use sublaunch_contract::{LooseString, Mode, Step, Task, ThinkingSetting};
+
+/// The placeholders a chain step's task text may use.
+pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
+
+/// A chain file that cannot be used: which file, where in it, what is wrong.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChainFileError {
+    /// The file.
+    pub path: PathBuf,
+    /// The JSON path inside the document (`steps[1].parallel[0].agent`), when known.
+    pub at: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ChainFileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{}: {at}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for ChainFileError {}
+
+/// One step (or task of a group) of a chain file.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", rename = "step")]
+pub struct ChainTask {
+    /// The agent.
+    pub agent: String,
+    /// The task text (with placeholders); see the module documentation for the default.
+    pub task: Option<String>,
+    /// Model override (checked by the planner).
+    pub model: Option<Value>,
+    /// Thinking override: a level or `false` (checked by the planner).
+    pub thinking: Option<Value>,
+    /// Working directory.
+    pub cwd: Option<Value>,
+    /// Output schema: a JSON Schema object, or `false` to drop the agent's.
+    pub output_schema: Option<Value>,
+    /// Machine to run on.
+    pub machine: Option<Value>,
+}
+
+/// A parallel group.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", rename = "parallel group")]
+pub struct ChainGroup {
+    /// The tasks run side by side.
+    pub parallel: Vec<ChainTask>,
+    /// How many of them run at once.
+    pub concurrency: Option<u32>,
+    /// A failed task stops the others.
+    pub fail_fast: Option<bool>,
+}
+
+/// A step of a chain file.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ChainStep {
+    /// One agent.
+    Task(ChainTask),
+    /// Tasks run side by side.
+    Group(ChainGroup),
+}
+
+/// A parsed chain file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainFile {
+    /// The file it was read from.
+    pub path: PathBuf,
+    /// [`Mode::Chain`] or [`Mode::Parallel`].
+    pub mode: Mode,
+    /// Run-level concurrency.
+    pub concurrency: Option<u32>,
+    /// Run-level fail-fast.
+    pub fail_fast: Option<bool>,
+    /// Run-level working directory.
+    pub cwd: Option<String>,
+    /// The steps.
+    pub steps: Vec<ChainStep>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", rename = "chain file")]
+struct RawFile {
+    mode: Option<RawMode>,
+    concurrency: Option<u32>,
+    fail_fast: Option<bool>,
+    cwd: Option<String>,
+    steps: Vec<Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum RawMode {
+    Chain,
+    Parallel,
+}
+
+/// The execution options a chain file asks for, after its groups were merged.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ChainWorkflow {
+    /// Tasks of a group running at once.
+    pub concurrency: Option<u32>,
+    /// A failed task stops the rest of its group.
+    pub fail_fast: Option<bool>,
+}
+
+/// Reads and parses the chain file at `path`.
+pub fn read_chain_file(path: &Path) -> Result<ChainFile, ChainFileError> {
+    let text = std::fs::read_to_string(path).map_err(|e| ChainFileError {
+        path: path.to_owned(),
+        at: None,
+        message: format!("cannot read the chain file: {e}"),
+    })?;
+    parse_chain_file(path, &text)
+}
+
+/// Parses a chain file: JSON when the name ends in `.json` (or, for other names, the text
+/// starts with `{`), YAML otherwise.
+pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, ChainFileError> {
+    let fail = |at: Option<String>, message: String| ChainFileError {
+        path: path.to_owned(),
+        at,
+        message,
+    };
+    let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let json = match extension {
+        "json" => true,
+        "yaml" | "yml" => false,
+        _ => text.trim_start().starts_with('{'),
+    };
+    let value: Value = if json {
+        serde_json::from_str(text).map_err(|e| fail(None, format!("broken JSON: {e}")))?
+    } else {
+        serde_norway::from_str(text).map_err(|e| fail(None, format!("broken YAML: {e}")))?
+    };
+    let raw: RawFile = from_value(value, "", &fail)?;
+    let mut steps = Vec::with_capacity(raw.steps.len());
+    for (index, step) in raw.steps.into_iter().enumerate() {
+        let at = format!("steps[{index}]");
+        let group = step.as_object().is_some_and(|o| o.contains_key("parallel"));
+        steps.push(if group {
+            ChainStep::Group(from_value(step, &at, &fail)?)
+        } else {
+            ChainStep::Task(from_value(step, &at, &fail)?)
+        });
+    }
+    let file = ChainFile {
+        path: path.to_owned(),
+        mode: match raw.mode {
+            None | Some(RawMode::Chain) => Mode::Chain,
+            Some(RawMode::Parallel) => Mode::Parallel,
+        },
+        concurrency: raw.concurrency,
+        fail_fast: raw.fail_fast,
+        cwd: raw.cwd,
+        steps,
+    };
+    file.check_shape()?;
+    Ok(file)
+}
+
+/// Deserializes `value` into `T`, naming the JSON path (below `prefix`) of a mismatch.
+fn from_value<T: serde::de::DeserializeOwned>(
+    value: Value,
+    prefix: &str,
+    fail: &impl Fn(Option<String>, String) -> ChainFileError,
+) -> Result<T, ChainFileError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let inner = e.path().to_string();
+        let at = match (prefix.is_empty(), inner == ".") {
+            (true, true) => None,
+            (true, false) => Some(inner),
+            (false, true) => Some(prefix.to_owned()),
+            (false, false) if inner.starts_with('[') => Some(format!("{prefix}{inner}")),
+            (false, false) => Some(format!("{prefix}.{inner}")),
+        };
+        fail(at, e.into_inner().to_string())
+    })
+}
+
+impl ChainFile {
+    fn error(&self, at: impl Into<String>, message: impl Into<String>) -> ChainFileError {
+        ChainFileError {
+            path: self.path.clone(),
+            at: Some(at.into()),
+            message: message.into(),
+        }
+    }
+
+    /// Checks what needs no agents: steps present, groups not empty, concurrency ≥ 1.
+    fn check_shape(&self) -> Result<(), ChainFileError> {
+        if self.steps.is_empty() {
+            return Err(self.error("steps", "a chain file needs at least one step"));
+        }
+        if self.concurrency == Some(0) {
+            return Err(self.error("concurrency", "must be at least 1"));
+        }
+        for (index, step) in self.steps.iter().enumerate() {
+            let ChainStep::Group(group) = step else { continue };
+            if group.parallel.is_empty() {
+                return Err(self.error(format!("steps[{index}].parallel"), "a parallel group needs at least one task"));
+            }
+            if group.concurrency == Some(0) {
+                return Err(self.error(format!("steps[{index}].concurrency"), "must be at least 1"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Every task with its JSON path and whether a step ran before it (so `{previous}` has
+    /// something to refer to), in order.
+    fn tasks(&self) -> Vec<(String, &ChainTask, bool)> {
+        let chain = self.mode == Mode::Chain;
+        let mut out = Vec::new();
+        for (index, step) in self.steps.iter().enumerate() {
+            let after_previous = chain && index > 0;
+            match step {
+                ChainStep::Task(task) => out.push((format!("steps[{index}]"), task, after_previous)),
+                ChainStep::Group(group) => out.extend(
+                    group
+                        .parallel
+                        .iter()
+                        .enumerate()
+                        .map(|(t, task)| (format!("steps[{index}].parallel[{t}]"), task, after_previous)),
+                ),
+            }
+        }
+        out
+    }
+
+    /// Checks the file against the agents and the run's task: every agent is known and
+    /// loadable, every task text uses only [`CHAIN_PLACEHOLDERS`], `{previous}` only where a
+    /// step ran before, `{task}` only when the run has a task.
+    pub fn check(&self, catalog: &Catalog, run_task: Option<&str>) -> Result<(), ChainFileError> {
+        for (at, task, after_previous) in self.tasks() {
+            catalog
+                .require(&task.agent)
+                .map_err(|message| self.error(format!("{at}.agent"), message))?;
+            let text = effective_task(task, after_previous);
+            for placeholder in placeholders(text) {
+                let at = format!("{at}.task");
+                if !CHAIN_PLACEHOLDERS.contains(&placeholder) {
+                    return Err(self.error(
+                        at,
+                        format!(
+                            "unknown placeholder {placeholder}; known: {}",
+                            CHAIN_PLACEHOLDERS.join(", ")
+                        ),
+                    ));
+                }
+                if placeholder == "{previous}" && !after_previous {
+                    return Err(self.error(at, "{previous} is used where no step ran before"));
+                }
+                if placeholder == "{task}" && run_task.is_none() {
+                    let why = if task.task.is_none() {
+                        "the step has no task (it defaults to {task}) and the run has no --task"
+                    } else {
+                        "{task} is used but the run has no --task"
+                    };
+                    return Err(self.error(at, why));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The PlanRequest steps: one per step, a group as a step with `parallel`; task texts
+    /// verbatim (defaults filled in).
+    pub fn request_steps(&self) -> Vec<Step> {
+        let chain = self.mode == Mode::Chain;
+        self.steps
+            .iter()
+            .enumerate()
+            .map(|(index, step)| {
+                let after_previous = chain && index > 0;
+                match step {
+                    ChainStep::Task(task) => step_of(task, after_previous),
+                    ChainStep::Group(group) => Step {
+                        parallel: Some(group.parallel.iter().map(|t| task_of(t, after_previous)).collect()),
+                        ..Step::default()
+                    },
+                }
+            })
+            .collect()
+    }
+
+    /// The run's concurrency and fail-fast: the file's top-level values, else the values its
+    /// groups set (the launcher applies one value to every group, so groups that set
+    /// different values are an error unless a top-level value overrides them).
+    pub fn workflow(&self) -> Result<ChainWorkflow, ChainFileError> {
+        Ok(ChainWorkflow {
+            concurrency: match self.concurrency {
+                Some(value) => Some(value),
+                None => self.group_value("concurrency", |g| g.concurrency)?,
+            },
+            fail_fast: match self.fail_fast {
+                Some(value) => Some(value),
+                None => self.group_value("failFast", |g| g.fail_fast)?,
+            },
+        })
+    }
+
+    fn group_value<T: PartialEq + Copy + fmt::Display>(
+        &self,
+        key: &str,
+        get: impl Fn(&ChainGroup) -> Option<T>,
+    ) -> Result<Option<T>, ChainFileError> {
+        let mut found: Option<(usize, T)> = None;
+        for (index, step) in self.steps.iter().enumerate() {
+            let ChainStep::Group(group) = step else { continue };
+            let Some(value) = get(group) else { continue };
+            match found {
+                Some((first, seen)) if seen != value => {
+                    return Err(self.error(
+                        format!("steps[{index}].{key}"),
+                        format!(
+                            "{value} differs from steps[{first}].{key} = {seen}; one value applies to every group of a run: set `{key}` at the top of the file (or on the command line) instead"
+                        ),
+                    ));
+                }
+                Some(_) => {}
+                None => found = Some((index, value)),
+            }
+        }
+        Ok(found.map(|(_, value)| value))
+    }
+}
+
+/// The task text of `task`, or its default.
+fn effective_task(task: &ChainTask, after_previous: bool) -> &str {
+    match &task.task {
+        Some(text) => text,
+        None if after_previous => "{previous}",
+        None => "{task}",
+    }
+}
+
+fn step_of(task: &ChainTask, after_previous: bool) -> Step {
+    let task = task_of(task, after_previous);
+    Step {
+        agent: Some(task.agent),
+        task: task.task,
+        model: task.model,
+        thinking: task.thinking,
+        machine: task.machine,
+        cwd: task.cwd,
+        output_schema: task.output_schema,
+        ..Step::default()
+    }
+}
+
+fn task_of(task: &ChainTask, after_previous: bool) -> Task {
+    Task {
+        agent: task.agent.clone(),
+        task: Some(effective_task(task, after_previous).to_owned()),
+        model: task.model.as_ref().map(loose),
+        thinking: task.thinking.as_ref().map(thinking),
+        machine: task.machine.as_ref().map(loose),
+        cwd: task.cwd.as_ref().map(loose),
+        output_schema: task.output_schema.as_ref().map(Value::to_string),
+        worktree: None,
+    }
+}
+
+fn loose(value: &Value) -> LooseString {
+    match value {
+        Value::String(text) => LooseString::Text(text.clone()),
+        other => LooseString::NotText(other.to_string()),
+    }
+}
+
+fn thinking(value: &Value) -> ThinkingSetting {
+    match value {
+        Value::String(text) => ThinkingSetting::Text(text.clone()),
+        Value::Bool(false) => ThinkingSetting::Disabled,
+        other => ThinkingSetting::Invalid(other.to_string()),
+    }
+}
+
+/// The `{name}` placeholders of `text`: a name of letters, digits and `_` between braces,
+/// not preceded by `$` (so shell `${HOME}`, JSON and brace expansions are left alone).
+pub fn placeholders(text: &str) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let mut out = Vec::new();
+    let mut start = 0;
+    while let Some(open) = text[start..].find('{').map(|i| start + i) {
+        start = open + 1;
+        if open > 0 && bytes[open - 1] == b'$' {
+            continue;
+        }
+        let Some(close) = text[open + 1..].find('}').map(|i| open + 1 + i) else {
+            break;
+        };
+        let name = &text[open + 1..close];
+        let word = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if word {
+            out.push(&text[open..=close]);
+            start = close + 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(name: &str, text: &str) -> Result<ChainFile, ChainFileError> {
+        parse_chain_file(Path::new(name), text)
+    }
+
+    const YAML: &str = "concurrency: 2\nsteps:\n  - agent: shell\n    task: echo {task}\n  - parallel:\n      - agent: shell\n        task: echo a {previous}\n      - agent: shell\n        thinking: false\n        outputSchema: {type: object}\n";
+
+    #[test]
+    fn yaml_and_json_files_parse_to_the_same_steps() {
+        let yaml = parse("c.yaml", YAML).unwrap();
+        let json = parse(
+            "c.json",
+            r#"{"concurrency": 2, "steps": [{"agent": "shell", "task": "echo {task}"},
+               {"parallel": [{"agent": "shell", "task": "echo a {previous}"},
+                             {"agent": "shell", "thinking": false, "outputSchema": {"type": "object"}}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(yaml.steps, json.steps);
+        assert_eq!(yaml.mode, Mode::Chain);
+        let steps = yaml.request_steps();
+        assert_eq!(steps[0].task.as_deref(), Some("echo {task}"));
+        let group = steps[1].parallel.as_ref().unwrap();
+        assert_eq!(group[1].task.as_deref(), Some("{previous}"), "the default after a step");
+        assert_eq!(group[1].thinking, Some(ThinkingSetting::Disabled));
+        assert_eq!(group[1].output_schema.as_deref(), Some(r#"{"type":"object"}"#));
+        assert_eq!(yaml.workflow().unwrap().concurrency, Some(2));
+        // Without an extension the content decides.
+        assert_eq!(parse("chain", YAML).unwrap().steps, yaml.steps);
+    }
+
+    #[test]
+    fn errors_name_the_file_and_the_json_path() {
+        let cases = [
+            ("c.json", r#"{"steps": [{"agent": "a", "task": 1}]}"#, "c.json: steps[0].task: invalid type"),
+            ("c.json", r#"{"steps": [{"parallel": [{"task": "x"}]}]}"#, "c.json: steps[0].parallel[0]: missing field `agent`"),
+            ("c.yaml", "steps:\n  - agent: a\n    tsak: x\n", "c.yaml: steps[0].tsak: unknown field `tsak`"),
+            ("c.yaml", "mode: serial\nsteps: []\n", "c.yaml: mode: unknown variant `serial`"),
+            ("c.yaml", "steps: []\n", "c.yaml: steps: a chain file needs at least one step"),
+            ("c.yaml", "steps:\n  - parallel: []\n", "steps[0].parallel: a parallel group needs"),
+            ("c.yaml", "concurrency: 0\nsteps: [{agent: a}]\n", "c.yaml: concurrency: must be at least 1"),
+            ("c.yaml", "steps: [\n", "c.yaml: broken YAML"),
+            ("c.json", "{\"steps\": ", "c.json: broken JSON: EOF while parsing"),
+            ("c.json", "{}", "c.json: missing field `steps`"),
+        ];
+        for (name, text, expected) in cases {
+            let error = parse(name, text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
+    fn placeholders_agents_and_tasks_are_checked() {
+        let catalog = crate::agents::discover_in(&[]);
+        let check = |text: &str, run_task: Option<&str>| {
+            parse("c.yaml", text).unwrap().check(&catalog, run_task).map_err(|e| e.to_string())
+        };
+        assert!(check(YAML, Some("t")).is_ok());
+        let error = check(YAML, None).unwrap_err();
+        assert!(error.contains("steps[0].task: {task} is used but the run has no --task"), "{error}");
+        let error = check("steps: [{agent: shell}]", None).unwrap_err();
+        assert!(error.contains("steps[0].task: the step has no task"), "{error}");
+        let error = check("steps: [{agent: shell, task: 'a'}, {agent: ghost}]", None).unwrap_err();
+        assert!(
+            error.contains("steps[1].agent: unknown agent 'ghost'; known agents: shell"),
+            "{error}"
+        );
+        let error = check("steps: [{agent: shell, task: 'echo {prev}'}]", None).unwrap_err();
+        assert!(error.contains("steps[0].task: unknown placeholder {prev}; known: {task}"), "{error}");
+        let error = check("steps: [{agent: shell, task: 'x {previous}'}]", None).unwrap_err();
+        assert!(error.contains("no step ran before"), "{error}");
+        let error = check("mode: parallel\nsteps: [{agent: shell, task: '{previous}'}]", None).unwrap_err();
+        assert!(error.contains("no step ran before"), "{error}");
+        assert!(check("steps: [{agent: shell, task: 'echo ${HOME} {a,b} {\"k\": 1} {chain_dir}'}]", None).is_ok());
+    }
+
+    #[test]
+    fn group_options_must_agree_unless_overridden() {
+        let text = "steps:\n  - {parallel: [{agent: a, task: x}], concurrency: 2, failFast: true}\n  - {parallel: [{agent: a}], concurrency: 3}\n";
+        let error = parse("c.yaml", text).unwrap().workflow().unwrap_err().to_string();
+        assert!(error.contains("steps[1].concurrency: 3 differs from steps[0].concurrency = 2"), "{error}");
+        let top = format!("concurrency: 1\n{text}");
+        let workflow = parse("c.yaml", &top).unwrap().workflow().unwrap();
+        assert_eq!(workflow, ChainWorkflow { concurrency: Some(1), fail_fast: Some(true) });
+    }
+
+    #[test]
+    fn placeholder_scanning() {
+        assert_eq!(placeholders("{task} ${HOME} {x y} {Task2} {"), ["{task}", "{Task2}"]);
+        assert_eq!(placeholders("{{previous}}"), ["{previous}"]);
+    }
+}

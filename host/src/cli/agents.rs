@@ -1,0 +1,147 @@
+//! `sublaunch agents [--json] [--all]`: the agents known in the working directory and where
+//! each came from; files that could not be loaded are listed on stderr (exit 1).
+
+use super::runs::say;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use sublaunch::agents::{AgentDef, AgentSource, Catalog, discover};
+use sublaunch::contract::{LooseString, ThinkingSetting};
+
+/// Arguments of `sublaunch agents`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Print a JSON array instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Also list the definitions hidden by a nearer one of the same name.
+    #[arg(long)]
+    all: bool,
+}
+
+/// Runs `sublaunch agents`.
+pub fn run(args: Args) -> ExitCode {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(e) => {
+            eprintln!("sublaunch agents: cannot read the working directory: {e}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+    };
+    let catalog = discover(&cwd);
+    let rows = rows(&catalog, args.all);
+    if args.json {
+        let list: Vec<Value> = rows.iter().map(|(agent, shadowed)| agent_json(agent, *shadowed)).collect();
+        say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
+    } else {
+        print_table(&rows);
+    }
+    for problem in &catalog.problems {
+        eprintln!("sublaunch agents: not loaded: {problem}");
+    }
+    if catalog.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// The agents in effect, each followed (with `all`) by the definitions it shadows.
+fn rows(catalog: &Catalog, all: bool) -> Vec<(&AgentDef, bool)> {
+    let mut rows = Vec::new();
+    for agent in &catalog.agents {
+        rows.push((agent, false));
+        if all {
+            rows.extend(
+                catalog
+                    .shadowed
+                    .iter()
+                    .filter(|s| s.name() == agent.name())
+                    .map(|s| (s, true)),
+            );
+        }
+    }
+    if all {
+        // Definitions shadowed by a broken file have no effective row to follow.
+        rows.extend(
+            catalog
+                .shadowed
+                .iter()
+                .filter(|s| catalog.get(s.name()).is_none())
+                .map(|s| (s, true)),
+        );
+    }
+    rows
+}
+
+fn print_table(rows: &[(&AgentDef, bool)]) {
+    let header = ["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"].map(str::to_owned);
+    let table: Vec<[String; 5]> = rows
+        .iter()
+        .map(|(agent, shadowed)| {
+            let source = agent.source.describe();
+            [
+                agent.name().to_owned(),
+                agent.runner.describe(),
+                agent.planner.model.as_ref().map_or_else(|| "-".to_owned(), text),
+                if *shadowed { format!("{source} [shadowed]") } else { source },
+                agent.description.clone(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..4)
+        .map(|i| {
+            table
+                .iter()
+                .chain([&header])
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(table.iter()) {
+        let mut line: Vec<String> = row[..4].iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        line.push(row[4].clone());
+        say!("{}", line.join("  ").trim_end());
+    }
+}
+
+fn text(value: &LooseString) -> String {
+    value.as_text().map_or_else(|| value.to_json(), str::to_owned)
+}
+
+/// The JSON object of one agent.
+fn agent_json(agent: &AgentDef, shadowed: bool) -> Value {
+    let planner = &agent.planner;
+    let thinking = match &planner.thinking {
+        None => Value::Null,
+        Some(ThinkingSetting::Text(level)) => json!(level),
+        Some(ThinkingSetting::Disabled) => json!(false),
+        Some(ThinkingSetting::Invalid(raw)) => serde_json::from_str(raw).unwrap_or(Value::Null),
+    };
+    let schema = planner
+        .output_schema
+        .as_deref()
+        .and_then(|s| serde_json::from_str::<Value>(s).ok());
+    let source = match &agent.source {
+        AgentSource::BuiltIn => json!({"kind": "built-in", "scope": null, "path": null}),
+        AgentSource::File { path, scope } => json!({"kind": "file", "scope": scope.id(), "path": path}),
+    };
+    json!({
+        "name": agent.name(),
+        "description": agent.description,
+        "runner": {
+            "type": agent.runner.kind(),
+            "adapter": agent.runner.adapter_id(),
+            "command": agent.runner.command,
+        },
+        "model": planner.model.as_ref().map(text),
+        "thinking": thinking,
+        "maxThinking": planner.max_thinking.as_ref().map(text),
+        "modelProvider": planner.model_provider,
+        "machine": planner.machine.as_ref().map(text),
+        "tools": agent.tools,
+        "outputSchema": schema,
+        "source": source,
+        "shadowed": shadowed,
+    })
+}

@@ -1,0 +1,155 @@
+//! Live progress of a run for `run --wait`, `resume --wait` and `wait`, on stderr:
+//!
+//! - on a terminal, a block with a line per step (agent, state, elapsed time, the last line
+//!   of its output) redrawn in place as `status.json` and the output logs change, at most ten
+//!   times a second, then a summary line;
+//! - otherwise (or with `SUBLAUNCH_PROGRESS=plain`), a plain line per step state change and
+//!   the summary;
+//! - with `--json`, a JSON object per step state change (JSON lines).
+//!
+//! Changes are noticed through the run directory's inotify watch ([`RunWatcher`]); nothing
+//! polls faster than the watcher's safety tick, except that a live block is refreshed twice a
+//! second so elapsed times move.
+
+mod render;
+mod snapshot;
+
+pub use render::Style;
+pub use snapshot::Snapshot;
+
+use super::runs::now_ms;
+use super::watch::RunWatcher;
+use render::Renderer;
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::Duration;
+use sublaunch::launch::tokio;
+use sublaunch_runfiles::dir::Dir;
+
+/// The shortest time between two refreshes (at most 10 Hz).
+const MIN_INTERVAL: Duration = Duration::from_millis(100);
+/// How often a live block is refreshed when nothing changes (elapsed times).
+const LIVE_TICK: Duration = Duration::from_millis(500);
+/// `SUBLAUNCH_PROGRESS`: `live`, `plain`, `json` or `off`, overriding the detection.
+const PROGRESS_ENV: &str = "SUBLAUNCH_PROGRESS";
+
+impl Style {
+    /// The style for this process: JSON with `--json`; else live when stderr is a terminal
+    /// (and `TERM` is not `dumb`), plain otherwise. `SUBLAUNCH_PROGRESS` overrides it; `None`
+    /// means no progress (`off`).
+    pub fn detect(json: bool) -> Option<Self> {
+        match std::env::var(PROGRESS_ENV).as_deref() {
+            Ok("off") => return None,
+            Ok("plain") => return Some(Self::Plain),
+            Ok("live") => return Some(Self::Live),
+            Ok("json") => return Some(Self::Json),
+            _ => {}
+        }
+        if json {
+            return Some(Self::Json);
+        }
+        let dumb = std::env::var("TERM").is_ok_and(|t| t == "dumb");
+        Some(if std::io::stderr().is_terminal() && !dumb {
+            Self::Live
+        } else {
+            Self::Plain
+        })
+    }
+}
+
+/// The progress display of one run.
+pub struct Progress {
+    run: Arc<Dir>,
+    renderer: Option<Renderer>,
+    live: bool,
+    labels: Option<Arc<Vec<String>>>,
+}
+
+impl Progress {
+    /// Progress of the run in `run`, shown in `style` (`None`: nothing is shown, but
+    /// [`Progress::finish`] still returns the final snapshot).
+    pub fn new(run: Arc<Dir>, run_id: &str, style: Option<Style>) -> Self {
+        Self {
+            run,
+            live: style == Some(Style::Live),
+            renderer: style.map(|style| Renderer::stderr(style, run_id)),
+            labels: None,
+        }
+    }
+
+    /// Shows changes until dropped (run it in a `select!` against the end of the run).
+    pub async fn follow(&mut self) {
+        if self.renderer.is_none() {
+            return std::future::pending().await;
+        }
+        let mut watcher = RunWatcher::new(self.run.path());
+        loop {
+            self.refresh().await;
+            tokio::time::sleep(MIN_INTERVAL).await;
+            if self.live {
+                let _ = tokio::time::timeout(LIVE_TICK, watcher.changed()).await;
+            } else {
+                watcher.changed().await;
+            }
+        }
+    }
+
+    /// Shows the final state and the summary; returns the final snapshot.
+    pub async fn finish(&mut self) -> Snapshot {
+        let snapshot = self.snapshot().await;
+        if let Some(renderer) = &mut self.renderer {
+            renderer.finish(&snapshot);
+        }
+        snapshot
+    }
+
+    async fn refresh(&mut self) {
+        let snapshot = self.snapshot().await;
+        if let Some(renderer) = &mut self.renderer {
+            renderer.update(&snapshot);
+        }
+    }
+
+    /// Reads the run on the blocking pool.
+    async fn snapshot(&mut self) -> Snapshot {
+        let (run, known, live) = (self.run.clone(), self.labels.clone(), self.live);
+        let read = tokio::task::spawn_blocking(move || {
+            let labels = known.or_else(|| snapshot::labels(&run).map(Arc::new));
+            let snapshot = snapshot::read(&run, labels.as_deref().map(Vec::as_slice), live, now_ms());
+            (snapshot, labels)
+        })
+        .await;
+        match read {
+            Ok((snapshot, labels)) => {
+                self.labels = labels;
+                snapshot
+            }
+            Err(_) => Snapshot::default(),
+        }
+    }
+}
+
+/// Step labels (`1`, `2`, `2.1` for the first task of the group that is step 2) from the
+/// run's launch plan, in the order of `status.steps` and the `output-<n>.log` files.
+pub fn step_labels(run: &Dir) -> Option<Vec<String>> {
+    snapshot::labels(run)
+}
+
+/// The per-step part of a final `--json` object: `[{step, agent, state, elapsedMs, exitCode,
+/// error}]`.
+pub fn steps_json(snapshot: &Snapshot) -> serde_json::Value {
+    snapshot
+        .steps
+        .iter()
+        .map(|step| {
+            serde_json::json!({
+                "step": step.label,
+                "agent": step.agent,
+                "state": step.state,
+                "elapsedMs": step.elapsed_ms,
+                "exitCode": step.exit_code,
+                "error": step.error,
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,169 @@
+use super::*;
+use crate::agents::{AgentSource, RunnerSpec};
+use serde_json::json;
+use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
+
+fn step(agent: &str, task: &str) -> PlanStep {
+    PlanStep {
+        agent: agent.into(),
+        step_index: 0,
+        task_index: None,
+        task: task.into(),
+        model: None,
+        requested_model: None,
+        model_origin: None,
+        thinking: None,
+        thinking_ceiling: None,
+        context_limit: None,
+        machine: None,
+        cwd: "/w".into(),
+        requested_cwd: "/w".into(),
+        output_schema: None,
+        structured: false,
+        worktree: false,
+    }
+}
+
+fn agent(name: &str, adapter: AdapterKind, command: Option<Vec<&str>>) -> AgentDef {
+    let runner = RunnerSpec {
+        adapter,
+        command: command.map(|c| c.into_iter().map(str::to_owned).collect()),
+    };
+    AgentDef {
+        planner: Agent {
+            name: name.into(),
+            runner: runner.planner_runner(),
+            ..Agent::default()
+        },
+        description: String::new(),
+        system_prompt: "Be brief.\n".into(),
+        tools: vec!["read".into(), "grep".into()],
+        runner,
+        source: AgentSource::BuiltIn,
+    }
+}
+
+fn options(agents: Vec<AgentDef>) -> LaunchOptions {
+    LaunchOptions {
+        agents,
+        ..LaunchOptions::default()
+    }
+}
+
+fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
+    LaunchPlan {
+        steps,
+        graph: None,
+        warnings: vec![],
+    }
+}
+
+#[test]
+fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
+    let shell = crate::agents::builtins().into_iter().find(|a| a.name() == "shell").unwrap();
+    let plan = plan(vec![step("shell", "echo hi")]);
+    let steps = runner_steps(&plan, &options(vec![shell])).unwrap();
+    let command = steps[0].command.as_ref().unwrap();
+    assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
+    assert_eq!(command.cwd.as_deref(), Some("/w"));
+    assert_eq!(steps[0].adapter_spec().unwrap().id, "shell");
+    assert_eq!((steps[0].step_index(), steps[0].task_index()), (Some(0), None));
+    assert_eq!(plan_mode(&plan), "single");
+    let error = runner_steps(&plan, &options(vec![])).unwrap_err();
+    assert!(error.contains("not known to the launcher"), "{error}");
+}
+
+#[test]
+fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
+    let mut s = step("scout", "map it");
+    s.model = Some("anthropic/claude-haiku-4-5:low".into());
+    s.model_origin = Some(ModelOrigin::Configured);
+    s.thinking = Some(ThinkingLevel::Low);
+    s.step_index = 1;
+    s.task_index = Some(2);
+    s.structured = true;
+    s.output_schema = Some(r#"{"type":"object"}"#.into());
+    let pi = agent("scout", AdapterKind::Pi, None);
+    let table = AliasTable::parse(&json!({"anthropic/claude-haiku-4-5": ["haiku-2025"]}), "a").unwrap();
+    let config = step_config(0, &s, Some(&pi), &table).unwrap();
+    let spec = config.adapter_spec().unwrap();
+    assert_eq!(spec.id, "pi");
+    assert_eq!(spec.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
+    assert_eq!(spec.thinking.as_deref(), Some("low"));
+    assert_eq!(spec.system_prompt.as_deref(), Some("Be brief.\n"));
+    assert_eq!(spec.tools, ["read", "grep"]);
+    assert_eq!(config.command, None);
+    assert_eq!((config.step_index(), config.task_index()), (Some(1), Some(2)));
+    assert!(config.is_structured());
+    assert_eq!(config.output_schema(), Some(json!({"type": "object"})));
+    assert_eq!(
+        config.model_check(),
+        Some(ModelCheck {
+            planned: "anthropic/claude-haiku-4-5".into(),
+            id: Some("claude-haiku-4-5".into()),
+            aliases: vec!["haiku-2025".into()],
+        })
+    );
+    s.model_origin = Some(ModelOrigin::Inherited);
+    let inherited = step_config(0, &s, Some(&pi), &table).unwrap();
+    assert_eq!(inherited.model_check(), None, "a parent's model is taken as given");
+}
+
+#[test]
+fn external_adapters_get_their_program_and_the_agent_files_own_model() {
+    let mut claude = agent("c", AdapterKind::ClaudeCodeWriter, Some(vec!["/opt/claude"]));
+    claude.planner.model = Some(LooseString::Text("opus".into()));
+    let config = step_config(0, &step("c", "t"), Some(&claude), &AliasTable::default()).unwrap();
+    let spec = config.adapter_spec().unwrap();
+    assert_eq!(
+        (spec.id.as_str(), spec.program.as_deref(), spec.model.as_deref()),
+        ("claude-code-writer", Some("/opt/claude"), Some("opus"))
+    );
+    assert_eq!(config.model_check(), None);
+    let generic = agent("g", AdapterKind::GenericCli, Some(vec!["tool", "--flag"]));
+    let spec = step_config(0, &step("g", "t"), Some(&generic), &AliasTable::default())
+        .unwrap()
+        .adapter_spec()
+        .unwrap();
+    assert_eq!((spec.id.as_str(), spec.argv.unwrap()), ("external-cli", vec!["tool".to_owned(), "--flag".into()]));
+    let job = agent("j", AdapterKind::ExternalJob, None);
+    assert!(step_config(0, &step("j", "t"), Some(&job), &AliasTable::default()).is_err());
+}
+
+#[test]
+fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
+    let workflow = WorkflowOptions {
+        concurrency: Some(2),
+        fail_fast: true,
+    };
+    let inputs = |lease| ConfigInputs {
+        run_id: "r-1",
+        steps: vec![],
+        result_path: "/r/results/r-1.json".into(),
+        cwd: "/w".into(),
+        async_dir: "/r/runs/r-1".into(),
+        session_id: None,
+        completion_owner_id: None,
+        tool_call_id: None,
+        revival_lease: lease,
+        timeout_ms: None,
+        runner_process_instance_id: "uuid",
+        workflow: &workflow,
+        run_task: Some("the run's task"),
+    };
+    let fresh = runner_config(inputs(None));
+    assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
+    assert_eq!(fresh.workflow().concurrency, Some(2));
+    assert!(fresh.workflow().fail_fast);
+    assert_eq!(fresh.workflow().task.as_deref(), Some("the run's task"));
+    let lease = RevivalLease {
+        session_file: "/s".into(),
+        run_id: String::new(),
+        source_run_id: "src".into(),
+        parent_session_id: None,
+        extra: serde_json::Map::new(),
+    };
+    let config = runner_config(inputs(Some(lease)));
+    assert_eq!(config.launch_barrier_token, None);
+    assert_eq!(config.revival_lease.unwrap().run_id, "r-1");
+}

@@ -1,0 +1,276 @@
+//! What the runner configuration says about adapters and workflows (issue 6), kept in the
+//! `extra` maps of [`StepConfig`] and [`RunnerConfig`] so older readers and writers are
+//! unaffected:
+//!
+//! ```json
+//! { "workflow": {"concurrency": 2, "failFast": true, "chainDir": "<run>/chain"},
+//!   "steps": [{ "agent": "reviewer", "task": "Review {previous}", "cwd": "/w",
+//!               "stepIndex": 1, "taskIndex": 0,
+//!               "adapter": {"id": "pi", "program": "pi", "model": "anthropic/claude-sonnet-4-5",
+//!                           "thinking": "low", "systemPrompt": "…", "tools": ["read"]},
+//!               "structured": true, "outputSchema": {"type": "object"},
+//!               "modelCheck": {"planned": "anthropic/claude-sonnet-4-5",
+//!                              "id": "claude-sonnet-4-5", "aliases": ["sonnet-4.5"]} }] }
+//! ```
+//!
+//! A step with an `adapter` needs no `command`: the shim builds the argv from the adapter and
+//! the task (after `{task}`/`{previous}`/`{chain_dir}` substitution).
+
+use super::{ConfigError, RunnerConfig, StepConfig, invalid};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The adapters the shim can run (`steps[i].adapter.id`).
+pub const KNOWN_ADAPTERS: [&str; 10] = [
+    "shell",
+    "command",
+    "external-cli",
+    "pi",
+    "claude-code",
+    "claude-code-writer",
+    "codex-exec",
+    "codex-exec-writer",
+    "cursor-agent",
+    "cursor-agent-writer",
+];
+
+/// `steps[i].adapter`: which adapter runs the step and what it needs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AdapterSpec {
+    /// One of [`KNOWN_ADAPTERS`].
+    pub id: String,
+    /// The program to start instead of the adapter's default (`claude`, `codex`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub program: Option<String>,
+    /// `command`: the argv template; `external-cli`: the program and its arguments.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argv: Option<Vec<String>>,
+    /// The model handed to the program (without a thinking suffix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The thinking level handed to the program.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
+    /// The agent's system prompt (empty: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Tools the agent may use (empty: the program's default).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<String>,
+    /// Environment overrides for the program.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub env: Map<String, Value>,
+    /// Fields of later issues.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl AdapterSpec {
+    /// An adapter with nothing but its id.
+    pub fn new(id: &str) -> Self {
+        Self {
+            id: id.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+/// `steps[i].modelCheck`: the model a pi child must report (issue 6 item 3).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelCheck {
+    /// The planned model without its thinking suffix (`anthropic/claude-sonnet-4-5`).
+    pub planned: String,
+    /// The registry entry's id (`claude-sonnet-4-5`), when the planned model names a provider.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+    /// Other names the child may report for it (settings' `modelResponseAliases`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub aliases: Vec<String>,
+}
+
+/// `workflow`: how the children of a chain or parallel run are executed.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WorkflowConfig {
+    /// Tasks of a parallel group running at once (absent: all of them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<u32>,
+    /// Stop a group's other tasks as soon as one fails.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fail_fast: bool,
+    /// The shared artifacts directory `{chain_dir}` (default `<asyncDir>/chain`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain_dir: Option<String>,
+    /// The run's task `{task}` (default: the first step's task).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<String>,
+}
+
+fn field<T: serde::de::DeserializeOwned>(extra: &Map<String, Value>, key: &str) -> Option<T> {
+    extra
+        .get(key)
+        .filter(|v| !v.is_null())
+        .and_then(|v| serde_json::from_value(v.clone()).ok())
+}
+
+fn set<T: Serialize>(extra: &mut Map<String, Value>, key: &str, value: Option<T>) {
+    match value.and_then(|v| serde_json::to_value(v).ok()) {
+        Some(v) => {
+            extra.insert(key.to_owned(), v);
+        }
+        None => {
+            extra.remove(key);
+        }
+    }
+}
+
+impl StepConfig {
+    /// The step's adapter, if the host named one.
+    pub fn adapter_spec(&self) -> Option<AdapterSpec> {
+        field(&self.extra, "adapter")
+    }
+
+    /// Sets (or clears) the adapter.
+    pub fn set_adapter_spec(&mut self, spec: Option<AdapterSpec>) {
+        set(&mut self.extra, "adapter", spec);
+    }
+
+    /// The plan's `stepIndex` (the request step this child belongs to).
+    pub fn step_index(&self) -> Option<u32> {
+        field(&self.extra, "stepIndex")
+    }
+
+    /// The plan's `taskIndex` (present for the tasks of a parallel group).
+    pub fn task_index(&self) -> Option<u32> {
+        field(&self.extra, "taskIndex")
+    }
+
+    /// Sets the plan position (`stepIndex`, `taskIndex`).
+    pub fn set_position(&mut self, step_index: u32, task_index: Option<u32>) {
+        set(&mut self.extra, "stepIndex", Some(step_index));
+        set(&mut self.extra, "taskIndex", task_index);
+    }
+
+    /// Whether the step's final output must be JSON that validates against its schema.
+    pub fn is_structured(&self) -> bool {
+        field::<bool>(&self.extra, "structured").unwrap_or(false)
+    }
+
+    /// The output schema (a JSON Schema object), when structured.
+    pub fn output_schema(&self) -> Option<Value> {
+        self.extra.get("outputSchema").filter(|v| !v.is_null()).cloned()
+    }
+
+    /// Sets the structured-output contract (`structured` + `outputSchema`).
+    pub fn set_output_schema(&mut self, schema: Option<Value>) {
+        set(&mut self.extra, "structured", schema.as_ref().map(|_| true));
+        set(&mut self.extra, "outputSchema", schema);
+    }
+
+    /// The model verification of a pi step.
+    pub fn model_check(&self) -> Option<ModelCheck> {
+        field(&self.extra, "modelCheck")
+    }
+
+    /// Sets (or clears) the model verification.
+    pub fn set_model_check(&mut self, check: Option<ModelCheck>) {
+        set(&mut self.extra, "modelCheck", check);
+    }
+}
+
+impl RunnerConfig {
+    /// The run's workflow options (defaults when absent).
+    pub fn workflow(&self) -> WorkflowConfig {
+        field(&self.extra, "workflow").unwrap_or_default()
+    }
+
+    /// Sets the workflow options.
+    pub fn set_workflow(&mut self, workflow: &WorkflowConfig) {
+        set(&mut self.extra, "workflow", Some(workflow));
+    }
+}
+
+/// R2 checks of the issue-6 fields of one step (`steps[i]`); `Ok(true)` when it has an adapter.
+pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError> {
+    for key in ["stepIndex", "taskIndex"] {
+        if step.get(key).is_some_and(|v| !v.is_null() && !v.is_u64()) {
+            return Err(invalid(format_args!("'steps[].{key}' must be a non-negative integer.")));
+        }
+    }
+    if step.get("structured").is_some_and(|v| !v.is_null() && !v.is_boolean()) {
+        return Err(invalid("'steps[].structured' must be a boolean."));
+    }
+    if step
+        .get("outputSchema")
+        .is_some_and(|v| !v.is_null() && !v.is_object() && !v.is_boolean())
+    {
+        return Err(invalid("'steps[].outputSchema' must be a JSON Schema object."));
+    }
+    if let Some(check) = step.get("modelCheck").filter(|v| !v.is_null())
+        && serde_json::from_value::<ModelCheck>(check.clone()).is_err()
+    {
+        return Err(invalid("'steps[].modelCheck' must be {planned, id?, aliases?} of strings."));
+    }
+    let Some(adapter) = step.get("adapter").filter(|v| !v.is_null()) else {
+        return Ok(false);
+    };
+    let object = adapter
+        .as_object()
+        .ok_or_else(|| invalid("'steps[].adapter' must be an object."))?;
+    let id = object
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("'steps[].adapter.id' must be a string."))?;
+    if !KNOWN_ADAPTERS.contains(&id) {
+        return Err(invalid(format_args!(
+            "'steps[].adapter.id' must be one of {}.",
+            KNOWN_ADAPTERS.join(", ")
+        )));
+    }
+    if serde_json::from_value::<AdapterSpec>(adapter.clone()).is_err() {
+        return Err(invalid("'steps[].adapter' has a field of the wrong type."));
+    }
+    if object.get("env").is_some_and(|e| {
+        !e.is_null() && !e.as_object().is_some_and(|m| m.values().all(Value::is_string))
+    }) {
+        return Err(invalid("'steps[].adapter.env' must be an object of strings."));
+    }
+    let needs_argv = matches!(id, "command" | "external-cli");
+    let argv_ok = object
+        .get("argv")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string));
+    if needs_argv && !argv_ok {
+        return Err(invalid(format_args!(
+            "'steps[].adapter.argv' must be a non-empty array of strings for the {id} adapter."
+        )));
+    }
+    Ok(true)
+}
+
+/// R2 checks of `workflow`.
+pub(super) fn check_workflow(root: &Map<String, Value>) -> Result<(), ConfigError> {
+    let Some(workflow) = root.get("workflow").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let object = workflow
+        .as_object()
+        .ok_or_else(|| invalid("'workflow' must be an object."))?;
+    if object
+        .get("concurrency")
+        .is_some_and(|v| !v.is_null() && v.as_u64().is_none_or(|n| n == 0 || n > u64::from(u32::MAX)))
+    {
+        return Err(invalid("'workflow.concurrency' must be a positive integer."));
+    }
+    if object.get("failFast").is_some_and(|v| !v.is_null() && !v.is_boolean()) {
+        return Err(invalid("'workflow.failFast' must be a boolean."));
+    }
+    for key in ["chainDir", "task"] {
+        if object.get(key).is_some_and(|v| !v.is_null() && !v.is_string()) {
+            return Err(invalid(format_args!("'workflow.{key}' must be a string.")));
+        }
+    }
+    Ok(())
+}

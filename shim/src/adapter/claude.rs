@@ -1,0 +1,192 @@
+//! Claude Code (`claude-code`, `claude-code-writer`): print mode with the stream-json event
+//! format, the prompt on standard input.
+//!
+//! ```text
+//! claude -p --output-format stream-json --verbose [--model <model>]
+//!        [--append-system-prompt <system prompt>] --allowedTools <Read,Grep,…>
+//!        (read-only) --disallowedTools Bash,Edit,MultiEdit,Write,NotebookEdit
+//!        (writer)    --permission-mode acceptEdits
+//! ```
+//!
+//! The output is the `result` field of the final `{"type":"result"}` event; a result with
+//! `is_error: true` (or a run that printed none) fails the step. The text of the last
+//! `{"type":"assistant"}` message stands in when the result event carries no text.
+
+use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
+use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
+use serde_json::Value;
+
+/// The Claude Code adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClaudeAdapter {
+    /// `claude-code-writer`: edits are accepted without asking.
+    pub writer: bool,
+}
+
+impl Adapter for ClaudeAdapter {
+    fn id(&self) -> &'static str {
+        if self.writer { "claude-code-writer" } else { "claude-code" }
+    }
+
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+        let mut argv = vec![
+            input.program("claude"),
+            "-p".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+            "--verbose".into(),
+        ];
+        if let Some(model) = input.model() {
+            argv.extend(["--model".into(), model.to_owned()]);
+        }
+        if let Some(system) = input.system_prompt() {
+            argv.extend(["--append-system-prompt".into(), system.to_owned()]);
+        }
+        let allowed = claude_allowed(input.tools(), self.writer);
+        if !allowed.is_empty() {
+            argv.extend(["--allowedTools".into(), allowed.join(",")]);
+        }
+        if self.writer {
+            argv.extend(["--permission-mode".into(), "acceptEdits".into()]);
+        } else {
+            argv.extend(["--disallowedTools".into(), CLAUDE_WRITE_TOOLS.join(",")]);
+        }
+        Ok(AgentCommand {
+            argv,
+            env: input.env(),
+            cwd: input.cwd.to_owned(),
+            stdin: Some(input.task.as_bytes().to_vec()),
+        })
+    }
+
+    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
+        Box::new(ResultStreamParser::new("Claude Code"))
+    }
+}
+
+/// Reads a stream of `system` / `assistant` / `user` / `result` events (Claude Code's and
+/// Cursor's stream-json format).
+#[derive(Debug)]
+pub struct ResultStreamParser {
+    program: &'static str,
+    result: Option<Value>,
+    last_assistant: Option<String>,
+    model: Option<String>,
+    oversized: Option<usize>,
+}
+
+impl ResultStreamParser {
+    /// A parser for `program` (named in errors).
+    pub fn new(program: &'static str) -> Self {
+        Self {
+            program,
+            result: None,
+            last_assistant: None,
+            model: None,
+            oversized: None,
+        }
+    }
+}
+
+impl OutputParser for ResultStreamParser {
+    fn line_retain_limit(&self) -> usize {
+        JSON_LINE_RETAIN
+    }
+
+    fn needs_lines(&self) -> bool {
+        true
+    }
+
+    fn tail_bytes(&self) -> usize {
+        JSON_TAIL_BYTES
+    }
+
+    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
+        let value = match jsonl::parse(line, full_len) {
+            Line::Object(value) => value,
+            Line::Text => return ParsedLine::Text,
+            Line::Oversized(len) => {
+                self.oversized.get_or_insert(len);
+                return ParsedLine::Ignore;
+            }
+        };
+        match jsonl::kind(&value) {
+            "system" => {
+                if let Some(model) = value.get("model").and_then(Value::as_str) {
+                    self.model = Some(model.to_owned());
+                }
+            }
+            "assistant" => {
+                let text = jsonl::content_text(value.get("message").and_then(|m| m.get("content")));
+                if !text.is_empty() {
+                    self.last_assistant = Some(text);
+                }
+            }
+            "result" => self.result = Some(value.clone()),
+            "stream_event" => return ParsedLine::Ignore,
+            _ => {}
+        }
+        ParsedLine::Event(value)
+    }
+
+    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+        let program = self.program;
+        let mut out = Extracted {
+            reported_model: self.model.clone(),
+            ..Extracted::default()
+        };
+        if let Some(len) = self.oversized {
+            out.failure = Some(jsonl::oversized(program, len));
+            return out;
+        }
+        let Some(result) = &self.result else {
+            out.output = self.last_assistant.clone().unwrap_or_default();
+            out.failure = Some(format!(
+                "{program} ended without a result event. Output ended with: {}",
+                jsonl::excerpt(stdout_tail)
+            ));
+            return out;
+        };
+        let text = result.get("result").and_then(Value::as_str).unwrap_or_default();
+        out.output = if text.is_empty() {
+            self.last_assistant.clone().unwrap_or_default()
+        } else {
+            text.to_owned()
+        };
+        if result.get("is_error").and_then(Value::as_bool) == Some(true) {
+            let subtype = result.get("subtype").and_then(Value::as_str).unwrap_or("error");
+            out.failure = Some(format!("{program} reported an error ({subtype}): {}", out.output));
+        } else if out.output.len() > FINAL_MESSAGE_LIMIT {
+            out.failure = Some(jsonl::too_long("result", out.output.len()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(lines: &[&str]) -> Extracted {
+        let mut p = ResultStreamParser::new("Claude Code");
+        for line in lines {
+            p.stdout_line(line.as_bytes(), line.len());
+        }
+        p.finish(b"", false)
+    }
+
+    #[test]
+    fn the_result_event_is_the_output() {
+        let out = run(&[
+            r#"{"type":"system","subtype":"init","session_id":"s","model":"claude-sonnet-4-5","tools":["Read"]}"#,
+            r#"{"type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Looking."}]}}"#,
+            r#"{"type":"result","subtype":"success","is_error":false,"result":"All good.","session_id":"s"}"#,
+        ]);
+        assert_eq!((out.output.as_str(), out.failure), ("All good.", None));
+        assert_eq!(out.reported_model.as_deref(), Some("claude-sonnet-4-5"));
+        let failed = run(&[r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#]);
+        assert!(failed.failure.unwrap().contains("error_max_turns"));
+        assert!(run(&[]).failure.unwrap().contains("without a result event"));
+    }
+}

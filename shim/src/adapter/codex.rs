@@ -1,0 +1,200 @@
+//! Codex (`codex-exec`, `codex-exec-writer`): `codex exec` with JSONL events, the prompt on
+//! standard input (`-`), and the final message written by Codex to a file in `<run>`.
+//!
+//! ```text
+//! codex exec --json --skip-git-repo-check --sandbox read-only|workspace-write
+//!       --output-last-message <run>/last-message-<n>.txt [-m <model>] -
+//! ```
+//!
+//! Codex has no system-prompt option: the agent's system prompt is put before the task,
+//! separated by a blank line. The output is the file's content (at most 16 MiB); when Codex
+//! wrote no file, the text of the last `item.completed` event whose item is an
+//! `agent_message`. A `turn.failed` or `error` event fails the step with its message.
+
+use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
+use serde_json::Value;
+use std::io::Read;
+
+/// The Codex adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CodexAdapter {
+    /// `codex-exec-writer`: the sandbox allows writes in the workspace.
+    pub writer: bool,
+}
+
+/// `last-message-<n>.txt`: where Codex writes step `n`'s final message.
+pub fn last_message_name(index: usize) -> String {
+    format!("last-message-{index}.txt")
+}
+
+impl Adapter for CodexAdapter {
+    fn id(&self) -> &'static str {
+        if self.writer { "codex-exec-writer" } else { "codex-exec" }
+    }
+
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+        let name = last_message_name(input.index);
+        input
+            .run
+            .remove(&name)
+            .map_err(|e| format!("cannot remove a stale {name}: {e}"))?;
+        let mut argv = vec![
+            input.program("codex"),
+            "exec".into(),
+            "--json".into(),
+            "--skip-git-repo-check".into(),
+            "--sandbox".into(),
+            if self.writer { "workspace-write" } else { "read-only" }.into(),
+            "--output-last-message".into(),
+            input.run_path(&name),
+        ];
+        if let Some(model) = input.model() {
+            argv.extend(["-m".into(), model.to_owned()]);
+        }
+        argv.push("-".into());
+        Ok(AgentCommand {
+            argv,
+            env: input.env(),
+            cwd: input.cwd.to_owned(),
+            stdin: Some(input.prompt_with_system().into_bytes()),
+        })
+    }
+
+    fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser> {
+        Box::new(CodexParser {
+            last_message_file: input.run_path(&last_message_name(input.index)),
+            ..CodexParser::default()
+        })
+    }
+}
+
+/// Reads `codex exec --json` events.
+#[derive(Debug, Default)]
+pub struct CodexParser {
+    last_message_file: String,
+    last_agent_message: Option<String>,
+    failure: Option<String>,
+    oversized: Option<usize>,
+}
+
+impl OutputParser for CodexParser {
+    fn line_retain_limit(&self) -> usize {
+        JSON_LINE_RETAIN
+    }
+
+    fn needs_lines(&self) -> bool {
+        true
+    }
+
+    fn tail_bytes(&self) -> usize {
+        JSON_TAIL_BYTES
+    }
+
+    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
+        let value = match jsonl::parse(line, full_len) {
+            Line::Object(value) => value,
+            Line::Text => return ParsedLine::Text,
+            Line::Oversized(len) => {
+                self.oversized.get_or_insert(len);
+                return ParsedLine::Ignore;
+            }
+        };
+        match jsonl::kind(&value) {
+            "item.completed" => {
+                let item = value.get("item");
+                let kind = item
+                    .and_then(|i| i.get("type").or_else(|| i.get("item_type")))
+                    .and_then(Value::as_str);
+                if kind == Some("agent_message")
+                    && let Some(text) = item.and_then(|i| i.get("text")).and_then(Value::as_str)
+                {
+                    self.last_agent_message = Some(text.to_owned());
+                }
+            }
+            "item.updated" => return ParsedLine::Ignore,
+            "turn.failed" | "error" => {
+                let message = value
+                    .get("error")
+                    .and_then(|e| e.get("message"))
+                    .or_else(|| value.get("message"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("no message");
+                self.failure = Some(format!("Codex reported a failure: {message}"));
+            }
+            _ => {}
+        }
+        ParsedLine::Event(value)
+    }
+
+    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+        let mut out = Extracted::default();
+        if let Some(len) = self.oversized {
+            out.failure = Some(jsonl::oversized("Codex", len));
+            return out;
+        }
+        match read_bounded(&self.last_message_file) {
+            Ok(Some(text)) if !text.trim().is_empty() => out.output = text,
+            Ok(_) => out.output = self.last_agent_message.clone().unwrap_or_default(),
+            Err(error) => {
+                out.failure = Some(error);
+                return out;
+            }
+        }
+        out.failure = self.failure.clone();
+        if out.failure.is_none() && out.output.trim().is_empty() {
+            out.failure = Some(format!(
+                "Codex wrote no final message (no --output-last-message file and no agent_message item). Output ended with: {}",
+                jsonl::excerpt(stdout_tail)
+            ));
+        }
+        out
+    }
+}
+
+/// The file's text when it exists, refusing more than [`FINAL_MESSAGE_LIMIT`] bytes.
+fn read_bounded(path: &str) -> Result<Option<String>, String> {
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read Codex's final message {path}: {e}")),
+    };
+    let mut bytes = Vec::new();
+    let limit = u64::try_from(FINAL_MESSAGE_LIMIT).unwrap_or(u64::MAX);
+    file.take(limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read Codex's final message {path}: {e}"))?;
+    if bytes.len() > FINAL_MESSAGE_LIMIT {
+        let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
+        return Err(jsonl::too_long("final message", usize::try_from(len).unwrap_or(usize::MAX)));
+    }
+    Ok(Some(String::from_utf8_lossy(&bytes).trim_end().to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_last_message_file_wins_then_the_last_agent_message() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("last.txt");
+        let mut p = CodexParser {
+            last_message_file: file.to_string_lossy().into_owned(),
+            ..CodexParser::default()
+        };
+        for line in [
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"from events"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+        ] {
+            p.stdout_line(line.as_bytes(), line.len());
+        }
+        assert_eq!(p.finish(b"", false).output, "from events");
+        std::fs::write(&file, "from file\n").unwrap();
+        assert_eq!(p.finish(b"", false).output, "from file");
+        let failed = r#"{"type":"turn.failed","error":{"message":"quota"}}"#;
+        p.stdout_line(failed.as_bytes(), failed.len());
+        assert!(p.finish(b"", false).failure.unwrap().contains("quota"));
+    }
+}

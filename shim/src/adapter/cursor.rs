@@ -1,0 +1,65 @@
+//! Cursor's agent (`cursor-agent`, `cursor-agent-writer`): print mode with the stream-json
+//! event format (the same `system` / `assistant` / `result` events as Claude Code).
+//!
+//! ```text
+//! cursor-agent -p --output-format stream-json [--model <model>] [--force] <prompt>
+//! ```
+//!
+//! `--force` (writer only) lets the agent apply changes and run commands without asking. The
+//! prompt is the last argument: the agent's system prompt, a blank line, then the task (a
+//! prompt starting with `-` gets a leading space so it cannot be read as an option). A prompt
+//! over 128 KiB cannot be one argument and fails before the spawn. The output is the `result`
+//! event's text; `is_error: true` or no result event fails the step.
+
+use super::claude::ResultStreamParser;
+use super::{ARG_LIMIT, Adapter, AgentCommand, OutputParser, StepInput};
+
+/// The Cursor adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CursorAdapter {
+    /// `cursor-agent-writer`: `--force`.
+    pub writer: bool,
+}
+
+impl Adapter for CursorAdapter {
+    fn id(&self) -> &'static str {
+        if self.writer { "cursor-agent-writer" } else { "cursor-agent" }
+    }
+
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+        let mut argv = vec![
+            input.program("cursor-agent"),
+            "-p".into(),
+            "--output-format".into(),
+            "stream-json".into(),
+        ];
+        if let Some(model) = input.model() {
+            argv.extend(["--model".into(), model.to_owned()]);
+        }
+        if self.writer {
+            argv.push("--force".into());
+        }
+        let mut prompt = input.prompt_with_system();
+        if prompt.starts_with('-') {
+            prompt.insert(0, ' ');
+        }
+        if prompt.len() > ARG_LIMIT {
+            return Err(format!(
+                "The prompt of step {} is {} bytes; cursor-agent takes its prompt as one argument, which may have at most {ARG_LIMIT} bytes.",
+                input.index + 1,
+                prompt.len()
+            ));
+        }
+        argv.push(prompt);
+        Ok(AgentCommand {
+            argv,
+            env: input.env(),
+            cwd: input.cwd.to_owned(),
+            stdin: None,
+        })
+    }
+
+    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
+        Box::new(ResultStreamParser::new("cursor-agent"))
+    }
+}

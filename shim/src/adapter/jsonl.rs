@@ -1,0 +1,83 @@
+//! Shared pieces of the JSON-line adapters (pi, Claude Code, Codex, Cursor): parsing one
+//! stdout line, the text of a message's content blocks, and the final-message bound.
+
+use super::FINAL_MESSAGE_LIMIT;
+use serde_json::Value;
+
+/// Bytes of a JSON line kept for parsing: the whole line up to the R11 protocol limit.
+pub const JSON_LINE_RETAIN: usize = crate::streams::PROTOCOL_LINE_LIMIT;
+
+/// Bytes of the end of stdout kept to explain a run that printed no usable event.
+pub const JSON_TAIL_BYTES: usize = 64 * 1024;
+
+/// One stdout line as a JSON object, or why it is not one.
+#[derive(Debug)]
+pub enum Line {
+    /// A JSON object.
+    Object(Value),
+    /// Not JSON (a banner, a warning): plain text.
+    Text,
+    /// A line longer than [`JSON_LINE_RETAIN`] (only its start was kept).
+    Oversized(usize),
+}
+
+/// Parses a complete line (`full_len` is its length before truncation).
+pub fn parse(line: &[u8], full_len: usize) -> Line {
+    if full_len > line.len() {
+        return Line::Oversized(full_len);
+    }
+    let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
+    if !trimmed.first().is_some_and(|b| *b == b'{') {
+        return Line::Text;
+    }
+    match serde_json::from_slice::<Value>(trimmed) {
+        Ok(value @ Value::Object(_)) => Line::Object(value),
+        _ => Line::Text,
+    }
+}
+
+/// The `type` field of an event.
+pub fn kind(value: &Value) -> &str {
+    value.get("type").and_then(Value::as_str).unwrap_or("")
+}
+
+/// The text of a message's `content`: a string, or the `text` of its `{type:"text"}` blocks
+/// joined (tool calls, thinking and images are left out).
+pub fn content_text(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(blocks)) => blocks
+            .iter()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(""),
+        _ => String::new(),
+    }
+}
+
+/// The error of a final message longer than [`FINAL_MESSAGE_LIMIT`].
+pub fn too_long(what: &str, len: usize) -> String {
+    format!(
+        "output_limit: the {what} is {len} bytes; a step's final output may have at most {FINAL_MESSAGE_LIMIT} bytes."
+    )
+}
+
+/// The error of a line over [`JSON_LINE_RETAIN`].
+pub fn oversized(program: &str, len: usize) -> String {
+    format!(
+        "protocol_output_limit: {program} printed a JSON line of {len} bytes; lines may have at most {JSON_LINE_RETAIN} bytes."
+    )
+}
+
+/// A short excerpt of the end of stdout for "no result" errors.
+pub fn excerpt(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let text = text.trim();
+    let start = text.len().saturating_sub(1_000);
+    let mut start = start;
+    while !text.is_char_boundary(start) {
+        start += 1;
+    }
+    text[start..].to_owned()
+}

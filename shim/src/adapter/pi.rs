@@ -1,0 +1,192 @@
+//! The native `pi` adapter: `pi --mode json -p` (pi's JSON event stream, one JSON object per
+//! line), with the planned model and thinking level, the agent's tools and its system prompt
+//! appended from a private file. The final output is the text of the last assistant message
+//! (`message_end` with `role: "assistant"`); its `model` is what the child reports for model
+//! verification. An assistant message that stopped with `stopReason: "error"` or `"aborted"`
+//! fails the step with its `errorMessage`.
+//!
+//! ```text
+//! pi --mode json -p --no-session [--model <provider/id>] [--thinking <level>]
+//!    [--tools <a,b>] [--append-system-prompt <run>/system-prompt-<n>.md] [--] <task>
+//! ```
+//!
+//! The task is the last argument (after `--` when it starts with `-`); a task longer than one
+//! argument may be (128 KiB) goes to pi's standard input instead, which pi reads as the prompt.
+
+use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::{ARG_LIMIT, Adapter, AgentCommand, Extracted, OutputParser, ParsedLine, StepInput};
+use serde_json::Value;
+
+/// The `pi` adapter.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PiAdapter;
+
+impl Adapter for PiAdapter {
+    fn id(&self) -> &'static str {
+        "pi"
+    }
+
+    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+        let mut argv = vec![
+            input.program("pi"),
+            "--mode".into(),
+            "json".into(),
+            "-p".into(),
+            "--no-session".into(),
+        ];
+        if let Some(model) = input.model() {
+            argv.extend(["--model".into(), model.to_owned()]);
+        }
+        if let Some(thinking) = input.thinking() {
+            argv.extend(["--thinking".into(), thinking.to_owned()]);
+        }
+        if !input.tools().is_empty() {
+            argv.extend(["--tools".into(), input.tools().join(",")]);
+        }
+        if let Some(system) = input.system_prompt() {
+            let path = input.write_file(&format!("system-prompt-{}.md", input.index), system.as_bytes())?;
+            argv.extend(["--append-system-prompt".into(), path]);
+        }
+        let mut stdin = None;
+        if input.task.len() > ARG_LIMIT {
+            stdin = Some(input.task.as_bytes().to_vec());
+        } else {
+            if input.task.starts_with('-') {
+                argv.push("--".into());
+            }
+            argv.push(input.task.to_owned());
+        }
+        Ok(AgentCommand {
+            argv,
+            env: input.env(),
+            cwd: input.cwd.to_owned(),
+            stdin,
+        })
+    }
+
+    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
+        Box::new(PiParser::default())
+    }
+}
+
+/// Reads pi's JSON event stream.
+#[derive(Debug, Default)]
+pub struct PiParser {
+    last: Option<Value>,
+    oversized: Option<usize>,
+}
+
+impl OutputParser for PiParser {
+    fn line_retain_limit(&self) -> usize {
+        JSON_LINE_RETAIN
+    }
+
+    fn needs_lines(&self) -> bool {
+        true
+    }
+
+    fn tail_bytes(&self) -> usize {
+        JSON_TAIL_BYTES
+    }
+
+    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
+        let value = match jsonl::parse(line, full_len) {
+            Line::Object(value) => value,
+            Line::Text => return ParsedLine::Text,
+            Line::Oversized(len) => {
+                self.oversized.get_or_insert(len);
+                return ParsedLine::Ignore;
+            }
+        };
+        match jsonl::kind(&value) {
+            "message_update" => return ParsedLine::Ignore,
+            "message_end" | "turn_end" => {
+                let message = value.get("message");
+                if message.and_then(|m| m.get("role")).and_then(Value::as_str) == Some("assistant") {
+                    self.last = message.cloned();
+                }
+            }
+            _ => {}
+        }
+        ParsedLine::Event(value)
+    }
+
+    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+        if let Some(len) = self.oversized {
+            return failure(jsonl::oversized("pi", len));
+        }
+        let Some(message) = &self.last else {
+            return failure(format!(
+                "pi ended without an assistant message (expected `--mode json` events on stdout). Output ended with: {}",
+                jsonl::excerpt(stdout_tail)
+            ));
+        };
+        let output = jsonl::content_text(message.get("content"));
+        let reported_model = message.get("model").and_then(Value::as_str).map(str::to_owned);
+        let stop = message.get("stopReason").and_then(Value::as_str).unwrap_or("");
+        let failure = if matches!(stop, "error" | "aborted") {
+            let detail = message.get("errorMessage").and_then(Value::as_str).unwrap_or("no error message");
+            Some(format!("pi's last assistant message stopped with '{stop}': {detail}"))
+        } else if output.len() > super::FINAL_MESSAGE_LIMIT {
+            Some(jsonl::too_long("last assistant message", output.len()))
+        } else {
+            None
+        };
+        Extracted {
+            output,
+            truncated: false,
+            failure,
+            reported_model,
+        }
+    }
+}
+
+fn failure(message: String) -> Extracted {
+    Extracted {
+        failure: Some(message),
+        ..Extracted::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn feed(parser: &mut PiParser, lines: &[&str]) {
+        for line in lines {
+            parser.stdout_line(line.as_bytes(), line.len());
+        }
+    }
+
+    #[test]
+    fn the_last_assistant_message_is_the_output() {
+        let mut p = PiParser::default();
+        feed(
+            &mut p,
+            &[
+                r#"{"type":"session","version":3,"id":"s","cwd":"/w"}"#,
+                r#"{"type":"message_end","message":{"role":"user","content":"hi"}}"#,
+                r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"first"}],"model":"m","stopReason":"toolUse"}}"#,
+                r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"thinking","thinking":"x"},{"type":"text","text":"Done."}],"provider":"anthropic","model":"claude-x","stopReason":"stop"}}"#,
+                r#"{"type":"agent_end","messages":[]}"#,
+            ],
+        );
+        let out = p.finish(b"", false);
+        assert_eq!(out.output, "Done.");
+        assert_eq!(out.reported_model.as_deref(), Some("claude-x"));
+        assert_eq!(out.failure, None);
+    }
+
+    #[test]
+    fn errors_and_missing_messages_fail() {
+        let mut p = PiParser::default();
+        feed(
+            &mut p,
+            &[r#"{"type":"message_end","message":{"role":"assistant","content":[],"model":"m","stopReason":"error","errorMessage":"rate limited"}}"#],
+        );
+        assert!(p.finish(b"", false).failure.unwrap().contains("rate limited"));
+        let mut p = PiParser::default();
+        assert_eq!(p.stdout_line(b"Loading...", 10), ParsedLine::Text);
+        assert!(p.finish(b"Loading...", false).failure.unwrap().contains("without an assistant message"));
+    }
+}

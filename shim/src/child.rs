@@ -1,0 +1,109 @@
+//! One running agent of a step (R10–R13): its pipes, output parser, tails and log, and the
+//! state of its termination (exit seen, ladder, X8 sweep). Several exist at once when a
+//! parallel group runs; the supervisor drives them all from one `ppoll` loop
+//! ([`crate::supervise`]).
+
+use crate::adapter::OutputParser;
+use crate::output::{Pipe, Stream};
+use crate::streams::{OutputLog, STDERR_TAIL_BYTES, Tail};
+use crate::tree::{SweepOutcome, TreeKiller};
+use std::time::Instant;
+
+/// The output machinery of one agent.
+pub struct ChildIo {
+    /// stdout.
+    pub stdout: Pipe,
+    /// stderr.
+    pub stderr: Pipe,
+    /// The adapter's reader of stdout.
+    pub parser: Box<dyn OutputParser>,
+    /// The end of stdout (the parser's `tail_bytes`).
+    pub stdout_tail: Tail,
+    /// The last 128 KiB of stderr (R11).
+    pub stderr_tail: Tail,
+    /// `output-<n>.log`.
+    pub log: OutputLog,
+    /// The R11 protocol limit was hit: stdout is only drained and counted.
+    pub protocol_failed: bool,
+    /// When data last arrived (X7).
+    pub last_data: Instant,
+}
+
+impl ChildIo {
+    /// The machinery for pipes `stdout`/`stderr` read by `parser`, logging to `log`.
+    pub fn new(stdout: Pipe, stderr: Pipe, parser: Box<dyn OutputParser>, log: OutputLog) -> Self {
+        let tail = parser.tail_bytes();
+        Self {
+            stdout,
+            stderr,
+            parser,
+            stdout_tail: Tail::new(tail),
+            stderr_tail: Tail::new(STDERR_TAIL_BYTES),
+            log,
+            protocol_failed: false,
+            last_data: Instant::now(),
+        }
+    }
+
+    /// The pipe of `stream`.
+    pub fn pipe(&mut self, stream: Stream) -> &mut Pipe {
+        match stream {
+            Stream::Stdout => &mut self.stdout,
+            Stream::Stderr => &mut self.stderr,
+        }
+    }
+
+    /// Whether either pipe is still read.
+    pub fn any_open(&self) -> bool {
+        self.stdout.is_open() || self.stderr.is_open()
+    }
+}
+
+impl std::fmt::Debug for ChildIo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChildIo")
+            .field("stdout", &self.stdout)
+            .field("stderr", &self.stderr)
+            .field("protocol_failed", &self.protocol_failed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One spawned agent and where its supervision stands.
+#[derive(Debug)]
+pub struct ChildRun {
+    /// Flat step index.
+    pub index: usize,
+    /// Agent name.
+    pub agent: String,
+    /// Its pid (= its process group).
+    pub pid: u32,
+    /// Monotonic start.
+    pub started: Instant,
+    /// Wall ms at start.
+    pub started_wall: u64,
+    /// The task it was given (after substitution).
+    pub task: String,
+    /// Its output.
+    pub io: ChildIo,
+    /// When its exit was reaped.
+    pub exit_seen: Option<Instant>,
+    /// The ladder against its group.
+    pub killer: Option<TreeKiller>,
+    /// When the ladder decided.
+    pub killer_done_at: Option<Instant>,
+    /// The X8 sweep after its group emptied.
+    pub swept: Option<SweepOutcome>,
+    /// The R11 protocol failure message.
+    pub protocol: Option<String>,
+    /// A stop aimed at this child alone (a failFast sibling failed), with its message.
+    pub cancel: Option<String>,
+}
+
+impl ChildRun {
+    /// Whether everything about this agent is settled: reaped, pipes closed, group verified
+    /// and swept.
+    pub fn is_done(&self) -> bool {
+        self.exit_seen.is_some() && !self.io.any_open() && self.swept.is_some()
+    }
+}

@@ -1,0 +1,48 @@
+//! Judging a finished agent's output (issue 6 items 3 and 5): the adapter's own failure, pi's
+//! model verification and the structured-output contract. Only an agent that ended well
+//! (exit 0, no stop, timeout or protocol failure) is judged; the first refusal becomes the
+//! step's [`StepEnd::validation`] and fails it.
+
+use crate::adapter::Extracted;
+use crate::step_end::StepEnd;
+use crate::structured::{self, StructuredError};
+use serde_json::json;
+use sublaunch_runfiles::config::StepConfig;
+use sublaunch_runfiles::status::{RunState, derive_terminal_state};
+
+/// Records `extracted` into `end` and judges it against `step`'s contracts.
+pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
+    end.output = extracted.output;
+    end.output_truncated = extracted.truncated;
+    end.reported_model = extracted.reported_model;
+    if derive_terminal_state(&end.facts()) != RunState::Complete {
+        return;
+    }
+    let label = end.label();
+    if let Some(failure) = extracted.failure {
+        end.validation = Some(failure);
+        return;
+    }
+    if let Some(check) = step.model_check()
+        && let Err(error) = crate::model_check::verify(&check, end.reported_model.as_deref(), &label)
+    {
+        end.validation = Some(error);
+        return;
+    }
+    if !step.is_structured() {
+        return;
+    }
+    let schema = step.output_schema().unwrap_or_else(|| json!({}));
+    match structured::check(&end.output, &schema) {
+        Ok(value) => end.structured = Some(value),
+        Err(error) => {
+            if let StructuredError::Invalid(errors) = &error {
+                end.structured_errors = errors
+                    .iter()
+                    .map(|(path, message)| json!({"path": path, "message": message}))
+                    .collect();
+            }
+            end.validation = Some(error.message(&label));
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! Placeholders in the task texts of chain and parallel runs (a single run's task is used
+//! verbatim), replaced by the shim when a step starts:
+//! * `{task}` — the run's task (the configuration's `workflow.task`, else the first step's
+//!   task as planned);
+//! * `{previous}` — the output of the previous sequential step, or for a step after a
+//!   parallel group the outputs of all its tasks in order (see [`aggregate`]); empty for the
+//!   first step;
+//! * `{chain_dir}` — the run's shared artifacts directory (`<run>/chain` unless the
+//!   configuration names another), created (0700) before the first step when any task uses it.
+//!
+//! Substitution is one pass, so text inserted by a placeholder is never expanded again, and
+//! any other `{…}` in a task stays as written (tasks are prose).
+
+use crate::adapter::fill_template;
+use crate::step_end::StepEnd;
+
+/// The values of the placeholders for one step.
+#[derive(Clone, Debug, Default)]
+pub struct Values {
+    /// `{task}`.
+    pub task: String,
+    /// `{previous}`.
+    pub previous: String,
+    /// `{chain_dir}`.
+    pub chain_dir: String,
+}
+
+impl Values {
+    /// `text` with the placeholders replaced.
+    pub fn apply(&self, text: &str) -> String {
+        fill_template(
+            text,
+            &[
+                ("task", &self.task),
+                ("previous", &self.previous),
+                ("chain_dir", &self.chain_dir),
+            ],
+        )
+    }
+}
+
+/// What a step hands to the next one: its structured output as pretty JSON when it has one,
+/// else its output text.
+pub fn handoff(end: &StepEnd) -> String {
+    match &end.structured {
+        Some(value) => serde_json::to_string_pretty(value).unwrap_or_default(),
+        None => end.output.clone(),
+    }
+}
+
+/// `{previous}` after a group: one section per task, in order,
+/// `=== task <n>: <agent> ===` followed by its output, sections separated by a blank line.
+/// A single sequential step hands on its output as it is.
+pub fn aggregate(ends: &[&StepEnd], parallel: bool) -> String {
+    if !parallel && ends.len() == 1 {
+        return handoff(ends[0]);
+    }
+    ends.iter()
+        .enumerate()
+        .map(|(i, end)| {
+            let n = end.position.1.map_or(i, |t| t as usize) + 1;
+            format!("=== task {n}: {} ===\n{}", end.agent, handoff(end))
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_are_replaced_once() {
+        let values = Values {
+            task: "the task".into(),
+            previous: "prev says {task}".into(),
+            chain_dir: "/run/chain".into(),
+        };
+        assert_eq!(
+            values.apply("Do {task} with {previous} in {chain_dir}/x, keep {other}"),
+            "Do the task with prev says {task} in /run/chain/x, keep {other}"
+        );
+    }
+
+    #[test]
+    fn group_outputs_are_aggregated_in_order() {
+        let end = |task: u32, output: &str| StepEnd {
+            agent: "r".into(),
+            position: (Some(1), Some(task)),
+            output: output.into(),
+            ..StepEnd::default()
+        };
+        let (a, b) = (end(0, "A"), end(1, "B"));
+        assert_eq!(aggregate(&[&a, &b], true), "=== task 1: r ===\nA\n\n=== task 2: r ===\nB");
+        assert_eq!(aggregate(&[&a], false), "A");
+    }
+}

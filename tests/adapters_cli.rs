@@ -1,0 +1,203 @@
+//! The adapters end to end (issue 6 items 2, 3 and 5) through the real `sublaunch` and shim:
+//! fake `pi`, `claude`, `codex` and `cursor-agent` programs record the argv and standard input
+//! they were given and answer in their tools' output formats; a `command` agent is held to an
+//! output schema; pi's reported model is verified against the plan.
+
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use sublaunch_tests::launch_harness::{Scratch, read_json};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// Shell lines every fake starts with: its argv, one per line, and its stdin go to
+/// `<cwd>/<name>.argv` and `<cwd>/<name>.stdin`.
+fn recorder(name: &str, reads_stdin: bool) -> String {
+    let stdin = if reads_stdin { "cat" } else { ": </dev/null" };
+    format!("#!/bin/sh\nprintf '%s\\n' \"$@\" > {name}.argv\n{stdin} > {name}.stdin\n")
+}
+
+/// Installs the fakes in `<scratch>/fake-bin`.
+fn fake_clis(scratch: &Scratch) -> PathBuf {
+    let bin = scratch.path().join("fake-bin");
+    // pi reports the model of `reported-model` in its cwd when present, else its --model.
+    let pi = recorder("pi", false)
+        + "model=$(cat reported-model 2>/dev/null)\n\
+           prev=; for a; do [ \"$prev\" = --model ] && [ -z \"$model\" ] && model=$a; prev=$a; done\n\
+           echo '{\"type\":\"agent_start\"}'\n\
+           printf '{\"type\":\"message_end\",\"message\":{\"role\":\"assistant\",\"model\":\"%s\",\"content\":[{\"type\":\"text\",\"text\":\"done by pi\"}],\"stopReason\":\"stop\"}}\\n' \"$model\"\n";
+    let claude = recorder("claude", true)
+        + "echo '{\"type\":\"system\",\"subtype\":\"init\"}'\n\
+           echo '{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"text\",\"text\":\"thinking\"}]}}'\n\
+           echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"done by claude\"}'\n";
+    let codex = recorder("codex", true)
+        + "out=; prev=; for a; do [ \"$prev\" = --output-last-message ] && out=$a; prev=$a; done\n\
+           echo '{\"type\":\"thread.started\"}'\n\
+           printf 'done by codex' > \"$out\"\n\
+           echo '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"an earlier message\"}}'\n";
+    let cursor = recorder("cursor-agent", false)
+        + "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"quota exhausted\"}'\n";
+    for (name, script) in [("pi", pi), ("claude", claude), ("codex", codex), ("cursor-agent", cursor)] {
+        let path = bin.join(name);
+        write(&path, &script);
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    bin
+}
+
+fn run(scratch: &Scratch, bin: &Path, args: &[&str]) -> Output {
+    scratch
+        .cli(args)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .output()
+        .unwrap()
+}
+
+/// `run … --wait --json`: the end object.
+fn run_json(scratch: &Scratch, bin: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend_from_slice(&["--wait", "--json"]);
+    let output = run(scratch, bin, &all);
+    serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)))
+}
+
+fn recorded(scratch: &Scratch, name: &str, what: &str) -> String {
+    std::fs::read_to_string(scratch.work().join(format!("{name}.{what}"))).unwrap_or_else(|e| panic!("{name}.{what}: {e}"))
+}
+
+/// The step results of a finished run (`<root>/results/<id>.json`).
+fn step_results(scratch: &Scratch, end: &Value) -> Vec<Value> {
+    let id = end["runId"].as_str().unwrap();
+    let result = read_json(&scratch.results().join(format!("{id}.json")))
+        .unwrap_or_else(|| panic!("no result file for {id} in {}", scratch.results().display()));
+    result["results"].as_array().cloned().unwrap_or_default()
+}
+
+#[test]
+fn pi_gets_its_json_mode_argv_and_its_final_message_is_the_output() {
+    let scratch = Scratch::new("adapter-pi");
+    let bin = fake_clis(&scratch);
+    let end = run_json(
+        &scratch,
+        &bin,
+        &["--agent", "pi", "--model", "anthropic/claude-sonnet-4-5", "--thinking", "low", "--task=-n is a flag"],
+    );
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv = recorded(&scratch, "pi", "argv");
+    assert_eq!(
+        argv,
+        "--mode\njson\n-p\n--no-session\n--model\nanthropic/claude-sonnet-4-5\n--thinking\nlow\n--\n-n is a flag\n",
+        "a task starting with '-' comes after '--'"
+    );
+    let results = step_results(&scratch, &end);
+    assert!(results[0].to_string().contains("done by pi"), "{results:?}");
+}
+
+#[test]
+fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
+    let scratch = Scratch::new("adapter-claude-codex");
+    let bin = fake_clis(&scratch);
+    let end = run_json(&scratch, &bin, &["--agent", "claude", "--task", "review the lexer"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    assert_eq!(
+        recorded(&scratch, "claude", "argv"),
+        "-p\n--output-format\nstream-json\n--verbose\n--allowedTools\nRead,Grep,Glob,LS\n\
+         --disallowedTools\nBash,Edit,MultiEdit,Write,NotebookEdit\n"
+    );
+    assert_eq!(recorded(&scratch, "claude", "stdin"), "review the lexer");
+    assert!(step_results(&scratch, &end)[0].to_string().contains("done by claude"));
+
+    let end = run_json(&scratch, &bin, &["--agent", "claude-writer", "--task", "fix it"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv = recorded(&scratch, "claude", "argv");
+    assert!(argv.contains("--permission-mode\nacceptEdits\n"), "{argv}");
+    assert!(!argv.contains("--disallowedTools"), "{argv}");
+
+    let end = run_json(&scratch, &bin, &["--agent", "codex-writer", "--task", "write the tests"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv = recorded(&scratch, "codex", "argv");
+    let lines: Vec<&str> = argv.lines().collect();
+    assert_eq!(lines[..6], ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "--output-last-message"]);
+    assert!(lines[6].ends_with("/last-message-0.txt"), "{argv}");
+    assert_eq!(lines[7..], ["-"]);
+    assert_eq!(recorded(&scratch, "codex", "stdin"), "write the tests");
+    let results = step_results(&scratch, &end).remove(0).to_string();
+    assert!(results.contains("done by codex"), "the last-message file wins over events: {results}");
+}
+
+#[test]
+fn an_error_result_of_cursor_fails_the_step_with_its_text() {
+    let scratch = Scratch::new("adapter-cursor");
+    let bin = fake_clis(&scratch);
+    let end = run_json(&scratch, &bin, &["--agent", "cursor-writer", "--task", "tidy up"]);
+    assert_eq!(
+        recorded(&scratch, "cursor-agent", "argv"),
+        "-p\n--output-format\nstream-json\n--force\ntidy up\n"
+    );
+    assert_eq!(end["state"], "failed", "{end}");
+    assert!(end["steps"][0]["error"].as_str().unwrap().contains("quota exhausted"), "{end}");
+}
+
+#[test]
+fn pi_must_report_the_planned_model_or_a_declared_alias() {
+    let scratch = Scratch::new("adapter-model-check");
+    let bin = fake_clis(&scratch);
+    let args = ["--agent", "pi", "--model", "anthropic/claude-sonnet-4-5", "--task", "hi"];
+    // The registry id alone is accepted.
+    write(&scratch.work().join("reported-model"), "claude-sonnet-4-5");
+    assert_eq!(run_json(&scratch, &bin, &args)["state"], "complete");
+
+    write(&scratch.work().join("reported-model"), "claude-3-7-sonnet-latest");
+    let end = run_json(&scratch, &bin, &args);
+    assert_eq!(end["state"], "failed", "{end}");
+    let error = end["steps"][0]["error"].as_str().unwrap();
+    assert!(error.contains("planned 'anthropic/claude-sonnet-4-5'"), "{error}");
+    assert!(error.contains("reported 'claude-3-7-sonnet-latest'"), "{error}");
+    assert!(error.contains("modelResponseAliases"), "says how to declare an alias: {error}");
+
+    write(
+        &scratch.work().join(".sublaunch/settings.json"),
+        r#"{"subagents": {"modelResponseAliases": {"anthropic/claude-sonnet-4-5": ["claude-3-7-sonnet-latest"]}}}"#,
+    );
+    assert_eq!(run_json(&scratch, &bin, &args)["state"], "complete", "the declared alias is accepted");
+}
+
+#[test]
+fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
+    let scratch = Scratch::new("adapter-structured");
+    let bin = fake_clis(&scratch);
+    write(
+        &scratch.work().join(".sublaunch/agents/judge.md"),
+        "---\nname: judge\nrunner:\n  type: command\n  command: [cat, verdict.txt]\n\
+         outputSchema:\n  type: object\n  required: [verdict]\n  properties:\n    verdict: {enum: [approve, reject]}\n    notes: {type: array, items: {type: string}}\n---\nJudge.\n",
+    );
+    write(&scratch.work().join("verdict.txt"), "Looks fine.\n```json\n{\"verdict\": \"approve\", \"notes\": [\"ok\"]}\n```\n");
+    let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    let results = step_results(&scratch, &end);
+    assert_eq!(results[0]["structured"], serde_json::json!({"verdict": "approve", "notes": ["ok"]}), "{results:?}");
+
+    write(&scratch.work().join("verdict.txt"), "{\"verdict\": \"maybe\", \"notes\": [1]}");
+    let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
+    assert_eq!(end["state"], "failed", "{end}");
+    let error = end["steps"][0]["error"].as_str().unwrap();
+    assert!(error.contains("does not match its output schema (2 errors)"), "{error}");
+    assert!(error.contains("- $.verdict: ") && error.contains("- $.notes[0]: "), "{error}");
+    let results = step_results(&scratch, &end);
+    assert_eq!(results[0]["structuredErrors"].as_array().map(Vec::len), Some(2), "{results:?}");
+
+    write(&scratch.work().join("verdict.txt"), "I could not decide.");
+    let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
+    assert_eq!(end["state"], "failed");
+    assert!(end["steps"][0]["error"].as_str().unwrap().contains("is not JSON"), "{end}");
+}

@@ -1,0 +1,272 @@
+//! `sublaunch agents` and the agent checks of `sublaunch run` through the real binary: agents
+//! from project, user and pi directories with shadowing, malformed files named with their
+//! field, unknown and broken agents refused, and a missing agent CLI refused before anything
+//! is launched.
+
+use serde_json::Value;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use sublaunch_tests::launch_harness::{Scratch, names_in};
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(path: &Path, content: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+}
+
+/// A scratch with a project tree: `work/` holds `.sublaunch/` and `.pi/`, commands run in
+/// `work/src/deep` so the project directories are found by searching up.
+struct Project {
+    scratch: Scratch,
+}
+
+impl Project {
+    fn new(name: &str) -> Self {
+        let project = Self {
+            scratch: Scratch::new(name),
+        };
+        std::fs::create_dir_all(project.cwd()).unwrap();
+        project
+    }
+
+    fn cwd(&self) -> PathBuf {
+        self.scratch.work().join("src/deep")
+    }
+
+    fn home(&self) -> PathBuf {
+        self.scratch.path().join("home")
+    }
+
+    fn project_agent(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.scratch.work().join(".sublaunch/agents").join(name);
+        write(&path, content);
+        path
+    }
+
+    fn user_agent(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.home().join(".config/sublaunch/agents").join(name);
+        write(&path, content);
+        path
+    }
+
+    fn pi_project_agent(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.scratch.work().join(".pi/agents").join(name);
+        write(&path, content);
+        path
+    }
+
+    fn pi_user_agent(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.home().join(".pi/agent/agents").join(name);
+        write(&path, content);
+        path
+    }
+
+    fn sublaunch(&self, args: &[&str]) -> Output {
+        self.scratch.cli(args).current_dir(self.cwd()).output().unwrap()
+    }
+
+    fn agents_json(&self, args: &[&str]) -> (Vec<Value>, Output) {
+        let output = self.sublaunch(&[&["agents", "--json"], args].concat());
+        let list: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
+            panic!("not JSON ({e}): {}\n{}", text(&output.stdout), text(&output.stderr))
+        });
+        (list.as_array().unwrap().clone(), output)
+    }
+}
+
+fn find<'a>(list: &'a [Value], name: &str) -> Vec<&'a Value> {
+    list.iter().filter(|a| a["name"] == name).collect()
+}
+
+#[test]
+fn agents_come_from_project_user_and_pi_directories_nearest_first() {
+    let project = Project::new("agents-list");
+    let scout = project.project_agent(
+        "scout.md",
+        "---\ndescription: project scout\nmodel: claude-haiku-4.5\nthinking: low\n---\nYou scout.\n",
+    );
+    project.user_agent("scout.md", "---\ndescription: user scout\n---\n");
+    project.user_agent(
+        "helper.md",
+        "---\nname: helper\ndescription: user helper\nrunner:\n  type: command\n  command: [my-helper, --prompt, \"{task}\"]\n---\n",
+    );
+    let pi_shell = project.pi_project_agent(
+        "shell.md",
+        "---\ndescription: pi project shell\nrunner:\n  type: external-cli\n  adapter: shell\n---\n",
+    );
+    project.pi_user_agent(
+        "reviewer.md",
+        "---\ndescription: pi user reviewer\ntools: read, grep\noutputSchema:\n  type: object\n  required: [verdict]\n---\nReview.\n",
+    );
+
+    let (list, output) = project.agents_json(&[]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let scouts = find(&list, "scout");
+    assert_eq!(scouts.len(), 1, "shadowed definitions only with --all");
+    let scout_json = scouts[0];
+    assert_eq!(scout_json["description"], "project scout");
+    assert_eq!(scout_json["model"], "claude-haiku-4.5");
+    assert_eq!(scout_json["thinking"], "low");
+    assert_eq!(scout_json["runner"]["type"], "native");
+    assert_eq!(scout_json["source"]["kind"], "file");
+    assert_eq!(scout_json["source"]["scope"], "project");
+    assert_eq!(scout_json["source"]["path"], scout.to_string_lossy().as_ref());
+
+    let helper = find(&list, "helper")[0];
+    assert_eq!(helper["source"]["scope"], "user");
+    assert_eq!(helper["runner"]["type"], "command");
+    assert_eq!(helper["runner"]["command"][2], "{task}");
+
+    let shell = find(&list, "shell");
+    assert_eq!(shell.len(), 1);
+    assert_eq!(shell[0]["source"]["scope"], "pi-project", "a pi file wins over the built-in");
+    assert_eq!(shell[0]["source"]["path"], pi_shell.to_string_lossy().as_ref());
+    assert_eq!(shell[0]["runner"]["adapter"], "shell");
+
+    let reviewer = find(&list, "reviewer")[0];
+    assert_eq!(reviewer["source"]["scope"], "pi-user");
+    assert_eq!(reviewer["tools"], serde_json::json!(["read", "grep"]));
+    assert_eq!(reviewer["outputSchema"]["required"][0], "verdict");
+
+    let codex = find(&list, "codex")[0];
+    assert_eq!(codex["source"]["kind"], "built-in");
+    assert_eq!(codex["runner"]["type"], "external-cli");
+    assert_eq!(codex["runner"]["adapter"], "codex-exec");
+    for builtin in ["pi", "claude", "claude-writer", "codex-writer", "cursor", "cursor-writer"] {
+        assert_eq!(find(&list, builtin).len(), 1, "{builtin}");
+    }
+
+    // --all: the shadowed definitions follow the one in effect.
+    let (all, _) = project.agents_json(&["--all"]);
+    let scouts = find(&all, "scout");
+    assert_eq!(scouts.len(), 2);
+    assert_eq!(scouts[0]["shadowed"], false);
+    assert_eq!(scouts[1]["shadowed"], true);
+    assert_eq!(scouts[1]["source"]["scope"], "user");
+    let shells = find(&all, "shell");
+    assert_eq!(shells[1]["source"]["kind"], "built-in");
+
+    // The table.
+    let table = project.sublaunch(&["agents"]);
+    assert_eq!(table.status.code(), Some(0));
+    let table = text(&table.stdout);
+    let header = table.lines().next().unwrap();
+    for column in ["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"] {
+        assert!(header.contains(column), "{header}");
+    }
+    let scout_row = table.lines().find(|l| l.starts_with("scout ")).unwrap();
+    assert!(
+        scout_row.contains("claude-haiku-4.5") && scout_row.contains("project (") && scout_row.contains("project scout"),
+        "{scout_row}"
+    );
+    assert!(!table.contains("[shadowed]"), "{table}");
+    let all_table = text(&project.sublaunch(&["agents", "--all"]).stdout);
+    assert!(
+        all_table.lines().any(|l| l.starts_with("scout ") && l.contains("user (") && l.contains("[shadowed]")),
+        "{all_table}"
+    );
+}
+
+#[test]
+fn malformed_agent_files_are_named_with_their_field_and_exit_1() {
+    let project = Project::new("agents-broken");
+    project.project_agent("good.md", "---\ndescription: fine\n---\n");
+    let yaml = project.project_agent("yaml.md", "---\nname: [unclosed\n---\n");
+    let runner = project.user_agent("docker.md", "---\nrunner:\n  type: docker\n---\n");
+    let template = project.pi_project_agent(
+        "templ.md",
+        "---\nrunner:\n  type: command\n  command: [tool, \"{prompt}\"]\n---\n",
+    );
+    let (list, output) = project.agents_json(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(find(&list, "good").len(), 1, "valid agents are still listed");
+    let stderr = text(&output.stderr);
+    for (path, fragment) in [
+        (&yaml, "broken YAML frontmatter at line 3"),
+        (&runner, "runner.type: unknown runner type 'docker'"),
+        (&template, "runner.command: unknown placeholder {prompt}"),
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.contains(&*path.to_string_lossy()))
+            .unwrap_or_else(|| panic!("{} not reported: {stderr}", path.display()));
+        assert!(line.contains(fragment), "{line}");
+    }
+    let table = project.sublaunch(&["agents"]);
+    assert_eq!(table.status.code(), Some(1));
+    assert!(text(&table.stdout).starts_with("NAME"));
+}
+
+#[test]
+fn run_refuses_unknown_agents_and_agents_of_broken_files() {
+    let project = Project::new("agents-run-refused");
+    let broken = project.project_agent("broken.md", "---\nthinking: extreme\n---\n");
+    // A broken file named after a built-in hides it rather than silently falling back.
+    let shell = project.project_agent("shell.md", "---\nrunner: [shell]\n---\n");
+    let output = project.sublaunch(&["run", "--agent", "broken", "--task", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!("agent 'broken' cannot be used: {}: thinking: 'extreme'", broken.display())),
+        "{stderr}"
+    );
+    let output = project.sublaunch(&["run", "--agent", "shell", "--task", "true", "--dry-run"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains(&format!("{}: runner: expected a mapping", shell.display())),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = project.sublaunch(&["run", "--agent", "ghost", "--task", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("unknown agent 'ghost'; known agents: "), "{stderr}");
+    assert!(stderr.contains("codex") && stderr.contains("not loaded"), "{stderr}");
+    assert!(names_in(&project.scratch.runs()).is_empty(), "nothing was launched");
+}
+
+#[test]
+fn a_missing_agent_cli_is_refused_before_launch() {
+    let project = Project::new("agents-missing-cli");
+    project.project_agent(
+        "local-tool.md",
+        "---\nrunner:\n  type: command\n  command: [./bin/agent-tool, \"{task}\"]\n---\n",
+    );
+    for (agent, fragment) in [
+        ("claude", "agent 'claude' needs 'claude' is not on PATH (/usr/bin:/bin)"),
+        ("codex-writer", "agent 'codex-writer' needs 'codex' is not on PATH (/usr/bin:/bin)"),
+        ("pi", "agent 'pi' needs 'pi' is not on PATH"),
+        ("cursor", "'cursor-agent' is not on PATH"),
+        ("local-tool", "bin/agent-tool' does not exist"),
+    ] {
+        let output = project.sublaunch(&["run", "--agent", agent, "--task", "hello"]);
+        assert_eq!(output.status.code(), Some(1), "{agent}: {}", text(&output.stderr));
+        let stderr = text(&output.stderr);
+        assert!(stderr.contains(fragment), "{agent}: {stderr}");
+        assert!(stderr.contains("runner.command"), "the message says how to fix it: {stderr}");
+        assert!(text(&output.stdout).is_empty(), "no run id: {}", text(&output.stdout));
+    }
+    assert!(
+        names_in(&project.scratch.runs()).is_empty(),
+        "no run directory was created: {:?}",
+        names_in(&project.scratch.runs())
+    );
+    // --dry-run only plans.
+    let planned = project.sublaunch(&["run", "--agent", "claude", "--task", "hello", "--dry-run"]);
+    assert_eq!(planned.status.code(), Some(0), "{}", text(&planned.stderr));
+
+    // An executable at the path passes the check (whatever the launch then does with it).
+    let tool = project.cwd().join("bin/agent-tool");
+    write(&tool, "#!/bin/sh\necho \"tool: $1\"\n");
+    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let output = project.sublaunch(&["run", "--agent", "local-tool", "--task", "hello", "--wait"]);
+    assert!(
+        !text(&output.stderr).contains("does not exist"),
+        "{}",
+        text(&output.stderr)
+    );
+}
