@@ -98,6 +98,19 @@ pub struct ChildRun {
     pub protocol: Option<String>,
     /// A stop aimed at this child alone (a failFast sibling failed), with its message.
     pub cancel: Option<String>,
+    /// The machine it runs on, when placed.
+    pub remote: Option<RemoteChild>,
+}
+
+/// A placed child: its machine and what its output told about the remote side.
+#[derive(Debug)]
+pub struct RemoteChild {
+    /// Where it runs.
+    pub placement: sublaunch_runfiles::config::Placement,
+    /// READY, the remote process group, the git facts (filled by its parser).
+    pub state: crate::remote::parser::SharedState,
+    /// The remote stop was done (or tried).
+    pub stop_sent: bool,
 }
 
 impl ChildRun {

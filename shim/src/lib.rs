@@ -42,6 +42,7 @@ pub mod output;
 pub mod parent;
 pub mod reaper;
 pub mod record;
+pub mod remote;
 pub mod run;
 pub mod signals;
 pub mod spawn;

@@ -340,6 +340,12 @@ fn step_result(end: &StepEnd) -> StepResult {
     if !end.ran() {
         extra.insert("skipped".into(), json!(true));
     }
+    if let Some(remote) = &end.remote {
+        extra.insert("machine".into(), json!({"id": remote.machine, "target": remote.target, "cwd": remote.cwd}));
+        if let Some(git) = &remote.git {
+            extra.insert("remoteGit".into(), git.clone());
+        }
+    }
     StepResult {
         agent: end.agent.clone(),
         output: end.output.clone(),

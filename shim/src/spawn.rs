@@ -41,8 +41,12 @@ pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
         None => cmd.stdin(Stdio::null()),
         Some(bytes) => cmd.stdin(Stdio::from(input_file(bytes)?)),
     };
-    for key in crate::env::removals() {
-        cmd.env_remove(key);
+    if command.clear_env {
+        cmd.env_clear();
+    } else {
+        for key in crate::env::removals() {
+            cmd.env_remove(key);
+        }
     }
     for (key, value) in &command.env {
         cmd.env(key, value);

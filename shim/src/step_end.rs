@@ -70,6 +70,23 @@ pub struct StepEnd {
     pub not_run: Option<String>,
     /// Its end was already written into the status and its event appended.
     pub closed: bool,
+    /// Where it ran, when the plan placed it on a machine (issue 7).
+    pub remote: Option<RemoteEnd>,
+}
+
+/// What the end of a placed step records and its failure text uses (H10, H12).
+#[derive(Clone, Debug, Default)]
+pub struct RemoteEnd {
+    /// The machine's catalog id.
+    pub machine: String,
+    /// The ssh target.
+    pub target: String,
+    /// The directory on the machine.
+    pub cwd: String,
+    /// Whether the remote shell reached READY.
+    pub ready: bool,
+    /// `remoteGit`, when the machine's directory is a work tree.
+    pub git: Option<Value>,
 }
 
 impl StepEnd {
@@ -175,11 +192,31 @@ impl StepEnd {
             None => "Subagent exit could not be observed.".to_owned(),
         };
         let tail = stderr_excerpt(&self.stderr_tail);
-        if tail.is_empty() {
-            head
-        } else {
-            format!("{head}\n\n{tail}")
+        let mut text = head;
+        if let Some(remote) = self.remote.as_ref().filter(|r| !r.ready) {
+            text = format!("{text} {}", crate::remote::parser::never_ready(&remote.machine, &remote.cwd));
         }
+        if !tail.is_empty() {
+            text = format!("{text}\n\n{tail}");
+        }
+        if let Some(hint) = self.remote_hint(&String::from_utf8_lossy(&self.stderr_tail)) {
+            text = format!("{text}\n\n{hint}");
+        }
+        text
+    }
+
+    /// H12: the operator hint of a failed placed step.
+    fn remote_hint(&self, stderr: &str) -> Option<String> {
+        let remote = self.remote.as_ref()?;
+        crate::remote::hint::failure_hint(&crate::remote::hint::HintInput {
+            machine: &remote.machine,
+            target: &remote.target,
+            cwd: &remote.cwd,
+            adapter: &self.adapter,
+            ready: remote.ready,
+            exit_code: self.exit.as_ref().and_then(|e| e.code),
+            stderr,
+        })
     }
 }
 

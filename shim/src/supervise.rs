@@ -143,10 +143,18 @@ impl Supervisor {
             run: self.book.run(),
         };
         let parser = adapter.parser(&input);
-        let spawned = adapter
+        let built = adapter
             .command(&input)
-            .and_then(|command| adapter::check_argv(&command.argv).map(|()| command))
-            .and_then(|command| crate::spawn::spawn(&command).map_err(|e| spawn_error(&command.argv, &e)));
+            .and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
+        let (built, parser, remote) = match (built, step.placement()) {
+            (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter.id(), parser) {
+                Ok((command, parser, remote)) => (Ok(command), parser, Some(remote)),
+                Err(error) => (Err(error), adapter.parser(&input), None),
+            },
+            (built, _) => (built, parser, None),
+        };
+        let spawned =
+            built.and_then(|command| crate::spawn::spawn(&command).map_err(|e| spawn_error(&command.argv, &e)));
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
@@ -181,6 +189,7 @@ impl Supervisor {
             swept: None,
             protocol: None,
             cancel: None,
+            remote,
         })
     }
 
@@ -268,6 +277,9 @@ impl Supervisor {
         } else {
             None
         };
+        if wanted.is_some() && child.exit_seen.is_none() {
+            stop_remote_side(child);
+        }
         match (&child.killer, wanted) {
             (None, Some(ladder)) => child.killer = Some(TreeKiller::start(pid, ladder, now)),
             (Some(k), Some(ladder))
@@ -333,6 +345,16 @@ impl Supervisor {
         let tail = child.io.stdout_tail.bytes();
         let tail_cut = child.io.stdout.total() > tail.len() as u64;
         let extracted = child.io.parser.finish(&tail, tail_cut);
+        end.remote = child.remote.as_ref().map(|r| {
+            let state = r.state.borrow();
+            crate::step_end::RemoteEnd {
+                machine: r.placement.machine.clone(),
+                target: r.placement.target.clone(),
+                cwd: r.placement.cwd.clone(),
+                ready: state.ready,
+                git: state.git.clone(),
+            }
+        });
         crate::verdict::judge(&mut end, &step, extracted);
         end.stderr_tail = child.io.stderr_tail.bytes();
         end.stdout_bytes = child.io.stdout.total();
@@ -564,5 +586,21 @@ fn emit_line(
             }
             events.append_diagnostic(&event);
         }
+    }
+}
+
+/// A stop, timeout or interrupt of a placed child ends its remote process group first (once):
+/// the local ssh then ends when the remote command does. Without a known group (the remote
+/// shell never announced it) only the local ladder runs.
+fn stop_remote_side(child: &mut ChildRun) {
+    let Some(remote) = child.remote.as_mut().filter(|r| !r.stop_sent) else {
+        return;
+    };
+    remote.stop_sent = true;
+    let Some(pgid) = remote.state.borrow().pgid else {
+        return;
+    };
+    if let Err(message) = crate::remote::stop::stop_remote(&remote.placement, pgid) {
+        eprintln!("sublaunch-shim: {message}");
     }
 }

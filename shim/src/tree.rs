@@ -200,7 +200,8 @@ const SWEEP_WAIT: Duration = Duration::from_millis(1_000);
 
 /// X8: SIGKILLs and reaps every child of the shim except the live agents (`agent` and every
 /// agent the reaper still watches, with the members of their process groups: the siblings of
-/// a parallel group keep running), then verifies that nothing of `agent_pgid` — and, when no
+/// a parallel group keep running) and the ssh ControlMasters of placed steps
+/// ([`crate::remote::masters`]), then verifies that nothing of `agent_pgid` — and, when no
 /// agent runs any more, nothing of the shim's session — lives.
 pub fn sweep(
     reaper: &mut Reaper,
@@ -217,7 +218,9 @@ pub fn sweep(
         live
     };
     let is_spared = |pid: u32, live: &[u32]| {
-        live.contains(&pid) || proc_stat(pid).is_some_and(|st| live.contains(&st.pgrp) && Some(st.pgrp) != agent_pgid)
+        live.contains(&pid)
+            || proc_stat(pid).is_some_and(|st| live.contains(&st.pgrp) && Some(st.pgrp) != agent_pgid)
+            || crate::remote::masters::is_kept_master(pid)
     };
     for _ in 0..SWEEP_ROUNDS {
         reaper.reap(wall_ms);

@@ -2,6 +2,7 @@
 //! test: locating the built binaries, and loading and matching the planner test vectors.
 
 pub mod launch_harness;
+pub mod sshd;
 pub mod vectors;
 
 use std::path::PathBuf;

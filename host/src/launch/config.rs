@@ -5,6 +5,7 @@
 //! shims run them.
 
 mod aliases;
+mod placement;
 
 use super::options::{LaunchOptions, WorkflowOptions};
 use crate::agents::{AdapterKind, AgentDef};
@@ -14,6 +15,7 @@ use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
 use sublaunch_runfiles::config::{AdapterSpec, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig};
 
 pub use aliases::{AliasTable, aliases_for};
+pub use placement::{CONTROL_DIR_ENV, Placer, SSH_CONFIG_ENV, control_dir};
 
 /// The plan's mode: `single` for one child, `parallel` when the graph has a parallel group,
 /// `chain` otherwise.
@@ -51,11 +53,40 @@ pub fn runner_steps(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Vec<St
     } else {
         AliasTable::default()
     };
+    let placer = placer(plan, options)?;
     plan.steps
         .iter()
         .enumerate()
-        .map(|(index, step)| step_config(index, step, find_agent(&options.agents, &step.agent), &table))
+        .map(|(index, step)| {
+            let agent = find_agent(&options.agents, &step.agent);
+            let mut config = step_config(index, step, agent, &table)?;
+            if let (Some(placer), Some(agent)) = (&placer, agent) {
+                placer.place(index, step, agent.runner.adapter, &mut config)?;
+            }
+            Ok(config)
+        })
         .collect()
+}
+
+/// The placement context, when some step runs on a machine: the launch's local directory
+/// (where `ssh` starts) and the root that holds the ControlMaster sockets.
+fn placer(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Option<Placer>, String> {
+    if plan.steps.iter().all(|s| s.machine.is_none()) {
+        return Ok(None);
+    }
+    let layout = match &options.layout {
+        Some(layout) => layout.clone(),
+        None => sublaunch_runfiles::layout::Layout::from_env().map_err(|e| e.to_string())?,
+    };
+    let local_cwd = match &options.cwd {
+        Some(cwd) => cwd.to_string_lossy().into_owned(),
+        None => std::env::current_dir()
+            .map_err(|e| format!("Subagent launch aborted: no local directory to start ssh in: {e}."))?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let root = std::path::absolute(layout.root()).map_err(|e| format!("Subagent launch aborted: {e}."))?;
+    Ok(Some(Placer::new(&root, local_cwd)))
 }
 
 fn find_agent<'a>(agents: &'a [AgentDef], name: &str) -> Option<&'a AgentDef> {
@@ -86,12 +117,6 @@ pub fn step_config(
     agent: Option<&AgentDef>,
     aliases: &AliasTable,
 ) -> Result<StepConfig, String> {
-    if let Some(machine) = &step.machine {
-        return Err(format!(
-            "Subagent launch aborted: step {index} ('{}') is placed on machine '{}'; launching on machines is not available yet.",
-            step.agent, machine.id
-        ));
-    }
     let Some(agent) = agent else {
         return Err(format!("Subagent launch aborted: agent '{}' is not known to the launcher.", step.agent));
     };

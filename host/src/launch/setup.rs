@@ -61,7 +61,8 @@ impl Setup {
             effective: cwd.clone(),
             requested: None,
         }];
-        for step in &plan.steps {
+        // A placed step's directory is on its machine (the shim's `cd` checks it there).
+        for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
             if !cwd_checks.iter().any(|c| c.effective == step.cwd) {
                 cwd_checks.push(CwdCheck {
                     effective: step.cwd.clone(),

@@ -13,8 +13,10 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+mod placement;
 mod workflow;
 
+pub use placement::Placement;
 pub use workflow::{AdapterSpec, KNOWN_ADAPTERS, ModelCheck, WorkflowConfig};
 
 /// The argv, environment overrides and cwd of one agent command.
@@ -260,6 +262,7 @@ pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
             optional_string(step, field)?;
         }
         let has_adapter = workflow::check_step(step)?;
+        placement::check_placement(step)?;
         match step.get("command").filter(|v| !v.is_null()) {
             Some(command) => check_command(command)?,
             None if run_command.is_some() || has_adapter => {}

@@ -57,6 +57,7 @@ impl Adapter for ClaudeAdapter {
             env: input.env(),
             cwd: input.cwd.to_owned(),
             stdin: Some(input.task.as_bytes().to_vec()),
+            clear_env: false,
         })
     }
 

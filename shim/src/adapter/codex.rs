@@ -58,6 +58,7 @@ impl Adapter for CodexAdapter {
             env: input.env(),
             cwd: input.cwd.to_owned(),
             stdin: Some(input.prompt_with_system().into_bytes()),
+            clear_env: false,
         })
     }
 

@@ -56,6 +56,7 @@ impl Adapter for CursorAdapter {
             env: input.env(),
             cwd: input.cwd.to_owned(),
             stdin: None,
+            clear_env: false,
         })
     }
 

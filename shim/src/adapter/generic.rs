@@ -24,6 +24,7 @@ impl Adapter for GenericCliAdapter {
             env: input.env(),
             cwd: input.cwd.to_owned(),
             stdin: Some(input.task.as_bytes().to_vec()),
+            clear_env: false,
         })
     }
 

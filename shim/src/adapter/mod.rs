@@ -59,6 +59,9 @@ pub struct AgentCommand {
     pub cwd: String,
     /// Bytes fed to the agent's standard input (`None`: `/dev/null`).
     pub stdin: Option<Vec<u8>>,
+    /// Start from an empty environment instead of the shim's (`ssh` for placed steps gets
+    /// only `env`, H6).
+    pub clear_env: bool,
 }
 
 /// What a stdout line is, for the supervisor.

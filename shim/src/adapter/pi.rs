@@ -61,6 +61,7 @@ impl Adapter for PiAdapter {
             env: input.env(),
             cwd: input.cwd.to_owned(),
             stdin,
+            clear_env: false,
         })
     }
 

@@ -31,6 +31,7 @@ impl Adapter for ShellAdapter {
             env,
             cwd: input.cwd.to_owned(),
             stdin: None,
+            clear_env: false,
         })
     }
 

@@ -185,3 +185,24 @@ fn r1_read_unlinks_the_file_even_when_invalid_and_refuses_symlinks() {
     );
     assert!(target.exists(), "only the link is unlinked");
 }
+
+#[test]
+fn p13_a_placement_is_checked_before_anything_runs() {
+    let placement = json!({"machine": "box", "target": "box", "cwd": "~/w", "controlDir": "/r/ssh"});
+    let mut v = valid();
+    v["steps"][0]["placement"] = placement.clone();
+    let config = parse_runner_config(&serde_json::to_vec(&v).unwrap()).unwrap();
+    assert_eq!(config.steps[0].placement().unwrap().target, "box");
+    for (field, bad, message) in [
+        ("target", json!("-oProxyCommand=x"), "'steps[].placement.target'"),
+        ("target", json!("a b"), "'steps[].placement.target'"),
+        ("cwd", json!(""), "'steps[].placement.cwd'"),
+        ("controlDir", json!("relative"), "'steps[].placement.controlDir'"),
+        ("machine", json!(7), "'steps[].placement' must be"),
+    ] {
+        let mut v = valid();
+        v["steps"][0]["placement"] = placement.clone();
+        v["steps"][0]["placement"][field] = bad;
+        assert!(error_of(&v).contains(message), "{field}: {}", error_of(&v));
+    }
+}

@@ -1,0 +1,158 @@
+//! Placed steps (issue 7, placement-and-schemas.md §8 H5–H12): the adapter's command runs on
+//! the machine through the local `ssh`, as if it ran here — same prompt delivery (argv,
+//! standard input), same output parsing, same stop and exit records.
+//!
+//! * [`wrap`] turns the adapter's [`AgentCommand`] into `ssh <options> <target> "sh -c '…'"`
+//!   with only the H6 variables in its environment ([`ssh_options`], [`script`]);
+//! * [`parser::RemoteParser`] drops everything before the READY marker (banners, rc-file
+//!   noise), takes the process group, final-message and git lines out of the stream, and hands
+//!   the rest to the adapter's own parser;
+//! * [`stop::stop_remote`] ends the remote process group when the run is stopped;
+//! * [`hint::failure_hint`] names the likely cause of a failure (unreachable machine, unknown
+//!   host key, missing directory or CLI …).
+
+pub mod hint;
+pub mod masters;
+pub mod parser;
+pub mod script;
+pub mod stop;
+
+use crate::adapter::{ARG_LIMIT, AgentCommand};
+use script::{Markers, RemoteFile};
+use std::collections::BTreeMap;
+use std::path::Path;
+use sublaunch_runfiles::config::Placement;
+
+/// The host variables the `ssh` process gets (H6); nothing else, in particular no API keys.
+pub const SSH_ENV: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SSH_AUTH_SOCK"];
+
+/// The ssh options of every connection (H5, with H4's hardening), up to the target.
+pub fn ssh_options(placement: &Placement) -> Vec<String> {
+    let mut argv = vec!["ssh".to_owned(), "-T".to_owned()];
+    if let Some(config) = &placement.ssh_config {
+        argv.extend(["-F".to_owned(), config.clone()]);
+    }
+    let control_path = format!("ControlPath={}/%C", placement.control_dir.trim_end_matches('/'));
+    for option in [
+        "BatchMode=yes",
+        "NumberOfPasswordPrompts=0",
+        "StrictHostKeyChecking=yes",
+        "ConnectTimeout=10",
+        "ConnectionAttempts=1",
+        "ServerAliveInterval=15",
+        "ServerAliveCountMax=4",
+        "ControlMaster=auto",
+        "ControlPersist=60",
+        control_path.as_str(),
+        "ForwardAgent=no",
+        "SendEnv=-*",
+    ] {
+        argv.extend(["-o".to_owned(), option.to_owned()]);
+    }
+    argv
+}
+
+/// The `ssh` process environment: the H6 variables the shim has.
+pub fn ssh_env() -> BTreeMap<String, String> {
+    SSH_ENV
+        .iter()
+        .filter_map(|key| Some(((*key).to_owned(), std::env::var(key).ok()?)))
+        .collect()
+}
+
+/// Creates the ControlMaster directory (0700) or checks the one that exists: a directory of
+/// ours, not a symlink, that nobody else can enter.
+pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    let path = Path::new(dir);
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(path)
+        .map_err(|e| format!("Cannot create the ssh control directory {dir}: {e}."))?;
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("Cannot read the ssh control directory {dir}: {e}."))?;
+    if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return Err(format!("The ssh control directory {dir} is not a directory of this user; remove it."));
+    }
+    if meta.mode() & 0o077 != 0 {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
+            .map_err(|e| format!("Cannot make the ssh control directory {dir} private: {e}."))?;
+    }
+    Ok(())
+}
+
+/// The local files `argv` of adapter `adapter` names that must live on the machine.
+fn remote_files(adapter: &str, argv: &[String]) -> Result<Vec<RemoteFile>, String> {
+    let after = |flag: &str| argv.iter().position(|a| a == flag).and_then(|i| argv.get(i + 1)).cloned();
+    let mut files = Vec::new();
+    if adapter.starts_with("codex-exec")
+        && let Some(path) = after("--output-last-message")
+    {
+        files.push(RemoteFile::Capture(path));
+    }
+    if adapter == "pi"
+        && let Some(path) = after("--append-system-prompt")
+    {
+        let content =
+            std::fs::read_to_string(&path).map_err(|e| format!("Cannot read the system prompt file {path}: {e}."))?;
+        files.push(RemoteFile::Upload { path, content });
+    }
+    Ok(files)
+}
+
+/// The `ssh` command that runs `command` (built by adapter `adapter`) on the placed machine,
+/// and the local file a captured final message goes to (Codex). The local working directory
+/// stays the step's; the machine's is `placement.cwd`.
+pub fn wrap(
+    command: AgentCommand,
+    placement: &Placement,
+    adapter: &str,
+    markers: &Markers,
+) -> Result<(AgentCommand, Option<String>), String> {
+    prepare_control_dir(&placement.control_dir)?;
+    let files = remote_files(adapter, &command.argv)?;
+    let remote = script::remote_command(&script::script(markers, &placement.cwd, &command.argv, &files));
+    if remote.len() > ARG_LIMIT {
+        return Err(format!(
+            "The command for machine '{}' is {} bytes; a remote command is at most 128 KiB (long tasks go on standard input for pi, claude and codex).",
+            placement.machine,
+            remote.len()
+        ));
+    }
+    let mut argv = ssh_options(placement);
+    argv.push(placement.target.clone());
+    argv.push(remote);
+    let capture = files.into_iter().find_map(|f| match f {
+        RemoteFile::Capture(path) => Some(path),
+        RemoteFile::Upload { .. } => None,
+    });
+    let wrapped = AgentCommand {
+        argv,
+        env: ssh_env(),
+        cwd: command.cwd,
+        stdin: command.stdin,
+        clear_env: true,
+    };
+    Ok((wrapped, capture))
+}
+
+/// Places a step: the wrapped command, the adapter's parser behind the H10 filter, and the
+/// supervisor's handle on the remote side.
+pub fn place(
+    command: AgentCommand,
+    placement: Placement,
+    adapter: &str,
+    parser: Box<dyn crate::adapter::OutputParser>,
+) -> Result<(AgentCommand, Box<dyn crate::adapter::OutputParser>, crate::child::RemoteChild), String> {
+    masters::register(&placement.control_dir);
+    let markers = Markers::random().map_err(|e| format!("Cannot draw the marker token: {e}."))?;
+    let (command, capture) = wrap(command, &placement, adapter, &markers)?;
+    let state = parser::SharedState::default();
+    let filtered = parser::RemoteParser::new(parser, markers, state.clone(), capture, &placement.machine, &placement.cwd);
+    let child = crate::child::RemoteChild {
+        placement,
+        state,
+        stop_sent: false,
+    };
+    Ok((command, Box::new(filtered), child))
+}

@@ -1,0 +1,60 @@
+//! `stop` on a placed step ends the remote process tree, not just the local `ssh`: a second
+//! ssh (through the machine's ControlMaster, so it costs one round trip) sends SIGTERM to the
+//! remote process group, then SIGKILL to what is left after the grace.
+
+use super::script::quote;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use sublaunch_runfiles::config::Placement;
+
+/// How long the remote group gets between SIGTERM and SIGKILL (tenths of a second, counted by
+/// the remote shell).
+const REMOTE_GRACE_TENTHS: u32 = 30;
+
+/// The longest the shim waits for the stop connection.
+const STOP_DEADLINE: Duration = Duration::from_secs(15);
+
+/// The remote script: TERM the group, wait for it to empty, KILL the rest.
+pub fn stop_script(pgid: u32) -> String {
+    format!(
+        "kill -TERM -{pgid} 2>/dev/null; pi_i=0; while kill -0 -{pgid} 2>/dev/null; do \
+         pi_i=$((pi_i+1)); if [ $pi_i -gt {REMOTE_GRACE_TENTHS} ]; then kill -KILL -{pgid} 2>/dev/null; break; fi; \
+         sleep 0.1; done; true"
+    )
+}
+
+/// Ends remote process group `pgid` of `placement`'s machine; waits (at most 15 s) for the
+/// stop connection. The error says why it could not.
+pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
+    let mut argv = super::ssh_options(placement);
+    argv.push(placement.target.clone());
+    argv.push(format!("sh -c {}", quote(&stop_script(pgid))));
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .env_clear()
+        .envs(super::ssh_env())
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    use std::os::unix::process::CommandExt as _;
+    let mut child = crate::signals::unblocked(|| command.spawn())
+        .map_err(|e| format!("Cannot start ssh to stop the agent on '{}': {e}.", placement.machine))?;
+    let deadline = Instant::now() + STOP_DEADLINE;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) if status.success() => return Ok(()),
+            Ok(Some(status)) => {
+                return Err(format!("Stopping the agent on '{}' failed: ssh ended with {status}.", placement.machine));
+            }
+            Ok(None) if Instant::now() >= deadline => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("Stopping the agent on '{}' timed out.", placement.machine));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("Cannot wait for the stop connection to '{}': {e}.", placement.machine)),
+        }
+    }
+}
