@@ -70,14 +70,17 @@ fn main() {
     launch(warm.path(), false);
 
     let (mut bare, mut local, mut first, mut second) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut muxed = Vec::new();
     for _ in 0..rounds {
         bare.push(timed(&mut ssh_true(&config, &["-o", "ControlMaster=no", "-o", "ControlPath=none"])));
         local.push(launch(warm.path(), false));
         let control = tempfile::Builder::new().prefix("slb").tempdir_in("/tmp").unwrap();
         first.push(launch(control.path(), true));
         second.push(launch(control.path(), true));
-        // End this round's master so the next first launch connects anew.
         let socket_dir = control.path().to_string_lossy().into_owned();
+        let control_path = format!("ControlPath={socket_dir}/%C");
+        muxed.push(timed(&mut ssh_true(&config, &["-o", "ControlMaster=no", "-o", &control_path])));
+        // End this round's master so the next first launch connects anew.
         let _ = Command::new("ssh")
             .arg("-F")
             .arg(&config)
@@ -93,6 +96,7 @@ fn main() {
     println!("| measurement (median) | time | vs `ssh testbox true` |");
     println!("|---|---|---|");
     row("`ssh testbox true` (new connection; floor)", floor);
+    row("`ssh testbox true` over the open master", median(muxed));
     row("local `run --agent shell --task true --wait`", median(local));
     row("remote `run --machine testbox … --wait`, first launch (new master)", median(first));
     row("remote `run --machine testbox … --wait`, second launch (reused master)", median(second));
