@@ -7,8 +7,8 @@
 # Usage: scripts/bench-embedders.sh [REQUEST.json] [CALLS]
 #        (defaults: examples/plan/chain.json, 2000 calls after a 10 % warm-up)
 #
-# It runs the ignored `benchmark_warm_plan_calls` test of tests/embedders.rs, in the dev
-# profile the test suite uses (dependencies, wasmtime included, are optimised there).
+# It runs the ignored `benchmark_warm_plan_calls` test of tests/embedders.rs in the release
+# profile, so the Rust row is the host library as it ships.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,8 +19,8 @@ bash scripts/setup-embedders.sh >/dev/null
 mkdir -p target/embedders
 # The benchmark needs the workspace's binaries (`sublaunch component` writes the component);
 # both commands select the whole workspace, so they share one build.
-cargo test --workspace --locked --no-run -q 2>/dev/null || cargo test --workspace --locked --no-run
+cargo test --release --workspace --locked --no-run -q 2>/dev/null || cargo test --release --workspace --locked --no-run
 SUBLAUNCH_BENCH_REQUEST=$request SUBLAUNCH_BENCH_CALLS=$calls \
-    cargo test --workspace --locked -q --test embedders -- \
+    cargo test --release --workspace --locked -q --test embedders -- \
     --ignored --exact benchmark_warm_plan_calls --nocapture 2>&1 | tee target/embedders/bench.log |
     awk '/^Warm /{p=1} p&&!/^(Warm |\||$)/{p=0} p' || { cat target/embedders/bench.log >&2; exit 1; }
