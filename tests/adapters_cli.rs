@@ -196,6 +196,17 @@ fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
     let results = step_results(&scratch, &end);
     assert_eq!(results[0]["structuredErrors"].as_array().map(Vec::len), Some(2), "{results:?}");
 
+    // Without its validator a structured step cannot pass.
+    let output = scratch
+        .cli(&["run", "--agent", "judge", "--task", "judge it", "--wait", "--json"])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("SUBLAUNCH_VALIDATOR", "/nonexistent/sublaunch-validate")
+        .output()
+        .unwrap();
+    let end: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(end["state"], "failed", "{end}");
+    assert!(end["steps"][0]["error"].as_str().unwrap().contains("could not be checked"), "{end}");
+
     write(&scratch.work().join("verdict.txt"), "I could not decide.");
     let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
     assert_eq!(end["state"], "failed");

@@ -53,6 +53,7 @@ pub mod supervise;
 #[cfg(feature = "test-hooks")]
 pub mod testfs;
 pub mod tree;
+pub mod validator;
 pub mod verdict;
 pub mod workflow;
 

@@ -27,6 +27,8 @@ pub enum StructuredError {
     BadSchema(String),
     /// The JSON does not validate: `(path, message)` for every violation.
     Invalid(Vec<(String, String)>),
+    /// The validator process could not give a verdict (missing, crashed, too slow).
+    Unavailable(String),
 }
 
 impl StructuredError {
@@ -37,6 +39,7 @@ impl StructuredError {
                 "Structured output of {label} is not JSON: the output, its last ```json block and its end were tried ({cause})."
             ),
             Self::BadSchema(cause) => format!("The output schema of {label} cannot be used: {cause}"),
+            Self::Unavailable(cause) => format!("Structured output of {label} could not be checked: {cause}."),
             Self::Invalid(errors) => {
                 let lines: Vec<String> = errors.iter().map(|(path, message)| format!("- {path}: {message}")).collect();
                 format!(

@@ -5,7 +5,7 @@
 
 use crate::adapter::Extracted;
 use crate::step_end::StepEnd;
-use crate::structured::{self, StructuredError};
+use crate::structured::StructuredError;
 use serde_json::json;
 use sublaunch_runfiles::config::StepConfig;
 use sublaunch_runfiles::status::{RunState, derive_terminal_state};
@@ -33,7 +33,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         return;
     }
     let schema = step.output_schema().unwrap_or_else(|| json!({}));
-    match structured::check(&end.output, &schema) {
+    match crate::validator::check(&end.output, &schema) {
         Ok(value) => end.structured = Some(value),
         Err(error) => {
             if let StructuredError::Invalid(errors) = &error {
