@@ -45,7 +45,12 @@ fn fake_clis(scratch: &Scratch) -> PathBuf {
            echo '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"an earlier message\"}}'\n";
     let cursor = recorder("cursor-agent", false)
         + "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"quota exhausted\"}'\n";
-    for (name, script) in [("pi", pi), ("claude", claude), ("codex", codex), ("cursor-agent", cursor)] {
+    for (name, script) in [
+        ("pi", pi),
+        ("claude", claude),
+        ("codex", codex),
+        ("cursor-agent", cursor),
+    ] {
         let path = bin.join(name);
         write(&path, &script);
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -72,7 +77,8 @@ fn run_json(scratch: &Scratch, bin: &Path, args: &[&str]) -> Value {
 }
 
 fn recorded(scratch: &Scratch, name: &str, what: &str) -> String {
-    std::fs::read_to_string(scratch.work().join(format!("{name}.{what}"))).unwrap_or_else(|e| panic!("{name}.{what}: {e}"))
+    std::fs::read_to_string(scratch.work().join(format!("{name}.{what}")))
+        .unwrap_or_else(|e| panic!("{name}.{what}: {e}"))
 }
 
 /// The step results of a finished run (`<root>/results/<id>.json`).
@@ -90,7 +96,15 @@ fn pi_gets_its_json_mode_argv_and_its_final_message_is_the_output() {
     let end = run_json(
         &scratch,
         &bin,
-        &["--agent", "pi", "--model", "anthropic/claude-sonnet-4-5", "--thinking", "low", "--task=-n is a flag"],
+        &[
+            "--agent",
+            "pi",
+            "--model",
+            "anthropic/claude-sonnet-4-5",
+            "--thinking",
+            "low",
+            "--task=-n is a flag",
+        ],
     );
     assert_eq!(end["state"], "complete", "{end}");
     let argv = recorded(&scratch, "pi", "argv");
@@ -123,16 +137,33 @@ fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
     assert!(argv.contains("--permission-mode\nacceptEdits\n"), "{argv}");
     assert!(!argv.contains("--disallowedTools"), "{argv}");
 
-    let end = run_json(&scratch, &bin, &["--agent", "codex-writer", "--task", "write the tests"]);
+    let end = run_json(
+        &scratch,
+        &bin,
+        &["--agent", "codex-writer", "--task", "write the tests"],
+    );
     assert_eq!(end["state"], "complete", "{end}");
     let argv = recorded(&scratch, "codex", "argv");
     let lines: Vec<&str> = argv.lines().collect();
-    assert_eq!(lines[..6], ["exec", "--json", "--skip-git-repo-check", "--sandbox", "workspace-write", "--output-last-message"]);
+    assert_eq!(
+        lines[..6],
+        [
+            "exec",
+            "--json",
+            "--skip-git-repo-check",
+            "--sandbox",
+            "workspace-write",
+            "--output-last-message"
+        ]
+    );
     assert!(lines[6].ends_with("/last-message-0.txt"), "{argv}");
     assert_eq!(lines[7..], ["-"]);
     assert_eq!(recorded(&scratch, "codex", "stdin"), "write the tests");
     let results = step_results(&scratch, &end).remove(0).to_string();
-    assert!(results.contains("done by codex"), "the last-message file wins over events: {results}");
+    assert!(
+        results.contains("done by codex"),
+        "the last-message file wins over events: {results}"
+    );
 }
 
 #[test]
@@ -145,14 +176,24 @@ fn an_error_result_of_cursor_fails_the_step_with_its_text() {
         "-p\n--output-format\nstream-json\n--force\ntidy up\n"
     );
     assert_eq!(end["state"], "failed", "{end}");
-    assert!(end["steps"][0]["error"].as_str().unwrap().contains("quota exhausted"), "{end}");
+    assert!(
+        end["steps"][0]["error"].as_str().unwrap().contains("quota exhausted"),
+        "{end}"
+    );
 }
 
 #[test]
 fn pi_must_report_the_planned_model_or_a_declared_alias() {
     let scratch = Scratch::new("adapter-model-check");
     let bin = fake_clis(&scratch);
-    let args = ["--agent", "pi", "--model", "anthropic/claude-sonnet-4-5", "--task", "hi"];
+    let args = [
+        "--agent",
+        "pi",
+        "--model",
+        "anthropic/claude-sonnet-4-5",
+        "--task",
+        "hi",
+    ];
     // The registry id alone is accepted.
     write(&scratch.work().join("reported-model"), "claude-sonnet-4-5");
     assert_eq!(run_json(&scratch, &bin, &args)["state"], "complete");
@@ -163,13 +204,20 @@ fn pi_must_report_the_planned_model_or_a_declared_alias() {
     let error = end["steps"][0]["error"].as_str().unwrap();
     assert!(error.contains("planned 'anthropic/claude-sonnet-4-5'"), "{error}");
     assert!(error.contains("reported 'claude-3-7-sonnet-latest'"), "{error}");
-    assert!(error.contains("modelResponseAliases"), "says how to declare an alias: {error}");
+    assert!(
+        error.contains("modelResponseAliases"),
+        "says how to declare an alias: {error}"
+    );
 
     write(
         &scratch.work().join(".sublaunch/settings.json"),
         r#"{"subagents": {"modelResponseAliases": {"anthropic/claude-sonnet-4-5": ["claude-3-7-sonnet-latest"]}}}"#,
     );
-    assert_eq!(run_json(&scratch, &bin, &args)["state"], "complete", "the declared alias is accepted");
+    assert_eq!(
+        run_json(&scratch, &bin, &args)["state"],
+        "complete",
+        "the declared alias is accepted"
+    );
 }
 
 #[test]
@@ -181,20 +229,37 @@ fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
         "---\nname: judge\nrunner:\n  type: command\n  command: [cat, verdict.txt]\n\
          outputSchema:\n  type: object\n  required: [verdict]\n  properties:\n    verdict: {enum: [approve, reject]}\n    notes: {type: array, items: {type: string}}\n---\nJudge.\n",
     );
-    write(&scratch.work().join("verdict.txt"), "Looks fine.\n```json\n{\"verdict\": \"approve\", \"notes\": [\"ok\"]}\n```\n");
+    write(
+        &scratch.work().join("verdict.txt"),
+        "Looks fine.\n```json\n{\"verdict\": \"approve\", \"notes\": [\"ok\"]}\n```\n",
+    );
     let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
     assert_eq!(end["state"], "complete", "{end}");
     let results = step_results(&scratch, &end);
-    assert_eq!(results[0]["structured"], serde_json::json!({"verdict": "approve", "notes": ["ok"]}), "{results:?}");
+    assert_eq!(
+        results[0]["structured"],
+        serde_json::json!({"verdict": "approve", "notes": ["ok"]}),
+        "{results:?}"
+    );
 
-    write(&scratch.work().join("verdict.txt"), "{\"verdict\": \"maybe\", \"notes\": [1]}");
+    write(
+        &scratch.work().join("verdict.txt"),
+        "{\"verdict\": \"maybe\", \"notes\": [1]}",
+    );
     let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
     assert_eq!(end["state"], "failed", "{end}");
     let error = end["steps"][0]["error"].as_str().unwrap();
     assert!(error.contains("does not match its output schema (2 errors)"), "{error}");
-    assert!(error.contains("- $.verdict: ") && error.contains("- $.notes[0]: "), "{error}");
+    assert!(
+        error.contains("- $.verdict: ") && error.contains("- $.notes[0]: "),
+        "{error}"
+    );
     let results = step_results(&scratch, &end);
-    assert_eq!(results[0]["structuredErrors"].as_array().map(Vec::len), Some(2), "{results:?}");
+    assert_eq!(
+        results[0]["structuredErrors"].as_array().map(Vec::len),
+        Some(2),
+        "{results:?}"
+    );
 
     // Without its validator a structured step cannot pass.
     let output = scratch
@@ -205,10 +270,19 @@ fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
         .unwrap();
     let end: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(end["state"], "failed", "{end}");
-    assert!(end["steps"][0]["error"].as_str().unwrap().contains("could not be checked"), "{end}");
+    assert!(
+        end["steps"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("could not be checked"),
+        "{end}"
+    );
 
     write(&scratch.work().join("verdict.txt"), "I could not decide.");
     let end = run_json(&scratch, &bin, &["--agent", "judge", "--task", "judge it"]);
     assert_eq!(end["state"], "failed");
-    assert!(end["steps"][0]["error"].as_str().unwrap().contains("is not JSON"), "{end}");
+    assert!(
+        end["steps"][0]["error"].as_str().unwrap().contains("is not JSON"),
+        "{end}"
+    );
 }

@@ -71,9 +71,8 @@ impl Project {
 
     fn agents_json(&self, args: &[&str]) -> (Vec<Value>, Output) {
         let output = self.sublaunch(&[&["agents", "--json"], args].concat());
-        let list: Value = serde_json::from_slice(&output.stdout).unwrap_or_else(|e| {
-            panic!("not JSON ({e}): {}\n{}", text(&output.stdout), text(&output.stderr))
-        });
+        let list: Value = serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}\n{}", text(&output.stdout), text(&output.stderr)));
         (list.as_array().unwrap().clone(), output)
     }
 }
@@ -123,7 +122,10 @@ fn agents_come_from_project_user_and_pi_directories_nearest_first() {
 
     let shell = find(&list, "shell");
     assert_eq!(shell.len(), 1);
-    assert_eq!(shell[0]["source"]["scope"], "pi-project", "a pi file wins over the built-in");
+    assert_eq!(
+        shell[0]["source"]["scope"], "pi-project",
+        "a pi file wins over the built-in"
+    );
     assert_eq!(shell[0]["source"]["path"], pi_shell.to_string_lossy().as_ref());
     assert_eq!(shell[0]["runner"]["adapter"], "shell");
 
@@ -136,7 +138,14 @@ fn agents_come_from_project_user_and_pi_directories_nearest_first() {
     assert_eq!(codex["source"]["kind"], "built-in");
     assert_eq!(codex["runner"]["type"], "external-cli");
     assert_eq!(codex["runner"]["adapter"], "codex-exec");
-    for builtin in ["pi", "claude", "claude-writer", "codex-writer", "cursor", "cursor-writer"] {
+    for builtin in [
+        "pi",
+        "claude",
+        "claude-writer",
+        "codex-writer",
+        "cursor",
+        "cursor-writer",
+    ] {
         assert_eq!(find(&list, builtin).len(), 1, "{builtin}");
     }
 
@@ -160,13 +169,17 @@ fn agents_come_from_project_user_and_pi_directories_nearest_first() {
     }
     let scout_row = table.lines().find(|l| l.starts_with("scout ")).unwrap();
     assert!(
-        scout_row.contains("claude-haiku-4.5") && scout_row.contains("project (") && scout_row.contains("project scout"),
+        scout_row.contains("claude-haiku-4.5")
+            && scout_row.contains("project (")
+            && scout_row.contains("project scout"),
         "{scout_row}"
     );
     assert!(!table.contains("[shadowed]"), "{table}");
     let all_table = text(&project.sublaunch(&["agents", "--all"]).stdout);
     assert!(
-        all_table.lines().any(|l| l.starts_with("scout ") && l.contains("user (") && l.contains("[shadowed]")),
+        all_table
+            .lines()
+            .any(|l| l.starts_with("scout ") && l.contains("user (") && l.contains("[shadowed]")),
         "{all_table}"
     );
 }
@@ -211,7 +224,10 @@ fn run_refuses_unknown_agents_and_agents_of_broken_files() {
     assert_eq!(output.status.code(), Some(2));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains(&format!("agent 'broken' cannot be used: {}: thinking: 'extreme'", broken.display())),
+        stderr.contains(&format!(
+            "agent 'broken' cannot be used: {}: thinking: 'extreme'",
+            broken.display()
+        )),
         "{stderr}"
     );
     let output = project.sublaunch(&["run", "--agent", "shell", "--task", "true", "--dry-run"]);
@@ -238,7 +254,10 @@ fn a_missing_agent_cli_is_refused_before_launch() {
     );
     for (agent, fragment) in [
         ("claude", "agent 'claude' needs 'claude' is not on PATH (/usr/bin:/bin)"),
-        ("codex-writer", "agent 'codex-writer' needs 'codex' is not on PATH (/usr/bin:/bin)"),
+        (
+            "codex-writer",
+            "agent 'codex-writer' needs 'codex' is not on PATH (/usr/bin:/bin)",
+        ),
         ("pi", "agent 'pi' needs 'pi' is not on PATH"),
         ("cursor", "'cursor-agent' is not on PATH"),
         ("local-tool", "bin/agent-tool' does not exist"),
@@ -247,7 +266,10 @@ fn a_missing_agent_cli_is_refused_before_launch() {
         assert_eq!(output.status.code(), Some(1), "{agent}: {}", text(&output.stderr));
         let stderr = text(&output.stderr);
         assert!(stderr.contains(fragment), "{agent}: {stderr}");
-        assert!(stderr.contains("runner.command"), "the message says how to fix it: {stderr}");
+        assert!(
+            stderr.contains("runner.command"),
+            "the message says how to fix it: {stderr}"
+        );
         assert!(text(&output.stdout).is_empty(), "no run id: {}", text(&output.stdout));
     }
     assert!(

@@ -67,7 +67,10 @@ fn json_and_yaml_chain_files_plan_the_same_steps() {
     assert_eq!(from_yaml, from_json);
     let steps = from_yaml["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 2);
-    assert_eq!(steps[0]["task"], "echo first-{task}", "placeholders reach the runner verbatim");
+    assert_eq!(
+        steps[0]["task"], "echo first-{task}",
+        "placeholders reach the runner verbatim"
+    );
     assert_eq!(steps[1]["stepIndex"], 1);
 
     // A group inside a chain, and parallel mode; the file's name does not need an extension.
@@ -79,8 +82,15 @@ fn json_and_yaml_chain_files_plan_the_same_steps() {
     let planned = plan(&scratch, &grouped, &["--task", "T"]);
     let steps = planned["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
-    assert_eq!((steps[2]["stepIndex"].clone(), steps[2]["taskIndex"].clone()), (1.into(), 1.into()));
-    assert!(steps[2]["cwd"].as_str().unwrap().ends_with("/work/sub"), "{}", steps[2]["cwd"]);
+    assert_eq!(
+        (steps[2]["stepIndex"].clone(), steps[2]["taskIndex"].clone()),
+        (1.into(), 1.into())
+    );
+    assert!(
+        steps[2]["cwd"].as_str().unwrap().ends_with("/work/sub"),
+        "{}",
+        steps[2]["cwd"]
+    );
     assert!(planned["graph"]["steps"][1]["parallel"].is_array());
     let parallel = write(
         &scratch.work().join("par.json"),
@@ -125,7 +135,11 @@ fn bad_chain_files_are_errors_naming_the_file_and_json_path() {
             "steps:\n  - {parallel: [{agent: shell, task: a}], concurrency: 1}\n  - {parallel: [{agent: shell, task: b}], concurrency: 2}\n",
             "groups.yaml: steps[1].concurrency: 2 differs from steps[0].concurrency = 1",
         ),
-        ("empty.yaml", "steps: []\n", "empty.yaml: steps: a chain file needs at least one step"),
+        (
+            "empty.yaml",
+            "steps: []\n",
+            "empty.yaml: steps: a chain file needs at least one step",
+        ),
     ];
     for (name, content, expected) in cases {
         let path = write(&scratch.work().join(name), content);
@@ -133,7 +147,10 @@ fn bad_chain_files_are_errors_naming_the_file_and_json_path() {
         assert_eq!(output.status.code(), Some(2), "{name}: {}", text(&output.stderr));
         let stderr = text(&output.stderr);
         assert!(stderr.contains(expected), "{name}: {stderr}");
-        assert!(stderr.contains(&*path.to_string_lossy()), "{name}: the full path: {stderr}");
+        assert!(
+            stderr.contains(&*path.to_string_lossy()),
+            "{name}: the full path: {stderr}"
+        );
     }
     // {task} without --task.
     let path = write(&scratch.work().join("needs-task.yaml"), TWO_STEPS_YAML);
@@ -148,7 +165,10 @@ fn bad_chain_files_are_errors_naming_the_file_and_json_path() {
     let output = run(&scratch, &["run", "--chain", "/nonexistent/chain.yaml"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("/nonexistent/chain.yaml: cannot read the chain file"));
-    let output = run(&scratch, &["run", "--agent", "shell", "--task", "x", "--concurrency", "2"]);
+    let output = run(
+        &scratch,
+        &["run", "--agent", "shell", "--task", "x", "--concurrency", "2"],
+    );
     assert_eq!(output.status.code(), Some(2), "--concurrency needs --chain");
     assert!(names_in(&scratch.runs()).is_empty(), "nothing was launched");
 }
@@ -157,13 +177,19 @@ fn bad_chain_files_are_errors_naming_the_file_and_json_path() {
 fn a_two_step_shell_chain_runs_end_to_end() {
     let scratch = Scratch::new("chain-e2e");
     let chain = write(&scratch.work().join("two.yaml"), TWO_STEPS_YAML);
-    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--task", "T", "--wait"]);
+    let output = run(
+        &scratch,
+        &["run", "--chain", &chain.to_string_lossy(), "--task", "T", "--wait"],
+    );
     let stdout = ok(&output);
     let id = run_id(&stdout);
     assert!(stdout.contains(&format!("{id}: complete")), "{stdout}");
     let logs = ok(&run(&scratch, &["logs", &id]));
     assert!(logs.contains("[1 shell] first-T\n"), "{logs}");
-    assert!(logs.contains("[2 shell] second saw: first-T"), "{{previous}} is step 1's output: {logs}");
+    assert!(
+        logs.contains("[2 shell] second saw: first-T"),
+        "{{previous}} is step 1's output: {logs}"
+    );
     let done = status(&scratch.run_dir(&id)).unwrap();
     assert_eq!(done["steps"][0]["status"], "complete");
     assert_eq!(done["steps"][1]["status"], "complete");
@@ -181,7 +207,10 @@ fn a_failed_step_stops_the_chain() {
     let id = run_id(&text(&output.stdout));
     assert!(text(&output.stdout).contains(&format!("{id}: failed")));
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("step 2 shell: failed"), "the progress says which: {stderr}");
+    assert!(
+        stderr.contains("step 2 shell: failed"),
+        "the progress says which: {stderr}"
+    );
     let done = status(&scratch.run_dir(&id)).unwrap();
     assert_eq!(done["steps"][1]["status"], "failed");
     assert_ne!(done["steps"][2]["status"], "complete");
@@ -200,7 +229,18 @@ fn a_three_way_parallel_run_runs_end_to_end() {
              {"agent": "shell", "task": "echo beta {task}"},
              {"agent": "shell", "task": "sleep 0.1; echo gamma {task}"}]}"#,
     );
-    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--task", "X", "--wait", "--json"]);
+    let output = run(
+        &scratch,
+        &[
+            "run",
+            "--chain",
+            &chain.to_string_lossy(),
+            "--task",
+            "X",
+            "--wait",
+            "--json",
+        ],
+    );
     let result: Value = serde_json::from_str(&ok(&output)).unwrap();
     assert_eq!(result["state"], "complete");
     let steps = result["steps"].as_array().unwrap();
@@ -215,9 +255,14 @@ fn a_three_way_parallel_run_runs_end_to_end() {
     assert!(order.windows(2).all(|w| w[0] < w[1]), "outputs in task order: {logs}");
     // The tasks ran side by side: the second started before the first (sleeping) ended.
     let done = status(&scratch.run_dir(id)).unwrap();
-    let starts: Vec<u64> = (0..3).map(|i| done["steps"][i]["startedAt"].as_u64().unwrap()).collect();
+    let starts: Vec<u64> = (0..3)
+        .map(|i| done["steps"][i]["startedAt"].as_u64().unwrap())
+        .collect();
     let ends: Vec<u64> = (0..3).map(|i| done["steps"][i]["endedAt"].as_u64().unwrap()).collect();
-    assert!(starts[1] < ends[0], "task 2 started before task 1 ended: {starts:?} {ends:?}");
+    assert!(
+        starts[1] < ends[0],
+        "task 2 started before task 1 ended: {starts:?} {ends:?}"
+    );
 }
 
 #[test]
@@ -227,10 +272,24 @@ fn a_parallel_group_inside_a_chain_aggregates_its_outputs_in_order() {
         &scratch.work().join("group.yaml"),
         "failFast: true\nsteps:\n  - parallel:\n      - {agent: shell, task: 'sleep 0.2; echo one'}\n      - {agent: shell, task: 'echo two'}\n      - {agent: shell, task: 'echo three'}\n  - {agent: shell, task: 'echo \"after: {previous}\"'}\n",
     );
-    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait", "--concurrency", "2"]);
+    let output = run(
+        &scratch,
+        &[
+            "run",
+            "--chain",
+            &chain.to_string_lossy(),
+            "--wait",
+            "--concurrency",
+            "2",
+        ],
+    );
     let id = run_id(&ok(&output));
     let logs = ok(&run(&scratch, &["logs", &id]));
-    let last = logs.lines().filter(|l| l.starts_with("[2 shell]")).collect::<Vec<_>>().join("\n");
+    let last = logs
+        .lines()
+        .filter(|l| l.starts_with("[2 shell]"))
+        .collect::<Vec<_>>()
+        .join("\n");
     let (one, two, three) = (last.find("one"), last.find("two"), last.find("three"));
     assert!(
         one.is_some() && one < two && two < three,
@@ -239,7 +298,10 @@ fn a_parallel_group_inside_a_chain_aggregates_its_outputs_in_order() {
     // logs --follow on an ended run prints the same, each line with its step.
     let followed = ok(&run(&scratch, &["logs", &id, "--follow"]));
     assert_eq!(followed, logs);
-    assert!(logs.contains("[1.1 shell] one") && logs.contains("[1.3 shell] three"), "{logs}");
+    assert!(
+        logs.contains("[1.1 shell] one") && logs.contains("[1.3 shell] three"),
+        "{logs}"
+    );
 }
 
 /// Fake agent CLIs speaking the output formats of the adapters: pi's JSON events (task as
@@ -298,7 +360,18 @@ fn chains_and_parallel_runs_of_fake_pi_claude_and_codex_run_end_to_end() {
         &scratch.work().join("agents.yaml"),
         "steps:\n  - {agent: pi, task: 'map {task}'}\n  - {agent: claude, task: 'review: {previous}'}\n",
     );
-    let output = run_with_fakes(&scratch, &bin, &["run", "--chain", &chain.to_string_lossy(), "--task", "the parser", "--wait"]);
+    let output = run_with_fakes(
+        &scratch,
+        &bin,
+        &[
+            "run",
+            "--chain",
+            &chain.to_string_lossy(),
+            "--task",
+            "the parser",
+            "--wait",
+        ],
+    );
     let id = run_id(&ok(&output));
     let logs = ok(&run(&scratch, &["logs", &id]));
     assert!(logs.contains("pi says map the parser"), "{logs}");
@@ -311,10 +384,27 @@ fn chains_and_parallel_runs_of_fake_pi_claude_and_codex_run_end_to_end() {
         &scratch.work().join("three.yaml"),
         "mode: parallel\nsteps:\n  - {agent: pi, task: 'one {task}'}\n  - {agent: claude, task: 'two {task}'}\n  - {agent: codex, task: 'three {task}'}\n",
     );
-    let output = run_with_fakes(&scratch, &bin, &["run", "--chain", &parallel.to_string_lossy(), "--task", "X", "--wait", "--json"]);
+    let output = run_with_fakes(
+        &scratch,
+        &bin,
+        &[
+            "run",
+            "--chain",
+            &parallel.to_string_lossy(),
+            "--task",
+            "X",
+            "--wait",
+            "--json",
+        ],
+    );
     let result: Value = serde_json::from_str(&ok(&output)).unwrap();
     assert_eq!(result["state"], "complete", "{result}");
-    let agents: Vec<&str> = result["steps"].as_array().unwrap().iter().map(|s| s["agent"].as_str().unwrap()).collect();
+    let agents: Vec<&str> = result["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["agent"].as_str().unwrap())
+        .collect();
     assert_eq!(agents, ["pi", "claude", "codex"]);
     let logs = ok(&run(&scratch, &["logs", result["runId"].as_str().unwrap()]));
     for said in ["pi says one X", "claude says two X"] {

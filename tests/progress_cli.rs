@@ -63,7 +63,10 @@ fn chain_progress_reports_each_step_in_order() {
     let first = stderr.find("step 1 shell: complete").expect(&stderr);
     let second = stderr.find("step 2 shell: complete").expect(&stderr);
     assert!(first < second, "{stderr}");
-    assert!(stderr.contains("step 1 shell: running"), "the sleeping step was seen running: {stderr}");
+    assert!(
+        stderr.contains("step 1 shell: running"),
+        "the sleeping step was seen running: {stderr}"
+    );
     assert!(stderr.contains("2 steps: 2 complete in "), "{stderr}");
 }
 
@@ -71,7 +74,15 @@ fn chain_progress_reports_each_step_in_order() {
 fn json_progress_is_json_lines_and_the_end_one_object() {
     let scratch = Scratch::new("progress-json");
     let output = scratch
-        .cli(&["run", "--agent", "shell", "--task", "echo hi; exit 4", "--wait", "--json"])
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo hi; exit 4",
+            "--wait",
+            "--json",
+        ])
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1));
@@ -143,7 +154,10 @@ fn a_terminal_gets_a_live_block_per_step() {
     let screen = text(&output.stdout);
     assert_eq!(output.status.code(), Some(0), "{screen}");
     assert!(screen.contains("\u{1b}[2K"), "lines are redrawn: {screen:?}");
-    assert!(screen.contains("\r\u{1b}[2A"), "the block moves up over itself: {screen:?}");
+    assert!(
+        screen.contains("\r\u{1b}[2A"),
+        "the block moves up over itself: {screen:?}"
+    );
     assert!(
         screen.contains("first-output"),
         "a running step shows its last output line: {screen:?}"
@@ -152,6 +166,9 @@ fn a_terminal_gets_a_live_block_per_step() {
     for line in ["✓ 1  shell  complete", "✓ 2  shell  complete"] {
         assert!(screen.contains(line), "{line}: {screen:?}");
     }
-    assert!(screen.contains("alpha-done") && screen.contains("beta-done"), "{screen:?}");
+    assert!(
+        screen.contains("alpha-done") && screen.contains("beta-done"),
+        "{screen:?}"
+    );
     assert!(screen.contains("2 steps: 2 complete in "), "{screen:?}");
 }

@@ -56,7 +56,12 @@ impl Remote {
         std::fs::create_dir_all(&remote_dir).unwrap();
         // Socket paths are short: a directory directly under /tmp.
         let control = tempfile::Builder::new().prefix("slc").tempdir_in("/tmp").unwrap();
-        Self { scratch, server, control, remote_dir }
+        Self {
+            scratch,
+            server,
+            control,
+            remote_dir,
+        }
     }
 
     fn cli(&self, args: &[&str]) -> Command {
@@ -118,14 +123,25 @@ fn a_shell_step_runs_in_the_machines_directory() {
     assert_eq!(end["state"], "complete", "{end}");
     let result = remote.result(&end);
     let step = &result["results"][0];
-    assert_eq!(step["output"], format!("{}\nit's remote", remote.remote_dir()), "{result}");
+    assert_eq!(
+        step["output"],
+        format!("{}\nit's remote", remote.remote_dir()),
+        "{result}"
+    );
     assert_eq!(step["machine"]["id"], ALIAS);
     assert_eq!(step["machine"]["cwd"], remote.remote_dir());
 
     // A git work tree on the machine is described (H8 probe).
     let git = |args: &[&str]| {
         let status = Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"])
+            .args([
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "-c",
+                "init.defaultBranch=main",
+            ])
             .args(args)
             .current_dir(&remote.remote_dir)
             .output()
@@ -175,18 +191,27 @@ fn adapter_steps_get_their_prompt_and_final_message_over_ssh() {
     );
     write(
         &remote.scratch.work().join(".sublaunch/agents/rpi.md"),
-        &format!("---\nname: rpi\nrunner:\n  type: native\n  command: [{}]\n---\nYou are 'remote'.\n", bin.join("pi").display()),
+        &format!(
+            "---\nname: rpi\nrunner:\n  type: native\n  command: [{}]\n---\nYou are 'remote'.\n",
+            bin.join("pi").display()
+        ),
     );
     let end = remote.run_json(&["--agent", "rpi", "--task", "hello"], None);
     assert_eq!(end["state"], "complete", "{end}");
     assert_eq!(remote.result(&end)["results"][0]["output"], "done by remote pi");
     let system = std::fs::read_to_string(remote.remote_dir.join("pi.system")).unwrap();
-    assert_eq!(system, "You are 'remote'.\n", "the system prompt reached the machine as written");
+    assert_eq!(
+        system, "You are 'remote'.\n",
+        "the system prompt reached the machine as written"
+    );
 
     let end = remote.run_json(&["--agent", "rcodex", "--task", "fix"], None);
     assert_eq!(end["state"], "complete", "{end}");
     let output = remote.result(&end)["results"][0]["output"].clone();
-    assert_eq!(output, "final from codex\nsecond line", "the remote final message came back between the markers");
+    assert_eq!(
+        output, "final from codex\nsecond line",
+        "the remote final message came back between the markers"
+    );
 }
 
 #[test]
@@ -198,7 +223,9 @@ fn stop_ends_the_remote_process_tree() {
     let sleepers = || -> Vec<u32> {
         let mut pids = Vec::new();
         for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+            let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+                continue;
+            };
             let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
             if cmdline == b"sleep\x004242\x00" || cmdline == b"sleep\x004243\x00" {
                 pids.push(pid);
@@ -215,7 +242,11 @@ fn stop_ends_the_remote_process_tree() {
     let status = wait_terminal(&remote.scratch.run_dir(&id), Duration::from_secs(30));
     assert_eq!(status["state"], "stopped", "{status}");
     for pid in pids {
-        assert!(pid_gone(pid), "remote process {pid} was left running: {}", std::fs::read_to_string(remote.scratch.run_dir(&id).join("runner.stderr.log")).unwrap_or_default());
+        assert!(
+            pid_gone(pid),
+            "remote process {pid} was left running: {}",
+            std::fs::read_to_string(remote.scratch.run_dir(&id).join("runner.stderr.log")).unwrap_or_default()
+        );
     }
 }
 
@@ -227,19 +258,31 @@ fn unreachable_untrusted_and_unauthenticated_machines_fail_with_hints() {
     let end = remote.run_json(&["--agent", "shell", "--task", "true"], None);
     assert_eq!(end["state"], "failed");
     let error = error_of(&end);
-    assert!(error.contains("Connection refused") && error.contains("could not reach 'testbox'"), "{error}");
+    assert!(
+        error.contains("Connection refused") && error.contains("could not reach 'testbox'"),
+        "{error}"
+    );
     assert!(error.contains("never entered"), "{error}");
 
     let remote = Remote::with("remote-hostkey", &SshdOptions::default(), false);
     let end = remote.run_json(&["--agent", "shell", "--task", "true"], None);
     let error = error_of(&end);
-    assert!(error.contains("Host key verification failed") && error.contains("host key of 'testbox'"), "{error}");
+    assert!(
+        error.contains("Host key verification failed") && error.contains("host key of 'testbox'"),
+        "{error}"
+    );
 
-    let options = SshdOptions { refuse_key: true, ..SshdOptions::default() };
+    let options = SshdOptions {
+        refuse_key: true,
+        ..SshdOptions::default()
+    };
     let remote = Remote::with("remote-auth", &options, true);
     let end = remote.run_json(&["--agent", "shell", "--task", "true"], None);
     let error = error_of(&end);
-    assert!(error.contains("Permission denied") && error.contains("could not authenticate"), "{error}");
+    assert!(
+        error.contains("Permission denied") && error.contains("could not authenticate"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -248,13 +291,19 @@ fn a_missing_remote_directory_or_cli_is_named() {
     let end = remote.run_json(&["--agent", "shell", "--task", "true"], Some("/nonexistent/project"));
     assert_eq!(end["state"], "failed");
     let error = error_of(&end);
-    assert!(error.contains("exited with code 125") && error.contains("nothing at /nonexistent/project"), "{error}");
+    assert!(
+        error.contains("exited with code 125") && error.contains("nothing at /nonexistent/project"),
+        "{error}"
+    );
 
     remote.agent("ghost", "claude-code", Path::new("/opt/none/claude"));
     let end = remote.run_json(&["--agent", "ghost", "--task", "hi"], None);
     assert_eq!(end["state"], "failed");
     let error = error_of(&end);
-    assert!(error.contains("exited with code 127") && error.contains("missing on 'testbox'"), "{error}");
+    assert!(
+        error.contains("exited with code 127") && error.contains("missing on 'testbox'"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -283,7 +332,10 @@ fn a_noisy_login_shell_cannot_forge_markers() {
         "#!/bin/sh\necho 'Welcome! Last login: yesterday'\necho '__pi_subagents_ready_0000000000000000__'\n\
          echo 'rc noise' >&2\nexec /bin/sh -c \"$SSH_ORIGINAL_COMMAND\"\n",
     );
-    let options = SshdOptions { force_command: Some(noisy), ..SshdOptions::default() };
+    let options = SshdOptions {
+        force_command: Some(noisy),
+        ..SshdOptions::default()
+    };
     let remote = Remote::with("remote-noisy", &options, true);
     let end = remote.run_json(&["--agent", "shell", "--task", "echo clean output"], None);
     assert_eq!(end["state"], "complete", "{end}");
@@ -295,7 +347,9 @@ fn masters(control: &Path) -> Vec<u32> {
     let prefix = format!("ssh: {}/", control.display());
     let mut pids = Vec::new();
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
         let title = text(&std::fs::read(entry.path().join("cmdline")).unwrap_or_default()).replace('\0', " ");
         if title.starts_with(&prefix) && title.trim_end().ends_with("[mux]") {
             pids.push(pid);
@@ -313,5 +367,9 @@ fn the_next_launch_to_the_machine_reuses_its_connection() {
     assert_eq!(first.len(), 1, "the master outlived the shim's X8 sweep: {first:?}");
     let end = remote.run_json(&["--agent", "shell", "--task", "echo again"], None);
     assert_eq!(end["state"], "complete", "{end}");
-    assert_eq!(masters(remote.control.path()), first, "the same master served the second launch");
+    assert_eq!(
+        masters(remote.control.path()),
+        first,
+        "the same master served the second launch"
+    );
 }

@@ -9,7 +9,15 @@ fn ssh(home: &std::path::Path, alias: &str, command: &str) -> std::process::Outp
         // ssh reads ~/.ssh/config from the passwd entry's home, not $HOME: name it.
         .arg("-F")
         .arg(home.join(".ssh/config"))
-        .args(["-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", alias, command])
+        .args([
+            "-T",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            alias,
+            command,
+        ])
         .env_clear()
         .env("PATH", "/usr/bin:/bin")
         .env("HOME", home)
@@ -39,10 +47,17 @@ fn an_unknown_host_key_is_refused() {
 
 #[test]
 fn a_refused_key_fails_authentication() {
-    let server = Sshd::start_with(&SshdOptions { refuse_key: true, ..SshdOptions::default() });
+    let server = Sshd::start_with(&SshdOptions {
+        refuse_key: true,
+        ..SshdOptions::default()
+    });
     let home = tempfile::tempdir().unwrap();
     server.client_home(home.path(), "testbox", true);
     let output = ssh(home.path(), "testbox", "true");
     assert_eq!(output.status.code(), Some(255));
-    assert!(String::from_utf8_lossy(&output.stderr).contains("Permission denied"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
 }

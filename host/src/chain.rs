@@ -233,7 +233,10 @@ impl ChainFile {
         for (index, step) in self.steps.iter().enumerate() {
             let ChainStep::Group(group) = step else { continue };
             if group.parallel.is_empty() {
-                return Err(self.error(format!("steps[{index}].parallel"), "a parallel group needs at least one task"));
+                return Err(self.error(
+                    format!("steps[{index}].parallel"),
+                    "a parallel group needs at least one task",
+                ));
             }
             if group.concurrency == Some(0) {
                 return Err(self.error(format!("steps[{index}].concurrency"), "must be at least 1"));
@@ -473,13 +476,41 @@ mod tests {
     #[test]
     fn errors_name_the_file_and_the_json_path() {
         let cases = [
-            ("c.json", r#"{"steps": [{"agent": "a", "task": 1}]}"#, "c.json: steps[0].task: invalid type"),
-            ("c.json", r#"{"steps": [{"parallel": [{"task": "x"}]}]}"#, "c.json: steps[0].parallel[0]: missing field `agent`"),
-            ("c.yaml", "steps:\n  - agent: a\n    tsak: x\n", "c.yaml: steps[0].tsak: unknown field `tsak`"),
-            ("c.yaml", "mode: serial\nsteps: []\n", "c.yaml: mode: unknown variant `serial`"),
-            ("c.yaml", "steps: []\n", "c.yaml: steps: a chain file needs at least one step"),
-            ("c.yaml", "steps:\n  - parallel: []\n", "steps[0].parallel: a parallel group needs"),
-            ("c.yaml", "concurrency: 0\nsteps: [{agent: a}]\n", "c.yaml: concurrency: must be at least 1"),
+            (
+                "c.json",
+                r#"{"steps": [{"agent": "a", "task": 1}]}"#,
+                "c.json: steps[0].task: invalid type",
+            ),
+            (
+                "c.json",
+                r#"{"steps": [{"parallel": [{"task": "x"}]}]}"#,
+                "c.json: steps[0].parallel[0]: missing field `agent`",
+            ),
+            (
+                "c.yaml",
+                "steps:\n  - agent: a\n    tsak: x\n",
+                "c.yaml: steps[0].tsak: unknown field `tsak`",
+            ),
+            (
+                "c.yaml",
+                "mode: serial\nsteps: []\n",
+                "c.yaml: mode: unknown variant `serial`",
+            ),
+            (
+                "c.yaml",
+                "steps: []\n",
+                "c.yaml: steps: a chain file needs at least one step",
+            ),
+            (
+                "c.yaml",
+                "steps:\n  - parallel: []\n",
+                "steps[0].parallel: a parallel group needs",
+            ),
+            (
+                "c.yaml",
+                "concurrency: 0\nsteps: [{agent: a}]\n",
+                "c.yaml: concurrency: must be at least 1",
+            ),
             ("c.yaml", "steps: [\n", "c.yaml: broken YAML"),
             ("c.json", "{\"steps\": ", "c.json: broken JSON: EOF while parsing"),
             ("c.json", "{}", "c.json: missing field `steps`"),
@@ -494,11 +525,17 @@ mod tests {
     fn placeholders_agents_and_tasks_are_checked() {
         let catalog = crate::agents::discover_in(&[]);
         let check = |text: &str, run_task: Option<&str>| {
-            parse("c.yaml", text).unwrap().check(&catalog, run_task).map_err(|e| e.to_string())
+            parse("c.yaml", text)
+                .unwrap()
+                .check(&catalog, run_task)
+                .map_err(|e| e.to_string())
         };
         assert!(check(YAML, Some("t")).is_ok());
         let error = check(YAML, None).unwrap_err();
-        assert!(error.contains("steps[0].task: {task} is used but the run has no --task"), "{error}");
+        assert!(
+            error.contains("steps[0].task: {task} is used but the run has no --task"),
+            "{error}"
+        );
         let error = check("steps: [{agent: shell}]", None).unwrap_err();
         assert!(error.contains("steps[0].task: the step has no task"), "{error}");
         let error = check("steps: [{agent: shell, task: 'a'}, {agent: ghost}]", None).unwrap_err();
@@ -507,22 +544,40 @@ mod tests {
             "{error}"
         );
         let error = check("steps: [{agent: shell, task: 'echo {prev}'}]", None).unwrap_err();
-        assert!(error.contains("steps[0].task: unknown placeholder {prev}; known: {task}"), "{error}");
+        assert!(
+            error.contains("steps[0].task: unknown placeholder {prev}; known: {task}"),
+            "{error}"
+        );
         let error = check("steps: [{agent: shell, task: 'x {previous}'}]", None).unwrap_err();
         assert!(error.contains("no step ran before"), "{error}");
         let error = check("mode: parallel\nsteps: [{agent: shell, task: '{previous}'}]", None).unwrap_err();
         assert!(error.contains("no step ran before"), "{error}");
-        assert!(check("steps: [{agent: shell, task: 'echo ${HOME} {a,b} {\"k\": 1} {chain_dir}'}]", None).is_ok());
+        assert!(
+            check(
+                "steps: [{agent: shell, task: 'echo ${HOME} {a,b} {\"k\": 1} {chain_dir}'}]",
+                None
+            )
+            .is_ok()
+        );
     }
 
     #[test]
     fn group_options_must_agree_unless_overridden() {
         let text = "steps:\n  - {parallel: [{agent: a, task: x}], concurrency: 2, failFast: true}\n  - {parallel: [{agent: a}], concurrency: 3}\n";
         let error = parse("c.yaml", text).unwrap().workflow().unwrap_err().to_string();
-        assert!(error.contains("steps[1].concurrency: 3 differs from steps[0].concurrency = 2"), "{error}");
+        assert!(
+            error.contains("steps[1].concurrency: 3 differs from steps[0].concurrency = 2"),
+            "{error}"
+        );
         let top = format!("concurrency: 1\n{text}");
         let workflow = parse("c.yaml", &top).unwrap().workflow().unwrap();
-        assert_eq!(workflow, ChainWorkflow { concurrency: Some(1), fail_fast: Some(true) });
+        assert_eq!(
+            workflow,
+            ChainWorkflow {
+                concurrency: Some(1),
+                fail_fast: Some(true)
+            }
+        );
     }
 
     #[test]

@@ -69,8 +69,13 @@ mod tests {
     #[test]
     fn a_mismatch_names_both_models_and_the_alias_setting() {
         let error = verify(&check(), Some("gpt-5"), "step 1 ('w')").unwrap_err();
-        assert!(error.starts_with("Model mismatch in step 1 ('w'): planned 'openrouter/anthropic/claude-x' but the child reported 'gpt-5'."));
-        assert!(error.contains(r#"{"subagents":{"modelResponseAliases":{"openrouter/anthropic/claude-x":["gpt-5"]}}}"#), "{error}");
+        assert!(error.starts_with(
+            "Model mismatch in step 1 ('w'): planned 'openrouter/anthropic/claude-x' but the child reported 'gpt-5'."
+        ));
+        assert!(
+            error.contains(r#"{"subagents":{"modelResponseAliases":{"openrouter/anthropic/claude-x":["gpt-5"]}}}"#),
+            "{error}"
+        );
         assert!(verify(&check(), None, "s").unwrap_err().contains("reported no model"));
     }
 }

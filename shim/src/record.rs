@@ -341,7 +341,10 @@ fn step_result(end: &StepEnd) -> StepResult {
         extra.insert("skipped".into(), json!(true));
     }
     if let Some(remote) = &end.remote {
-        extra.insert("machine".into(), json!({"id": remote.machine, "target": remote.target, "cwd": remote.cwd}));
+        extra.insert(
+            "machine".into(),
+            json!({"id": remote.machine, "target": remote.target, "cwd": remote.cwd}),
+        );
         if let Some(git) = &remote.git {
             extra.insert("remoteGit".into(), git.clone());
         }

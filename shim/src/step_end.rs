@@ -194,7 +194,10 @@ impl StepEnd {
         let tail = stderr_excerpt(&self.stderr_tail);
         let mut text = head;
         if let Some(remote) = self.remote.as_ref().filter(|r| !r.ready) {
-            text = format!("{text} {}", crate::remote::parser::never_ready(&remote.machine, &remote.cwd));
+            text = format!(
+                "{text} {}",
+                crate::remote::parser::never_ready(&remote.machine, &remote.cwd)
+            );
         }
         if !tail.is_empty() {
             text = format!("{text}\n\n{tail}");

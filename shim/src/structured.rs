@@ -41,7 +41,10 @@ impl StructuredError {
             Self::BadSchema(cause) => format!("The output schema of {label} cannot be used: {cause}"),
             Self::Unavailable(cause) => format!("Structured output of {label} could not be checked: {cause}."),
             Self::Invalid(errors) => {
-                let lines: Vec<String> = errors.iter().map(|(path, message)| format!("- {path}: {message}")).collect();
+                let lines: Vec<String> = errors
+                    .iter()
+                    .map(|(path, message)| format!("- {path}: {message}"))
+                    .collect();
                 format!(
                     "Structured output of {label} does not match its output schema ({} error{}):\n{}",
                     errors.len(),
@@ -169,7 +172,10 @@ mod tests {
         let fenced = "Here it is:\n```json\n{\"a\": 2}\n```\nand more ```\n```\n{\"a\": 3}\n```\nDone.";
         assert_eq!(extract(fenced).unwrap(), json!({"a": 3}));
         let trailing = "I checked {things}. Result:\n{\"verdict\": \"pass\", \"n\": [1, {\"x\": 2}]}\n";
-        assert_eq!(extract(trailing).unwrap(), json!({"verdict": "pass", "n": [1, {"x": 2}]}));
+        assert_eq!(
+            extract(trailing).unwrap(),
+            json!({"verdict": "pass", "n": [1, {"x": 2}]})
+        );
         assert!(extract("no json here").is_err());
         assert!(extract("{\"a\": 1} and then prose").is_err());
     }
@@ -193,6 +199,8 @@ mod tests {
         assert!(paths.contains(&"$.files[0][\"my name\"]"), "{errors:?}");
         assert!(validate(&schema, &json!({"verdict": "pass", "files": []})).is_ok());
         let message = StructuredError::Invalid(errors).message("step 1 ('r')");
-        assert!(message.starts_with("Structured output of step 1 ('r') does not match its output schema (2 errors):\n- $."));
+        assert!(
+            message.starts_with("Structured output of step 1 ('r') does not match its output schema (2 errors):\n- $.")
+        );
     }
 }

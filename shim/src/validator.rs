@@ -29,16 +29,19 @@ pub fn validator_path() -> Option<PathBuf> {
 
 /// Extracts and validates `text` against `schema` in the validator process.
 pub fn check(text: &str, schema: &Value) -> Result<Value, StructuredError> {
-    let path = validator_path().ok_or_else(|| StructuredError::Unavailable("the validator cannot be located".into()))?;
+    let path =
+        validator_path().ok_or_else(|| StructuredError::Unavailable("the validator cannot be located".into()))?;
     let unavailable = |why: String| StructuredError::Unavailable(format!("the validator {} {why}", path.display()));
-    let request = serde_json::to_vec(&json!({"schema": schema, "text": text})).map_err(|e| unavailable(e.to_string()))?;
+    let request =
+        serde_json::to_vec(&json!({"schema": schema, "text": text})).map_err(|e| unavailable(e.to_string()))?;
     let mut command = Command::new(&path);
     command
         .env_clear()
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = crate::signals::unblocked(|| command.spawn()).map_err(|e| unavailable(format!("cannot start: {e}")))?;
+    let mut child =
+        crate::signals::unblocked(|| command.spawn()).map_err(|e| unavailable(format!("cannot start: {e}")))?;
     // The request is written by a thread so that a validator answering early cannot block us.
     let mut stdin = child.stdin.take().ok_or_else(|| unavailable("has no stdin".into()))?;
     let writer = std::thread::spawn(move || stdin.write_all(&request));
@@ -103,7 +106,12 @@ fn decode(verdict: &Value) -> Option<Result<Value, StructuredError>> {
     let errors = object.get("invalid")?.as_array()?;
     let pairs = errors
         .iter()
-        .map(|e| Some((e.get("path")?.as_str()?.to_owned(), e.get("message")?.as_str()?.to_owned())))
+        .map(|e| {
+            Some((
+                e.get("path")?.as_str()?.to_owned(),
+                e.get("message")?.as_str()?.to_owned(),
+            ))
+        })
         .collect::<Option<Vec<_>>>()?;
     Some(Err(StructuredError::Invalid(pairs)))
 }

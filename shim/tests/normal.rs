@@ -294,7 +294,10 @@ fn nonzero_exit_fails_the_run() {
     assert_eq!(run.wait_exit(LONG).code(), Some(0));
     let st = run.status();
     assert_eq!(st["state"], "failed");
-    assert_eq!(st["error"], "Step 1 ('shell') failed: Subagent exited with code 3.\n\nbroken");
+    assert_eq!(
+        st["error"],
+        "Step 1 ('shell') failed: Subagent exited with code 3.\n\nbroken"
+    );
     assert_eq!(st["steps"][0]["error"], "Subagent exited with code 3.\n\nbroken");
     assert_eq!(st["steps"][1]["status"], "skipped");
     assert_eq!(st["steps"][1]["error"], "Not run: step 1 ('shell') failed.");

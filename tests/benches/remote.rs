@@ -19,9 +19,18 @@ fn median(mut samples: Vec<Duration>) -> Duration {
 
 fn timed(command: &mut Command) -> Duration {
     let started = Instant::now();
-    let output = command.stdout(Stdio::null()).stderr(Stdio::piped()).output().expect("spawn");
+    let output = command
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("spawn");
     let elapsed = started.elapsed();
-    assert!(output.status.success(), "{:?}: {}", command, String::from_utf8_lossy(&output.stderr));
+    assert!(
+        output.status.success(),
+        "{:?}: {}",
+        command,
+        String::from_utf8_lossy(&output.stderr)
+    );
     elapsed
 }
 
@@ -40,14 +49,21 @@ fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
     }
-    let rounds: usize = std::env::var("SUBLAUNCH_BENCH_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(15);
+    let rounds: usize = std::env::var("SUBLAUNCH_BENCH_ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(15);
     let server = Sshd::start();
     let scratch = Scratch::new("bench-remote");
     let home = scratch.path().join("home");
     server.client_home(&home, "testbox", true);
     let config = home.join(".ssh/config");
     let herdr = scratch.path().join("herdr");
-    std::fs::write(&herdr, "#!/bin/sh\necho '{\"machines\":[{\"id\":\"m\",\"label\":\"testbox\",\"target\":\"testbox\"}]}'\n").unwrap();
+    std::fs::write(
+        &herdr,
+        "#!/bin/sh\necho '{\"machines\":[{\"id\":\"m\",\"label\":\"testbox\",\"target\":\"testbox\"}]}'\n",
+    )
+    .unwrap();
     std::fs::set_permissions(&herdr, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let remote_dir = scratch.path().join("remote");
     std::fs::create_dir_all(&remote_dir).unwrap();
@@ -72,14 +88,20 @@ fn main() {
     let (mut bare, mut local, mut first, mut second) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let mut muxed = Vec::new();
     for _ in 0..rounds {
-        bare.push(timed(&mut ssh_true(&config, &["-o", "ControlMaster=no", "-o", "ControlPath=none"])));
+        bare.push(timed(&mut ssh_true(
+            &config,
+            &["-o", "ControlMaster=no", "-o", "ControlPath=none"],
+        )));
         local.push(launch(warm.path(), false));
         let control = tempfile::Builder::new().prefix("slb").tempdir_in("/tmp").unwrap();
         first.push(launch(control.path(), true));
         second.push(launch(control.path(), true));
         let socket_dir = control.path().to_string_lossy().into_owned();
         let control_path = format!("ControlPath={socket_dir}/%C");
-        muxed.push(timed(&mut ssh_true(&config, &["-o", "ControlMaster=no", "-o", &control_path])));
+        muxed.push(timed(&mut ssh_true(
+            &config,
+            &["-o", "ControlMaster=no", "-o", &control_path],
+        )));
         // End this round's master so the next first launch connects anew.
         let _ = Command::new("ssh")
             .arg("-F")
@@ -90,7 +112,11 @@ fn main() {
     }
     let floor = median(bare);
     let row = |name: &str, d: Duration| {
-        println!("| {name} | {:.2} ms | {:.2}x |", d.as_secs_f64() * 1e3, d.as_secs_f64() / floor.as_secs_f64());
+        println!(
+            "| {name} | {:.2} ms | {:.2}x |",
+            d.as_secs_f64() * 1e3,
+            d.as_secs_f64() / floor.as_secs_f64()
+        );
     };
     println!("rounds: {rounds}\n");
     println!("| measurement (median) | time | vs `ssh testbox true` |");
@@ -98,6 +124,12 @@ fn main() {
     row("`ssh testbox true` (new connection; floor)", floor);
     row("`ssh testbox true` over the open master", median(muxed));
     row("local `run --agent shell --task true --wait`", median(local));
-    row("remote `run --machine testbox … --wait`, first launch (new master)", median(first));
-    row("remote `run --machine testbox … --wait`, second launch (reused master)", median(second));
+    row(
+        "remote `run --machine testbox … --wait`, first launch (new master)",
+        median(first),
+    );
+    row(
+        "remote `run --machine testbox … --wait`, second launch (reused master)",
+        median(second),
+    );
 }

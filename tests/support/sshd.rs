@@ -84,7 +84,11 @@ impl Sshd {
                 .spawn()
                 .expect("starting sshd");
             if wait_listening(&mut child, port) {
-                return Self { dir, port, child: Some(child) };
+                return Self {
+                    dir,
+                    port,
+                    child: Some(child),
+                };
             }
             let _ = child.kill();
             let _ = child.wait();
@@ -123,7 +127,11 @@ impl Sshd {
             known = ssh.join("known_hosts").display(),
         );
         write_private(&ssh.join("config"), &config);
-        let known = if trust_host_key { format!("[127.0.0.1]:{} {}\n", self.port, self.host_key()) } else { String::new() };
+        let known = if trust_host_key {
+            format!("[127.0.0.1]:{} {}\n", self.port, self.host_key())
+        } else {
+            String::new()
+        };
         write_private(&ssh.join("known_hosts"), &known);
     }
 
@@ -165,7 +173,11 @@ fn write_private(path: &Path, text: &str) {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 /// Reads sshd's log until it says it listens on `port` (or exits, or 10 s pass).
@@ -199,10 +211,16 @@ pub fn current_user() -> String {
 pub fn descendants(root: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else { continue };
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
         // The fields after the last ')' are: state ppid …
-        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse().ok());
         if let Some(ppid) = ppid {
             parents.push((pid, ppid));
         }

@@ -193,8 +193,16 @@ mod tests {
         write(&user, "scout.md", "---\nmodel: [x]\n---\n");
         let catalog = discover_in(&[(project, Scope::Project), (user, Scope::User)]);
         let error = catalog.require("shell").unwrap_err();
-        assert!(error.contains("agent 'shell' cannot be used") && error.contains("shell.md: runner"), "{error}");
-        assert!(catalog.shadowed.iter().any(|a| a.name() == "shell" && a.source == AgentSource::BuiltIn));
+        assert!(
+            error.contains("agent 'shell' cannot be used") && error.contains("shell.md: runner"),
+            "{error}"
+        );
+        assert!(
+            catalog
+                .shadowed
+                .iter()
+                .any(|a| a.name() == "shell" && a.source == AgentSource::BuiltIn)
+        );
         assert_eq!(catalog.require("scout").unwrap().description, "good scout");
         assert_eq!(catalog.problems.len(), 2, "both broken files are still reported");
     }
@@ -206,9 +214,12 @@ mod tests {
         write(&dir, "a.md", "---\n---\n");
         let catalog = discover_in(&[(dir.clone(), Scope::Project), (dir, Scope::PiProject)]);
         assert!(catalog.shadowed.iter().all(|a| a.name() != "a"));
-        assert_eq!(catalog.get("a").unwrap().source, AgentSource::File {
-            path: tmp.path().join("agents/a.md"),
-            scope: Scope::Project
-        });
+        assert_eq!(
+            catalog.get("a").unwrap().source,
+            AgentSource::File {
+                path: tmp.path().join("agents/a.md"),
+                scope: Scope::Project
+            }
+        );
     }
 }

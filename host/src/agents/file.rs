@@ -443,7 +443,10 @@ mod tests {
     fn an_output_schema_may_be_json_text_or_false() {
         let text = parse("---\noutputSchema: '{\"type\": \"object\"}'\n---\n").unwrap();
         assert_eq!(text.planner.output_schema.as_deref(), Some(r#"{"type":"object"}"#));
-        assert_eq!(parse("---\noutputSchema: false\n---\n").unwrap().planner.output_schema, None);
+        assert_eq!(
+            parse("---\noutputSchema: false\n---\n").unwrap().planner.output_schema,
+            None
+        );
         let error = parse("---\noutputSchema: 'not json'\n---\n").unwrap_err();
         assert_eq!(error.field.as_deref(), Some("outputSchema"));
     }
@@ -452,9 +455,17 @@ mod tests {
     fn runners_describe_themselves_for_listings() {
         let describe = |text: &str| {
             let runner = parse(text).unwrap().runner;
-            (runner.kind(), runner.adapter_id(), runner.describe(), runner.program().map(str::to_owned))
+            (
+                runner.kind(),
+                runner.adapter_id(),
+                runner.describe(),
+                runner.program().map(str::to_owned),
+            )
         };
-        assert_eq!(describe("---\n---\n"), ("native", None, "native".into(), Some("pi".into())));
+        assert_eq!(
+            describe("---\n---\n"),
+            ("native", None, "native".into(), Some("pi".into()))
+        );
         assert_eq!(
             describe("---\nrunner: {type: external-cli, adapter: codex-exec-writer, command: /opt/codex}\n---\n"),
             (

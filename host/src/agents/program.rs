@@ -63,7 +63,11 @@ pub fn locate_program(program: &str, cwd: &Path, path: Option<&OsStr>) -> Result
     }
     std::env::split_paths(path)
         .map(|dir| {
-            let dir = if dir.as_os_str().is_empty() { cwd.to_owned() } else { cwd.join(dir) };
+            let dir = if dir.as_os_str().is_empty() {
+                cwd.to_owned()
+            } else {
+                cwd.join(dir)
+            };
             dir.join(program)
         })
         .find(|candidate| executable(candidate).is_ok())
@@ -104,10 +108,18 @@ mod tests {
         make(&a, "tool", 0o644);
         let found = make(&b, "tool", 0o755);
         let path = std::env::join_paths([&a, &b]).unwrap();
-        assert_eq!(locate_program("tool", tmp.path(), Some(path.as_os_str())).unwrap(), found);
+        assert_eq!(
+            locate_program("tool", tmp.path(), Some(path.as_os_str())).unwrap(),
+            found
+        );
         let missing = locate_program("ghost", tmp.path(), Some(path.as_os_str())).unwrap_err();
         assert!(missing.to_string().contains("'ghost' is not on PATH ("), "{missing}");
-        assert!(locate_program("tool", tmp.path(), None).unwrap_err().to_string().contains("PATH is empty"));
+        assert!(
+            locate_program("tool", tmp.path(), None)
+                .unwrap_err()
+                .to_string()
+                .contains("PATH is empty")
+        );
 
         assert_eq!(locate_program("b/tool", tmp.path(), None).unwrap(), found);
         let error = locate_program("a/tool", tmp.path(), None).unwrap_err();

@@ -30,7 +30,10 @@ pub fn run(args: Args) -> ExitCode {
     let catalog = discover(&cwd);
     let rows = rows(&catalog, args.all);
     if args.json {
-        let list: Vec<Value> = rows.iter().map(|(agent, shadowed)| agent_json(agent, *shadowed)).collect();
+        let list: Vec<Value> = rows
+            .iter()
+            .map(|(agent, shadowed)| agent_json(agent, *shadowed))
+            .collect();
         say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
         print_table(&rows);
@@ -83,7 +86,11 @@ fn print_table(rows: &[(&AgentDef, bool)]) {
                 agent.name().to_owned(),
                 agent.runner.describe(),
                 agent.planner.model.as_ref().map_or_else(|| "-".to_owned(), text),
-                if *shadowed { format!("{source} [shadowed]") } else { source },
+                if *shadowed {
+                    format!("{source} [shadowed]")
+                } else {
+                    source
+                },
                 agent.description.clone(),
             ]
         })

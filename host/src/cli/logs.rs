@@ -115,7 +115,9 @@ impl Streams {
     /// is held until it is finished, the step has ended, or `flush` (the run ended).
     fn copy_new_output(&mut self, run: &Dir, flush: bool) -> std::io::Result<()> {
         let status = status_of(run);
-        let steps = status.as_ref().map_or_else(|| count_output_files(run), |s| s.step_count());
+        let steps = status
+            .as_ref()
+            .map_or_else(|| count_output_files(run), |s| s.step_count());
         self.offsets.resize(self.offsets.len().max(steps), 0);
         self.partial.resize(self.offsets.len(), Vec::new());
         let prefixed = self.prefix_lines && self.offsets.len() > 1;

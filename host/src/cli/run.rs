@@ -198,8 +198,12 @@ fn check_programs(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), String> {
     let path = std::env::var_os("PATH");
     let mut problems: Vec<String> = Vec::new();
     for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
-        let Some(agent) = catalog.get(&step.agent) else { continue };
-        let Some(program) = agent.runner.program() else { continue };
+        let Some(agent) = catalog.get(&step.agent) else {
+            continue;
+        };
+        let Some(program) = agent.runner.program() else {
+            continue;
+        };
         // An argv template may build the program from placeholders; the runner checks it.
         if program.contains('{') {
             continue;

@@ -118,7 +118,10 @@ pub fn step_config(
     aliases: &AliasTable,
 ) -> Result<StepConfig, String> {
     let Some(agent) = agent else {
-        return Err(format!("Subagent launch aborted: agent '{}' is not known to the launcher.", step.agent));
+        return Err(format!(
+            "Subagent launch aborted: agent '{}' is not known to the launcher.",
+            step.agent
+        ));
     };
     let kind = agent.runner.adapter;
     let mut config = match kind {
@@ -134,10 +137,7 @@ pub fn step_config(
             agent: Some(step.agent.clone()),
             task: Some(step.task.clone()),
             cwd: Some(step.cwd.clone()),
-            runner: agent
-                .runner
-                .planner_runner()
-                .and_then(|r| serde_json::to_value(r).ok()),
+            runner: agent.runner.planner_runner().and_then(|r| serde_json::to_value(r).ok()),
             ..StepConfig::default()
         },
     };
@@ -146,9 +146,8 @@ pub fn step_config(
     config.set_position(step.step_index, step.task_index);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
-            Some(text) => serde_json::from_str::<Value>(text).map_err(|e| {
-                format!("Subagent launch aborted: the output schema of step {index} is not JSON: {e}")
-            })?,
+            Some(text) => serde_json::from_str::<Value>(text)
+                .map_err(|e| format!("Subagent launch aborted: the output schema of step {index} is not JSON: {e}"))?,
             None => serde_json::json!({}),
         };
         config.set_output_schema(Some(schema));
@@ -174,11 +173,7 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
     match kind {
         AdapterKind::Command | AdapterKind::GenericCli => spec.argv.clone_from(&agent.runner.command),
         _ => {
-            spec.program = agent
-                .runner
-                .command
-                .as_ref()
-                .and_then(|argv| argv.first().cloned());
+            spec.program = agent.runner.command.as_ref().and_then(|argv| argv.first().cloned());
         }
     }
     spec.model = match kind {
@@ -187,7 +182,12 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
         // External CLIs take no planned model (M19); an agent file may still name the CLI's
         // own model, which is passed as written.
         AdapterKind::Shell | AdapterKind::GenericCli => None,
-        _ => agent.planner.model.as_ref().and_then(|m| m.as_text()).map(str::to_owned),
+        _ => agent
+            .planner
+            .model
+            .as_ref()
+            .and_then(|m| m.as_text())
+            .map(str::to_owned),
     };
     spec.thinking = step.thinking.map(|t| t.name().to_owned());
     if !agent.system_prompt.trim().is_empty() {

@@ -2,12 +2,12 @@
 //! (capacity, events) of host-and-shim.md H15/H18.
 
 use super::exit_watcher::ProcessControl;
+use crate::agents::AgentDef;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
-use crate::agents::AgentDef;
 use sublaunch_runfiles::config::RevivalLease;
 use sublaunch_runfiles::durability::DurabilityPolicy;
 use sublaunch_runfiles::handshake::TERMINATE_GRACE;

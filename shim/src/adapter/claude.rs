@@ -26,7 +26,11 @@ pub struct ClaudeAdapter {
 
 impl Adapter for ClaudeAdapter {
     fn id(&self) -> &'static str {
-        if self.writer { "claude-code-writer" } else { "claude-code" }
+        if self.writer {
+            "claude-code-writer"
+        } else {
+            "claude-code"
+        }
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

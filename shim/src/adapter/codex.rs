@@ -167,7 +167,10 @@ fn read_bounded(path: &str) -> Result<Option<String>, String> {
         .map_err(|e| format!("cannot read Codex's final message {path}: {e}"))?;
     if bytes.len() > FINAL_MESSAGE_LIMIT {
         let len = std::fs::metadata(path).map_or(bytes.len() as u64, |m| m.len());
-        return Err(jsonl::too_long("final message", usize::try_from(len).unwrap_or(usize::MAX)));
+        return Err(jsonl::too_long(
+            "final message",
+            usize::try_from(len).unwrap_or(usize::MAX),
+        ));
     }
     Ok(Some(String::from_utf8_lossy(&bytes).trim_end().to_owned()))
 }

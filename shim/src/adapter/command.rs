@@ -19,7 +19,12 @@ impl Adapter for CommandAdapter {
             .spec
             .and_then(|s| s.argv.as_ref())
             .filter(|a| !a.is_empty())
-            .ok_or_else(|| format!("Step {} uses the command adapter without an argv template.", input.index))?;
+            .ok_or_else(|| {
+                format!(
+                    "Step {} uses the command adapter without an argv template.",
+                    input.index
+                )
+            })?;
         let values = [
             ("task", input.task),
             ("model", input.model().unwrap_or("")),
@@ -48,9 +53,9 @@ pub fn fill_template(text: &str, values: &[(&str, &str)]) -> String {
     while let Some(open) = rest.find('{') {
         out.push_str(&rest[..open]);
         let after = &rest[open + 1..];
-        let hit = values.iter().find(|(name, _)| {
-            after.starts_with(name) && after[name.len()..].starts_with('}')
-        });
+        let hit = values
+            .iter()
+            .find(|(name, _)| after.starts_with(name) && after[name.len()..].starts_with('}'));
         match hit {
             Some((name, value)) => {
                 out.push_str(value);

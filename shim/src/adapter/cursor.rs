@@ -23,7 +23,11 @@ pub struct CursorAdapter {
 
 impl Adapter for CursorAdapter {
     fn id(&self) -> &'static str {
-        if self.writer { "cursor-agent-writer" } else { "cursor-agent" }
+        if self.writer {
+            "cursor-agent-writer"
+        } else {
+            "cursor-agent"
+        }
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

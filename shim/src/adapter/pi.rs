@@ -126,7 +126,10 @@ impl OutputParser for PiParser {
         let reported_model = message.get("model").and_then(Value::as_str).map(str::to_owned);
         let stop = message.get("stopReason").and_then(Value::as_str).unwrap_or("");
         let failure = if matches!(stop, "error" | "aborted") {
-            let detail = message.get("errorMessage").and_then(Value::as_str).unwrap_or("no error message");
+            let detail = message
+                .get("errorMessage")
+                .and_then(Value::as_str)
+                .unwrap_or("no error message");
             Some(format!("pi's last assistant message stopped with '{stop}': {detail}"))
         } else if output.len() > super::FINAL_MESSAGE_LIMIT {
             Some(jsonl::too_long("last assistant message", output.len()))
@@ -183,11 +186,18 @@ mod tests {
         let mut p = PiParser::default();
         feed(
             &mut p,
-            &[r#"{"type":"message_end","message":{"role":"assistant","content":[],"model":"m","stopReason":"error","errorMessage":"rate limited"}}"#],
+            &[
+                r#"{"type":"message_end","message":{"role":"assistant","content":[],"model":"m","stopReason":"error","errorMessage":"rate limited"}}"#,
+            ],
         );
         assert!(p.finish(b"", false).failure.unwrap().contains("rate limited"));
         let mut p = PiParser::default();
         assert_eq!(p.stdout_line(b"Loading...", 10), ParsedLine::Text);
-        assert!(p.finish(b"Loading...", false).failure.unwrap().contains("without an assistant message"));
+        assert!(
+            p.finish(b"Loading...", false)
+                .failure
+                .unwrap()
+                .contains("without an assistant message")
+        );
     }
 }

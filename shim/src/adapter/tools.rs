@@ -39,7 +39,11 @@ pub fn is_write_tool(tool: &str) -> bool {
 /// when none), without write tools for a read-only agent.
 pub fn claude_allowed(tools: &[String], writer: bool) -> Vec<String> {
     let mut allowed: Vec<String> = if tools.is_empty() {
-        let default: &[&str] = if writer { &CLAUDE_WRITER_DEFAULT } else { &CLAUDE_READ_DEFAULT };
+        let default: &[&str] = if writer {
+            &CLAUDE_WRITER_DEFAULT
+        } else {
+            &CLAUDE_READ_DEFAULT
+        };
         default.iter().map(|t| (*t).to_owned()).collect()
     } else {
         tools.iter().map(|t| claude_name(t.trim())).collect()
@@ -60,7 +64,10 @@ mod tests {
         let tools: Vec<String> = ["read", "find", "bash", "mcp__x__y", "Bash(git diff:*)"]
             .map(str::to_owned)
             .to_vec();
-        assert_eq!(claude_allowed(&tools, true), ["Read", "Glob", "Bash", "mcp__x__y", "Bash(git diff:*)"]);
+        assert_eq!(
+            claude_allowed(&tools, true),
+            ["Read", "Glob", "Bash", "mcp__x__y", "Bash(git diff:*)"]
+        );
         assert_eq!(claude_allowed(&tools, false), ["Read", "Glob", "mcp__x__y"]);
         assert_eq!(claude_allowed(&[], false), CLAUDE_READ_DEFAULT);
     }

@@ -26,16 +26,22 @@ pub fn is_kept_master(pid: u32) -> bool {
     if dirs.is_empty() {
         return false;
     }
-    let own_session = rustix::process::getsid(None).ok().map(|s| s.as_raw_nonzero().get().unsigned_abs());
+    let own_session = rustix::process::getsid(None)
+        .ok()
+        .map(|s| s.as_raw_nonzero().get().unsigned_abs());
     let session = crate::reaper::proc_stat(pid).map(|st| st.session);
     if session.is_none() || session == own_session {
         return false;
     }
-    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return false };
+    let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+        return false;
+    };
     let title = String::from_utf8_lossy(&cmdline).replace('\0', " ");
     let title = title.trim_end();
     title.ends_with("[mux]")
-        && dirs
-            .iter()
-            .any(|dir| title.strip_prefix("ssh: ").is_some_and(|rest| rest.starts_with(&format!("{dir}/"))))
+        && dirs.iter().any(|dir| {
+            title
+                .strip_prefix("ssh: ")
+                .is_some_and(|rest| rest.starts_with(&format!("{dir}/")))
+        })
 }

@@ -70,9 +70,12 @@ pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
         .mode(0o700)
         .create(path)
         .map_err(|e| format!("Cannot create the ssh control directory {dir}: {e}."))?;
-    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("Cannot read the ssh control directory {dir}: {e}."))?;
+    let meta =
+        std::fs::symlink_metadata(path).map_err(|e| format!("Cannot read the ssh control directory {dir}: {e}."))?;
     if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
-        return Err(format!("The ssh control directory {dir} is not a directory of this user; remove it."));
+        return Err(format!(
+            "The ssh control directory {dir} is not a directory of this user; remove it."
+        ));
     }
     if meta.mode() & 0o077 != 0 {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
@@ -83,7 +86,12 @@ pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
 
 /// The local files `argv` of adapter `adapter` names that must live on the machine.
 fn remote_files(adapter: &str, argv: &[String]) -> Result<Vec<RemoteFile>, String> {
-    let after = |flag: &str| argv.iter().position(|a| a == flag).and_then(|i| argv.get(i + 1)).cloned();
+    let after = |flag: &str| {
+        argv.iter()
+            .position(|a| a == flag)
+            .and_then(|i| argv.get(i + 1))
+            .cloned()
+    };
     let mut files = Vec::new();
     if adapter.starts_with("codex-exec")
         && let Some(path) = after("--output-last-message")
@@ -143,12 +151,26 @@ pub fn place(
     placement: Placement,
     adapter: &str,
     parser: Box<dyn crate::adapter::OutputParser>,
-) -> Result<(AgentCommand, Box<dyn crate::adapter::OutputParser>, crate::child::RemoteChild), String> {
+) -> Result<
+    (
+        AgentCommand,
+        Box<dyn crate::adapter::OutputParser>,
+        crate::child::RemoteChild,
+    ),
+    String,
+> {
     masters::register(&placement.control_dir);
     let markers = Markers::random().map_err(|e| format!("Cannot draw the marker token: {e}."))?;
     let (command, capture) = wrap(command, &placement, adapter, &markers)?;
     let state = parser::SharedState::default();
-    let filtered = parser::RemoteParser::new(parser, markers, state.clone(), capture, &placement.machine, &placement.cwd);
+    let filtered = parser::RemoteParser::new(
+        parser,
+        markers,
+        state.clone(),
+        capture,
+        &placement.machine,
+        &placement.cwd,
+    );
     let child = crate::child::RemoteChild {
         placement,
         state,

@@ -96,7 +96,11 @@ impl RemoteParser {
 impl OutputParser for RemoteParser {
     fn line_retain_limit(&self) -> usize {
         let inner = self.inner.line_retain_limit();
-        if self.capture_path.is_some() { inner.max(FINAL_MESSAGE_LIMIT) } else { inner }
+        if self.capture_path.is_some() {
+            inner.max(FINAL_MESSAGE_LIMIT)
+        } else {
+            inner
+        }
     }
 
     fn needs_lines(&self) -> bool {
@@ -181,7 +185,14 @@ mod tests {
     use crate::adapter::TextParser;
 
     fn parser(state: &SharedState) -> RemoteParser {
-        RemoteParser::new(Box::new(TextParser), Markers::new("00112233aabbccdd"), state.clone(), None, "box", "~/w")
+        RemoteParser::new(
+            Box::new(TextParser),
+            Markers::new("00112233aabbccdd"),
+            state.clone(),
+            None,
+            "box",
+            "~/w",
+        )
     }
 
     #[test]
@@ -189,7 +200,11 @@ mod tests {
         let state = SharedState::default();
         let mut p = parser(&state);
         let m = Markers::new("00112233aabbccdd");
-        for line in ["Welcome to box!", "__pi_subagents_ready_ffffffffffffffff__", &format!("{}4242", m.pgid)] {
+        for line in [
+            "Welcome to box!",
+            "__pi_subagents_ready_ffffffffffffffff__",
+            &format!("{}4242", m.pgid),
+        ] {
             assert_eq!(p.stdout_line(line.as_bytes(), line.len()), ParsedLine::Ignore);
         }
         assert!(!state.borrow().ready, "a marker with another token is noise");
@@ -200,7 +215,10 @@ mod tests {
         p.stdout_line(b"hello", 5);
         let git = format!("{}{{\"head\":\"abc1234\",\"branch\":\"\",\"dirty\":true}}", m.git);
         assert_eq!(p.stdout_line(git.as_bytes(), git.len()), ParsedLine::Ignore);
-        assert_eq!(state.borrow().git, Some(serde_json::json!({"head": "abc1234", "dirty": true})));
+        assert_eq!(
+            state.borrow().git,
+            Some(serde_json::json!({"head": "abc1234", "dirty": true}))
+        );
         assert_eq!(p.finish(b"ignored", false).output, "hello");
     }
 

@@ -141,9 +141,8 @@ pub fn script(markers: &Markers, cwd: &str, argv: &[String], files: &[RemoteFile
             RemoteFile::Capture(_) => statements
                 .push("pi_final=$(mktemp \"${TMPDIR:-/tmp}/pi-subagents-final.XXXXXX\") || exit 126".to_owned()),
             RemoteFile::Upload { content, .. } => {
-                statements.push(
-                    "pi_upload=$(mktemp \"${TMPDIR:-/tmp}/sublaunch-upload.XXXXXX\") || exit 126".to_owned(),
-                );
+                statements
+                    .push("pi_upload=$(mktemp \"${TMPDIR:-/tmp}/sublaunch-upload.XXXXXX\") || exit 126".to_owned());
                 statements.push(format!("printf '%s' {} >\"$pi_upload\"", quote(content)));
             }
         }
@@ -199,7 +198,10 @@ mod tests {
         let a = Markers::random().unwrap();
         let b = Markers::random().unwrap();
         assert_ne!(a, b);
-        let token = a.ready.trim_start_matches("__pi_subagents_ready_").trim_end_matches("__");
+        let token = a
+            .ready
+            .trim_start_matches("__pi_subagents_ready_")
+            .trim_end_matches("__");
         assert_eq!(token.len(), 16);
         assert!(token.chars().all(|c| c.is_ascii_hexdigit() && !c.is_ascii_uppercase()));
     }

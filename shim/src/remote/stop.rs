@@ -46,7 +46,10 @@ pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
         match child.try_wait() {
             Ok(Some(status)) if status.success() => return Ok(()),
             Ok(Some(status)) => {
-                return Err(format!("Stopping the agent on '{}' failed: ssh ended with {status}.", placement.machine));
+                return Err(format!(
+                    "Stopping the agent on '{}' failed: ssh ended with {status}.",
+                    placement.machine
+                ));
             }
             Ok(None) if Instant::now() >= deadline => {
                 let _ = child.kill();
@@ -54,7 +57,12 @@ pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
                 return Err(format!("Stopping the agent on '{}' timed out.", placement.machine));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("Cannot wait for the stop connection to '{}': {e}.", placement.machine)),
+            Err(e) => {
+                return Err(format!(
+                    "Cannot wait for the stop connection to '{}': {e}.",
+                    placement.machine
+                ));
+            }
         }
     }
 }

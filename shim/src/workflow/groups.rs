@@ -58,7 +58,13 @@ mod tests {
             "runnerProcessInstanceId": "i"
         }))
         .unwrap();
-        cfg.steps = vec![step(0, None), step(1, Some(0)), step(1, Some(1)), step(2, Some(0)), step(3, None)];
+        cfg.steps = vec![
+            step(0, None),
+            step(1, Some(0)),
+            step(1, Some(1)),
+            step(2, Some(0)),
+            step(3, None),
+        ];
         let got: Vec<(usize, usize, bool)> = groups(&cfg).iter().map(|g| (g.start, g.len, g.parallel)).collect();
         assert_eq!(got, [(0, 1, false), (1, 2, true), (3, 1, true), (4, 1, false)]);
     }

@@ -36,9 +36,8 @@ pub const CHAIN_DIR_NAME: &str = "chain";
 pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
     let workflow = ctx.cfg.workflow();
     // A single run's task is used verbatim; chains and parallel runs get their placeholders.
-    let substitute = ctx.cfg.steps.len() > 1
-        || workflow.task.is_some()
-        || ctx.cfg.steps.iter().any(|s| s.task_index().is_some());
+    let substitute =
+        ctx.cfg.steps.len() > 1 || workflow.task.is_some() || ctx.cfg.steps.iter().any(|s| s.task_index().is_some());
     let mut values = Values {
         task: workflow
             .task
@@ -98,10 +97,10 @@ fn chain_dir(ctx: &Ctx, workflow: &WorkflowConfig, substitute: bool) -> String {
         .unwrap_or_else(|| ctx.paths.run.join(CHAIN_DIR_NAME).to_string_lossy().into_owned());
     let used = substitute
         && ctx
-        .cfg
-        .steps
-        .iter()
-        .any(|s| s.task.as_deref().is_some_and(|t| t.contains("{chain_dir}")));
+            .cfg
+            .steps
+            .iter()
+            .any(|s| s.task.as_deref().is_some_and(|t| t.contains("{chain_dir}")));
     if used {
         use std::os::unix::fs::DirBuilderExt;
         if let Err(e) = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&path) {
@@ -140,7 +139,16 @@ fn run_group(
                 Ok(child) => running.push(child),
                 Err(end) => {
                     let fail_fast = workflow.fail_fast && group.parallel;
-                    settle(ctx, sup, *end, !pending.is_empty(), &mut ends, &mut running, &mut cancelled_by, fail_fast);
+                    settle(
+                        ctx,
+                        sup,
+                        *end,
+                        !pending.is_empty(),
+                        &mut ends,
+                        &mut running,
+                        &mut cancelled_by,
+                        fail_fast,
+                    );
                 }
             }
         }
@@ -152,7 +160,16 @@ fn run_group(
             let child = running.remove(at);
             let end = sup.finish_child(ctx, child);
             let fail_fast = workflow.fail_fast && group.parallel;
-            settle(ctx, sup, end, !pending.is_empty(), &mut ends, &mut running, &mut cancelled_by, fail_fast);
+            settle(
+                ctx,
+                sup,
+                end,
+                !pending.is_empty(),
+                &mut ends,
+                &mut running,
+                &mut cancelled_by,
+                fail_fast,
+            );
         }
         if running.is_empty() {
             ctx.set_writer(WriterState::None, None);

@@ -91,7 +91,10 @@ mod tests {
             ..StepEnd::default()
         };
         let (a, b) = (end(0, "A"), end(1, "B"));
-        assert_eq!(aggregate(&[&a, &b], true), "=== task 1: r ===\nA\n\n=== task 2: r ===\nB");
+        assert_eq!(
+            aggregate(&[&a, &b], true),
+            "=== task 1: r ===\nA\n\n=== task 2: r ===\nB"
+        );
         assert_eq!(aggregate(&[&a], false), "A");
     }
 }

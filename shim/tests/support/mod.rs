@@ -689,7 +689,11 @@ pub fn rss_by_mapping(pid: u32) -> String {
         if let Some(kb) = line.strip_prefix("Rss:") {
             let kb: u64 = kb.trim().trim_end_matches(" kB").trim().parse().unwrap_or(0);
             *totals.entry(current.clone()).or_default() += kb;
-        } else if line.split_whitespace().next().is_some_and(|f| f.contains('-') && !f.ends_with(':')) {
+        } else if line
+            .split_whitespace()
+            .next()
+            .is_some_and(|f| f.contains('-') && !f.ends_with(':'))
+        {
             current = line.split_whitespace().nth(5).unwrap_or("[anon]").to_owned();
         }
     }

@@ -92,7 +92,8 @@ impl Renderer {
     }
 
     fn report_changes(&mut self, snapshot: &Snapshot) {
-        self.reported.resize(snapshot.steps.len().max(self.reported.len()), "pending".into());
+        self.reported
+            .resize(snapshot.steps.len().max(self.reported.len()), "pending".into());
         for (index, step) in snapshot.steps.iter().enumerate() {
             if self.reported[index] == step.state {
                 continue;
@@ -136,8 +137,18 @@ fn plain_line(step: &StepView) -> String {
 
 /// The live block: one line per step, cut to `width` columns.
 pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<String> {
-    let label_width = snapshot.steps.iter().map(|s| s.label.chars().count()).max().unwrap_or(1);
-    let agent_width = snapshot.steps.iter().map(|s| s.agent.chars().count()).max().unwrap_or(1);
+    let label_width = snapshot
+        .steps
+        .iter()
+        .map(|s| s.label.chars().count())
+        .max()
+        .unwrap_or(1);
+    let agent_width = snapshot
+        .steps
+        .iter()
+        .map(|s| s.agent.chars().count())
+        .max()
+        .unwrap_or(1);
     snapshot
         .steps
         .iter()
@@ -254,8 +265,14 @@ mod tests {
     fn plain_lines_report_each_state_change_once() {
         let buffer = Buffer::default();
         let mut renderer = Renderer::new(Style::Plain, "r", Box::new(buffer.clone()), Box::new(|| 80));
-        renderer.update(&snapshot(vec![step("1", "running", Some(10), None), step("2", "pending", None, None)]));
-        renderer.update(&snapshot(vec![step("1", "running", Some(20), None), step("2", "pending", None, None)]));
+        renderer.update(&snapshot(vec![
+            step("1", "running", Some(10), None),
+            step("2", "pending", None, None),
+        ]));
+        renderer.update(&snapshot(vec![
+            step("1", "running", Some(20), None),
+            step("2", "pending", None, None),
+        ]));
         let mut failed = step("2", "failed", Some(1_020), None);
         failed.exit_code = Some(3);
         failed.error = Some("boom\nmore".into());
@@ -283,17 +300,32 @@ mod tests {
         let buffer = Buffer::default();
         let mut renderer = Renderer::new(Style::Live, "r", Box::new(buffer.clone()), Box::new(|| 40));
         renderer.update(&snapshot(vec![
-            step("1", "running", Some(1_000), Some("a rather long line of output that will not fit")),
+            step(
+                "1",
+                "running",
+                Some(1_000),
+                Some("a rather long line of output that will not fit"),
+            ),
             step("2", "pending", None, None),
         ]));
         let first = buffer.text();
         assert!(!first.contains("\x1b[2A"), "{first:?}");
         let lines: Vec<&str> = first.lines().filter(|l| l.starts_with("\x1b[2K")).collect();
         assert_eq!(lines.len(), 2, "{first:?}");
-        assert!(first.ends_with("\n\x1b[J"), "then clears what a longer block left: {first:?}");
-        assert!(lines[0].trim_start_matches("\x1b[2K").chars().count() <= 39, "{:?}", lines[0]);
+        assert!(
+            first.ends_with("\n\x1b[J"),
+            "then clears what a longer block left: {first:?}"
+        );
+        assert!(
+            lines[0].trim_start_matches("\x1b[2K").chars().count() <= 39,
+            "{:?}",
+            lines[0]
+        );
         assert!(lines[0].ends_with('…'), "{:?}", lines[0]);
-        renderer.finish(&snapshot(vec![step("1", "complete", Some(2_000), Some("done")), step("2", "complete", Some(5), None)]));
+        renderer.finish(&snapshot(vec![
+            step("1", "complete", Some(2_000), Some("done")),
+            step("2", "complete", Some(5), None),
+        ]));
         let all = buffer.text();
         assert!(all.contains("\r\x1b[2A"), "moves up over the block: {all:?}");
         assert!(all.contains("✓ 1  shell  complete    2.00s  done"), "{all:?}");

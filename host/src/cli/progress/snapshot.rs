@@ -107,9 +107,11 @@ fn step_elapsed(step: &StepStatus, now: u64) -> Option<u64> {
     if let Some(duration) = step.duration_ms {
         return Some(duration);
     }
-    let end = step
-        .ended_at
-        .unwrap_or(if step.status.as_deref() == Some("running") { now } else { started });
+    let end = step.ended_at.unwrap_or(if step.status.as_deref() == Some("running") {
+        now
+    } else {
+        started
+    });
     Some(end.saturating_sub(started))
 }
 
@@ -176,9 +178,18 @@ mod tests {
             duration_ms: duration,
             ..StepStatus::default()
         };
-        assert_eq!(step_elapsed(&step("running", Some(1_000), None, None), 3_500), Some(2_500));
-        assert_eq!(step_elapsed(&step("complete", Some(1_000), Some(2_000), Some(900)), 9_000), Some(900));
-        assert_eq!(step_elapsed(&step("failed", Some(1_000), Some(2_000), None), 9_000), Some(1_000));
+        assert_eq!(
+            step_elapsed(&step("running", Some(1_000), None, None), 3_500),
+            Some(2_500)
+        );
+        assert_eq!(
+            step_elapsed(&step("complete", Some(1_000), Some(2_000), Some(900)), 9_000),
+            Some(900)
+        );
+        assert_eq!(
+            step_elapsed(&step("failed", Some(1_000), Some(2_000), None), 9_000),
+            Some(1_000)
+        );
         assert_eq!(step_elapsed(&step("pending", None, None, None), 9_000), None);
     }
 }

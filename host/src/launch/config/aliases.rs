@@ -51,14 +51,19 @@ impl AliasTable {
                     groups.push((names.clone(), names));
                 }
             }
-            _ => return Err(bad("must be an object (planned model → names) or a list of name groups")),
+            _ => {
+                return Err(bad(
+                    "must be an object (planned model → names) or a list of name groups",
+                ));
+            }
         }
         Ok(Self { groups })
     }
 
     /// The names accepted for `planned` (`provider/id`) whose registry id is `id`.
     pub fn for_model(&self, planned: &str, id: Option<&str>) -> Vec<String> {
-        let matches = |key: &String| key.eq_ignore_ascii_case(planned) || id.is_some_and(|id| key.eq_ignore_ascii_case(id));
+        let matches =
+            |key: &String| key.eq_ignore_ascii_case(planned) || id.is_some_and(|id| key.eq_ignore_ascii_case(id));
         let mut out: Vec<String> = Vec::new();
         for (keys, names) in &self.groups {
             if keys.iter().any(matches) {

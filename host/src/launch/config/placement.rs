@@ -35,7 +35,13 @@ impl Placer {
     }
 
     /// Makes `config` (built for plan step `index`) run on its machine, or says why it cannot.
-    pub fn place(&self, index: usize, step: &PlanStep, kind: AdapterKind, config: &mut StepConfig) -> Result<(), String> {
+    pub fn place(
+        &self,
+        index: usize,
+        step: &PlanStep,
+        kind: AdapterKind,
+        config: &mut StepConfig,
+    ) -> Result<(), String> {
         let Some(machine) = &step.machine else { return Ok(()) };
         let placeable = matches!(
             kind,

@@ -60,7 +60,10 @@ fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
 
 #[test]
 fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
-    let shell = crate::agents::builtins().into_iter().find(|a| a.name() == "shell").unwrap();
+    let shell = crate::agents::builtins()
+        .into_iter()
+        .find(|a| a.name() == "shell")
+        .unwrap();
     let plan = plan(vec![step("shell", "echo hi")]);
     let steps = runner_steps(&plan, &options(vec![shell])).unwrap();
     let command = steps[0].command.as_ref().unwrap();
@@ -125,7 +128,10 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
         .unwrap()
         .adapter_spec()
         .unwrap();
-    assert_eq!((spec.id.as_str(), spec.argv.unwrap()), ("external-cli", vec!["tool".to_owned(), "--flag".into()]));
+    assert_eq!(
+        (spec.id.as_str(), spec.argv.unwrap()),
+        ("external-cli", vec!["tool".to_owned(), "--flag".into()])
+    );
     let job = agent("j", AdapterKind::ExternalJob, None);
     assert!(step_config(0, &step("j", "t"), Some(&job), &AliasTable::default()).is_err());
 }

@@ -57,7 +57,9 @@ pub(super) fn check_placement(step: &Map<String, Value>) -> Result<(), ConfigErr
         && !placement.target.starts_with('-')
         && !placement.target.chars().any(|c| c.is_whitespace() || c.is_control());
     if !target_ok {
-        return Err(invalid("'steps[].placement.target' must be an ssh target without spaces or a leading '-'."));
+        return Err(invalid(
+            "'steps[].placement.target' must be an ssh target without spaces or a leading '-'.",
+        ));
     }
     if placement.cwd.is_empty() || placement.cwd.chars().any(char::is_control) {
         return Err(invalid("'steps[].placement.cwd' must be a directory on the machine."));

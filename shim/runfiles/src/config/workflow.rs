@@ -211,7 +211,9 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
     if let Some(check) = step.get("modelCheck").filter(|v| !v.is_null())
         && serde_json::from_value::<ModelCheck>(check.clone()).is_err()
     {
-        return Err(invalid("'steps[].modelCheck' must be {planned, id?, aliases?} of strings."));
+        return Err(invalid(
+            "'steps[].modelCheck' must be {planned, id?, aliases?} of strings.",
+        ));
     }
     let Some(adapter) = step.get("adapter").filter(|v| !v.is_null()) else {
         return Ok(false);
@@ -232,9 +234,10 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
     if serde_json::from_value::<AdapterSpec>(adapter.clone()).is_err() {
         return Err(invalid("'steps[].adapter' has a field of the wrong type."));
     }
-    if object.get("env").is_some_and(|e| {
-        !e.is_null() && !e.as_object().is_some_and(|m| m.values().all(Value::is_string))
-    }) {
+    if object
+        .get("env")
+        .is_some_and(|e| !e.is_null() && !e.as_object().is_some_and(|m| m.values().all(Value::is_string)))
+    {
         return Err(invalid("'steps[].adapter.env' must be an object of strings."));
     }
     let needs_argv = matches!(id, "command" | "external-cli");
