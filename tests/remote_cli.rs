@@ -373,3 +373,31 @@ fn the_next_launch_to_the_machine_reuses_its_connection() {
         "the same master served the second launch"
     );
 }
+
+#[test]
+fn a_missing_ssh_client_is_refused_before_launch() {
+    let remote = Remote::new("remote-no-ssh");
+    let dir = remote.remote_dir();
+    let output = remote
+        .cli(&[
+            "run",
+            "--machine",
+            ALIAS,
+            "--cwd",
+            &dir,
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+        ])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("run through ssh") && stderr.contains("'ssh'"),
+        "{stderr}"
+    );
+    assert!(!remote.scratch.runs().exists() || std::fs::read_dir(remote.scratch.runs()).unwrap().next().is_none());
+}

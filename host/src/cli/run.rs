@@ -215,6 +215,14 @@ fn check_programs(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), String> {
             }
         }
     }
+    // Placed steps run through the local OpenSSH client.
+    if let Some(step) = plan.steps.iter().find(|s| s.machine.is_some())
+        && let Err(missing) = locate_program("ssh", Path::new(&step.cwd), path.as_deref())
+    {
+        return Err(format!(
+            "cannot launch: steps placed on a machine run through ssh, and {missing}.\nInstall the OpenSSH client."
+        ));
+    }
     if problems.is_empty() {
         return Ok(());
     }
