@@ -4,19 +4,10 @@
 //! output schema; pi's reported model is verified against the plan.
 
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use sublaunch_tests::cli::{executable, text, write};
 use sublaunch_tests::launch_harness::{Scratch, read_json};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 /// Shell lines every fake starts with: its argv, one per line, and its stdin go to
 /// `<cwd>/<name>.argv` and `<cwd>/<name>.stdin`.
@@ -51,9 +42,7 @@ fn fake_clis(scratch: &Scratch) -> PathBuf {
         ("codex", codex),
         ("cursor-agent", cursor),
     ] {
-        let path = bin.join(name);
-        write(&path, &script);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable(&bin.join(name), &script);
     }
     bin
 }

@@ -4,19 +4,10 @@
 //! is launched.
 
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Output;
+use sublaunch_tests::cli::{executable, text, write};
 use sublaunch_tests::launch_harness::{Scratch, names_in};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 /// A scratch with a project tree: `work/` holds `.sublaunch/` and `.pi/`, commands run in
 /// `work/src/deep` so the project directories are found by searching up.
@@ -283,8 +274,7 @@ fn a_missing_agent_cli_is_refused_before_launch() {
 
     // An executable at the path passes the check (whatever the launch then does with it).
     let tool = project.cwd().join("bin/agent-tool");
-    write(&tool, "#!/bin/sh\necho \"tool: $1\"\n");
-    std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+    executable(&tool, "#!/bin/sh\necho \"tool: $1\"\n");
     let output = project.sublaunch(&["run", "--agent", "local-tool", "--task", "hello", "--wait"]);
     assert!(
         !text(&output.stderr).contains("does not exist"),

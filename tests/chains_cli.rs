@@ -3,31 +3,10 @@
 //! agent and with fake `pi`, `claude` and `codex` programs on PATH.
 
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
+use sublaunch_tests::cli::{executable, ok, text, write};
 use sublaunch_tests::launch_harness::{Scratch, names_in, status};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, content: &str) -> PathBuf {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-    path.to_owned()
-}
-
-fn ok(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
 
 /// The run id: the first line `run` prints.
 fn run_id(stdout: &str) -> String {
@@ -338,8 +317,7 @@ fn fake_clis(dir: &Path) -> PathBuf {
         ),
     ];
     for (name, script) in scripts {
-        let path = write(&bin.join(name), &script);
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        executable(&bin.join(name), &script);
     }
     bin
 }

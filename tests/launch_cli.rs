@@ -3,24 +3,10 @@
 //! the host half of F31 (a revival host killed mid-handshake).
 
 use serde_json::Value;
-use std::process::{Output, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
+use sublaunch_tests::cli::{ok, text};
 use sublaunch_tests::launch_harness::{HOST_FAULT_ENV, Scratch, names_in, read_json, status, wait_for, wait_terminal};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
 
 fn launch(scratch: &Scratch, task: &str) -> String {
     ok(&scratch

@@ -3,30 +3,10 @@
 //! on a terminal (through a pty made by `script(1)`).
 
 use serde_json::Value;
-use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
+use sublaunch_tests::cli::{ok, text, write};
 use sublaunch_tests::launch_harness::{Scratch, wait_terminal};
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn ok(output: &Output) -> String {
-    assert!(
-        output.status.success(),
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        output.status.code(),
-        text(&output.stdout),
-        text(&output.stderr)
-    );
-    text(&output.stdout)
-}
-
-fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
 
 #[test]
 fn run_wait_prints_plain_step_lines_when_stderr_is_not_a_terminal() {

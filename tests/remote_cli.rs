@@ -4,28 +4,14 @@
 //! login shell included.
 
 use serde_json::Value;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
+use sublaunch_tests::cli::{executable, text, write};
 use sublaunch_tests::launch_harness::{Scratch, pid_gone, wait_for, wait_terminal};
 use sublaunch_tests::sshd::{Sshd, SshdOptions};
 
 const ALIAS: &str = "testbox";
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn write(path: &Path, content: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, content).unwrap();
-}
-
-fn executable(path: &Path, content: &str) {
-    write(path, content);
-    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
-}
 
 /// One test's world: the server, a client configuration naming it `testbox`, a fake herdr,
 /// a private ControlMaster directory and a directory "on the machine".

@@ -303,3 +303,39 @@ pub struct LaunchPlan {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
+
+impl LaunchPlan {
+    /// A plan of one step (hosts, tests and benchmarks building plans by hand).
+    pub fn single(step: PlanStep) -> Self {
+        Self {
+            steps: vec![step],
+            graph: None,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+impl PlanStep {
+    /// Step 0 of `agent` running `task` in the local directory `cwd`, with no model, thinking
+    /// level, placement or schema.
+    pub fn local(agent: &str, task: &str, cwd: &str) -> Self {
+        Self {
+            agent: agent.to_owned(),
+            step_index: 0,
+            task_index: None,
+            task: task.to_owned(),
+            model: None,
+            requested_model: None,
+            model_origin: None,
+            thinking: None,
+            thinking_ceiling: None,
+            context_limit: None,
+            machine: None,
+            cwd: cwd.to_owned(),
+            requested_cwd: cwd.to_owned(),
+            output_schema: None,
+            structured: false,
+            worktree: false,
+        }
+    }
+}

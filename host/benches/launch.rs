@@ -213,29 +213,7 @@ fn options(root: &Path, shim: &Path) -> LaunchOptions {
 }
 
 fn plan(task: &str, cwd: &Path) -> LaunchPlan {
-    let cwd = cwd.to_string_lossy().into_owned();
-    LaunchPlan {
-        steps: vec![PlanStep {
-            agent: "shell".into(),
-            step_index: 0,
-            task_index: None,
-            task: task.into(),
-            model: None,
-            requested_model: None,
-            model_origin: None,
-            thinking: None,
-            thinking_ceiling: None,
-            context_limit: None,
-            machine: None,
-            cwd: cwd.clone(),
-            requested_cwd: cwd,
-            output_schema: None,
-            structured: false,
-            worktree: false,
-        }],
-        graph: None,
-        warnings: Vec::new(),
-    }
+    LaunchPlan::single(PlanStep::local("shell", task, &cwd.to_string_lossy()))
 }
 
 /// `$SUBLAUNCH_SHIM`, else `sublaunch-shim` beside this profile's binaries.

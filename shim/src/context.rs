@@ -15,6 +15,7 @@ use sublaunch_runfiles::durability::DurabilityPolicy;
 use sublaunch_runfiles::layout::{Layout, names};
 use sublaunch_runfiles::lease::{Lease, WriterState};
 use sublaunch_runfiles::seams::Seams;
+use sublaunch_runfiles::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// The directories of one run.
 #[derive(Clone, Debug)]
@@ -88,6 +89,32 @@ pub struct Ctx {
 }
 
 impl Ctx {
+    /// S5 from the shim's side: `status.json` failed with `message` (a terminal status is kept),
+    /// not-started proof, zero-writer candidate; naming the held lease when `with_lease`.
+    /// Problems are reported on stderr: nothing else can record them.
+    pub fn persist_startup_failure(&self, run: &Dir, message: &str, with_lease: bool) {
+        let lease = self.lease.as_ref().filter(|_| with_lease);
+        let failure = StartupFailure {
+            run_id: self.cfg.id.clone(),
+            runner_process_instance_id: self.cfg.runner_process_instance_id.clone(),
+            session_id: self.cfg.session_id.clone(),
+            completion_owner_id: self.cfg.completion_owner_id.clone(),
+            error: message.to_owned(),
+            step_count: self.cfg.steps.len(),
+            session_file: lease.map(|l| l.session_file.clone()),
+            revival_lease_token: lease.map(|l| l.lease.token().to_owned()),
+            now: self.now_wall(),
+            keep_terminal_status: true,
+        };
+        match persist_startup_failure(run, &failure, self.policy) {
+            StartupFailureOutcome::Persisted | StartupFailureOutcome::StatusAlreadyTerminal => {}
+            StartupFailureOutcome::StatusUnusable { cause, .. } => {
+                eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
+            }
+            StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
+        }
+    }
+
     /// Opens `<run>` (a fresh handle: before commit the shim keeps no descriptor open between
     /// checks, H9).
     pub fn open_run(&self) -> io::Result<Dir> {

@@ -24,7 +24,6 @@ use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_runfiles::layout::names;
 use sublaunch_runfiles::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
 use sublaunch_runfiles::procinfo::{SystemProcesses, hostname, own_start_identity};
-use sublaunch_runfiles::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// How often the control file is re-read although the doorbell is silent.
 const SAFETY_TICK: Duration = Duration::from_millis(1_000);
@@ -250,24 +249,7 @@ pub fn fail(ctx: &mut Ctx, error: &PreCommitError) -> i32 {
 
 /// R8: no observer will record this run, so the shim writes the S5 shape itself.
 fn persist_host_vanished(ctx: &Ctx, message: &str) {
-    let Ok(run) = ctx.open_run() else { return };
-    let failure = StartupFailure {
-        run_id: ctx.cfg.id.clone(),
-        runner_process_instance_id: ctx.cfg.runner_process_instance_id.clone(),
-        session_id: ctx.cfg.session_id.clone(),
-        completion_owner_id: ctx.cfg.completion_owner_id.clone(),
-        error: message.to_owned(),
-        step_count: ctx.cfg.steps.len(),
-        session_file: None,
-        revival_lease_token: None,
-        now: ctx.now_wall(),
-        keep_terminal_status: true,
-    };
-    match persist_startup_failure(&run, &failure, ctx.policy) {
-        StartupFailureOutcome::Persisted | StartupFailureOutcome::StatusAlreadyTerminal => {}
-        StartupFailureOutcome::StatusUnusable { cause, .. } => {
-            eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
-        }
-        StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
+    if let Ok(run) = ctx.open_run() {
+        ctx.persist_startup_failure(&run, message, false);
     }
 }

@@ -25,6 +25,7 @@
 
 pub mod adapter;
 pub mod book;
+pub mod bounded;
 pub mod child;
 pub mod clock;
 pub mod commit;

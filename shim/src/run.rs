@@ -15,9 +15,7 @@ use sublaunch_runfiles::events::{self, EventLog};
 use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_runfiles::layout::names;
 use sublaunch_runfiles::procinfo::{own_start_identity, pid_namespace_scope};
-use sublaunch_runfiles::status::{
-    RunningUpdate, StartupFailure, StartupFailureOutcome, StepStatus, persist_startup_failure,
-};
+use sublaunch_runfiles::status::{RunningUpdate, StepStatus};
 
 /// What has been asked of the run (signals X9, control inbox R12, deadline R12).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -226,25 +224,7 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
 fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
     let message = format!("Subagent runner startup failed: {cause}");
     if let Ok(run) = ctx.open_run() {
-        let failure = StartupFailure {
-            run_id: ctx.cfg.id.clone(),
-            runner_process_instance_id: ctx.cfg.runner_process_instance_id.clone(),
-            session_id: ctx.cfg.session_id.clone(),
-            completion_owner_id: ctx.cfg.completion_owner_id.clone(),
-            error: message.clone(),
-            step_count: ctx.cfg.steps.len(),
-            session_file: ctx.lease.as_ref().map(|l| l.session_file.clone()),
-            revival_lease_token: ctx.lease.as_ref().map(|l| l.lease.token().to_owned()),
-            now: ctx.now_wall(),
-            keep_terminal_status: true,
-        };
-        match persist_startup_failure(&run, &failure, ctx.policy) {
-            StartupFailureOutcome::Persisted | StartupFailureOutcome::StatusAlreadyTerminal => {}
-            StartupFailureOutcome::StatusUnusable { cause, .. } => {
-                eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
-            }
-            StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
-        }
+        ctx.persist_startup_failure(&run, &message, true);
         if let Some(released) = ctx.release_lease() {
             crate::record::acknowledge_release(ctx, &run, released);
         }

@@ -5,10 +5,9 @@
 
 use crate::structured::{self, StructuredError};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Overrides where the validator is (tests, packaging).
 pub const VALIDATOR_ENV: &str = "SUBLAUNCH_VALIDATOR";
@@ -35,42 +34,12 @@ pub fn check(text: &str, schema: &Value) -> Result<Value, StructuredError> {
     let request =
         serde_json::to_vec(&json!({"schema": schema, "text": text})).map_err(|e| unavailable(e.to_string()))?;
     let mut command = Command::new(&path);
-    command
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child =
-        crate::signals::unblocked(|| command.spawn()).map_err(|e| unavailable(format!("cannot start: {e}")))?;
-    // The request is written by a thread so that a validator answering early cannot block us.
-    let mut stdin = child.stdin.take().ok_or_else(|| unavailable("has no stdin".into()))?;
-    let writer = std::thread::spawn(move || stdin.write_all(&request));
-    let started = Instant::now();
-    let mut stdout = child.stdout.take().ok_or_else(|| unavailable("has no stdout".into()))?;
-    let reader = std::thread::spawn(move || {
-        let mut out = Vec::new();
-        std::io::Read::read_to_end(&mut stdout, &mut out).map(|_| out)
-    });
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if started.elapsed() > DEADLINE => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(unavailable("took longer than 60 s".into()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(1)),
-            Err(e) => return Err(unavailable(format!("cannot be waited for: {e}"))),
-        }
-    };
-    let _ = writer.join();
-    let out = reader
-        .join()
-        .map_err(|_| unavailable("output was lost".into()))?
-        .map_err(|e| unavailable(format!("output cannot be read: {e}")))?;
-    if !status.success() {
-        return Err(unavailable(format!("failed ({status})")));
+    command.env_clear();
+    let finished = crate::bounded::run(command, Some(request), DEADLINE).map_err(unavailable)?;
+    if !finished.status.success() {
+        return Err(unavailable(format!("failed ({})", finished.status)));
     }
+    let out = finished.stdout;
     let verdict: Value = serde_json::from_slice(&out).map_err(|e| unavailable(format!("answered garbage: {e}")))?;
     decode(&verdict).unwrap_or_else(|| Err(unavailable("answered an unknown verdict".into())))
 }

@@ -155,7 +155,11 @@ fn x9_second_signal_skips_the_grace() {
     let root = Root::new();
     let mut run = root.launch(Spec::shell("trap '' TERM; while :; do sleep 1; done"));
     run.proceed();
-    wait_agent(&run);
+    let agent = wait_agent(&run);
+    // The shell must have run its `trap` before the first SIGTERM, or that one kills it.
+    wait_until("the agent to ignore SIGTERM", LONG, || {
+        ignores(agent, libc::SIGTERM).then_some(())
+    });
     let started = Instant::now();
     run.signal(libc::SIGTERM);
     let pid = run.pid;

@@ -11,6 +11,7 @@ use super::options::{LaunchOptions, WorkflowOptions};
 use crate::agents::{AdapterKind, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::path::Path;
 use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
 use sublaunch_runfiles::config::{AdapterSpec, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig};
 
@@ -36,7 +37,14 @@ pub fn plan_mode(plan: &LaunchPlan) -> &'static str {
 /// The runner steps of `plan` for a launch with `options`, or the reason one cannot be
 /// started. Settings' `modelResponseAliases` are read (for the launch's directory) only when
 /// a pi step verifies its model.
-pub fn runner_steps(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Vec<StepConfig>, String> {
+///
+/// A placed step starts ssh in `local_cwd`; its ControlMaster sockets live under `root`.
+pub fn runner_steps(
+    plan: &LaunchPlan,
+    options: &LaunchOptions,
+    root: &Path,
+    local_cwd: &str,
+) -> Result<Vec<StepConfig>, String> {
     if plan.steps.is_empty() {
         return Err("Subagent launch aborted: the plan has no steps.".into());
     }
@@ -45,15 +53,15 @@ pub fn runner_steps(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Vec<St
             && verified_model(step).is_some()
     });
     let table = if verifies {
-        let cwd = options
-            .cwd
-            .clone()
-            .unwrap_or_else(|| std::path::PathBuf::from(&plan.steps[0].cwd));
-        aliases_for(&cwd)?
+        aliases_for(Path::new(local_cwd))?
     } else {
         AliasTable::default()
     };
-    let placer = placer(plan, options)?;
+    let placer = plan
+        .steps
+        .iter()
+        .any(|s| s.machine.is_some())
+        .then(|| Placer::new(root, local_cwd.to_owned()));
     plan.steps
         .iter()
         .enumerate()
@@ -66,27 +74,6 @@ pub fn runner_steps(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Vec<St
             Ok(config)
         })
         .collect()
-}
-
-/// The placement context, when some step runs on a machine: the launch's local directory
-/// (where `ssh` starts) and the root that holds the ControlMaster sockets.
-fn placer(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Option<Placer>, String> {
-    if plan.steps.iter().all(|s| s.machine.is_none()) {
-        return Ok(None);
-    }
-    let layout = match &options.layout {
-        Some(layout) => layout.clone(),
-        None => sublaunch_runfiles::layout::Layout::from_env().map_err(|e| e.to_string())?,
-    };
-    let local_cwd = match &options.cwd {
-        Some(cwd) => cwd.to_string_lossy().into_owned(),
-        None => std::env::current_dir()
-            .map_err(|e| format!("Subagent launch aborted: no local directory to start ssh in: {e}."))?
-            .to_string_lossy()
-            .into_owned(),
-    };
-    let root = std::path::absolute(layout.root()).map_err(|e| format!("Subagent launch aborted: {e}."))?;
-    Ok(Some(Placer::new(&root, local_cwd)))
 }
 
 fn find_agent<'a>(agents: &'a [AgentDef], name: &str) -> Option<&'a AgentDef> {

@@ -50,13 +50,15 @@ impl Setup {
             Some(layout) => absolute_layout(layout),
             None => Layout::from_env().map_err(|e| e.to_string())?,
         };
-        let steps = config::runner_steps(plan, options)?;
+        // The launch's local directory: a placed step's directory is on its machine.
         let cwd = options
             .cwd
             .as_ref()
             .map(|c| c.to_string_lossy().into_owned())
-            .or_else(|| plan.steps.first().map(|s| s.cwd.clone()))
+            .or_else(|| plan.steps.iter().find(|s| s.machine.is_none()).map(|s| s.cwd.clone()))
+            .or_else(|| std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "/".into());
+        let steps = config::runner_steps(plan, options, layout.root(), &cwd)?;
         let mut cwd_checks = vec![CwdCheck {
             effective: cwd.clone(),
             requested: None,

@@ -10,29 +10,7 @@ use sublaunch_runfiles::hooks::HostHooks;
 
 /// A one-step plan running `task` with the built-in `shell` agent in `cwd`.
 pub fn shell_plan(task: &str, cwd: &Path) -> LaunchPlan {
-    let cwd = cwd.to_string_lossy().into_owned();
-    LaunchPlan {
-        steps: vec![PlanStep {
-            agent: "shell".into(),
-            step_index: 0,
-            task_index: None,
-            task: task.into(),
-            model: None,
-            requested_model: None,
-            model_origin: None,
-            thinking: None,
-            thinking_ceiling: None,
-            context_limit: None,
-            machine: None,
-            cwd: cwd.clone(),
-            requested_cwd: cwd,
-            output_schema: None,
-            structured: false,
-            worktree: false,
-        }],
-        graph: None,
-        warnings: Vec::new(),
-    }
+    LaunchPlan::single(PlanStep::local("shell", task, &cwd.to_string_lossy()))
 }
 
 /// Options for a test launch: this root and shim, no host faults from the environment,

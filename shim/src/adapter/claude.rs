@@ -12,7 +12,7 @@
 //! `is_error: true` (or a run that printed none) fails the step. The text of the last
 //! `{"type":"assistant"}` message stands in when the result event carries no text.
 
-use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::jsonl::{self, EventReader, JsonlParser};
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
@@ -66,56 +66,38 @@ impl Adapter for ClaudeAdapter {
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(ResultStreamParser::new("Claude Code"))
+        Box::new(ResultEvents::parser("Claude Code"))
     }
 }
 
 /// Reads a stream of `system` / `assistant` / `user` / `result` events (Claude Code's and
 /// Cursor's stream-json format).
 #[derive(Debug)]
-pub struct ResultStreamParser {
+pub struct ResultEvents {
     program: &'static str,
     result: Option<Value>,
     last_assistant: Option<String>,
     model: Option<String>,
-    oversized: Option<usize>,
 }
 
-impl ResultStreamParser {
-    /// A parser for `program` (named in errors).
-    pub fn new(program: &'static str) -> Self {
-        Self {
+impl ResultEvents {
+    /// The parser of `program`'s stream (named in errors).
+    pub fn parser(program: &'static str) -> JsonlParser<Self> {
+        JsonlParser::of(Self {
             program,
             result: None,
             last_assistant: None,
             model: None,
-            oversized: None,
-        }
+        })
     }
 }
 
-impl OutputParser for ResultStreamParser {
-    fn line_retain_limit(&self) -> usize {
-        JSON_LINE_RETAIN
+impl EventReader for ResultEvents {
+    fn program(&self) -> &str {
+        self.program
     }
 
-    fn needs_lines(&self) -> bool {
-        true
-    }
-
-    fn tail_bytes(&self) -> usize {
-        JSON_TAIL_BYTES
-    }
-
-    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
-        let value = match jsonl::parse(line, full_len) {
-            Line::Object(value) => value,
-            Line::Text => return ParsedLine::Text,
-            Line::Oversized(len) => {
-                self.oversized.get_or_insert(len);
-                return ParsedLine::Ignore;
-            }
-        };
+    fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "system" => {
                 if let Some(model) = value.get("model").and_then(Value::as_str) {
@@ -135,16 +117,12 @@ impl OutputParser for ResultStreamParser {
         ParsedLine::Event(value)
     }
 
-    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+    fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let program = self.program;
         let mut out = Extracted {
             reported_model: self.model.clone(),
             ..Extracted::default()
         };
-        if let Some(len) = self.oversized {
-            out.failure = Some(jsonl::oversized(program, len));
-            return out;
-        }
         let Some(result) = &self.result else {
             out.output = self.last_assistant.clone().unwrap_or_default();
             out.failure = Some(format!(
@@ -174,7 +152,7 @@ mod tests {
     use super::*;
 
     fn run(lines: &[&str]) -> Extracted {
-        let mut p = ResultStreamParser::new("Claude Code");
+        let mut p = ResultEvents::parser("Claude Code");
         for line in lines {
             p.stdout_line(line.as_bytes(), line.len());
         }

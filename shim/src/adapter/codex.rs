@@ -11,7 +11,7 @@
 //! wrote no file, the text of the last `item.completed` event whose item is an
 //! `agent_message`. A `turn.failed` or `error` event fails the step with its message.
 
-use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::jsonl::{self, EventReader, JsonlParser};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
 use std::io::Read;
@@ -63,44 +63,34 @@ impl Adapter for CodexAdapter {
     }
 
     fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(CodexParser {
-            last_message_file: input.run_path(&last_message_name(input.index)),
-            ..CodexParser::default()
-        })
+        Box::new(CodexEvents::parser(input.run_path(&last_message_name(input.index))))
     }
 }
 
 /// Reads `codex exec --json` events.
 #[derive(Debug, Default)]
-pub struct CodexParser {
+pub struct CodexEvents {
     last_message_file: String,
     last_agent_message: Option<String>,
     failure: Option<String>,
-    oversized: Option<usize>,
 }
 
-impl OutputParser for CodexParser {
-    fn line_retain_limit(&self) -> usize {
-        JSON_LINE_RETAIN
+impl CodexEvents {
+    /// The parser of a run whose final message Codex writes to `last_message_file`.
+    pub fn parser(last_message_file: String) -> JsonlParser<Self> {
+        JsonlParser::of(Self {
+            last_message_file,
+            ..Self::default()
+        })
+    }
+}
+
+impl EventReader for CodexEvents {
+    fn program(&self) -> &str {
+        "Codex"
     }
 
-    fn needs_lines(&self) -> bool {
-        true
-    }
-
-    fn tail_bytes(&self) -> usize {
-        JSON_TAIL_BYTES
-    }
-
-    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
-        let value = match jsonl::parse(line, full_len) {
-            Line::Object(value) => value,
-            Line::Text => return ParsedLine::Text,
-            Line::Oversized(len) => {
-                self.oversized.get_or_insert(len);
-                return ParsedLine::Ignore;
-            }
-        };
+    fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "item.completed" => {
                 let item = value.get("item");
@@ -128,12 +118,8 @@ impl OutputParser for CodexParser {
         ParsedLine::Event(value)
     }
 
-    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+    fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let mut out = Extracted::default();
-        if let Some(len) = self.oversized {
-            out.failure = Some(jsonl::oversized("Codex", len));
-            return out;
-        }
         match read_bounded(&self.last_message_file) {
             Ok(Some(text)) if !text.trim().is_empty() => out.output = text,
             Ok(_) => out.output = self.last_agent_message.clone().unwrap_or_default(),
@@ -183,10 +169,7 @@ mod tests {
     fn the_last_message_file_wins_then_the_last_agent_message() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("last.txt");
-        let mut p = CodexParser {
-            last_message_file: file.to_string_lossy().into_owned(),
-            ..CodexParser::default()
-        };
+        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned());
         for line in [
             r#"{"type":"thread.started","thread_id":"t"}"#,
             r#"{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"from events"}}"#,

@@ -11,7 +11,7 @@
 //! over 128 KiB cannot be one argument and fails before the spawn. The output is the `result`
 //! event's text; `is_error: true` or no result event fails the step.
 
-use super::claude::ResultStreamParser;
+use super::claude::ResultEvents;
 use super::{ARG_LIMIT, Adapter, AgentCommand, OutputParser, StepInput};
 
 /// The Cursor adapter.
@@ -65,6 +65,6 @@ impl Adapter for CursorAdapter {
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(ResultStreamParser::new("cursor-agent"))
+        Box::new(ResultEvents::parser("cursor-agent"))
     }
 }

@@ -1,7 +1,7 @@
 //! Shared pieces of the JSON-line adapters (pi, Claude Code, Codex, Cursor): parsing one
 //! stdout line, the text of a message's content blocks, and the final-message bound.
 
-use super::FINAL_MESSAGE_LIMIT;
+use super::{Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine};
 use serde_json::Value;
 
 /// Bytes of a JSON line kept for parsing: the whole line up to the R11 protocol limit.
@@ -80,4 +80,67 @@ pub fn excerpt(tail: &[u8]) -> String {
         start += 1;
     }
     text[start..].to_owned()
+}
+
+/// What one JSON-line adapter does with its events; [`JsonlParser`] does the rest.
+pub trait EventReader {
+    /// The program, named in errors.
+    fn program(&self) -> &str;
+    /// One event object: what the supervisor persists of it.
+    fn event(&mut self, value: Value) -> ParsedLine;
+    /// The step's output once stdout ended (every JSON line was within bounds).
+    fn extract(&mut self, stdout_tail: &[u8]) -> Extracted;
+}
+
+/// An [`EventReader`] as an [`OutputParser`]: lines that are JSON objects are events, other
+/// lines plain text, and a line over [`JSON_LINE_RETAIN`] fails the step.
+#[derive(Debug, Default)]
+pub struct JsonlParser<R> {
+    reader: R,
+    oversized: Option<usize>,
+}
+
+impl<R> JsonlParser<R> {
+    /// The parser reading events with `reader`.
+    pub fn of(reader: R) -> Self {
+        Self {
+            reader,
+            oversized: None,
+        }
+    }
+}
+
+impl<R: EventReader> OutputParser for JsonlParser<R> {
+    fn line_retain_limit(&self) -> usize {
+        JSON_LINE_RETAIN
+    }
+
+    fn needs_lines(&self) -> bool {
+        true
+    }
+
+    fn tail_bytes(&self) -> usize {
+        JSON_TAIL_BYTES
+    }
+
+    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
+        match parse(line, full_len) {
+            Line::Object(value) => self.reader.event(value),
+            Line::Text => ParsedLine::Text,
+            Line::Oversized(len) => {
+                self.oversized.get_or_insert(len);
+                ParsedLine::Ignore
+            }
+        }
+    }
+
+    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
+        match self.oversized {
+            Some(len) => Extracted {
+                failure: Some(oversized(self.reader.program(), len)),
+                ..Extracted::default()
+            },
+            None => self.reader.extract(stdout_tail),
+        }
+    }
 }

@@ -13,7 +13,7 @@
 //! The task is the last argument (after `--` when it starts with `-`); a task longer than one
 //! argument may be (128 KiB) goes to pi's standard input instead, which pi reads as the prompt.
 
-use super::jsonl::{self, JSON_LINE_RETAIN, JSON_TAIL_BYTES, Line};
+use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, Adapter, AgentCommand, Extracted, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
 
@@ -72,33 +72,19 @@ impl Adapter for PiAdapter {
 
 /// Reads pi's JSON event stream.
 #[derive(Debug, Default)]
-pub struct PiParser {
+pub struct PiEvents {
     last: Option<Value>,
-    oversized: Option<usize>,
 }
 
-impl OutputParser for PiParser {
-    fn line_retain_limit(&self) -> usize {
-        JSON_LINE_RETAIN
+/// pi's output parser.
+pub type PiParser = JsonlParser<PiEvents>;
+
+impl EventReader for PiEvents {
+    fn program(&self) -> &str {
+        "pi"
     }
 
-    fn needs_lines(&self) -> bool {
-        true
-    }
-
-    fn tail_bytes(&self) -> usize {
-        JSON_TAIL_BYTES
-    }
-
-    fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine {
-        let value = match jsonl::parse(line, full_len) {
-            Line::Object(value) => value,
-            Line::Text => return ParsedLine::Text,
-            Line::Oversized(len) => {
-                self.oversized.get_or_insert(len);
-                return ParsedLine::Ignore;
-            }
-        };
+    fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "message_update" => return ParsedLine::Ignore,
             "message_end" | "turn_end" => {
@@ -112,10 +98,7 @@ impl OutputParser for PiParser {
         ParsedLine::Event(value)
     }
 
-    fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
-        if let Some(len) = self.oversized {
-            return failure(jsonl::oversized("pi", len));
-        }
+    fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let Some(message) = &self.last else {
             return failure(format!(
                 "pi ended without an assistant message (expected `--mode json` events on stdout). Output ended with: {}",

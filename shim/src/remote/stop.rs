@@ -3,8 +3,9 @@
 //! remote process group, then SIGKILL to what is left after the grace.
 
 use super::script::quote;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::os::unix::process::CommandExt as _;
+use std::process::Command;
+use std::time::Duration;
 use sublaunch_runfiles::config::Placement;
 
 /// How long the remote group gets between SIGTERM and SIGKILL (tenths of a second, counted by
@@ -34,35 +35,16 @@ pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
         .args(&argv[1..])
         .env_clear()
         .envs(super::ssh_env())
-        .process_group(0)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null());
-    use std::os::unix::process::CommandExt as _;
-    let mut child = crate::signals::unblocked(|| command.spawn())
-        .map_err(|e| format!("Cannot start ssh to stop the agent on '{}': {e}.", placement.machine))?;
-    let deadline = Instant::now() + STOP_DEADLINE;
-    loop {
-        match child.try_wait() {
-            Ok(Some(status)) if status.success() => return Ok(()),
-            Ok(Some(status)) => {
-                return Err(format!(
-                    "Stopping the agent on '{}' failed: ssh ended with {status}.",
-                    placement.machine
-                ));
-            }
-            Ok(None) if Instant::now() >= deadline => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("Stopping the agent on '{}' timed out.", placement.machine));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                return Err(format!(
-                    "Cannot wait for the stop connection to '{}': {e}.",
-                    placement.machine
-                ));
-            }
-        }
+        .process_group(0);
+    let machine = &placement.machine;
+    let finished = crate::bounded::run(command, None, STOP_DEADLINE)
+        .map_err(|why| format!("Stopping the agent on '{machine}' failed: ssh {why}."))?;
+    if finished.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "Stopping the agent on '{machine}' failed: ssh ended with {}.",
+            finished.status
+        ))
     }
 }

@@ -130,6 +130,7 @@ fn run_group(
     let mut running: Vec<ChildRun> = Vec::new();
     let mut ends: Vec<StepEnd> = Vec::with_capacity(group.len);
     let mut cancelled_by: Option<String> = None;
+    let fail_fast = workflow.fail_fast && group.parallel;
     loop {
         while running.len() < limit && cancelled_by.is_none() && !sup.requests.ends_run() {
             let Some(index) = pending.pop_front() else { break };
@@ -138,7 +139,6 @@ fn run_group(
             match sup.start_child(ctx, index, &task) {
                 Ok(child) => running.push(child),
                 Err(end) => {
-                    let fail_fast = workflow.fail_fast && group.parallel;
                     settle(
                         ctx,
                         sup,
@@ -159,7 +159,6 @@ fn run_group(
         while let Some(at) = running.iter().position(ChildRun::is_done) {
             let child = running.remove(at);
             let end = sup.finish_child(ctx, child);
-            let fail_fast = workflow.fail_fast && group.parallel;
             settle(
                 ctx,
                 sup,

@@ -124,12 +124,21 @@ pub fn host_fd_hygiene() {
 
 /// Whether `pid` has a handler installed for `signal` (`SigCgt` of `/proc/<pid>/status`).
 pub fn catches(pid: u32, signal: i32) -> bool {
+    signal_mask_has(pid, "SigCgt:", signal)
+}
+
+/// Whether `pid` ignores `signal` (`SigIgn` of `/proc/<pid>/status`).
+pub fn ignores(pid: u32, signal: i32) -> bool {
+    signal_mask_has(pid, "SigIgn:", signal)
+}
+
+fn signal_mask_has(pid: u32, field: &str, signal: i32) -> bool {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return false;
     };
     status
         .lines()
-        .find(|l| l.starts_with("SigCgt:"))
+        .find(|l| l.starts_with(field))
         .and_then(|l| u64::from_str_radix(l.split_whitespace().nth(1)?, 16).ok())
         .is_some_and(|mask| mask & (1u64 << (signal - 1)) != 0)
 }

@@ -4,24 +4,7 @@ use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
 
 fn step(agent: &str, task: &str) -> PlanStep {
-    PlanStep {
-        agent: agent.into(),
-        step_index: 0,
-        task_index: None,
-        task: task.into(),
-        model: None,
-        requested_model: None,
-        model_origin: None,
-        thinking: None,
-        thinking_ceiling: None,
-        context_limit: None,
-        machine: None,
-        cwd: "/w".into(),
-        requested_cwd: "/w".into(),
-        output_schema: None,
-        structured: false,
-        worktree: false,
-    }
+    PlanStep::local(agent, task, "/w")
 }
 
 fn agent(name: &str, adapter: AdapterKind, command: Option<Vec<&str>>) -> AgentDef {
@@ -65,14 +48,14 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
         .find(|a| a.name() == "shell")
         .unwrap();
     let plan = plan(vec![step("shell", "echo hi")]);
-    let steps = runner_steps(&plan, &options(vec![shell])).unwrap();
+    let steps = runner_steps(&plan, &options(vec![shell]), Path::new("/r"), "/w").unwrap();
     let command = steps[0].command.as_ref().unwrap();
     assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
     assert_eq!(command.cwd.as_deref(), Some("/w"));
     assert_eq!(steps[0].adapter_spec().unwrap().id, "shell");
     assert_eq!((steps[0].step_index(), steps[0].task_index()), (Some(0), None));
     assert_eq!(plan_mode(&plan), "single");
-    let error = runner_steps(&plan, &options(vec![])).unwrap_err();
+    let error = runner_steps(&plan, &options(vec![]), Path::new("/r"), "/w").unwrap_err();
     assert!(error.contains("not known to the launcher"), "{error}");
 }
 
