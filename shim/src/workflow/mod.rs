@@ -126,60 +126,43 @@ fn run_group(
     } else {
         1
     };
-    let mut pending: VecDeque<usize> = group.indices().collect();
-    let mut running: Vec<ChildRun> = Vec::new();
-    let mut ends: Vec<StepEnd> = Vec::with_capacity(group.len);
-    let mut cancelled_by: Option<String> = None;
-    let fail_fast = workflow.fail_fast && group.parallel;
+    let mut run = GroupRun {
+        pending: group.indices().collect(),
+        running: Vec::new(),
+        ends: Vec::with_capacity(group.len),
+        cancelled_by: None,
+        fail_fast: workflow.fail_fast && group.parallel,
+    };
     loop {
-        while running.len() < limit && cancelled_by.is_none() && !sup.requests.ends_run() {
-            let Some(index) = pending.pop_front() else { break };
+        while run.running.len() < limit && run.cancelled_by.is_none() && !sup.requests.ends_run() {
+            let Some(index) = run.pending.pop_front() else { break };
             let raw = ctx.cfg.steps[index].task.clone().unwrap_or_default();
             let task = values.map_or_else(|| raw.clone(), |v| v.apply(&raw));
             match sup.start_child(ctx, index, &task) {
-                Ok(child) => running.push(child),
-                Err(end) => {
-                    settle(
-                        ctx,
-                        sup,
-                        *end,
-                        !pending.is_empty(),
-                        &mut ends,
-                        &mut running,
-                        &mut cancelled_by,
-                        fail_fast,
-                    );
-                }
+                Ok(child) => run.running.push(child),
+                Err(end) => run.settle(ctx, sup, *end),
             }
         }
-        if running.is_empty() {
+        if run.running.is_empty() {
             break;
         }
-        sup.turn(ctx, &mut running);
-        while let Some(at) = running.iter().position(ChildRun::is_done) {
-            let child = running.remove(at);
+        sup.turn(ctx, &mut run.running);
+        while let Some(at) = run.running.iter().position(ChildRun::is_done) {
+            let child = run.running.remove(at);
             let end = sup.finish_child(ctx, child);
-            settle(
-                ctx,
-                sup,
-                end,
-                !pending.is_empty(),
-                &mut ends,
-                &mut running,
-                &mut cancelled_by,
-                fail_fast,
-            );
+            run.settle(ctx, sup, end);
         }
-        if running.is_empty() {
+        if run.running.is_empty() {
             ctx.set_writer(WriterState::None, None);
         }
     }
-    let reason = match (&cancelled_by, chain_stop(sup, &ends)) {
+    let mut ends = run.ends;
+    let reason = match (&run.cancelled_by, chain_stop(sup, &ends)) {
         (Some(failed), _) => Some(format!("Not run: {failed} failed and failFast is set.")),
         (None, Some(reason)) if sup.requests.ends_run() => Some(reason),
         _ => None,
     };
-    for index in pending {
+    for index in run.pending {
         let why = reason.clone().unwrap_or_else(|| "Not run.".to_owned());
         ends.push(Supervisor::not_run(ctx, index, &why));
     }
@@ -187,31 +170,37 @@ fn run_group(
     ends
 }
 
-/// Takes one child's end: failFast, and closing it at once unless it may be the run's last
-/// (`pending`: tasks of the group wait to start).
-#[allow(clippy::too_many_arguments)]
-fn settle(
-    ctx: &mut Ctx,
-    sup: &mut Supervisor,
-    mut end: StepEnd,
-    pending: bool,
-    ends: &mut Vec<StepEnd>,
-    running: &mut [ChildRun],
-    cancelled_by: &mut Option<String>,
+/// Where one group's execution stands.
+struct GroupRun {
+    /// Tasks not started yet, in order.
+    pending: VecDeque<usize>,
+    /// Agents running now.
+    running: Vec<ChildRun>,
+    /// Ends so far.
+    ends: Vec<StepEnd>,
+    /// The task whose failure stopped the group (failFast).
+    cancelled_by: Option<String>,
+    /// A failed task stops the others.
     fail_fast: bool,
-) {
-    let failed = end.state() == RunState::Failed && end.cancel.is_none();
-    if failed && fail_fast && cancelled_by.is_none() {
-        let label = end.label();
-        let message = format!("Stopped: {label} failed and failFast is set.");
-        for child in running.iter_mut() {
-            child.cancel.get_or_insert_with(|| message.clone());
+}
+
+impl GroupRun {
+    /// Takes one child's end: failFast, and closing it at once unless it may be the run's
+    /// last (no task runs or waits to start).
+    fn settle(&mut self, ctx: &mut Ctx, sup: &mut Supervisor, mut end: StepEnd) {
+        let failed = end.state() == RunState::Failed && end.cancel.is_none();
+        if failed && self.fail_fast && self.cancelled_by.is_none() {
+            let label = end.label();
+            let message = format!("Stopped: {label} failed and failFast is set.");
+            for child in &mut self.running {
+                child.cancel.get_or_insert_with(|| message.clone());
+            }
+            self.cancelled_by = Some(label);
         }
-        *cancelled_by = Some(label);
+        let more = !self.pending.is_empty() && self.cancelled_by.is_none() && !sup.requests.ends_run();
+        if more || !self.running.is_empty() {
+            crate::record::close_step(ctx, sup, &mut end);
+        }
+        self.ends.push(end);
     }
-    let more = pending && cancelled_by.is_none() && !sup.requests.ends_run();
-    if more || !running.is_empty() {
-        crate::record::close_step(ctx, sup, &mut end);
-    }
-    ends.push(end);
 }
