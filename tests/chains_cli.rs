@@ -283,6 +283,33 @@ fn a_parallel_group_inside_a_chain_aggregates_its_outputs_in_order() {
     );
 }
 
+#[test]
+fn fail_fast_stops_the_running_tasks_and_starts_no_more() {
+    let scratch = Scratch::new("fail-fast-e2e");
+    // Two run at once: the first fails, the second would sleep for minutes, the third waits
+    // for a slot; the step after the group never runs.
+    let chain = write(
+        &scratch.work().join("ff.yaml"),
+        "failFast: true\nconcurrency: 2\nsteps:\n  - parallel:\n      - {agent: shell, task: 'exit 3'}\n      - {agent: shell, task: 'sleep 300'}\n      - {agent: shell, task: 'echo three'}\n  - {agent: shell, task: 'echo after'}\n",
+    );
+    let output = run(
+        &scratch,
+        &["run", "--chain", &chain.to_string_lossy(), "--wait", "--json"],
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let end: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(end["state"], "failed", "{end}");
+    let steps = end["steps"].as_array().unwrap();
+    let states: Vec<&str> = steps.iter().map(|s| s["state"].as_str().unwrap()).collect();
+    assert_eq!(states[0], "failed", "{end}");
+    assert_eq!(states[1], "stopped", "the sleeping sibling was stopped: {end}");
+    let sibling = steps[1]["error"].as_str().unwrap();
+    assert!(sibling.contains("failed and failFast is set"), "{sibling}");
+    for later in &steps[2..] {
+        assert!(later["error"].as_str().unwrap().starts_with("Not run"), "{later}");
+    }
+}
+
 /// Fake agent CLIs speaking the output formats of the adapters: pi's JSON events (task as
 /// the last argument), Claude Code's stream-json `result` (task on stdin) and Codex's
 /// `--output-last-message` file (task on stdin). Each answers `<name> says <task>`.
