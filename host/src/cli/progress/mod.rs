@@ -15,7 +15,7 @@ mod render;
 mod snapshot;
 
 pub use render::Style;
-pub use snapshot::Snapshot;
+pub use snapshot::{Snapshot, StepView};
 
 use super::runs::now_ms;
 use super::watch::RunWatcher;
@@ -138,18 +138,5 @@ pub fn step_labels(run: &Dir) -> Option<Vec<String>> {
 /// The per-step part of a final `--json` object: `[{step, agent, state, elapsedMs, exitCode,
 /// error}]`.
 pub fn steps_json(snapshot: &Snapshot) -> serde_json::Value {
-    snapshot
-        .steps
-        .iter()
-        .map(|step| {
-            serde_json::json!({
-                "step": step.label,
-                "agent": step.agent,
-                "state": step.state,
-                "elapsedMs": step.elapsed_ms,
-                "exitCode": step.exit_code,
-                "error": step.error,
-            })
-        })
-        .collect()
+    snapshot.steps.iter().map(StepView::json).collect()
 }

@@ -100,17 +100,12 @@ impl Renderer {
             }
             self.reported[index].clone_from(&step.state);
             let line = match self.style {
-                Style::Json => json!({
-                    "runId": self.run_id,
-                    "index": index,
-                    "step": step.label,
-                    "agent": step.agent,
-                    "state": step.state,
-                    "elapsedMs": step.elapsed_ms,
-                    "exitCode": step.exit_code,
-                    "error": step.error,
-                })
-                .to_string(),
+                Style::Json => {
+                    let mut line = step.json();
+                    line["runId"] = json!(self.run_id);
+                    line["index"] = json!(index);
+                    line.to_string()
+                }
                 _ => plain_line(step),
             };
             let _ = writeln!(self.out, "{line}");

@@ -31,6 +31,20 @@ pub struct StepView {
     pub last_line: Option<String>,
 }
 
+impl StepView {
+    /// `{step, agent, state, elapsedMs, exitCode, error}` (`--json` progress and end).
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "step": self.label,
+            "agent": self.agent,
+            "state": self.state,
+            "elapsedMs": self.elapsed_ms,
+            "exitCode": self.exit_code,
+            "error": self.error,
+        })
+    }
+}
+
 /// The run as shown.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Snapshot {
