@@ -146,7 +146,7 @@ fn node_planner() -> &'static Path {
 enum Host {
     Node,
     Python,
-    RustHost,
+    Wasmtime,
 }
 
 impl Host {
@@ -173,7 +173,7 @@ impl Host {
                 command.arg(if rogue { rogue_wasm() } else { planner_wasm().to_owned() });
                 command
             }
-            Host::RustHost => {
+            Host::Wasmtime => {
                 let mut command = Command::new(bin("sublaunch-rust-host-example"));
                 command.arg(if rogue { rogue_wasm() } else { planner_wasm().to_owned() });
                 command
@@ -340,7 +340,7 @@ fn python_with_wasmtime_py_prints_what_sublaunch_plan_prints_for_every_vector() 
 
 #[test]
 fn the_bindgen_rust_host_prints_what_sublaunch_plan_prints_for_every_vector() {
-    every_vector_matches(Host::RustHost);
+    every_vector_matches(Host::Wasmtime);
 }
 
 /// The documented mode: one request on stdin, the document on stdout, exit 0 or 1.
@@ -349,7 +349,7 @@ fn the_single_request_mode_prints_and_exits_like_sublaunch_plan() {
     let all = expected();
     let plan = all.iter().find(|e| e.exit == 0).expect("a vector with a plan");
     let error = all.iter().find(|e| e.exit == 1).expect("a vector with an error");
-    for host in [Host::Node, Host::Python, Host::RustHost] {
+    for host in [Host::Node, Host::Python, Host::Wasmtime] {
         for want in [plan, error] {
             let output = run(host.command(false), want.request.as_bytes());
             let printed = String::from_utf8_lossy(&output.stdout);
@@ -419,7 +419,7 @@ fn node_reports_traps_and_panics_as_planner_fault_with_the_guest_stderr() {
 
 #[test]
 fn the_rust_host_reports_the_deadline_the_memory_cap_and_traps_as_planner_fault() {
-    faults_are_planner_faults(Host::RustHost, &[DEADLINE, TRAP, MEMORY, PANIC]);
+    faults_are_planner_faults(Host::Wasmtime, &[DEADLINE, TRAP, MEMORY, PANIC]);
 }
 
 // --- benchmark ---------------------------------------------------------------------------

@@ -233,3 +233,50 @@ fn f31_revival_host_killed_after_ready() {
     );
     assert!(!run.join("output-0.log").exists(), "no agent");
 }
+
+/// H8 when the launching host's session and group are led from outside its pid namespace
+/// (they read as 0, as on CI): the shim still ends up leading its own session and group.
+/// Needs `unshare -p` (root or user namespaces); says so and passes vacuously without it.
+#[test]
+fn h8_the_shim_leads_its_session_when_the_host_group_reads_zero() {
+    let probe = std::process::Command::new("unshare")
+        .args(["-p", "-f", "--mount-proc", "true"])
+        .stderr(Stdio::null())
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `unshare -p -f --mount-proc` is not permitted here");
+        return;
+    }
+    let scratch = Scratch::new("cli-pidns");
+    let cli = scratch.cli(&[]);
+    // Field 1, 5 and 6 of the shim's stat: pid, pgrp, session (the agent's parent is the shim).
+    let task = "set -- $(cut -d' ' -f1,5,6 /proc/$PPID/stat); echo \"shim $1 $2 $3\"";
+    let mut namespaced = std::process::Command::new("unshare");
+    namespaced
+        .args(["-p", "-f", "--mount-proc"])
+        .arg(cli.get_program())
+        .args(["run", "--agent", "shell", "--task", task, "--wait"])
+        .current_dir(scratch.work())
+        .env_clear()
+        .envs(
+            scratch
+                .cli_env()
+                .into_iter()
+                .filter(|(k, _)| k != sublaunch_tests::launch_harness::TEST_PARENT_ENV),
+        );
+    let out = ok(&namespaced.output().unwrap());
+    let id = out.lines().next().unwrap();
+    assert!(out.contains(&format!("{id}: complete")), "{out}");
+    let logs = ok(&scratch.cli(&["logs", id]).output().unwrap());
+    let ids: Vec<u32> = logs
+        .lines()
+        .find_map(|l| l.strip_prefix("shim "))
+        .unwrap_or_else(|| panic!("no shim ids in {logs}"))
+        .split(' ')
+        .map(|f| f.parse().unwrap())
+        .collect();
+    assert_eq!(ids[1], ids[0], "pgid = shim pid: {logs}");
+    assert_eq!(ids[2], ids[0], "sid = shim pid: {logs}");
+    let stderr = std::fs::read_to_string(scratch.run_dir(id).join("runner.stderr.log")).unwrap_or_default();
+    assert!(!stderr.contains("setsid failed"), "{stderr}");
+}

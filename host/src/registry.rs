@@ -59,10 +59,10 @@ impl Registry {
         if let Some(dir) = crate::dirs::config() {
             files.push(dir.join("models.json"));
         }
-        if let Some(project) = config_files::nearest(cwd, ".sublaunch/models.json") {
-            if !files.contains(&project) {
-                files.push(project);
-            }
+        if let Some(project) = config_files::nearest(cwd, ".sublaunch/models.json")
+            && !files.contains(&project)
+        {
+            files.push(project);
         }
         for file in &files {
             if let Some(layer) = read_layer(file)? {

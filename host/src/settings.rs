@@ -37,10 +37,10 @@ impl Settings {
             .filter_map(|relative| config_files::nearest(cwd, relative))
             .collect();
         let mut project = first_present(&project_paths)?;
-        if let (Some(u), Some(p)) = (&user, &project) {
-            if same_file(&u.path, &p.path) {
-                project = None;
-            }
+        if let (Some(u), Some(p)) = (&user, &project)
+            && same_file(&u.path, &p.path)
+        {
+            project = None;
         }
         Ok(Self { user, project })
     }

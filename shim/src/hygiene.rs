@@ -13,9 +13,11 @@
 //!    `SIGHUP`, rejoins its parent's process group for an instant
 //!    (`setpgid(0, getpgid(getppid()))`, allowed because the parent is in the same session),
 //!    calls `setsid()`, and only then installs its real dispositions (see [`crate::signals`]).
-//!    Afterwards pgid = sid = shim pid and there is no controlling terminal (H8). If a step
-//!    fails (the parent already gone, another session), the shim logs it to stderr and carries
-//!    on as a process-group leader.
+//!    Afterwards pgid = sid = shim pid and there is no controlling terminal (H8). When the
+//!    host's group reads as 0 (its leader is outside this pid namespace) it cannot be named, so
+//!    the host leaves the shim in its own group and setsid succeeds directly. If a step fails
+//!    (the parent already gone, another session), the shim logs it to stderr and carries on as
+//!    a process-group leader.
 //! 3. **Signals.** Default dispositions except the handled ones, signal mask reset (the
 //!    handled set is only unblocked inside waits, see [`crate::signals`]). The handled set is
 //!    blocked before step 1, so a `SIGTERM` during start-up waits for its handler.
@@ -116,8 +118,8 @@ fn redirect_stdin_to_null(notes: &mut Vec<String>) {
 
 /// Step 2: become a session leader even though the host made us a group leader.
 fn isolate_session(notes: &mut Vec<String>) {
-    let me = rustix::process::getpid();
-    if rustix::process::getsid(None).is_ok_and(|sid| sid == me) {
+    let me = std::process::id();
+    if sublaunch_runfiles::ids::own_session() == Some(me) {
         return;
     }
     for signal in [
@@ -130,18 +132,21 @@ fn isolate_session(notes: &mut Vec<String>) {
     ] {
         crate::signals::ignore(signal);
     }
-    if rustix::process::getpgid(None).is_ok_and(|pgid| pgid == me) {
-        let parent_group = rustix::process::getppid()
-            .ok_or(rustix::io::Errno::SRCH)
-            .and_then(|ppid| rustix::process::getpgid(Some(ppid)));
-        match parent_group.and_then(|pgid| rustix::process::setpgid(None, Some(pgid))) {
-            Ok(()) => {}
-            Err(e) => notes.push(format!("cannot rejoin the parent's process group: {e}")),
+    if sublaunch_runfiles::ids::group_of(0) == Some(me) {
+        // The parent's group may read as 0 (led from outside this pid namespace); setpgid
+        // cannot name that group, so stay a group leader and let setsid decide.
+        let parent_group = sublaunch_runfiles::ids::group_of(std::os::unix::process::parent_id())
+            .and_then(|pgid| i32::try_from(pgid).ok())
+            .and_then(Pid::from_raw);
+        match parent_group.map(|pgid| rustix::process::setpgid(None, Some(pgid))) {
+            Some(Ok(())) => {}
+            Some(Err(e)) => notes.push(format!("cannot rejoin the parent's process group: {e}")),
+            None => notes.push("cannot rejoin the parent's process group: it is not visible here".into()),
         }
     }
     if let Err(e) = rustix::process::setsid() {
         notes.push(format!("setsid failed ({e}); continuing as a process-group leader"));
-        if rustix::process::getpgid(None).is_ok_and(|pgid| pgid != me) {
+        if sublaunch_runfiles::ids::group_of(0) != Some(me) {
             let _ = rustix::process::setpgid(None, None::<Pid>);
         }
     }

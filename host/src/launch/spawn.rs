@@ -72,7 +72,7 @@ pub(crate) struct SpawnRequest {
     pub stderr: File,
 }
 
-/// H8: spawns the shim as a direct child in its own process group. The command (and with it
+/// H8: spawns the shim as a direct child in its own process group (see below). The command (and with it
 /// the host's copies of the shim's stdio descriptors) is dropped before returning, on success
 /// and on failure (H7, K14). The error is the OS error naming the errno and the shim.
 pub(crate) fn spawn_shim(request: SpawnRequest) -> io::Result<Spawned> {
@@ -83,8 +83,13 @@ pub(crate) fn spawn_shim(request: SpawnRequest) -> io::Result<Spawned> {
         .stdin(request.stdin.map_or_else(Stdio::null, Stdio::from))
         .stdout(Stdio::from(request.stdout))
         .stderr(Stdio::from(request.stderr))
-        .current_dir("/")
-        .process_group(0);
+        .current_dir("/");
+    // A group of its own keeps terminal signals off the shim until its setsid. When the
+    // host's own group reads as 0 (led from outside this pid namespace) the shim could not
+    // rejoin it to call setsid, so it starts in the host's group and calls setsid at once.
+    if sublaunch_runfiles::ids::own_group_is_nameable() {
+        command.process_group(0);
+    }
     let spawned = command.spawn();
     drop(command);
     let child = spawned.map_err(|e| match errno(&e) {

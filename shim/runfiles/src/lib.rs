@@ -12,7 +12,7 @@
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
 //! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a);
-//! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3);
+//! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3), [`ids`] (session and group ids, H8);
 //! * test hooks — [`hooks`] (always, inert in production) and `faults` (feature `test-hooks`).
 
 #![warn(missing_docs)]
@@ -31,6 +31,7 @@ pub mod faults;
 pub mod fs;
 pub mod handshake;
 pub mod hooks;
+pub mod ids;
 pub mod index;
 pub mod layout;
 pub mod lease;

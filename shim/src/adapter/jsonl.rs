@@ -27,7 +27,7 @@ pub fn parse(line: &[u8], full_len: usize) -> Line {
         return Line::Oversized(full_len);
     }
     let trimmed = line.strip_suffix(b"\r").unwrap_or(line);
-    if !trimmed.first().is_some_and(|b| *b == b'{') {
+    if trimmed.first() != Some(&b'{') {
         return Line::Text;
     }
     match serde_json::from_slice::<Value>(trimmed) {

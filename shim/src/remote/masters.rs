@@ -26,9 +26,7 @@ pub fn is_kept_master(pid: u32) -> bool {
     if dirs.is_empty() {
         return false;
     }
-    let own_session = rustix::process::getsid(None)
-        .ok()
-        .map(|s| s.as_raw_nonzero().get().unsigned_abs());
+    let own_session = sublaunch_runfiles::ids::own_session();
     let session = crate::reaper::proc_stat(pid).map(|st| st.session);
     if session.is_none() || session == own_session {
         return false;

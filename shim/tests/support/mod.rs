@@ -2,7 +2,8 @@
 //!
 //! It creates a private root (`SUBLAUNCH_ROOT` in a temp dir), writes what the host writes
 //! before spawning (runner config, initial status, active-run marker, pending proof, initial
-//! candidate, runner logs), spawns the shim exactly as the host does — `process_group(0)`, its
+//! candidate, runner logs), spawns the shim exactly as the host does — `process_group(0)` when the test's own group is
+//! nameable, its
 //! end of an `AF_UNIX` socketpair as stdin with `SUBLAUNCH_STARTUP_FD=0`, the run logs as
 //! stdout/stderr, `SUBLAUNCH_TEST_PARENT_PID` — writes proceed (and for revival answers
 //! ready/acknowledged/confirmed), reaps the shim, and can run the host's finalization (H20, S7)
@@ -275,7 +276,6 @@ impl Root {
         let mut command = Command::new(SHIM);
         command
             .arg(&cfg_path)
-            .process_group(0)
             .stdout(log(names::RUNNER_STDOUT_LOG))
             .stderr(log(names::RUNNER_STDERR_LOG))
             .env("SUBLAUNCH_ROOT", &self.root)
@@ -283,6 +283,9 @@ impl Root {
             .env("SUBLAUNCH_TEST_PARENT_PID", std::process::id().to_string())
             .env("SUBLAUNCH_SHIM_CONTROL_TIMEOUT_MS", spec.control_timeout_ms.to_string())
             .env_remove("SUBLAUNCH_SHIM_FAULT");
+        if sublaunch_runfiles::ids::own_group_is_nameable() {
+            command.process_group(0);
+        }
         if let Some(fault) = &spec.fault {
             command.env("SUBLAUNCH_SHIM_FAULT", fault);
         }
@@ -707,6 +710,6 @@ pub fn rss_by_mapping(pid: u32) -> String {
         }
     }
     let mut rows: Vec<(String, u64)> = totals.into_iter().filter(|(_, kb)| *kb > 0).collect();
-    rows.sort_by(|a, b| b.1.cmp(&a.1));
+    rows.sort_by_key(|row| std::cmp::Reverse(row.1));
     rows.iter().map(|(name, kb)| format!("{kb:>6} kB {name}\n")).collect()
 }
