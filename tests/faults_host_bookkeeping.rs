@@ -12,10 +12,10 @@ use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Lau
 use sublaunch_runfiles::durability::DurabilityPolicy;
 use sublaunch_runfiles::faults::parse_host_faults;
 use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{
     SHIM_FAULT_ENV, Scratch, events_of, read_json, running_as_root, status, temp_files,
 };
+use sublaunch_tests::{assert_starts_with, bin};
 
 fn options(scratch: &Scratch, host_faults: &str, hooks: &Arc<RecordingHooks>) -> LaunchOptions {
     let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"));
@@ -84,13 +84,7 @@ fn f09_enospc_on_the_initial_status() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, finished) = failed_launch(&scratch, options(&scratch, "status-initial:ENOSPC", &hooks));
     let id = run_id(&failure);
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to persist initial async status: ENOSPC"),
-        "{}",
-        failure.error
-    );
+    assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
     assert!(failure.termination_observed);
     assert!(failure.startup_did_not_proceed);
     let run = scratch.run_dir(&id);
@@ -117,13 +111,8 @@ fn f10_every_write_fails() {
         ),
     );
     let id = run_id(&failure);
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to persist initial async status: ENOSPC"),
-        "the launch error is unchanged: {}",
-        failure.error
-    );
+    // The launch error is unchanged by the later failures.
+    assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
     assert!(failure.termination_observed, "the shim is dead");
     assert!(started.elapsed() < Duration::from_millis(2500) + Duration::from_secs(1));
     let run = scratch.run_dir(&id);
@@ -151,13 +140,7 @@ fn f11_marker_cannot_be_created() {
         let hooks = Arc::new(RecordingHooks::default());
         let (failure, _) = failed_launch(&scratch, options(&scratch, "", &hooks));
         std::fs::set_permissions(&active, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert!(
-            failure
-                .error
-                .starts_with("Failed to persist initial async status: EACCES"),
-            "{}",
-            failure.error
-        );
+        assert_starts_with(&failure.error, "Failed to persist initial async status: EACCES");
     } else {
         eprintln!("chmod variant skipped: root bypasses chmod 0500; using the index fault");
     }
@@ -165,13 +148,7 @@ fn f11_marker_cannot_be_created() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "index:EACCES", &hooks));
     let id = run_id(&failure);
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to persist initial async status: EACCES"),
-        "{}",
-        failure.error
-    );
+    assert_starts_with(&failure.error, "Failed to persist initial async status: EACCES");
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_runner_only_proof(&run);
@@ -186,12 +163,9 @@ fn f12_fsync_error_on_the_candidate_in_strict_mode() {
     opts.durability = Some(DurabilityPolicy::strict());
     let (failure, _) = failed_launch(&scratch, opts);
     let id = run_id(&failure);
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to establish async runner lifecycle sidecar: EIO"),
-        "{}",
-        failure.error
+    assert_starts_with(
+        &failure.error,
+        "Failed to establish async runner lifecycle sidecar: EIO",
     );
     assert_no_start(&scratch, &id, &hooks);
     assert_clean(&scratch);
@@ -228,13 +202,7 @@ fn f14_proceed_write_fails() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EACCES", &hooks));
     let id = run_id(&failure);
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to authorize async runner startup: EACCES"),
-        "{}",
-        failure.error
-    );
+    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
     assert!(failure.termination_observed, "the shim does not wait 30 s for proceed");
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["state"], "failed");
@@ -248,13 +216,7 @@ fn f15_fsync_error_on_the_proceed_file() {
     let scratch = Scratch::new("f15");
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EIO@fsync", &hooks));
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to authorize async runner startup: EIO"),
-        "{}",
-        failure.error
-    );
+    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
     assert_no_start(&scratch, &run_id(&failure), &hooks);
     assert_clean(&scratch);
 }

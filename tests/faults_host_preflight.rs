@@ -7,8 +7,8 @@ use std::path::Path;
 use std::sync::Arc;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{LaunchFailure, LaunchOptions, launch};
-use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{Scratch, names_in, running_as_root, temp_files};
+use sublaunch_tests::{assert_starts_with, bin};
 
 fn options(scratch: &Scratch) -> LaunchOptions {
     test_options(&scratch.root(), &bin("sublaunch-shim"))
@@ -261,10 +261,7 @@ fn f07_symlink_at_the_runner_log_fails_before_spawn_and_spares_its_target() {
         message.contains("ELOOP") || message.contains("symbolic link"),
         "{message}"
     );
-    assert!(
-        message.starts_with("Failed to start async run 'shell-f07': "),
-        "{message}"
-    );
+    assert_starts_with(&message, "Failed to start async run 'shell-f07': ");
     assert!(failure.pid.is_none(), "no process");
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     assert!(!run.join("status.json").exists());

@@ -13,12 +13,13 @@ use sublaunch_runfiles::clock::{Clock, SystemClock};
 use sublaunch_runfiles::config::RevivalLease;
 use sublaunch_runfiles::faults::parse_host_faults;
 use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_runfiles::lease::{LeaseOwner, WriterState, lease_id};
+use sublaunch_runfiles::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_runfiles::procinfo::SystemProcesses;
 use sublaunch_runfiles::seams::Seams;
-use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{
     CONTROL_TIMEOUT_ENV, SHIM_FAULT_ENV, Scratch, events_of, hostname, read_json, status,
 };
+use sublaunch_tests::{assert_starts_with, bin};
 
 /// A tiny matcher for `exited before startup state '(acknowledged|confirmed)' (…)` without a
 /// regex dependency.
@@ -149,24 +150,19 @@ fn f20_lease_held_by_a_live_owner() {
     let r = Revival::new("f20");
     r.scratch.create_root();
     let canonical = r.canonical_session();
-    let owner = LeaseOwner {
-        version: 1,
-        token: "other-token".into(),
+    let request = LeaseRequest {
         canonical_session_file: canonical.clone(),
         run_id: "other-run".into(),
         source_run_id: "other-source".into(),
         parent_session_id: None,
+    };
+    let this_process = LeaseIdentity {
         pid: std::process::id(),
         hostname: hostname(),
         process_start_identity: sublaunch_runfiles::procinfo::own_start_identity(),
-        writer_state: WriterState::None,
-        writer_pid: None,
-        writer_process_start_identity: None,
-        acquired_at: "2026-01-01T00:00:00.000Z".into(),
-        acquired_at_ms: 1,
-        updated_at_ms: 1,
-        extra: serde_json::Map::new(),
+        oracle: &SystemProcesses,
     };
+    let owner = LeaseOwner::new("other-token".into(), &request, &this_process, 1);
     let lease_dir = r.lease_dir();
     std::fs::create_dir_all(&lease_dir).unwrap();
     let owner_bytes = serde_json::to_vec_pretty(&owner).unwrap();
@@ -229,13 +225,12 @@ fn f23_startup_report_is_not_json() {
     let r = Revival::new("f23");
     let (failure, _, _) = r.fail(r.options("after-ready:corrupt", ""));
     let run = r.run(&failure);
-    assert!(
-        failure.error.starts_with(&format!(
+    assert_starts_with(
+        &failure.error,
+        &format!(
             "Failed to read async runner startup handshake '{}': ",
             startup_path(&run)
-        )),
-        "{}",
-        failure.error
+        ),
     );
     r.assert_failed_without_start(&failure);
 }
@@ -365,13 +360,7 @@ fn f29_shim_exits_after_confirmed() {
 fn f30_ack_write_fails() {
     let r = Revival::new("f30");
     let (failure, _, _) = r.fail(r.options("", "ack:EACCES"));
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to acknowledge async runner startup: EACCES"),
-        "{}",
-        failure.error
-    );
+    assert_starts_with(&failure.error, "Failed to acknowledge async runner startup: EACCES");
     assert!(failure.termination_observed);
     r.assert_failed_without_start(&failure);
     assert!(!r.lease_dir().exists(), "the shim released the lease on SIGTERM");

@@ -10,8 +10,8 @@ use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_opti
 use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
 use sublaunch_runfiles::faults::parse_host_faults;
 use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, pid_alive, read_json, status, wait_for};
+use sublaunch_tests::{assert_starts_with, bin};
 
 /// A scripted shim: either already reaped, or alive forever with every signal refused.
 #[derive(Debug)]
@@ -130,11 +130,7 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
     let failure = runtime
         .block_on(launch(&plan, options))
         .expect_err("the proceed write fails");
-    assert!(
-        failure
-            .error
-            .starts_with("Failed to authorize async runner startup: EACCES")
-    );
+    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
     assert!(!failure.termination_observed, "terminationObserved:false");
     assert_eq!(*refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
     let run = scratch.run_dir(failure.run_id.as_deref().unwrap());

@@ -48,18 +48,10 @@ fn main() {
         ),
     ] {
         let root = scratch.join(format!("root-{}", policy.is_strict()));
-        let summary = timed(SAMPLES, |i| {
+        let summary = timed(SAMPLES, |_| {
             let mut opts = options(&root, &shim);
             opts.durability = Some(policy);
-            let _ = i;
-            runtime.block_on(async {
-                let start = Instant::now();
-                let launched = launch(&plan("true", &work), opts).await.unwrap();
-                launched.handle.committed().await.unwrap();
-                let elapsed = start.elapsed();
-                launched.handle.finished().await.unwrap();
-                elapsed
-            })
+            time_to_commit(&runtime, &plan("true", &work), opts)
         });
         row(name, summary, floor);
     }
@@ -75,14 +67,7 @@ fn main() {
             parent_session_id: None,
             extra: serde_json::Map::new(),
         });
-        runtime.block_on(async {
-            let start = Instant::now();
-            let launched = launch(&plan("true", &work), opts).await.unwrap();
-            launched.handle.committed().await.unwrap();
-            let elapsed = start.elapsed();
-            launched.handle.finished().await.unwrap();
-            elapsed
-        })
+        time_to_commit(&runtime, &plan("true", &work), opts)
     });
     row("revival launch → committed (ready/ack/confirm/proceed)", revival, floor);
 
@@ -202,6 +187,19 @@ fn timed(samples: usize, mut op: impl FnMut(usize) -> Duration) -> Summary {
         p90: times[times.len() * 9 / 10],
         samples,
     }
+}
+
+/// Launches `plan` and returns the time until the shim committed; waits for the run to end
+/// outside the measured part.
+fn time_to_commit(runtime: &tokio::runtime::Runtime, plan: &LaunchPlan, opts: LaunchOptions) -> Duration {
+    runtime.block_on(async {
+        let start = Instant::now();
+        let launched = launch(plan, opts).await.unwrap();
+        launched.handle.committed().await.unwrap();
+        let elapsed = start.elapsed();
+        launched.handle.finished().await.unwrap();
+        elapsed
+    })
 }
 
 fn options(root: &Path, shim: &Path) -> LaunchOptions {

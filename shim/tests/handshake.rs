@@ -11,8 +11,8 @@ use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
 use sublaunch_runfiles::handshake::{ControlAction, Doorbell};
 use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::lease::{LeaseOwner, WriterState, lease_id};
-use sublaunch_runfiles::procinfo::hostname;
+use sublaunch_runfiles::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_runfiles::procinfo::{SystemProcesses, hostname};
 use support::*;
 
 fn session_file(root: &Root) -> PathBuf {
@@ -31,24 +31,19 @@ fn lease_dir(root: &Root, session: &Path) -> PathBuf {
 fn plant_owner(root: &Root, session: &Path, pid: u32, token: &str) -> PathBuf {
     let dir = lease_dir(root, session);
     std::fs::create_dir_all(&dir).unwrap();
-    let owner = LeaseOwner {
-        version: 1,
-        token: token.into(),
+    let request = LeaseRequest {
         canonical_session_file: session.to_string_lossy().into_owned(),
         run_id: "other-run".into(),
         source_run_id: "other-source".into(),
         parent_session_id: None,
+    };
+    let holder = LeaseIdentity {
         pid,
         hostname: hostname(),
         process_start_identity: None,
-        writer_state: WriterState::None,
-        writer_pid: None,
-        writer_process_start_identity: None,
-        acquired_at: "2026-01-01T00:00:00.000Z".into(),
-        acquired_at_ms: 1,
-        updated_at_ms: 1,
-        extra: Default::default(),
+        oracle: &SystemProcesses,
     };
+    let owner = LeaseOwner::new(token.into(), &request, &holder, 1);
     Dir::open(&dir)
         .unwrap()
         .write_doc(

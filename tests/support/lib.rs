@@ -24,3 +24,9 @@ pub fn bin(name: &str) -> PathBuf {
     );
     path
 }
+
+/// Asserts that `text` (an error message) starts with `prefix`, showing both when it does not.
+#[track_caller]
+pub fn assert_starts_with(text: &str, prefix: &str) {
+    assert!(text.starts_with(prefix), "expected {prefix:?}…, got {text:?}");
+}

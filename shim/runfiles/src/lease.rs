@@ -82,6 +82,30 @@ pub struct LeaseOwner {
     pub extra: Map<String, Value>,
 }
 
+impl LeaseOwner {
+    /// The owner record `me` writes for `request` at `now_ms` (epoch ms): no writer yet.
+    pub fn new(token: String, request: &LeaseRequest, me: &LeaseIdentity<'_>, now_ms: u64) -> Self {
+        Self {
+            version: 1,
+            token,
+            canonical_session_file: request.canonical_session_file.clone(),
+            run_id: request.run_id.clone(),
+            source_run_id: request.source_run_id.clone(),
+            parent_session_id: request.parent_session_id.clone(),
+            pid: me.pid,
+            hostname: me.hostname.clone(),
+            process_start_identity: me.process_start_identity.clone(),
+            writer_state: WriterState::None,
+            writer_pid: None,
+            writer_process_start_identity: None,
+            acquired_at: iso8601_utc(now_ms),
+            acquired_at_ms: now_ms,
+            updated_at_ms: now_ms,
+            extra: Map::new(),
+        }
+    }
+}
+
 /// Who is acquiring.
 #[derive(Clone, Debug)]
 pub struct LeaseRequest {
@@ -190,24 +214,7 @@ impl SessionLeases {
         for _ in 0..MAX_ACQUIRE_ATTEMPTS {
             let token = uuid_v4(seams.random.as_ref());
             let now = seams.clock.wall_ms();
-            let owner = LeaseOwner {
-                version: 1,
-                token: token.clone(),
-                canonical_session_file: request.canonical_session_file.clone(),
-                run_id: request.run_id.clone(),
-                source_run_id: request.source_run_id.clone(),
-                parent_session_id: request.parent_session_id.clone(),
-                pid: me.pid,
-                hostname: me.hostname.clone(),
-                process_start_identity: me.process_start_identity.clone(),
-                writer_state: WriterState::None,
-                writer_pid: None,
-                writer_process_start_identity: None,
-                acquired_at: iso8601_utc(now),
-                acquired_at_ms: now,
-                updated_at_ms: now,
-                extra: Map::new(),
-            };
+            let owner = LeaseOwner::new(token.clone(), request, me, now);
             let candidate = format!("{id}.candidate-{token}");
             let prepared = self
                 .dir

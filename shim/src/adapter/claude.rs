@@ -56,13 +56,7 @@ impl Adapter for ClaudeAdapter {
         } else {
             argv.extend(["--disallowedTools".into(), CLAUDE_WRITE_TOOLS.join(",")]);
         }
-        Ok(AgentCommand {
-            argv,
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin: Some(input.task.as_bytes().to_vec()),
-            clear_env: false,
-        })
+        Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {

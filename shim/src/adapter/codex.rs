@@ -53,13 +53,7 @@ impl Adapter for CodexAdapter {
             argv.extend(["-m".into(), model.to_owned()]);
         }
         argv.push("-".into());
-        Ok(AgentCommand {
-            argv,
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin: Some(input.prompt_with_system().into_bytes()),
-            clear_env: false,
-        })
+        Ok(input.agent_command(argv, Some(input.prompt_with_system().into_bytes())))
     }
 
     fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser> {

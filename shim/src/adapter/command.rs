@@ -31,13 +31,7 @@ impl Adapter for CommandAdapter {
             ("thinking", input.thinking().unwrap_or("")),
             ("cwd", input.cwd),
         ];
-        Ok(AgentCommand {
-            argv: template.iter().map(|arg| fill_template(arg, &values)).collect(),
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin: None,
-            clear_env: false,
-        })
+        Ok(input.agent_command(template.iter().map(|arg| fill_template(arg, &values)).collect(), None))
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {

@@ -55,13 +55,7 @@ impl Adapter for CursorAdapter {
             ));
         }
         argv.push(prompt);
-        Ok(AgentCommand {
-            argv,
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin: None,
-            clear_env: false,
-        })
+        Ok(input.agent_command(argv, None))
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {

@@ -19,13 +19,7 @@ impl Adapter for GenericCliAdapter {
             .and_then(|s| s.argv.clone())
             .filter(|a| !a.is_empty())
             .ok_or_else(|| format!("Step {} uses an external CLI without a command.", input.index))?;
-        Ok(AgentCommand {
-            argv,
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin: Some(input.task.as_bytes().to_vec()),
-            clear_env: false,
-        })
+        Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {

@@ -124,6 +124,18 @@ pub struct StepInput<'a> {
 }
 
 impl StepInput<'_> {
+    /// The step's process: `argv` in the step's directory with the adapter's environment
+    /// overrides, `stdin` fed to it (`None`: `/dev/null`).
+    pub fn agent_command(&self, argv: Vec<String>, stdin: Option<Vec<u8>>) -> AgentCommand {
+        AgentCommand {
+            argv,
+            env: self.env(),
+            cwd: self.cwd.to_owned(),
+            stdin,
+            clear_env: false,
+        }
+    }
+
     /// The adapter's environment overrides.
     pub fn env(&self) -> BTreeMap<String, String> {
         self.spec

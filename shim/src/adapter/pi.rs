@@ -56,13 +56,7 @@ impl Adapter for PiAdapter {
             }
             argv.push(input.task.to_owned());
         }
-        Ok(AgentCommand {
-            argv,
-            env: input.env(),
-            cwd: input.cwd.to_owned(),
-            stdin,
-            clear_env: false,
-        })
+        Ok(input.agent_command(argv, stdin))
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
