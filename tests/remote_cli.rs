@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
 use sublaunch_tests::cli::{executable, text, write};
-use sublaunch_tests::launch_harness::{Scratch, pid_gone, wait_for, wait_terminal};
+use sublaunch_tests::launch_harness::{Scratch, pid_alive, wait_for, wait_terminal};
 use sublaunch_tests::sshd::{Sshd, SshdOptions};
 
 const ALIAS: &str = "testbox";
@@ -229,7 +229,7 @@ fn stop_ends_the_remote_process_tree() {
     assert_eq!(status["state"], "stopped", "{status}");
     for pid in pids {
         assert!(
-            pid_gone(pid),
+            !pid_alive(pid),
             "remote process {pid} was left running: {}",
             std::fs::read_to_string(remote.scratch.run_dir(&id).join("runner.stderr.log")).unwrap_or_default()
         );

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::time::Instant;
+use sublaunch_runfiles::procinfo::ProcStat;
 
 /// How a child ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -111,27 +112,9 @@ pub fn children_of_self() -> Vec<u32> {
     out
 }
 
-/// Fields of `/proc/<pid>/stat` the supervisor needs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ProcStat {
-    /// Process state letter (`Z` = zombie).
-    pub state: u8,
-    /// Process group.
-    pub pgrp: u32,
-    /// Session.
-    pub session: u32,
-}
-
-/// Parses `/proc/<pid>/stat` (fields counted after the last `)`).
+/// `/proc/<pid>/stat` of `pid`, if it can be read.
 pub fn proc_stat(pid: u32) -> Option<ProcStat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let after = &text[text.rfind(')')? + 1..];
-    let mut fields = after.split_ascii_whitespace();
-    let state = *fields.next()?.as_bytes().first()?;
-    let _ppid = fields.next()?;
-    let pgrp = fields.next()?.parse().ok()?;
-    let session = fields.next()?.parse().ok()?;
-    Some(ProcStat { state, pgrp, session })
+    ProcStat::read(pid).ok().flatten()
 }
 
 /// Every live (non-zombie) process whose session is `session` or whose group is `pgrp`,
@@ -145,7 +128,7 @@ pub fn members(session: Option<u32>, pgrp: Option<u32>, except: u32) -> Vec<u32>
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
         .filter(|pid| *pid != except)
         .filter(|pid| {
-            proc_stat(*pid).is_some_and(|st| st.state != b'Z' && (Some(st.session) == session || Some(st.pgrp) == pgrp))
+            proc_stat(*pid).is_some_and(|st| !st.is_zombie() && (Some(st.session) == session || Some(st.pgrp) == pgrp))
         })
         .collect();
     out.sort_unstable();
@@ -159,6 +142,6 @@ mod tests {
     #[test]
     fn own_stat_is_readable() {
         let st = proc_stat(std::process::id()).unwrap();
-        assert_ne!(st.state, b'Z');
+        assert!(!st.is_zombie());
     }
 }

@@ -233,7 +233,7 @@ pub fn sweep(
             break;
         }
         for pid in &victims {
-            let zombie = proc_stat(*pid).is_none_or(|st| st.state == b'Z');
+            let zombie = proc_stat(*pid).is_none_or(|st| st.is_zombie());
             if zombie {
                 continue;
             }
@@ -260,7 +260,7 @@ pub fn sweep(
     let session = sublaunch_runfiles::ids::own_session().filter(|sid| *sid == me && live.is_empty());
     let mut survivors: Vec<u32> = children_of_self()
         .into_iter()
-        .filter(|pid| !is_spared(*pid, &live) && proc_stat(*pid).is_some_and(|st| st.state != b'Z'))
+        .filter(|pid| !is_spared(*pid, &live) && proc_stat(*pid).is_some_and(|st| !st.is_zombie()))
         .collect();
     survivors.extend(members(session, agent_pgid, me));
     survivors.sort_unstable();

@@ -220,7 +220,8 @@ pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
-/// Whether `pid` names a live process that is not a zombie.
+/// Whether `pid` names a live process that is not a zombie. Where pid 1 never reaps orphans
+/// (CI's pid namespace may be such a place), an exited orphan stays a zombie for good.
 pub fn pid_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Ok(stat) => stat
@@ -229,12 +230,6 @@ pub fn pid_alive(pid: u32) -> bool {
             .is_some_and(|state| state != "Z" && state != "X"),
         Err(_) => false,
     }
-}
-
-/// Whether `pid` is gone entirely (reaped: no `/proc/<pid>`). A zombie still counts as alive
-/// for `kill(pid, 0)`, which is what listers judge by (X3).
-pub fn pid_gone(pid: u32) -> bool {
-    !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The pids of `sublaunch-shim` processes whose `SUBLAUNCH_ROOT` is `root`.

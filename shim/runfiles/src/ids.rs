@@ -32,15 +32,8 @@ mod tests {
 
     /// (pgrp, session) from `/proc/self/stat` fields 5 and 6.
     fn stat_ids() -> (u32, u32) {
-        let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
-        let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-        let fields: Vec<u32> = after_name
-            .split(' ')
-            .skip(2)
-            .take(2)
-            .map(|f| f.parse().unwrap())
-            .collect();
-        (fields[0], fields[1])
+        let stat = crate::procinfo::ProcStat::read(std::process::id()).unwrap().unwrap();
+        (stat.pgrp, stat.session)
     }
 
     #[test]

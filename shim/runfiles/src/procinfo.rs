@@ -1,5 +1,5 @@
 //! Facts about processes we did not spawn (X3): liveness by `kill(pid, 0)` (ESRCH = dead,
-//! EPERM = alive), start identity `linux:<starttime>` from `/proc/<pid>/stat` field 22 to detect
+//! EPERM = alive; a zombie is dead), start identity `linux:<starttime>` from `/proc/<pid>/stat` field 22 to detect
 //! pid reuse, and the pid-namespace scope (`/proc/self/ns/pid`). Our own children are judged by
 //! the exit watcher of the host/shim, never by these.
 
@@ -52,37 +52,76 @@ impl ProcessOracle for SystemProcesses {
     }
 }
 
-/// `kill(pid, 0)`: success or `EPERM` → alive, `ESRCH` → dead.
+/// `kill(pid, 0)`: success or `EPERM` → alive, `ESRCH` → dead. A zombie answers the probe
+/// but has exited: where pid 1 never reaps orphans (a container whose init is the test runner
+/// or the agent), a dead shim or host would otherwise look alive forever, so `/proc` is asked
+/// and a zombie counts as dead.
 pub fn probe_pid(pid: u32) -> Liveness {
-    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+    let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return Liveness::Unknown(format!("invalid pid {pid}"));
     };
-    match rustix::process::test_kill_process(pid) {
-        Ok(()) | Err(Errno::PERM) => Liveness::Alive,
+    match rustix::process::test_kill_process(raw) {
+        Ok(()) | Err(Errno::PERM) => match ProcStat::read(pid) {
+            Ok(Some(stat)) if stat.is_zombie() => Liveness::Dead,
+            // Reaped between the two looks.
+            Ok(None) => Liveness::Dead,
+            // No /proc (non-Linux, hidepid): the kill probe is all we have.
+            Ok(Some(_)) | Err(_) => Liveness::Alive,
+        },
         Err(Errno::SRCH) => Liveness::Dead,
         Err(e) => Liveness::Unknown(e.to_string()),
     }
 }
 
-/// `linux:<starttime>` of `pid` from `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
-pub fn start_identity(pid: u32) -> io::Result<Option<String>> {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(text) => parse_stat_start_time(&text)
-            .map(|ticks| Some(format!("linux:{ticks}")))
-            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("unparsable /proc/{pid}/stat"))),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) if e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) => Ok(None),
-        Err(e) => Err(e),
+/// The fields of `/proc/<pid>/stat` sublaunch reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProcStat {
+    /// State letter (`R`, `S`, `Z` …), field 3.
+    pub state: u8,
+    /// Process group, field 5.
+    pub pgrp: u32,
+    /// Session, field 6.
+    pub session: u32,
+    /// Clock ticks after boot at which the process started, field 22.
+    pub start_time: u64,
+}
+
+impl ProcStat {
+    /// Parses one `/proc/<pid>/stat` line. The command name (field 2) is in parentheses and may
+    /// itself contain spaces and parentheses, so fields are counted after the **last** `)`.
+    pub fn parse(stat: &str) -> Option<Self> {
+        let after_comm = &stat[stat.rfind(')')? + 1..];
+        // after_comm starts with field 3 (state).
+        let fields: Vec<&str> = after_comm.split_ascii_whitespace().take(20).collect();
+        Some(Self {
+            state: *fields.first()?.as_bytes().first()?,
+            pgrp: fields.get(2)?.parse().ok()?,
+            session: fields.get(3)?.parse().ok()?,
+            start_time: fields.get(19)?.parse().ok()?,
+        })
+    }
+
+    /// Reads `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
+    pub fn read(pid: u32) -> io::Result<Option<Self>> {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(text) => Self::parse(&text)
+                .map(Some)
+                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("unparsable /proc/{pid}/stat"))),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) if e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Exited and not yet reaped (`Z`, or `X` while being reaped): it runs nothing any more.
+    pub fn is_zombie(&self) -> bool {
+        matches!(self.state, b'Z' | b'X')
     }
 }
 
-/// Field 22 (`starttime`) of a `/proc/<pid>/stat` line. The command name (field 2) is in
-/// parentheses and may itself contain spaces and parentheses, so fields are counted after the
-/// **last** `)`.
-pub fn parse_stat_start_time(stat: &str) -> Option<u64> {
-    let after_comm = &stat[stat.rfind(')')? + 1..];
-    // after_comm starts with field 3 (state); starttime is field 22 → index 19.
-    after_comm.split_ascii_whitespace().nth(19)?.parse().ok()
+/// `linux:<starttime>` of `pid` from `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
+pub fn start_identity(pid: u32) -> io::Result<Option<String>> {
+    Ok(ProcStat::read(pid)?.map(|stat| format!("linux:{}", stat.start_time)))
 }
 
 /// The start identity of this process.
@@ -111,10 +150,48 @@ mod tests {
         let fields_after = "S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 987654 20 21";
         for comm in ["sh", "a b", "x) (y", ") 1 2 3 (", "(((", ""] {
             let line = format!("4242 ({comm}) {fields_after}");
-            assert_eq!(parse_stat_start_time(&line), Some(987_654), "{comm:?}");
+            let stat = ProcStat::parse(&line).unwrap_or_else(|| panic!("{comm:?}"));
+            assert_eq!(
+                stat,
+                ProcStat {
+                    state: b'S',
+                    pgrp: 2,
+                    session: 3,
+                    start_time: 987_654
+                },
+                "{comm:?}"
+            );
         }
-        assert_eq!(parse_stat_start_time("garbage"), None);
-        assert_eq!(parse_stat_start_time("1 (x) S 1 2"), None);
+        assert_eq!(ProcStat::parse("garbage"), None);
+        assert_eq!(ProcStat::parse("1 (x) S 1 2"), None);
+    }
+
+    #[test]
+    fn x3_an_unreaped_child_is_dead() {
+        // A zombie still answers kill(pid, 0); only /proc tells that it has exited.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let stat = loop {
+            let stat = ProcStat::read(pid).unwrap().expect("not reaped yet");
+            if stat.is_zombie() {
+                break stat;
+            }
+            // Blocks until the child has exited, leaving it unreaped.
+            let fd =
+                rustix::process::pidfd_open(Pid::from_raw(pid as i32).unwrap(), rustix::process::PidfdFlags::empty())
+                    .unwrap();
+            let mut poll = [rustix::event::PollFd::new(&fd, rustix::event::PollFlags::IN)];
+            rustix::event::poll(&mut poll, None).unwrap();
+        };
+        assert_eq!(stat.state, b'Z');
+        assert_eq!(
+            rustix::process::test_kill_process(Pid::from_raw(pid as i32).unwrap()),
+            Ok(())
+        );
+        assert_eq!(probe_pid(pid), Liveness::Dead);
+        assert_eq!(SystemProcesses.liveness(pid, None), Liveness::Dead);
+        child.wait().unwrap();
+        assert_eq!(probe_pid(pid), Liveness::Dead);
     }
 
     #[test]
