@@ -16,7 +16,7 @@ use std::process::{Command, Stdio};
 use sublaunch::artifact_cache::ArtifactCache;
 use sublaunch::contract::{PlanRequest, parse_request};
 use sublaunch::{Options, Planner};
-use support::{header, measure, measure_per_call, row};
+use support::{header, measure, measure_interleaved, measure_per_call, row};
 
 const ONE_STEP: &[u8] =
     br#"{"cwd":"/code/repo","mode":"single","agents":[{"name":"worker"}],"steps":[{"agent":"worker","task":"Summarise the change."}]}"#;
@@ -63,7 +63,7 @@ fn main() {
         floor,
     );
 
-    model_resolution(&planner);
+    model_resolution(&planner, &noop);
 
     let cache = tempfile::tempdir().unwrap();
     let request_file = cache.path().join("request.json");
@@ -125,9 +125,9 @@ fn main() {
     let _ = std::io::stdout().flush();
 }
 
-/// A request whose one step asks for `model` against a registry of `size` entries spread over
-/// 20 providers; the wanted entry is the last one.
-fn registry_request(size: usize, model: &str) -> PlanRequest {
+/// The JSON of a request whose one step asks for `model` against a registry of `size` entries
+/// spread over 20 providers; the wanted entry is the last one.
+fn registry_json(size: usize, model: &str) -> String {
     let models: Vec<String> = (0..size)
         .map(|i| {
             format!(
@@ -136,14 +136,18 @@ fn registry_request(size: usize, model: &str) -> PlanRequest {
             )
         })
         .collect();
-    let json = format!(
+    format!(
         r#"{{"cwd":"/code","mode":"single","availableModels":[{}],"agents":[{{"name":"worker"}}],"steps":[{{"agent":"worker","task":"t","model":"{model}"}}]}}"#,
         models.join(",")
-    );
-    parse_request(json.as_bytes()).unwrap()
+    )
 }
 
-fn model_resolution(planner: &Planner) {
+/// [`registry_json`] as typed records.
+fn registry_request(size: usize, model: &str) -> PlanRequest {
+    parse_request(registry_json(size, model).as_bytes()).unwrap()
+}
+
+fn model_resolution(planner: &Planner, noop: &Planner) {
     header("Model resolution through the component (warm plan call)");
     let exact_500 = registry_request(500, "provider-19/model-499-2025-01-01");
     let fuzzy_500 = registry_request(500, "Model_499");
@@ -151,26 +155,50 @@ fn model_resolution(planner: &Planner) {
         planner.plan(&fuzzy_500).unwrap().steps[0].model.as_deref(),
         Some("provider-19/model-499-2025-01-01")
     );
-    let floor = measure_per_call(30, 50, || {
-        planner.plan(&exact_500).unwrap();
-    });
-    let fuzzy = measure_per_call(30, 50, || {
-        planner.plan(&fuzzy_500).unwrap();
-    });
+    let fuzzy_json_500 = registry_json(500, "Model_499");
+    // Interleaved, so the ratios hold while the machine's speed drifts.
+    let [floor, fuzzy, passing, fuzzy_json] = measure_interleaved(
+        30,
+        1500,
+        &mut [
+            &mut || drop(planner.plan(&exact_500).unwrap()),
+            &mut || drop(planner.plan(&fuzzy_500).unwrap()),
+            &mut || drop(noop.plan(&fuzzy_500).unwrap()),
+            &mut || drop(planner.plan_json(&fuzzy_json_500).unwrap()),
+        ],
+    )[..] else {
+        unreachable!("four ops, four summaries")
+    };
     row("floor: exact full id, 500-entry registry", floor, floor);
     row("fuzzy name (`Model_499`, undated), 500-entry registry", fuzzy, floor);
+    row(
+        "no-op plan given the same 500-entry request (passing it in)",
+        passing,
+        floor,
+    );
+    row(
+        "plan-json: fuzzy name, 500-entry registry (JSON in, JSON out)",
+        fuzzy_json,
+        floor,
+    );
     for size in [100, 1000, 2000, 10_000] {
         let exact = registry_request(
             size,
             &format!("provider-{}/model-{}-2025-01-01", (size - 1) % 20, size - 1),
         );
         let fuzzy = registry_request(size, &format!("Model_{}", size - 1));
-        let exact_time = measure_per_call(10, 10, || {
-            planner.plan(&exact).unwrap();
-        });
-        let fuzzy_time = measure_per_call(10, 10, || {
-            planner.plan(&fuzzy).unwrap();
-        });
+        // Each size beside its own 500-entry floor, interleaved.
+        let [floor, exact_time, fuzzy_time] = measure_interleaved(
+            5,
+            100,
+            &mut [
+                &mut || drop(planner.plan(&exact_500).unwrap()),
+                &mut || drop(planner.plan(&exact).unwrap()),
+                &mut || drop(planner.plan(&fuzzy).unwrap()),
+            ],
+        )[..] else {
+            unreachable!("three ops, three summaries")
+        };
         row(&format!("exact full id, {size}-entry registry"), exact_time, floor);
         row(&format!("fuzzy name, {size}-entry registry"), fuzzy_time, floor);
     }

@@ -36,6 +36,34 @@ pub fn measure(warmup: usize, samples: usize, mut op: impl FnMut()) -> Summary {
     }
 }
 
+/// Runs every op of `ops` once per round, `warmup` rounds unmeasured, then `samples` rounds
+/// measured; one summary per op. Interleaving keeps their ratios honest when the machine's
+/// speed drifts during the run.
+pub fn measure_interleaved(warmup: usize, samples: usize, ops: &mut [&mut dyn FnMut()]) -> Vec<Summary> {
+    for _ in 0..warmup {
+        ops.iter_mut().for_each(|op| op());
+    }
+    let mut times = vec![Vec::with_capacity(samples); ops.len()];
+    for _ in 0..samples {
+        for (op, times) in ops.iter_mut().zip(&mut times) {
+            let start = Instant::now();
+            op();
+            times.push(start.elapsed());
+        }
+    }
+    times
+        .into_iter()
+        .map(|mut times| {
+            times.sort();
+            Summary {
+                median: times[times.len() / 2],
+                p90: times[times.len() * 9 / 10],
+                samples,
+            }
+        })
+        .collect()
+}
+
 /// Measures a batch of `batch` calls per sample and reports the time per call.
 pub fn measure_per_call(samples: usize, batch: usize, mut op: impl FnMut()) -> Summary {
     let whole = measure(2, samples, || {
