@@ -21,18 +21,23 @@ pub fn measure(warmup: usize, samples: usize, mut op: impl FnMut()) -> Summary {
     for _ in 0..warmup {
         op();
     }
-    let mut times: Vec<Duration> = (0..samples)
+    let times: Vec<Duration> = (0..samples)
         .map(|_| {
             let start = Instant::now();
             op();
             start.elapsed()
         })
         .collect();
+    summarize(times)
+}
+
+/// The median and 90th percentile of `times`.
+fn summarize(mut times: Vec<Duration>) -> Summary {
     times.sort();
     Summary {
         median: times[times.len() / 2],
         p90: times[times.len() * 9 / 10],
-        samples,
+        samples: times.len(),
     }
 }
 
@@ -51,17 +56,7 @@ pub fn measure_interleaved(warmup: usize, samples: usize, ops: &mut [&mut dyn Fn
             times.push(start.elapsed());
         }
     }
-    times
-        .into_iter()
-        .map(|mut times| {
-            times.sort();
-            Summary {
-                median: times[times.len() / 2],
-                p90: times[times.len() * 9 / 10],
-                samples,
-            }
-        })
-        .collect()
+    times.into_iter().map(summarize).collect()
 }
 
 /// Measures a batch of `batch` calls per sample and reports the time per call.
