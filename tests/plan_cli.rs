@@ -192,6 +192,23 @@ fn a_request_file_works_like_stdin() {
     let plan = json(&output);
     assert_eq!(plan["steps"][0]["agent"], "w");
     assert_eq!(plan["steps"][0]["cwd"], "/c");
+    // `--request -` is standard input.
+    let mut child = Command::new(bin("sublaunch"))
+        .args(["plan", "--request", "-"])
+        .env("SUBLAUNCH_CACHE_DIR", dir.path().join("cache"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(&std::fs::read(&file).unwrap())
+        .unwrap();
+    let from_stdin = child.wait_with_output().unwrap();
+    assert_eq!(from_stdin.status.code(), Some(0));
+    assert_eq!(from_stdin.stdout, output.stdout);
 }
 
 #[test]

@@ -9,7 +9,7 @@ use sublaunch::contract::{self, MAX_REQUEST_BYTES, PlanError};
 /// Arguments of `sublaunch plan`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Read the request from FILE instead of standard input.
+    /// Read the request from FILE instead of standard input (`-` is standard input).
     #[arg(long, value_name = "FILE")]
     request: Option<PathBuf>,
     /// Fill in `availableModels` with the effective registry when the request has none.
@@ -72,7 +72,7 @@ fn fault(error: serde_json::Error) -> PlanError {
 fn read_request(path: Option<&PathBuf>) -> Result<Vec<u8>, String> {
     let limit = MAX_REQUEST_BYTES as u64 + 1;
     let mut bytes = Vec::new();
-    let result = match path {
+    let result = match path.filter(|p| p.as_os_str() != "-") {
         Some(path) => std::fs::File::open(path)
             .and_then(|file| file.take(limit).read_to_end(&mut bytes))
             .map_err(|e| format!("cannot read the request file {}: {e}", path.display())),
