@@ -10,8 +10,14 @@ use sublaunch_tests::{bin, vectors};
 
 /// Runs `sublaunch plan` with `stdin` and a private component cache.
 fn plan(stdin: &[u8], cache: &std::path::Path) -> Output {
+    plan_with(&[], stdin, cache)
+}
+
+/// Runs `sublaunch plan ARGS` with `stdin` and a private component cache.
+fn plan_with(args: &[&str], stdin: &[u8], cache: &std::path::Path) -> Output {
     let mut child = Command::new(bin("sublaunch"))
         .arg("plan")
+        .args(args)
         .env("SUBLAUNCH_CACHE_DIR", cache)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -177,12 +183,8 @@ fn a_request_file_works_like_stdin() {
         format!(r#"{{"cwd":"/c","mode":"single",{AGENTS},"steps":[{{"agent":"w","task":"t"}}]}}"#),
     )
     .unwrap();
-    let output = Command::new(bin("sublaunch"))
-        .args(["plan", "--request"])
-        .arg(&file)
-        .env("SUBLAUNCH_CACHE_DIR", dir.path().join("cache"))
-        .output()
-        .unwrap();
+    let cache = dir.path().join("cache");
+    let output = plan_with(&["--request", &file.to_string_lossy()], b"", &cache);
     assert_eq!(
         output.status.code(),
         Some(0),
@@ -193,20 +195,7 @@ fn a_request_file_works_like_stdin() {
     assert_eq!(plan["steps"][0]["agent"], "w");
     assert_eq!(plan["steps"][0]["cwd"], "/c");
     // `--request -` is standard input.
-    let mut child = Command::new(bin("sublaunch"))
-        .args(["plan", "--request", "-"])
-        .env("SUBLAUNCH_CACHE_DIR", dir.path().join("cache"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(&std::fs::read(&file).unwrap())
-        .unwrap();
-    let from_stdin = child.wait_with_output().unwrap();
+    let from_stdin = plan_with(&["--request", "-"], &std::fs::read(&file).unwrap(), &cache);
     assert_eq!(from_stdin.status.code(), Some(0));
     assert_eq!(from_stdin.stdout, output.stdout);
 }
@@ -228,4 +217,108 @@ fn usage_errors_exit_2_with_help() {
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("/nonexistent/request.json"));
+}
+
+/// The JSON pointer of every value in `value`, the root (`""`) first.
+fn json_paths(value: &Value, at: String, out: &mut Vec<String>) {
+    out.push(at.clone());
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                json_paths(
+                    child,
+                    format!("{at}/{}", key.replace('~', "~0").replace('/', "~1")),
+                    out,
+                );
+            }
+        }
+        Value::Array(items) => {
+            for (index, child) in items.iter().enumerate() {
+                json_paths(child, format!("{at}/{index}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Hostile requests (bad input, E1): every public vector's request with each value in turn
+/// replaced by a value of another shape, an extreme number, a long or odd string, or removed;
+/// and its text cut short. The planner answers each with a plan or a typed error that has a
+/// message — never a fault (a trap, a panic, running out of fuel or memory).
+#[test]
+fn hostile_variants_of_every_vector_get_a_plan_or_a_typed_error_never_a_fault() {
+    let planner = Planner::embedded(Options::default()).unwrap();
+    let replacements = vec![
+        serde_json::json!(null),
+        serde_json::json!(true),
+        serde_json::json!(-1),
+        serde_json::json!(1e308),
+        serde_json::json!(18_446_744_073_709_551_615_u64),
+        serde_json::json!(""),
+        serde_json::json!(" \u{0}*?[/\u{202e}é"),
+        serde_json::json!("x".repeat(70_000)),
+        serde_json::json!([]),
+        serde_json::json!({}),
+        serde_json::from_str(&format!("{}1{}", "[".repeat(40), "]".repeat(40))).unwrap(),
+    ];
+    let (mut plans, mut refusals) = (0, 0);
+    let mut check = |text: &str, what: &str| match planner.plan_json(text) {
+        Ok(plan) => {
+            plans += 1;
+            serde_json::from_str::<Value>(&plan).unwrap_or_else(|e| panic!("{what}: plan is not JSON: {e}"));
+        }
+        Err(error) => {
+            refusals += 1;
+            assert_ne!(
+                error.code,
+                contract::ErrorCode::PlannerFault,
+                "{what}: {}",
+                error.message
+            );
+            assert!(
+                !error.message.trim().is_empty(),
+                "{what}: {:?} without a message",
+                error.code
+            );
+        }
+    };
+    for (file, vector) in vectors::all() {
+        let name = &vector.name;
+        let request = &vector.request;
+        let text = request.to_string();
+        for cut in [0, 1, text.len() / 3, text.len() / 2, text.len() - 1] {
+            let cut = (0..=cut).rev().find(|i| text.is_char_boundary(*i)).unwrap_or(0);
+            check(&text[..cut], &format!("{file} '{name}' cut at {cut}"));
+        }
+        let mut paths = Vec::new();
+        json_paths(request, String::new(), &mut paths);
+        for (i, path) in paths.iter().enumerate().skip(1) {
+            // Every path gets two replacements (which two turns with the path) and removal.
+            for replacement in [
+                &replacements[i % replacements.len()],
+                &replacements[(i * 7 + 3) % replacements.len()],
+            ] {
+                let mut variant = request.clone();
+                *variant.pointer_mut(path).unwrap() = replacement.clone();
+                check(
+                    &variant.to_string(),
+                    &format!("{file} '{name}' {path} = {replacement:.40}"),
+                );
+            }
+            let (parent, key) = path.rsplit_once('/').unwrap();
+            let mut variant = request.clone();
+            match variant.pointer_mut(parent).unwrap() {
+                Value::Object(map) => {
+                    map.remove(&key.replace("~1", "/").replace("~0", "~"));
+                }
+                Value::Array(items) => {
+                    items.remove(key.parse::<usize>().unwrap());
+                }
+                _ => unreachable!("a path's parent holds it"),
+            }
+            check(&variant.to_string(), &format!("{file} '{name}' without {path}"));
+        }
+    }
+    println!("hostile variants: {plans} planned, {refusals} refused with a typed error");
+    assert!(plans > 1_000 && refusals > 1_000, "{plans} planned, {refusals} refused");
 }

@@ -1,7 +1,7 @@
 //! Facts about processes we did not spawn (X3): liveness by `kill(pid, 0)` (ESRCH = dead,
-//! EPERM = alive; a zombie is dead), start identity `linux:<starttime>` from `/proc/<pid>/stat` field 22 to detect
-//! pid reuse, and the pid-namespace scope (`/proc/self/ns/pid`). Our own children are judged by
-//! the exit watcher of the host/shim, never by these.
+//! EPERM = alive; a zombie is dead), start identity `linux:<starttime>` from `/proc/<pid>/stat`
+//! field 22 to detect pid reuse, and the pid-namespace scope (`/proc/self/ns/pid`). Our own
+//! children are judged by the exit watcher of the host/shim, never by these.
 
 use rustix::io::Errno;
 use rustix::process::Pid;
@@ -33,17 +33,12 @@ pub struct SystemProcesses;
 
 impl ProcessOracle for SystemProcesses {
     fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness {
-        match probe_pid(pid) {
-            Liveness::Alive => match expected_identity {
-                None => Liveness::Alive,
-                Some(expected) => match start_identity(pid) {
-                    Ok(Some(current)) if current == expected => Liveness::Alive,
-                    Ok(Some(_) | None) => Liveness::Dead,
-                    // No /proc (non-Linux, hidepid): the kill probe is all we have.
-                    Err(_) => Liveness::Alive,
-                },
-            },
-            other => other,
+        match (probe(pid), expected_identity) {
+            // `/proc` read once serves both the zombie check and the identity.
+            ((Liveness::Alive, Some(stat)), Some(expected)) if identity_of(&stat) != expected => Liveness::Dead,
+            // Otherwise the probe decides; without `/proc` (non-Linux, hidepid) the kill
+            // probe is all there is.
+            ((liveness, _), _) => liveness,
         }
     }
 
@@ -57,19 +52,25 @@ impl ProcessOracle for SystemProcesses {
 /// or the agent), a dead shim or host would otherwise look alive forever, so `/proc` is asked
 /// and a zombie counts as dead.
 pub fn probe_pid(pid: u32) -> Liveness {
+    probe(pid).0
+}
+
+/// [`probe_pid`], with the `/proc/<pid>/stat` it read for a live process (`None` when `/proc`
+/// cannot tell).
+fn probe(pid: u32) -> (Liveness, Option<ProcStat>) {
     let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
-        return Liveness::Unknown(format!("invalid pid {pid}"));
+        return (Liveness::Unknown(format!("invalid pid {pid}")), None);
     };
     match rustix::process::test_kill_process(raw) {
         Ok(()) | Err(Errno::PERM) => match ProcStat::read(pid) {
-            Ok(Some(stat)) if stat.is_zombie() => Liveness::Dead,
+            Ok(Some(stat)) if stat.is_zombie() => (Liveness::Dead, None),
+            Ok(Some(stat)) => (Liveness::Alive, Some(stat)),
             // Reaped between the two looks.
-            Ok(None) => Liveness::Dead,
-            // No /proc (non-Linux, hidepid): the kill probe is all we have.
-            Ok(Some(_)) | Err(_) => Liveness::Alive,
+            Ok(None) => (Liveness::Dead, None),
+            Err(_) => (Liveness::Alive, None),
         },
-        Err(Errno::SRCH) => Liveness::Dead,
-        Err(e) => Liveness::Unknown(e.to_string()),
+        Err(Errno::SRCH) => (Liveness::Dead, None),
+        Err(e) => (Liveness::Unknown(e.to_string()), None),
     }
 }
 
@@ -90,14 +91,19 @@ impl ProcStat {
     /// Parses one `/proc/<pid>/stat` line. The command name (field 2) is in parentheses and may
     /// itself contain spaces and parentheses, so fields are counted after the **last** `)`.
     pub fn parse(stat: &str) -> Option<Self> {
-        let after_comm = &stat[stat.rfind(')')? + 1..];
-        // after_comm starts with field 3 (state).
-        let fields: Vec<&str> = after_comm.split_ascii_whitespace().take(20).collect();
+        // Field 3 (state) onwards.
+        let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
+        let state = *fields.next()?.as_bytes().first()?;
+        let _ppid = fields.next()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        let session = fields.next()?.parse().ok()?;
+        // Fields 7–21 skipped; 22 is the start time.
+        let start_time = fields.nth(15)?.parse().ok()?;
         Some(Self {
-            state: *fields.first()?.as_bytes().first()?,
-            pgrp: fields.get(2)?.parse().ok()?,
-            session: fields.get(3)?.parse().ok()?,
-            start_time: fields.get(19)?.parse().ok()?,
+            state,
+            pgrp,
+            session,
+            start_time,
         })
     }
 
@@ -121,7 +127,12 @@ impl ProcStat {
 
 /// `linux:<starttime>` of `pid` from `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
 pub fn start_identity(pid: u32) -> io::Result<Option<String>> {
-    Ok(ProcStat::read(pid)?.map(|stat| format!("linux:{}", stat.start_time)))
+    Ok(ProcStat::read(pid)?.as_ref().map(identity_of))
+}
+
+/// The start identity a stat line gives: `linux:<starttime>`.
+fn identity_of(stat: &ProcStat) -> String {
+    format!("linux:{}", stat.start_time)
 }
 
 /// The start identity of this process.

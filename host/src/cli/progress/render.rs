@@ -132,18 +132,15 @@ fn plain_line(step: &StepView) -> String {
 
 /// The live block: one line per step, cut to `width` columns.
 pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<String> {
-    let label_width = snapshot
-        .steps
-        .iter()
-        .map(|s| s.label.chars().count())
-        .max()
-        .unwrap_or(1);
-    let agent_width = snapshot
-        .steps
-        .iter()
-        .map(|s| s.agent.chars().count())
-        .max()
-        .unwrap_or(1);
+    let widest = |field: fn(&StepView) -> &str| {
+        snapshot
+            .steps
+            .iter()
+            .map(|s| field(s).chars().count())
+            .max()
+            .unwrap_or(1)
+    };
+    let (label_width, agent_width) = (widest(|s| &s.label), widest(|s| &s.agent));
     snapshot
         .steps
         .iter()
