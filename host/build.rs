@@ -5,6 +5,11 @@
 //! own target directory (the outer build holds the lock on the main one), and hands the
 //! component to the host through `OUT_DIR`. It also builds the test-only `rogue-planner`
 //! component, which the host's fault tests load to exercise traps and limits.
+//!
+//! The runner binaries (`sublaunch-shim`, `sublaunch-validate`) are built the same way and
+//! embedded too, so that `cargo run -p sublaunch` and `cargo install` give a `sublaunch` that
+//! can launch runs on its own: `cargo run` builds only the package's own binary, and the
+//! shim is another package.
 
 use sha2::{Digest, Sha256};
 use std::env;
@@ -24,6 +29,7 @@ fn main() {
         "wit",
         "contract",
         "tests/rogue-planner",
+        "shim",
         "Cargo.lock",
         "Cargo.toml",
     ] {
@@ -50,6 +56,36 @@ fn main() {
         "cargo:rustc-env=SUBLAUNCH_ROGUE_PLANNER_WASM={}",
         built.join("rogue_planner.wasm").display()
     );
+
+    let runner_dir = build_runner(&workspace, &target_dir.with_file_name("runner"));
+    for (binary, var) in [
+        ("sublaunch-shim", "SUBLAUNCH_EMBEDDED_SHIM"),
+        ("sublaunch-validate", "SUBLAUNCH_EMBEDDED_VALIDATOR"),
+    ] {
+        let destination = out_dir.join(binary);
+        let sha = embed(&runner_dir.join(binary), &destination);
+        println!("cargo:rustc-env={var}={}", destination.display());
+        println!("cargo:rustc-env={var}_SHA256={sha}");
+    }
+}
+
+/// Builds the runner binaries for the host target with the outer build's profile (release
+/// for `cargo install` and benchmarks, dev otherwise) and returns their directory.
+fn build_runner(workspace: &Path, target_dir: &Path) -> PathBuf {
+    let release = env::var("PROFILE").is_ok_and(|p| p == "release");
+    let mut command = nested_cargo(workspace);
+    command
+        .args(["build", "--locked", "-p", "sublaunch-shim", "--bins"])
+        .args(if release { &["--release"][..] } else { &[][..] })
+        .arg("--target-dir")
+        .arg(target_dir)
+        // The copies are only ever executed: no debug information to carry around.
+        .env("CARGO_PROFILE_DEV_DEBUG", "false")
+        .env("CARGO_PROFILE_DEV_STRIP", "debuginfo")
+        .env("CARGO_PROFILE_RELEASE_STRIP", "debuginfo");
+    let status = command.status().expect("running the nested cargo build of the runner");
+    assert!(status.success(), "building the runner binaries failed ({status})");
+    target_dir.join(if release { "release" } else { "debug" })
 }
 
 /// `<target>/guest`, beside the outer build's profile directories.
@@ -85,15 +121,22 @@ fn ensure_target_installed() {
 }
 
 fn build_guests(workspace: &Path, target_dir: &Path) {
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut command = Command::new(cargo);
+    let mut command = nested_cargo(workspace);
     command
-        .current_dir(workspace)
         .args(["build", "--locked", "--profile", "guest", "--target", TARGET])
         .args(["-p", "sublaunch-planner", "-p", "rogue-planner"])
         .arg("--target-dir")
         .arg(target_dir);
-    // The outer build's settings are for the host target, not for the component.
+    let status = command.status().expect("running the nested cargo build of the planner");
+    assert!(status.success(), "building the planner component failed ({status})");
+}
+
+/// A cargo command in the workspace without the outer build's settings, which belong to the
+/// outer build (its target, flags, profile overrides and features), not to the nested one.
+fn nested_cargo(workspace: &Path) -> Command {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut command = Command::new(cargo);
+    command.current_dir(workspace);
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
@@ -111,15 +154,13 @@ fn build_guests(workspace: &Path, target_dir: &Path) {
             command.env_remove(key.as_ref());
         }
     }
-    let status = command.status().expect("running the nested cargo build of the planner");
-    assert!(status.success(), "building the planner component failed ({status})");
+    command
 }
 
-/// Copies the component into OUT_DIR and returns its SHA-256 (hex).
+/// Copies a built binary or component into OUT_DIR and returns its SHA-256 (hex).
 fn embed(source: &Path, destination: &Path) -> String {
-    let bytes =
-        std::fs::read(source).unwrap_or_else(|e| panic!("reading the built component {}: {e}", source.display()));
-    std::fs::write(destination, &bytes).expect("writing the component into OUT_DIR");
+    let bytes = std::fs::read(source).unwrap_or_else(|e| panic!("reading the built binary {}: {e}", source.display()));
+    std::fs::write(destination, &bytes).expect("writing the embedded binary into OUT_DIR");
     Sha256::digest(&bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 

@@ -9,7 +9,7 @@ use std::process::Output;
 use sublaunch_tests::cli::{executable, text, write};
 use sublaunch_tests::launch_harness::{Scratch, names_in};
 
-/// A scratch with a project tree: `work/` holds `.sublaunch/` and `.pi/`, commands run in
+/// A scratch with a project tree: `work/`, a git repository, holds `.sublaunch/` and `.pi/`; commands run in
 /// `work/src/deep` so the project directories are found by searching up.
 struct Project {
     scratch: Scratch,
@@ -20,6 +20,7 @@ impl Project {
         let project = Self {
             scratch: Scratch::new(name),
         };
+        project.scratch.init_repo();
         std::fs::create_dir_all(project.cwd()).unwrap();
         project
     }

@@ -9,8 +9,10 @@ use sublaunch_tests::cli::{executable, ok, text, write};
 use sublaunch_tests::launch_harness::{Scratch, names_in, status};
 
 /// The run id: the first line `run` prints.
-fn run_id(stdout: &str) -> String {
-    stdout.lines().next().unwrap().trim().to_owned()
+/// The run id of `run --wait`: the first line of its standard error (its standard output
+/// carries the answer alone).
+fn run_id(output: &Output) -> String {
+    text(&output.stderr).lines().next().unwrap().trim().to_owned()
 }
 
 fn run(scratch: &Scratch, args: &[&str]) -> Output {
@@ -161,8 +163,9 @@ fn a_two_step_shell_chain_runs_end_to_end() {
         &["run", "--chain", &chain.to_string_lossy(), "--task", "T", "--wait"],
     );
     let stdout = ok(&output);
-    let id = run_id(&stdout);
-    assert!(stdout.contains(&format!("{id}: complete")), "{stdout}");
+    let id = run_id(&output);
+    assert!(text(&output.stderr).contains(&format!("{id}: complete")));
+    assert_eq!(stdout, "second saw: first-T\n", "stdout is the last step's answer");
     let logs = ok(&run(&scratch, &["logs", &id]));
     assert!(logs.contains("[1 shell] first-T\n"), "{logs}");
     assert!(
@@ -183,8 +186,8 @@ fn a_failed_step_stops_the_chain() {
     );
     let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
     assert_eq!(output.status.code(), Some(1));
-    let id = run_id(&text(&output.stdout));
-    assert!(text(&output.stdout).contains(&format!("{id}: failed")));
+    let id = run_id(&output);
+    assert!(text(&output.stderr).contains(&format!("{id}: failed")));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains("step 2 shell: failed"),
@@ -262,7 +265,8 @@ fn a_parallel_group_inside_a_chain_aggregates_its_outputs_in_order() {
             "2",
         ],
     );
-    let id = run_id(&ok(&output));
+    ok(&output);
+    let id = run_id(&output);
     let logs = ok(&run(&scratch, &["logs", &id]));
     let last = logs
         .lines()
@@ -377,7 +381,8 @@ fn chains_and_parallel_runs_of_fake_pi_claude_and_codex_run_end_to_end() {
             "--wait",
         ],
     );
-    let id = run_id(&ok(&output));
+    ok(&output);
+    let id = run_id(&output);
     let logs = ok(&run(&scratch, &["logs", &id]));
     assert!(logs.contains("pi says map the parser"), "{logs}");
     assert!(

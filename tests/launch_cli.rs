@@ -56,9 +56,10 @@ fn run_wait_exits_with_the_outcome_and_finalizes_an_observed_proof() {
         .cli(&["run", "--agent", "shell", "--task", "true", "--wait"])
         .output()
         .unwrap();
-    let stdout = ok(&good);
-    let id = stdout.lines().next().unwrap().to_owned();
-    assert!(stdout.contains(&format!("{id}: complete")), "{stdout}");
+    assert_eq!(ok(&good), "", "`true` answers nothing");
+    let stderr = text(&good.stderr);
+    let id = stderr.lines().next().unwrap().to_owned();
+    assert!(stderr.contains(&format!("{id}: complete")), "{stderr}");
     let proof = read_json(&scratch.run_dir(&id).join("process-terminal.json")).unwrap();
     assert_eq!(proof["state"], "observed", "the CLI observed the exit itself");
 
@@ -138,11 +139,12 @@ fn unknown_run_ids_are_usage_errors() {
 #[test]
 fn resume_revives_a_finished_run() {
     let scratch = Scratch::new("cli-resume");
-    let source = ok(&scratch
+    let first = scratch
         .cli(&["run", "--agent", "shell", "--task", "echo first", "--wait"])
         .output()
-        .unwrap());
-    let source = source.lines().next().unwrap().to_owned();
+        .unwrap();
+    assert_eq!(ok(&first), "first\n");
+    let source = text(&first.stderr).lines().next().unwrap().to_owned();
     let resumed = scratch.cli(&["resume", &source, "--wait", "--json"]).output().unwrap();
     let json: Value = serde_json::from_str(&ok(&resumed)).unwrap();
     assert_eq!(json["state"], "complete");
@@ -189,11 +191,12 @@ fn h9_descriptors_inherited_by_the_cli_do_not_reach_the_shim() {
 #[test]
 fn f31_revival_host_killed_after_ready() {
     let scratch = Scratch::new("f31");
-    let source = ok(&scratch
+    let first = scratch
         .cli(&["run", "--agent", "shell", "--task", "true", "--wait"])
         .output()
-        .unwrap());
-    let source = source.lines().next().unwrap().to_owned();
+        .unwrap();
+    ok(&first);
+    let source = text(&first.stderr).lines().next().unwrap().to_owned();
     let mut host = scratch
         .cli(&["resume", &source])
         .env(HOST_FAULT_ENV, "ack:sleep:20000")
@@ -264,9 +267,11 @@ fn h8_the_shim_leads_its_session_when_the_host_group_reads_zero() {
                 .into_iter()
                 .filter(|(k, _)| k != sublaunch_tests::launch_harness::TEST_PARENT_ENV),
         );
-    let out = ok(&namespaced.output().unwrap());
-    let id = out.lines().next().unwrap();
-    assert!(out.contains(&format!("{id}: complete")), "{out}");
+    let output = namespaced.output().unwrap();
+    ok(&output);
+    let stderr = text(&output.stderr);
+    let id = stderr.lines().next().unwrap();
+    assert!(stderr.contains(&format!("{id}: complete")), "{stderr}");
     let logs = ok(&scratch.cli(&["logs", id]).output().unwrap());
     let ids: Vec<u32> = logs
         .lines()

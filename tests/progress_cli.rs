@@ -16,11 +16,15 @@ fn run_wait_prints_plain_step_lines_when_stderr_is_not_a_terminal() {
         .cli(&["run", "--agent", "shell", "--task", "echo hi", "--wait"])
         .output()
         .unwrap();
-    let stdout = ok(&output);
-    let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.len(), 2, "the id, then the end: {stdout}");
-    assert_eq!(lines[1], format!("{}: complete", lines[0]));
+    // stdout is the answer alone; the id and the outcome frame the progress on stderr.
+    assert_eq!(ok(&output), "hi\n");
     let stderr = text(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(
+        lines.last().copied(),
+        Some(format!("{}: complete", lines[0]).as_str()),
+        "{stderr}"
+    );
     assert!(!stderr.contains('\u{1b}'), "no escape sequences: {stderr:?}");
     assert!(stderr.contains("step 1 shell: complete after "), "{stderr}");
     assert!(stderr.contains("1 step: 1 complete in "), "{stderr}");

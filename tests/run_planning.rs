@@ -19,6 +19,14 @@ impl Sandbox {
             dir: tempfile::tempdir().unwrap(),
         };
         std::fs::create_dir_all(sandbox.project()).unwrap();
+        // `work/project` is a repository: project settings and registries are searched for
+        // from `sub/` up to its root.
+        let status = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(sandbox.dir.path().join("work/project"))
+            .status()
+            .unwrap();
+        assert!(status.success());
         sandbox
     }
 

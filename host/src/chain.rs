@@ -141,10 +141,10 @@ pub struct ChainWorkflow {
 
 /// Reads and parses the chain file at `path`.
 pub fn read_chain_file(path: &Path) -> Result<ChainFile, ChainFileError> {
-    let text = std::fs::read_to_string(path).map_err(|e| ChainFileError {
+    let text = crate::config_files::read_text(path).map_err(|message| ChainFileError {
         path: path.to_owned(),
         at: None,
-        message: format!("cannot read the chain file: {e}"),
+        message: format!("cannot read the chain file: {message}"),
     })?;
     parse_chain_file(path, &text)
 }
@@ -166,6 +166,7 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, ChainFileE
     let value: Value = if json {
         serde_json::from_str(text).map_err(|e| fail(None, format!("broken JSON: {e}")))?
     } else {
+        crate::config_files::check_yaml_depth(text).map_err(|e| fail(None, format!("refused YAML: {e}")))?;
         serde_norway::from_str(text).map_err(|e| fail(None, format!("broken YAML: {e}")))?
     };
     let raw: RawFile = from_value(value, "", &fail)?;

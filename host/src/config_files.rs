@@ -1,8 +1,117 @@
-//! Reading JSON configuration files with errors that name the file and the JSON path.
+//! Reading configuration files (agents, settings, chains, model registries) with errors that
+//! name the file and the JSON path, within limits that keep a hostile file cheap to refuse:
+//! at most [`FILE_LIMIT`] bytes, a regular file (a FIFO or device would block or never end),
+//! YAML nested at most [`YAML_DEPTH_LIMIT`] levels.
 
-use anyhow::{Context as _, anyhow};
+use anyhow::anyhow;
 use serde::de::DeserializeOwned;
+use std::io::Read as _;
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
+
+/// The largest configuration file sublaunch reads: 1 MiB.
+pub const FILE_LIMIT: u64 = 1024 * 1024;
+
+/// The deepest nesting a YAML document may have (mappings, sequences and flow collections).
+pub const YAML_DEPTH_LIMIT: usize = 64;
+
+/// Reads `file` whole; `Ok(None)` when it does not exist. Anything but a regular file of at
+/// most [`FILE_LIMIT`] bytes is refused with a message naming the file.
+pub fn read_bytes(file: &Path) -> Result<Option<Vec<u8>>, String> {
+    let shown = file.display();
+    // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+    let opened = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(file);
+    let mut handle = match opened {
+        Ok(handle) => handle,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+    };
+    let meta = handle.metadata().map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a regular file"));
+    }
+    if meta.len() > FILE_LIMIT {
+        return Err(too_large(file, meta.len()));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    (&mut handle)
+        .take(FILE_LIMIT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > FILE_LIMIT {
+        return Err(too_large(file, bytes.len() as u64));
+    }
+    Ok(Some(bytes))
+}
+
+fn too_large(file: &Path, size: u64) -> String {
+    format!(
+        "{} is {size} bytes; configuration files may have at most {FILE_LIMIT} bytes (1 MiB)",
+        file.display()
+    )
+}
+
+/// Reads `file` as UTF-8 text (see [`read_bytes`]); a missing file is an error.
+pub fn read_text(file: &Path) -> Result<String, String> {
+    let bytes = read_bytes(file)?.ok_or_else(|| format!("cannot read {}: no such file", file.display()))?;
+    String::from_utf8(bytes).map_err(|e| {
+        format!(
+            "{} is not UTF-8 text (invalid byte at offset {})",
+            file.display(),
+            e.utf8_error().valid_up_to()
+        )
+    })
+}
+
+/// Refuses YAML nested deeper than [`YAML_DEPTH_LIMIT`] before it reaches the parser, whose
+/// time grows steeply with depth. The count is conservative: every indentation step, every
+/// `- ` item marker and every open `[`/`{` counts a level.
+pub fn check_yaml_depth(text: &str) -> Result<(), String> {
+    let mut indents: Vec<usize> = Vec::new();
+    let mut flow = 0usize;
+    for (number, line) in text.lines().enumerate() {
+        let content = line.trim_start_matches(' ');
+        if flow == 0 {
+            if content.is_empty() || content.starts_with('#') {
+                continue;
+            }
+            let indent = line.len() - content.len();
+            while indents.last().is_some_and(|&i| i >= indent) {
+                indents.pop();
+            }
+            indents.push(indent);
+        }
+        let mut depth = indents.len() + flow;
+        let mut rest = content;
+        while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("-\t")) {
+            depth += 1;
+            rest = after.trim_start();
+        }
+        let mut quote: Option<char> = None;
+        for c in rest.chars() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '"' | '\'') => quote = Some(c),
+                (None, '#') if flow == 0 => break,
+                (None, '[' | '{') => flow += 1,
+                (None, ']' | '}') => flow = flow.saturating_sub(1),
+                _ => {}
+            }
+            depth = depth.max(indents.len() + flow);
+        }
+        if depth > YAML_DEPTH_LIMIT {
+            return Err(format!(
+                "line {}: nested more than {YAML_DEPTH_LIMIT} levels deep",
+                number + 1
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Parses `bytes` (the content of `file`) into `T`; a problem names the file, the JSON path
 /// and the position.
@@ -23,17 +132,108 @@ pub fn parse<T: DeserializeOwned>(file: &Path, bytes: &[u8]) -> anyhow::Result<T
 
 /// Reads and parses `file`; `Ok(None)` when it does not exist.
 pub fn read<T: DeserializeOwned>(file: &Path) -> anyhow::Result<Option<T>> {
-    match std::fs::read(file) {
-        Ok(bytes) => parse(file, &bytes).map(Some),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e).with_context(|| format!("cannot read {}", file.display())),
+    match read_bytes(file).map_err(|e| anyhow!(e))? {
+        Some(bytes) => parse(file, &bytes).map(Some),
+        None => Ok(None),
     }
 }
 
-/// The nearest `<dir>/<relative>` that exists, walking up from `start` to the root.
-pub fn nearest(start: &Path, relative: &str) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|dir| dir.join(relative))
-        .find(|candidate| candidate.is_file())
+/// The nearest `<dir>/<relative>` file, walking up from `start` to its [`walk_boundary`].
+pub fn nearest(start: &Path, home: Option<&Path>, relative: &str) -> Option<PathBuf> {
+    let boundary = walk_boundary(start, home);
+    for dir in start.ancestors() {
+        let candidate = dir.join(relative);
+        if candidate.is_file() {
+            return Some(candidate);
+        }
+        if dir == boundary {
+            break;
+        }
+    }
+    None
+}
+
+/// Where an upward search for project files from `start` ends: the nearest directory
+/// holding `.git` (a repository or worktree root), else `home` when `start` is inside it,
+/// else `start` itself. Files in directories shared with other users above a project (such
+/// as `/tmp`) are never picked up.
+pub fn walk_boundary<'a>(start: &'a Path, home: Option<&Path>) -> &'a Path {
+    if let Some(root) = start.ancestors().find(|dir| dir.join(".git").exists()) {
+        return root;
+    }
+    match home {
+        Some(home) if start.starts_with(home) => start.ancestors().find(|dir| *dir == home).unwrap_or(start),
+        _ => start,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oversized_fifo_and_directory_are_refused_by_name() {
+        let tmp = tempfile::tempdir().unwrap();
+        let big = tmp.path().join("big.json");
+        std::fs::write(&big, vec![b' '; FILE_LIMIT as usize + 1]).unwrap();
+        let error = read_bytes(&big).unwrap_err();
+        assert!(
+            error.contains("big.json is 1048577 bytes") && error.contains("1 MiB"),
+            "{error}"
+        );
+        let fifo = tmp.path().join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(read_bytes(&fifo).unwrap_err().contains("fifo is not a regular file"));
+        assert!(read_bytes(tmp.path()).unwrap_err().contains("is not a regular file"));
+        assert_eq!(read_bytes(&tmp.path().join("absent")), Ok(None));
+        std::fs::write(&big, [b'a', 0xff]).unwrap();
+        assert!(
+            read_text(&big)
+                .unwrap_err()
+                .contains("not UTF-8 text (invalid byte at offset 1)")
+        );
+    }
+
+    #[test]
+    fn deep_yaml_is_refused_and_ordinary_yaml_passes() {
+        let ordinary = "a:\n  b:\n    - c: [1, {d: 2}]\n    - - e\n# [[[[ comment\ns: '[[['\n";
+        assert_eq!(check_yaml_depth(ordinary), Ok(()));
+        let flow = format!("x: {}{}", "[".repeat(YAML_DEPTH_LIMIT), "]".repeat(YAML_DEPTH_LIMIT));
+        assert!(
+            check_yaml_depth(&flow)
+                .unwrap_err()
+                .contains("line 1: nested more than 64")
+        );
+        let block: String = (0..=YAML_DEPTH_LIMIT)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        assert!(check_yaml_depth(&block).is_err());
+        let dashes = format!("{}x\n", "- ".repeat(YAML_DEPTH_LIMIT + 1));
+        assert!(check_yaml_depth(&dashes).is_err());
+    }
+
+    #[test]
+    fn the_walk_stops_at_the_repository_root_or_home() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        let deep = home.join("repo/src/deep");
+        std::fs::create_dir_all(&deep).unwrap();
+        assert_eq!(walk_boundary(&deep, Some(&home)), home);
+        std::fs::create_dir(home.join("repo/.git")).unwrap();
+        assert_eq!(walk_boundary(&deep, Some(&home)), home.join("repo"));
+        let outside = tmp.path().join("shared/work");
+        std::fs::create_dir_all(&outside).unwrap();
+        assert_eq!(walk_boundary(&outside, Some(&home)), outside);
+        std::fs::create_dir_all(tmp.path().join("shared/.sublaunch")).unwrap();
+        std::fs::write(tmp.path().join("shared/.sublaunch/settings.json"), "{}").unwrap();
+        assert_eq!(nearest(&outside, Some(&home), ".sublaunch/settings.json"), None);
+        assert!(nearest(&tmp.path().join("shared"), Some(&home), ".sublaunch/settings.json").is_some());
+    }
 }

@@ -15,6 +15,7 @@ pub mod launch;
 pub mod planner;
 pub mod registry;
 pub mod request;
+pub mod runner_install;
 pub mod sandbox;
 pub mod settings;
 

@@ -59,7 +59,7 @@ impl Registry {
         if let Some(dir) = crate::dirs::config() {
             files.push(dir.join("models.json"));
         }
-        if let Some(project) = config_files::nearest(cwd, ".sublaunch/models.json")
+        if let Some(project) = config_files::nearest(cwd, crate::dirs::home().as_deref(), ".sublaunch/models.json")
             && !files.contains(&project)
         {
             files.push(project);
@@ -112,10 +112,8 @@ impl Registry {
 }
 
 fn read_layer(file: &Path) -> anyhow::Result<Option<Layer>> {
-    let bytes = match std::fs::read(file) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => bail!("cannot read {}: {e}", file.display()),
+    let Some(bytes) = config_files::read_bytes(file).map_err(|e| anyhow::anyhow!(e))? else {
+        return Ok(None);
     };
     let (replace, models) = parse_layer(file, &bytes)?;
     Ok(Some(Layer {

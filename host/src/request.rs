@@ -10,6 +10,23 @@ use sublaunch_contract::{
     Agent, LaunchOptions, LooseString, MachineSettings, Mode, PlanRequest, Step, ThinkingSetting,
 };
 
+/// The longest task sublaunch accepts: 8 MiB. A task travels through the plan, the runner
+/// configuration and the agent's input, each a copy in memory; beyond this size it is a
+/// mistake (a file pasted whole), and the agents' own context windows are far smaller.
+pub const TASK_LIMIT: usize = 8 * 1024 * 1024;
+
+/// Refuses a task over [`TASK_LIMIT`]; `what` names it in the message (`the task`,
+/// `steps[2].task`).
+pub fn check_task(task: &str, what: &str) -> Result<(), String> {
+    if task.len() > TASK_LIMIT {
+        return Err(format!(
+            "{what} is {} bytes; a task may have at most {TASK_LIMIT} bytes (8 MiB). Put large inputs in a file and name the file in the task.",
+            task.len()
+        ));
+    }
+    Ok(())
+}
+
 /// What the user asked `sublaunch run` for.
 #[derive(Clone, Debug, Default)]
 pub struct RunSpec {
@@ -58,6 +75,12 @@ pub async fn build(spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanReques
 /// `spec` are used (`machine`, `cwd`, `max_thinking`); the Herdr catalog is fetched only when
 /// a child can be placed (P16).
 pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanRequest> {
+    check_task(&spec.task, "the task").map_err(anyhow::Error::msg)?;
+    for (index, step) in steps.iter().enumerate() {
+        if let Some(task) = &step.task {
+            check_task(task, &format!("steps[{index}].task")).map_err(anyhow::Error::msg)?;
+        }
+    }
     let settings = &inputs.settings;
     let mut request = PlanRequest {
         cwd: inputs.cwd.to_string_lossy().into_owned(),

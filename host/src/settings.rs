@@ -34,7 +34,7 @@ impl Settings {
         let user = first_present(&user_candidates())?;
         let project_paths: Vec<PathBuf> = [".sublaunch/settings.json", ".pi/settings.json"]
             .into_iter()
-            .filter_map(|relative| config_files::nearest(cwd, relative))
+            .filter_map(|relative| config_files::nearest(cwd, crate::dirs::home().as_deref(), relative))
             .collect();
         let mut project = first_present(&project_paths)?;
         if let (Some(u), Some(p)) = (&user, &project)

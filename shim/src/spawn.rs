@@ -25,8 +25,9 @@ pub struct Spawned {
     pub stderr: OwnedFd,
 }
 
-/// Spawns `command` (H10 environment, R10 placement).
-pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
+/// Spawns `command` (H10 environment, R10 placement) with `umask` (the launching user's;
+/// `None`: the shim's own 077).
+pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> {
     let (program, args) = command
         .argv
         .split_first()
@@ -51,7 +52,7 @@ pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
     for (key, value) in &command.env {
         cmd.env(key, value);
     }
-    let mut child = crate::signals::unblocked(|| cmd.spawn())?;
+    let mut child = crate::signals::unblocked(|| with_umask(umask, || cmd.spawn()))?;
     let pid = child.id();
     let stdout = OwnedFd::from(child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?);
     let stderr = OwnedFd::from(child.stderr.take().ok_or_else(|| io::Error::other("no stderr pipe"))?);
@@ -61,6 +62,17 @@ pub fn spawn(command: &AgentCommand) -> io::Result<Spawned> {
         rustix::io::ioctl_fionbio(fd, true)?;
     }
     Ok(Spawned { pid, stdout, stderr })
+}
+
+/// Runs `f` with the process umask set to `mask`, then restores the shim's. The child that
+/// `f` spawns inherits `mask`; the shim's own files never depend on its umask (each is
+/// created with an explicit private mode), so the short window is harmless to them.
+fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
+    let Some(mask) = mask else { return f() };
+    let shim_mask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask & 0o777));
+    let result = f();
+    rustix::process::umask(shim_mask);
+    result
 }
 
 /// An anonymous in-memory file holding `bytes`, positioned at its start (the agent's stdin).

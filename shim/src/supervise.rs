@@ -9,7 +9,7 @@
 //! group (a requested one, or the cleanup ladder run after a natural exit), and the X8 sweep
 //! killed and reaped any escaped descendant.
 
-use crate::adapter::{self, ParsedLine, StepInput, TEXT_LINE_RETAIN};
+use crate::adapter::{self, ParsedLine, ScriptValues, StepInput, TEXT_LINE_RETAIN};
 use crate::child::{ChildIo, ChildRun};
 use crate::context::Ctx;
 use crate::faults::Fired;
@@ -107,7 +107,13 @@ impl Supervisor {
 
     /// Starts step `index` with its substituted `task`. A step that cannot start (the run is
     /// ending, the command cannot be built, the spawn fails) returns its end at once.
-    pub fn start_child(&mut self, ctx: &mut Ctx, index: usize, task: &str) -> Result<ChildRun, Box<StepEnd>> {
+    pub fn start_child(
+        &mut self,
+        ctx: &mut Ctx,
+        index: usize,
+        task: &str,
+        script_values: Option<&ScriptValues>,
+    ) -> Result<ChildRun, Box<StepEnd>> {
         let agent = ctx.agent_name(index);
         let adapter = adapter::for_step(&ctx.cfg, index);
         let started = Instant::now();
@@ -139,6 +145,7 @@ impl Supervisor {
             step: &step,
             spec: spec.as_ref(),
             task,
+            script_values,
             cwd: &cwd,
             run: self.book.run(),
         };
@@ -153,8 +160,9 @@ impl Supervisor {
             },
             (built, _) => (built, parser, None),
         };
-        let spawned =
-            built.and_then(|command| crate::spawn::spawn(&command).map_err(|e| spawn_error(&command.argv, &e)));
+        let spawned = built.and_then(|command| {
+            crate::spawn::spawn(&command, ctx.cfg.agent_umask).map_err(|e| spawn_error(&command.argv, &e))
+        });
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {

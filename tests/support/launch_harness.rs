@@ -76,6 +76,19 @@ impl Scratch {
         self.path.join("work")
     }
 
+    /// Makes `work/` a git repository (real `git init`), so project files in it
+    /// (`.sublaunch/agents`, settings, registries) are found from directories below it: the
+    /// search for them stops at the repository root.
+    pub fn init_repo(&self) -> PathBuf {
+        let status = std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(self.work())
+            .status()
+            .expect("git is needed for project tests");
+        assert!(status.success(), "git init failed");
+        self.work()
+    }
+
     /// Creates the root the way the host would (0700), for tests that plant files first.
     pub fn create_root(&self) {
         use std::os::unix::fs::PermissionsExt;

@@ -1,5 +1,12 @@
 //! Finding agent files, nearest first, and resolving names.
+//!
+//! Project locations are looked for from the working directory up to the repository root
+//! (the nearest directory holding `.git`), else up to `$HOME`, else in the working directory
+//! alone: a `.sublaunch/agents` in a shared directory above a project is never picked up.
+//! Every location and file must pass [`super::trust`]; one that fails is left out and
+//! reported in [`Catalog::untrusted`].
 
+use super::trust::{self, Untrusted};
 use super::{AgentDef, AgentFileError, AgentSource, Scope, builtins, parse_agent_file};
 use std::path::{Path, PathBuf};
 
@@ -12,12 +19,34 @@ pub struct Catalog {
     pub shadowed: Vec<AgentDef>,
     /// Files that could not be read as agents.
     pub problems: Vec<AgentFileError>,
+    /// Locations and files left out because someone else could have written them.
+    pub untrusted: Vec<Untrusted>,
 }
 
 impl Catalog {
     /// The agent named `name`.
     pub fn get(&self, name: &str) -> Option<&AgentDef> {
         self.agents.iter().find(|a| a.name() == name)
+    }
+
+    /// The built-in or user-wide definitions that a project agent named `name` hides (empty
+    /// when the agent in effect is not a project one): a repository can redefine what
+    /// `--agent claude` runs, so this is shown to the user.
+    pub fn hidden_by_project(&self, name: &str) -> Vec<&AgentDef> {
+        let from_project = self.get(name).is_some_and(|a| {
+            matches!(&a.source, AgentSource::File { scope, .. } if matches!(scope, Scope::Project | Scope::PiProject))
+        });
+        if !from_project {
+            return Vec::new();
+        }
+        self.shadowed
+            .iter()
+            .filter(|s| s.name() == name)
+            .filter(|s| match &s.source {
+                AgentSource::BuiltIn => true,
+                AgentSource::File { scope, .. } => matches!(scope, Scope::User | Scope::PiUser),
+            })
+            .collect()
     }
 
     /// The agent named `name`, or an error that says why it cannot be used: a broken file
@@ -44,16 +73,16 @@ fn stem_is(path: &Path, name: &str) -> bool {
     path.file_stem().is_some_and(|s| s == name)
 }
 
-/// The discovery locations for `cwd`, nearest first.
-pub fn locations(cwd: &Path) -> Vec<(PathBuf, Scope)> {
+/// The discovery locations for `cwd`, nearest first (`home`: the user's home directory).
+pub fn locations(cwd: &Path, home: Option<&Path>) -> Vec<(PathBuf, Scope)> {
     let mut locations = Vec::new();
-    if let Some(dir) = nearest_dir(cwd, ".sublaunch/agents") {
+    if let Some(dir) = nearest_dir(cwd, home, ".sublaunch/agents") {
         locations.push((dir, Scope::Project));
     }
     if let Some(config) = crate::dirs::config() {
         locations.push((config.join("agents"), Scope::User));
     }
-    if let Some(dir) = nearest_dir(cwd, ".pi/agents") {
+    if let Some(dir) = nearest_dir(cwd, home, ".pi/agents") {
         locations.push((dir, Scope::PiProject));
     }
     if let Some(pi) = crate::dirs::pi_agent_dir() {
@@ -64,7 +93,7 @@ pub fn locations(cwd: &Path) -> Vec<(PathBuf, Scope)> {
 
 /// The agents for `cwd`: files from [`locations`], then the built-ins.
 pub fn discover(cwd: &Path) -> Catalog {
-    discover_in(&locations(cwd))
+    discover_in(&locations(cwd, crate::dirs::home().as_deref()))
 }
 
 /// The agents from these locations (nearest first), then the built-ins.
@@ -77,16 +106,27 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
             continue;
         }
         seen_dirs.push(canonical);
+        if !trusted_location(dir, *scope, &mut catalog.untrusted) {
+            continue;
+        }
         for path in agent_files(dir) {
+            match trust::check(&path) {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(untrusted) => {
+                    catalog.untrusted.push(untrusted);
+                    continue;
+                }
+            }
             let source = AgentSource::File {
                 path: path.clone(),
                 scope: *scope,
             };
-            let parsed = std::fs::read_to_string(&path)
-                .map_err(|e| AgentFileError {
+            let parsed = crate::config_files::read_text(&path)
+                .map_err(|message| AgentFileError {
                     path: path.clone(),
                     field: None,
-                    message: format!("cannot read: {e}"),
+                    message,
                 })
                 .and_then(|text| parse_agent_file(&path, &text, source));
             match parsed {
@@ -99,6 +139,24 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
         catalog.add(agent);
     }
     catalog
+}
+
+/// Whether the agents of `dir` may be read: the directory and, for a project location, the
+/// `.sublaunch` or `.pi` directory holding it must pass [`trust::check`].
+fn trusted_location(dir: &Path, scope: Scope, untrusted: &mut Vec<Untrusted>) -> bool {
+    let project = matches!(scope, Scope::Project | Scope::PiProject);
+    let parent = dir.parent().filter(|_| project);
+    for path in parent.into_iter().chain([dir]) {
+        match trust::check(path) {
+            Ok(true) => {}
+            Ok(false) => return false,
+            Err(problem) => {
+                untrusted.push(problem);
+                return false;
+            }
+        }
+    }
+    true
 }
 
 impl Catalog {
@@ -129,12 +187,23 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The nearest `<ancestor>/<relative>` directory above `start`.
-fn nearest_dir(start: &Path, relative: &str) -> Option<PathBuf> {
-    start
-        .ancestors()
-        .map(|dir| dir.join(relative))
-        .find(|candidate| candidate.is_dir())
+/// The nearest `<ancestor>/<relative>` directory from `start` up to its project boundary
+/// ([`crate::config_files::walk_boundary`]).
+fn nearest_dir(start: &Path, home: Option<&Path>, relative: &str) -> Option<PathBuf> {
+    let boundary = crate::config_files::walk_boundary(start, home);
+    let mut ancestors = start.ancestors();
+    let mut found = None;
+    for dir in ancestors.by_ref() {
+        let candidate = dir.join(relative);
+        if candidate.is_dir() {
+            found = Some(candidate);
+            break;
+        }
+        if dir == boundary {
+            break;
+        }
+    }
+    found
 }
 
 #[cfg(test)]

@@ -55,6 +55,14 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             "missing YAML frontmatter: the file must start with a `---` line and close it with another".into(),
         )
     })?;
+    // The frontmatter starts on the file's second line.
+    crate::config_files::check_yaml_depth(yaml).map_err(|e| {
+        let e = e.strip_prefix("line ").and_then(|rest| {
+            let (n, what) = rest.split_once(':')?;
+            Some(format!("line {}:{what}", n.parse::<usize>().ok()? + 1))
+        });
+        fail(None, format!("refused YAML frontmatter at {}", e.unwrap_or_default()))
+    })?;
     let value: Value = serde_norway::from_str(yaml).map_err(|e| {
         // The YAML parser counts lines from the opening `---`; report lines of the file.
         let text = e.to_string();

@@ -13,12 +13,14 @@ mod discovery;
 mod file;
 mod program;
 mod runner;
+mod trust;
 
 pub use builtin::builtins;
 pub use discovery::{Catalog, discover, discover_in};
 pub use file::{AgentFileError, parse_agent_file};
 pub use program::{MissingProgram, locate_program};
 pub use runner::{AdapterKind, RunnerSpec, TEMPLATE_PLACEHOLDERS};
+pub use trust::Untrusted;
 
 use std::path::PathBuf;
 use sublaunch_contract::Agent;

@@ -1,7 +1,10 @@
 //! `sublaunch agents [--json] [--all]`: the agents known in the working directory and where
-//! each came from; files that could not be loaded are listed on stderr (exit 1).
+//! each came from; files that could not be loaded are listed on stderr (exit 1), and so are
+//! locations and files left out because someone else could write them. A project agent that
+//! replaces a built-in or user agent of the same name is marked as such.
 
 use super::runs::say;
+use super::terminal_text::for_terminal;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use sublaunch::agents::{AgentDef, AgentSource, Catalog, discover};
@@ -32,14 +35,17 @@ pub fn run(args: Args) -> ExitCode {
     if args.json {
         let list: Vec<Value> = rows
             .iter()
-            .map(|(agent, shadowed)| agent_json(agent, *shadowed))
+            .map(|(agent, shadowed)| agent_json(agent, *shadowed, &catalog))
             .collect();
         say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
     } else {
-        print_table(&rows);
+        print_table(&rows, &catalog);
+    }
+    for untrusted in &catalog.untrusted {
+        eprintln!("sublaunch agents: warning: {}", for_terminal(&untrusted.to_string()));
     }
     for problem in &catalog.problems {
-        eprintln!("sublaunch agents: not loaded: {problem}");
+        eprintln!("sublaunch agents: not loaded: {}", for_terminal(&problem.to_string()));
     }
     if catalog.problems.is_empty() {
         ExitCode::SUCCESS
@@ -76,23 +82,45 @@ fn rows(catalog: &Catalog, all: bool) -> Vec<(&AgentDef, bool)> {
     rows
 }
 
-fn print_table(rows: &[(&AgentDef, bool)]) {
+/// What a project agent replaces, for listings: `built-in`, `user`, … (empty for others).
+fn overrides(agent: &AgentDef, catalog: &Catalog) -> Vec<&'static str> {
+    catalog
+        .hidden_by_project(agent.name())
+        .iter()
+        .map(|hidden| match &hidden.source {
+            AgentSource::BuiltIn => "built-in",
+            AgentSource::File { scope, .. } => scope.id(),
+        })
+        .collect()
+}
+
+/// A table cell: neutralised for the terminal, on one line.
+fn cell(text: &str) -> String {
+    for_terminal(text).replace(['\n', '\t'], " ")
+}
+
+fn print_table(rows: &[(&AgentDef, bool)], catalog: &Catalog) {
     let header = ["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"].map(str::to_owned);
     let table: Vec<[String; 5]> = rows
         .iter()
         .map(|(agent, shadowed)| {
             let source = agent.source.describe();
+            let replaced = overrides(agent, catalog);
+            let source = if *shadowed {
+                format!("{source} [shadowed]")
+            } else if replaced.is_empty() {
+                source
+            } else {
+                format!("{source} [overrides {}]", replaced.join(", "))
+            };
             [
-                agent.name().to_owned(),
-                agent.runner.describe(),
-                agent.planner.model.as_ref().map_or_else(|| "-".to_owned(), text),
-                if *shadowed {
-                    format!("{source} [shadowed]")
-                } else {
-                    source
-                },
-                agent.description.clone(),
+                agent.name(),
+                &agent.runner.describe(),
+                &agent.planner.model.as_ref().map_or_else(|| "-".to_owned(), text),
+                &source,
+                &agent.description,
             ]
+            .map(cell)
         })
         .collect();
     let widths: Vec<usize> = (0..4)
@@ -117,7 +145,7 @@ fn text(value: &LooseString) -> String {
 }
 
 /// The JSON object of one agent.
-fn agent_json(agent: &AgentDef, shadowed: bool) -> Value {
+fn agent_json(agent: &AgentDef, shadowed: bool, catalog: &Catalog) -> Value {
     let planner = &agent.planner;
     let thinking = match &planner.thinking {
         None => Value::Null,
@@ -150,5 +178,6 @@ fn agent_json(agent: &AgentDef, shadowed: bool) -> Value {
         "outputSchema": schema,
         "source": source,
         "shadowed": shadowed,
+        "overrides": if shadowed { Vec::new() } else { overrides(agent, catalog) },
     })
 }

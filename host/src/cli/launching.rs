@@ -61,8 +61,9 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
             }
             return ExitCode::SUCCESS;
         }
+        // With --wait stdout carries the answer alone; the id and the outcome go to stderr.
         if !presentation.json {
-            say!("{}", launched.run_id);
+            eprintln!("{}", launched.run_id);
         }
         let mut progress = Dir::open(&launched.run_dir)
             .ok()
@@ -107,13 +108,18 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                 })
             );
         } else {
-            say!(
+            if let Some(answer) = super::runs::final_answer(&launched.result_path)
+                && !answer.is_empty()
+            {
+                say!("{}", answer.trim_end_matches('\n'));
+            }
+            eprintln!(
                 "{}: {}",
                 launched.run_id,
                 state.as_ref().map_or("unknown", RunState::as_str)
             );
             if let Some(error) = &error {
-                eprintln!("{error}");
+                eprintln!("{}", super::terminal_text::for_terminal(error));
             }
         }
         if state == Some(RunState::Complete) {

@@ -1,7 +1,9 @@
 //! `sublaunch logs RUN_ID [--follow] [--raw]`: prints the run's `output-<n>.log` files in step
 //! order; `--follow` keeps streaming what is appended until the run is terminal. A run with
 //! several steps (a chain, parallel tasks) gets each line prefixed with its step and agent
-//! (`[2.1 reviewer] …`), so the lines of tasks running side by side stay apart.
+//! (`[2.1 reviewer] …`), so the lines of tasks running side by side stay apart. Agent output
+//! is printed line by line with escape sequences and control characters neutralised
+//! ([`super::terminal_text`]); `--raw` prints the bytes as they are.
 
 use super::runs::{find_run, open_store, status_of};
 use super::waiting::look_and_watch;
@@ -22,8 +24,8 @@ pub struct Args {
     /// Keep printing new output until the run ends.
     #[arg(long, short = 'f')]
     follow: bool,
-    /// Print the output bytes as they are, without `[step agent]` line prefixes (runs with
-    /// several steps get them by default).
+    /// Print the output bytes as they are: no `[step agent]` line prefixes (runs with several
+    /// steps get them by default) and escape sequences left in.
     #[arg(long)]
     raw: bool,
 }
@@ -90,8 +92,9 @@ async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, mut streams: Streams) -> 
 
 /// What has been printed of each step's `output-<n>.log`.
 struct Streams {
-    /// Whether lines of a run with several steps get a `[label agent] ` prefix.
-    prefix_lines: bool,
+    /// Readable mode: lines neutralised for the terminal, and with several steps prefixed
+    /// `[label agent] `. Otherwise the bytes are copied as they are.
+    readable: bool,
     /// Bytes printed (or held in `partial`) per step.
     offsets: Vec<u64>,
     /// An unfinished last line per step, held until it ends (prefixed mode).
@@ -101,9 +104,9 @@ struct Streams {
 }
 
 impl Streams {
-    fn new(prefix_lines: bool) -> Self {
+    fn new(readable: bool) -> Self {
         Self {
-            prefix_lines,
+            readable,
             offsets: Vec::new(),
             partial: Vec::new(),
             labels: None,
@@ -120,7 +123,7 @@ impl Streams {
             .map_or_else(|| count_output_files(run), |s| s.step_count());
         self.offsets.resize(self.offsets.len().max(steps), 0);
         self.partial.resize(self.offsets.len(), Vec::new());
-        let prefixed = self.prefix_lines && self.offsets.len() > 1;
+        let prefixed = self.readable && self.offsets.len() > 1;
         if prefixed && self.labels.is_none() {
             self.labels = super::progress::step_labels(run);
         }
@@ -133,7 +136,7 @@ impl Streams {
             let mut buffer = Vec::new();
             file.read_to_end(&mut buffer)?;
             self.offsets[step] += u64::try_from(buffer.len()).unwrap_or(0);
-            if !prefixed {
+            if !self.readable {
                 stdout.write_all(&buffer)?;
                 continue;
             }
@@ -141,32 +144,41 @@ impl Streams {
             let step_ended = info
                 .and_then(|s| s.status.as_deref())
                 .is_some_and(|state| !matches!(state, "pending" | "running"));
-            let prefix = format!(
-                "[{} {}] ",
-                self.labels
-                    .as_ref()
-                    .and_then(|l| l.get(step))
-                    .cloned()
-                    .unwrap_or_else(|| (step + 1).to_string()),
-                info.and_then(|s| s.agent.as_deref()).unwrap_or("?")
-            );
+            let prefix = if !prefixed {
+                String::new()
+            } else {
+                format!(
+                    "[{} {}] ",
+                    self.labels
+                        .as_ref()
+                        .and_then(|l| l.get(step))
+                        .cloned()
+                        .unwrap_or_else(|| (step + 1).to_string()),
+                    super::terminal_text::for_terminal(info.and_then(|s| s.agent.as_deref()).unwrap_or("?"))
+                )
+            };
             let pending = &mut self.partial[step];
             pending.extend_from_slice(&buffer);
             let complete = pending.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
             for line in pending[..complete].split_inclusive(|b| *b == b'\n') {
                 stdout.write_all(prefix.as_bytes())?;
-                stdout.write_all(line)?;
+                stdout.write_all(readable_line(line).as_bytes())?;
             }
             pending.drain(..complete);
             if !pending.is_empty() && (flush || step_ended) {
                 stdout.write_all(prefix.as_bytes())?;
-                stdout.write_all(pending)?;
+                stdout.write_all(readable_line(pending).as_bytes())?;
                 stdout.write_all(b"\n")?;
                 pending.clear();
             }
         }
         stdout.flush()
     }
+}
+
+/// One line of agent output as it may be shown on a terminal.
+fn readable_line(line: &[u8]) -> String {
+    super::terminal_text::for_terminal(&String::from_utf8_lossy(line))
 }
 
 /// Without a status: the number of consecutive `output-<n>.log` files from 0.

@@ -13,6 +13,7 @@ mod run;
 mod runs;
 mod status;
 mod stop;
+mod terminal_text;
 mod wait;
 mod waiting;
 mod watch;

@@ -87,10 +87,18 @@ pub fn run(args: Args) -> ExitCode {
         Ok(timeout) => timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         Err(message) => return usage(message),
     };
+    if let Some(task) = &args.task
+        && let Err(message) = request::check_task(task, "the task")
+    {
+        return usage(message);
+    }
     let (inputs, catalog) = match gather(args.models.as_deref()) {
         Ok(gathered) => gathered,
         Err(e) => return usage(format!("{e:#}")),
     };
+    for untrusted in &catalog.untrusted {
+        eprintln!("sublaunch run: warning: {untrusted}");
+    }
     let work = match &args.chain {
         Some(path) => match read_chain_file(path).and_then(|chain| {
             chain.check(&catalog, args.task.as_deref())?;
@@ -127,6 +135,7 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch run: {message}");
         return ExitCode::FAILURE;
     }
+    announce_project_overrides(&plan, &catalog);
     let mut options = LaunchOptions {
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,
@@ -190,6 +199,27 @@ fn workflow(work: &Work, args: &Args) -> Result<(Option<u32>, bool), String> {
         args.concurrency.or(file.concurrency),
         args.fail_fast || file.fail_fast.unwrap_or(false),
     ))
+}
+
+/// A repository can redefine what `--agent claude` runs: say so, once per agent, when a run
+/// uses a project agent that replaces a built-in or user agent.
+fn announce_project_overrides(plan: &LaunchPlan, catalog: &Catalog) {
+    let mut named: Vec<&str> = plan.steps.iter().map(|s| s.agent.as_str()).collect();
+    named.dedup();
+    named.sort_unstable();
+    named.dedup();
+    for name in named {
+        let hidden = catalog.hidden_by_project(name);
+        let (Some(agent), false) = (catalog.get(name), hidden.is_empty()) else {
+            continue;
+        };
+        let replaced: Vec<String> = hidden.iter().map(|h| h.source.describe()).collect();
+        eprintln!(
+            "sublaunch run: note: agent '{name}' is defined by this project in {}, in place of the {} one",
+            agent.source.describe(),
+            replaced.join(" and the ")
+        );
+    }
 }
 
 /// Every step that runs here needs its agent's program: on `PATH`, or an executable path.

@@ -54,6 +54,40 @@ pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<Dir, Ex
     }
 }
 
+/// The run's answer as a person reads it: the output of its last step, or for a last step
+/// that is a parallel group each task's output under a `=== <step>.<task> <agent> ===`
+/// heading. Read from the run's result file; `None` when it has none yet. Neutralised for
+/// the terminal.
+pub fn final_answer(result_path: &std::path::Path) -> Option<String> {
+    let bytes = std::fs::read(result_path).ok()?;
+    let payload: sublaunch_runfiles::results::ResultPayload = serde_json::from_slice(&bytes).ok()?;
+    let last = payload.results.last()?;
+    let step_of = |r: &sublaunch_runfiles::results::StepResult| r.extra.get("stepIndex").and_then(Value::as_u64);
+    let group: Vec<_> = match (step_of(last), last.extra.get("taskIndex")) {
+        (step, Some(_)) => payload.results.iter().filter(|r| step_of(r) == step).collect(),
+        _ => vec![last],
+    };
+    let text = if let [only] = group.as_slice() {
+        only.output.clone()
+    } else {
+        group
+            .iter()
+            .map(|r| {
+                let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map_or(0, |n| n + 1);
+                format!(
+                    "=== {}.{} {} ===\n{}",
+                    at("stepIndex"),
+                    at("taskIndex"),
+                    r.agent,
+                    r.output.trim_end()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    };
+    Some(super::terminal_text::for_terminal(&text))
+}
+
 /// `status.json` as a typed document, absent/corrupt as `None`.
 pub fn status_of(run: &Dir) -> Option<Status> {
     read_status(run).ok().and_then(ReadDoc::present)
@@ -168,7 +202,7 @@ pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
     }
-    lines.join("\n")
+    super::terminal_text::for_terminal(&lines.join("\n"))
 }
 
 /// Wall-clock now in epoch ms.

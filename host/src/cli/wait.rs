@@ -75,7 +75,7 @@ pub fn run(args: Args) -> ExitCode {
             } else {
                 say!("{}: {}", args.run_id, state_name(&status));
                 if let Some(error) = &status.error {
-                    eprintln!("{error}");
+                    eprintln!("{}", super::terminal_text::for_terminal(error));
                 }
             }
             outcome_code(status.state.as_ref())

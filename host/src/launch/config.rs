@@ -210,6 +210,7 @@ pub(crate) struct ConfigInputs<'a> {
     pub runner_process_instance_id: &'a str,
     pub workflow: &'a WorkflowOptions,
     pub run_task: Option<&'a str>,
+    pub agent_umask: Option<u32>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -236,6 +237,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         command: None,
         runner_process_instance_id: inputs.runner_process_instance_id.to_owned(),
         launch_barrier_token,
+        agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
         extra: serde_json::Map::new(),
     };
     config.set_workflow(&workflow_config(inputs.workflow, inputs.run_task));

@@ -5,7 +5,7 @@ use super::exit_watcher::ProcessControl;
 use crate::agents::AgentDef;
 use std::ffi::OsString;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch_runfiles::config::RevivalLease;
@@ -145,6 +145,9 @@ pub struct LaunchOptions {
     /// `{previous}` and `{chain_dir}`) when a step starts. `None` for single runs, whose task
     /// is used verbatim.
     pub run_task: Option<String>,
+    /// The umask the agents get (default: this process's, read from `/proc/self/status`), so
+    /// files a writer agent creates look like the user's own; the runner itself keeps 077.
+    pub agent_umask: Option<u32>,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
     /// Wraps the runner's process control (tests).
@@ -174,6 +177,7 @@ impl Default for LaunchOptions {
             agents: crate::agents::builtins(),
             workflow: WorkflowOptions::default(),
             run_task: None,
+            agent_umask: sublaunch_runfiles::ids::process_umask(),
             env: Vec::new(),
             process_control: None,
         }
@@ -212,14 +216,24 @@ impl LaunchOptions {
     }
 }
 
-/// The shim executable: `$SUBLAUNCH_SHIM`, else `sublaunch-shim` next to the current
-/// executable.
-pub fn default_shim_path() -> PathBuf {
+/// The shim executable: `$SUBLAUNCH_SHIM`; else `sublaunch-shim` next to the current
+/// executable (a packaged install, or a workspace build); else the copy embedded in this
+/// binary, written into the cache directory on first use ([`crate::runner_install`]).
+pub fn default_shim_path() -> Result<PathBuf, String> {
     if let Some(path) = std::env::var_os(SHIM_ENV).filter(|v| !v.is_empty()) {
-        return PathBuf::from(path);
+        return Ok(PathBuf::from(path));
     }
-    std::env::current_exe()
+    let beside = std::env::current_exe()
         .ok()
-        .and_then(|exe| exe.parent().map(|dir| dir.join(SHIM_NAME)))
-        .unwrap_or_else(|| Path::new(SHIM_NAME).to_owned())
+        .and_then(|exe| exe.parent().map(|dir| dir.join(SHIM_NAME)));
+    if let Some(path) = beside.filter(|p| p.is_file()) {
+        return Ok(path);
+    }
+    let cache = crate::dirs::cache().ok_or_else(|| {
+        format!(
+            "Background runner shim not found: no {SHIM_NAME} next to this executable, and no cache directory to install the built-in copy into (set HOME, SUBLAUNCH_CACHE_DIR or {SHIM_ENV})."
+        )
+    })?;
+    crate::runner_install::install_embedded_runner(&cache)
+        .map_err(|e| format!("Background runner shim not found next to this executable, and the built-in copy could not be installed: {e}"))
 }

@@ -38,6 +38,8 @@ pub struct Launched {
     pub run_id: String,
     /// `<run>`.
     pub run_dir: PathBuf,
+    /// Where the shim writes the run's result (`<results>/<runId>.json`).
+    pub result_path: PathBuf,
     /// The shim's pid.
     pub pid: u32,
     /// H4.
@@ -79,6 +81,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         runner_process_instance_id: &instance,
         workflow: &options.workflow,
         run_task: options.run_task.as_deref(),
+        agent_umask: options.agent_umask,
     });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),
@@ -158,6 +161,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 async_dir: ctx.run_path.clone(),
             });
             Ok(Launched {
+                result_path: setup.layout.result_path(&run_id),
                 run_id,
                 run_dir: ctx.run_path.clone(),
                 pid,

@@ -79,7 +79,10 @@ impl Setup {
             seams,
             policy: options.durability.unwrap_or_else(DurabilityPolicy::from_env),
             faults,
-            shim: options.shim.clone().unwrap_or_else(default_shim_path),
+            shim: match &options.shim {
+                Some(shim) => shim.clone(),
+                None => default_shim_path()?,
+            },
             steps,
             agents: plan.steps.iter().map(|s| (s.agent.clone(), s.model.clone())).collect(),
             mode: plan_mode(plan),

@@ -141,6 +141,10 @@ pub struct RunnerConfig {
     /// Fresh launches: the proceed token (H4).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_barrier_token: Option<String>,
+    /// The umask the agents run with: the launching process's, so files a writer agent
+    /// creates look like files the user creates (the shim itself keeps 077 for run files).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_umask: Option<u32>,
     /// Fields of later issues (adapter data, budgets …).
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -26,6 +26,15 @@ pub fn own_group_is_nameable() -> bool {
     group_of(0).is_some_and(|pgid| pgid != 0)
 }
 
+/// This process's umask, read from `/proc/self/status` (`umask(2)` can only be read by
+/// setting it, which races with other threads creating files); `None` where the kernel does
+/// not report it.
+pub fn process_umask() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let value = status.lines().find_map(|line| line.strip_prefix("Umask:"))?;
+    u32::from_str_radix(value.trim(), 8).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,11 @@
 //! one must be a real directory (not a symlink) owned by the current uid and not writable by
 //! group or others, otherwise the launch fails with
 //! `Refusing untrusted temp root '<root>': <reason>`.
+//!
+//! Every existing directory above the root counts too: one that another user owns, or that
+//! others can write without the sticky bit, lets them move the root aside and put their own
+//! in its place. Each must be owned by the current uid or root and not writable by others
+//! unless it is sticky (as `/tmp` is: there nobody can rename what they do not own).
 
 use crate::dir::Dir;
 use crate::errors::os_error;
@@ -81,6 +86,9 @@ impl TrustedRoot {
                 reason,
             })
         };
+        if let Some(reason) = untrusted_ancestor(root_path)? {
+            return Err(untrusted(reason));
+        }
         match lstat(root_path)? {
             None => {
                 if let Some(parent) = root_path.parent() {
@@ -186,6 +194,38 @@ fn lstat(path: &Path) -> Result<Option<fs::Stat>, RootError> {
     }
 }
 
+/// The first directory above `root` that someone else could use to replace it, and why.
+fn untrusted_ancestor(root: &Path) -> Result<Option<String>, RootError> {
+    let absolute = if root.is_absolute() {
+        root.to_owned()
+    } else {
+        std::env::current_dir()?.join(root)
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    for dir in absolute.ancestors().skip(1) {
+        let stat = match fs::stat(dir) {
+            Ok(stat) => stat,
+            Err(Errno::NOENT) => continue,
+            Err(e) => return Err(os_error(e, "stat", dir).into()),
+        };
+        let shown = dir.display();
+        if stat.st_uid != uid && stat.st_uid != 0 {
+            return Ok(Some(format!(
+                "its parent directory '{shown}' is owned by uid {}, not by you (uid {uid}) or root",
+                stat.st_uid
+            )));
+        }
+        let mode = stat.st_mode & 0o7777;
+        let sticky = mode & 0o1000 != 0;
+        if mode & 0o002 != 0 && !sticky {
+            return Ok(Some(format!(
+                "its parent directory '{shown}' is writable by others (mode {mode:04o}); choose another SUBLAUNCH_ROOT or run `chmod o-w {shown}`"
+            )));
+        }
+    }
+    Ok(None)
+}
+
 /// The H3 verdict on one directory's `lstat`: `None` when trusted, else the reason.
 fn judge(stat: &fs::Stat, child: Option<&str>) -> Option<String> {
     let subject = child.map_or_else(|| "it".to_owned(), |c| format!("'{c}'"));
@@ -283,6 +323,29 @@ mod tests {
         std::os::unix::fs::symlink(tmp.path(), root.join("runs")).unwrap();
         let error = open(&root).unwrap_err();
         assert!(error.to_string().ends_with("'runs' is a symbolic link"), "{error}");
+    }
+
+    #[test]
+    fn h3_a_parent_others_can_write_is_refused_unless_sticky() {
+        let tmp = tempfile::tempdir().unwrap();
+        let shared = tmp.path().join("shared");
+        std::fs::create_dir(&shared).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let root = shared.join("mine/sublaunch");
+        let error = open(&root).unwrap_err().to_string();
+        assert!(
+            error.contains(&format!(
+                "its parent directory '{}' is writable by others (mode 0777)",
+                shared.display()
+            )),
+            "{error}"
+        );
+        assert!(
+            !shared.join("mine").exists(),
+            "nothing created under the refused parent"
+        );
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        open(&root).unwrap();
     }
 
     #[test]

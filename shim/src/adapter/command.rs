@@ -2,8 +2,13 @@
 //! `{model}`, `{thinking}` and `{cwd}` are replaced inside every element (no shell is
 //! involved, so nothing is re-split or re-quoted). Standard input is `/dev/null`; the output
 //! is stdout.
+//!
+//! A template that hands a script to a shell (`["sh", "-c", "agent --prompt {task}"]`) is
+//! the one place where a value would become code: there the script gets quoted references
+//! to `$SUBLAUNCH_PROMPT`, `$SUBLAUNCH_MODEL`, `$SUBLAUNCH_THINKING` and `$SUBLAUNCH_CWD`
+//! instead, and the values travel in the environment.
 
-use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
+use super::{Adapter, AgentCommand, OutputParser, ScriptValues, StepInput, TextParser};
 
 /// The `command` adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -31,12 +36,72 @@ impl Adapter for CommandAdapter {
             ("thinking", input.thinking().unwrap_or("")),
             ("cwd", input.cwd),
         ];
-        Ok(input.agent_command(template.iter().map(|arg| fill_template(arg, &values)).collect(), None))
+        let script_at = shell_script_index(template);
+        let mut argv = Vec::with_capacity(template.len());
+        let mut data = std::collections::BTreeMap::new();
+        for (i, arg) in template.iter().enumerate() {
+            if Some(i) == script_at {
+                let mut script_values = ScriptValues::default();
+                for ((name, value), variable) in values.iter().zip(SCRIPT_VARIABLES) {
+                    script_values.push(name, variable, value);
+                }
+                let (script, env) = script_values.apply(arg)?;
+                argv.push(script);
+                data = env;
+            } else {
+                argv.push(fill_template(arg, &values));
+            }
+        }
+        let mut command = input.agent_command(argv, None);
+        command.env.extend(data);
+        Ok(command)
     }
 
     fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
         Box::new(TextParser)
     }
+}
+
+/// The variables a shell script in a template reads `{task}`, `{model}`, `{thinking}` and
+/// `{cwd}` from, in that order.
+const SCRIPT_VARIABLES: [&str; 4] = [
+    "SUBLAUNCH_PROMPT",
+    "SUBLAUNCH_MODEL",
+    "SUBLAUNCH_THINKING",
+    "SUBLAUNCH_CWD",
+];
+
+/// The shells whose `-c` argument is a script.
+const SHELLS: [&str; 7] = ["sh", "bash", "dash", "zsh", "ksh", "mksh", "ash"];
+
+/// The index of the script in a template that runs a shell with `-c` (the first argument
+/// after the options, which may be bundled, as in `-ec`).
+fn shell_script_index(template: &[String]) -> Option<usize> {
+    let program = template.first()?;
+    let name = program.rsplit('/').next().unwrap_or(program);
+    if !SHELLS.contains(&name) {
+        return None;
+    }
+    let mut saw_c = false;
+    let mut args = template.iter().enumerate().skip(1);
+    while let Some((i, arg)) = args.next() {
+        match arg.as_str() {
+            "--" => return saw_c.then_some(i + 1),
+            "--rcfile" | "--init-file" => {
+                args.next();
+            }
+            long if long.starts_with("--") => {}
+            flags if flags.len() > 1 && (flags.starts_with('-') || flags.starts_with('+')) => {
+                saw_c |= flags.contains('c');
+                // `-o NAME` (also bundled, as in `-eo pipefail`) takes the next element.
+                if flags.ends_with('o') {
+                    args.next();
+                }
+            }
+            _ => return saw_c.then_some(i),
+        }
+    }
+    None
 }
 
 /// Replaces every `{name}` of `values` in `text` in one pass: inserted values are never
@@ -77,5 +142,17 @@ mod tests {
             "--prompt=say {model} --model m1 {other} {"
         );
         assert_eq!(fill_template("{{task}}", &values), "{say {model}}");
+    }
+
+    #[test]
+    fn the_script_of_a_shell_template_is_found() {
+        let t = |argv: &[&str]| shell_script_index(&argv.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>());
+        assert_eq!(t(&["sh", "-c", "x {task}"]), Some(2));
+        assert_eq!(t(&["/bin/bash", "-e", "-o", "pipefail", "-c", "x"]), Some(5));
+        assert_eq!(t(&["bash", "--norc", "-eo", "pipefail", "-c", "x"]), Some(5));
+        assert_eq!(t(&["bash", "-ec", "x"]), Some(2));
+        assert_eq!(t(&["sh", "-c", "--", "x"]), Some(3));
+        assert_eq!(t(&["sh", "script.sh", "{task}"]), None);
+        assert_eq!(t(&["agent", "-c", "{task}"]), None);
     }
 }

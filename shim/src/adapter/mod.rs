@@ -25,6 +25,7 @@ mod cursor;
 mod generic;
 mod jsonl;
 mod pi;
+mod script_refs;
 mod shell;
 mod text;
 mod tools;
@@ -35,6 +36,7 @@ pub use command::{CommandAdapter, fill_template};
 pub use cursor::CursorAdapter;
 pub use generic::GenericCliAdapter;
 pub use pi::PiAdapter;
+pub use script_refs::ScriptValues;
 pub use shell::ShellAdapter;
 pub use text::{TEXT_LINE_RETAIN, TEXT_OUTPUT_BYTES, TextParser};
 
@@ -117,6 +119,10 @@ pub struct StepInput<'a> {
     pub spec: Option<&'a AdapterSpec>,
     /// The task after placeholder substitution.
     pub task: &'a str,
+    /// The values of a chain's placeholders, for adapters that run the task as a shell
+    /// script: the script gets references to them, never their text (`None`: a single run,
+    /// whose task is used verbatim).
+    pub script_values: Option<&'a ScriptValues>,
     /// The step's working directory.
     pub cwd: &'a str,
     /// `<run>`, where adapters keep their files (system prompts, final messages).

@@ -61,9 +61,11 @@ pub fn ssh_env() -> BTreeMap<String, String> {
 }
 
 /// Creates the ControlMaster directory (0700) or checks the one that exists: a directory of
-/// ours, not a symlink, that nobody else can enter.
+/// ours, not a symlink, that nobody else can enter (never loosened or tightened here: a
+/// directory that was ever open to others may hold what they put there), holding no entry
+/// of another user's — ssh would use a socket someone else made there as its connection.
 pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
     let path = Path::new(dir);
     std::fs::DirBuilder::new()
         .recursive(true)
@@ -72,14 +74,30 @@ pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
         .map_err(|e| format!("Cannot create the ssh control directory {dir}: {e}."))?;
     let meta =
         std::fs::symlink_metadata(path).map_err(|e| format!("Cannot read the ssh control directory {dir}: {e}."))?;
-    if !meta.is_dir() || meta.uid() != rustix::process::geteuid().as_raw() {
+    let me = rustix::process::geteuid().as_raw();
+    if !meta.is_dir() || meta.uid() != me {
         return Err(format!(
             "The ssh control directory {dir} is not a directory of this user; remove it."
         ));
     }
     if meta.mode() & 0o077 != 0 {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o700))
-            .map_err(|e| format!("Cannot make the ssh control directory {dir} private: {e}."))?;
+        return Err(format!(
+            "The ssh control directory {dir} can be reached by other users (mode {:04o}); remove it or make it private (chmod 700).",
+            meta.mode() & 0o7777
+        ));
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| format!("Cannot read the ssh control directory {dir}: {e}."))?;
+    for entry in entries.flatten() {
+        if let Ok(meta) = entry.metadata()
+            && meta.uid() != me
+            && meta.uid() != 0
+        {
+            return Err(format!(
+                "The ssh control directory {dir} holds {}, which belongs to uid {}; remove it.",
+                entry.file_name().to_string_lossy(),
+                meta.uid()
+            ));
+        }
     }
     Ok(())
 }
@@ -119,7 +137,21 @@ pub fn wrap(
 ) -> Result<(AgentCommand, Option<String>), String> {
     prepare_control_dir(&placement.control_dir)?;
     let files = remote_files(adapter, &command.argv)?;
-    let remote = script::remote_command(&script::script(markers, &placement.cwd, &command.argv, &files));
+    // The values a shell step reads from its environment (`$SUBLAUNCH_PREVIOUS`, …) must
+    // reach the remote shell too; ssh itself carries only the H6 variables.
+    let exports: Vec<(&str, &str)> = command
+        .env
+        .iter()
+        .filter(|(name, _)| name.starts_with("SUBLAUNCH_"))
+        .map(|(name, value)| (name.as_str(), value.as_str()))
+        .collect();
+    let remote = script::remote_command(&script::script(
+        markers,
+        &placement.cwd,
+        &exports,
+        &command.argv,
+        &files,
+    ));
     if remote.len() > ARG_LIMIT {
         return Err(format!(
             "The command for machine '{}' is {} bytes; a remote command is at most 128 KiB (long tasks go on standard input for pi, claude and codex).",

@@ -123,19 +123,25 @@ fn git_probe(markers: &Markers) -> String {
     )
 }
 
-/// The script run by the machine's `sh -c` (H7 + H8): PATH, `cd`, the process-group and READY
-/// lines, then `argv` with `files` moved to the machine, its status, the captured final
-/// message, the git probe and `exit` with the command's status.
-pub fn script(markers: &Markers, cwd: &str, argv: &[String], files: &[RemoteFile]) -> String {
-    let mut statements = vec![
-        "export PATH=\"$HOME/.local/bin:/opt/homebrew/bin:/usr/local/bin:$PATH\"".to_owned(),
+/// The script run by the machine's `sh -c` (H7 + H8): PATH and the `exports` (values a shell
+/// step reads from its environment, each Q-quoted), `cd`, the process-group and READY lines,
+/// then `argv` with `files` moved to the machine, its status, the captured final message,
+/// the git probe and `exit` with the command's status.
+pub fn script(markers: &Markers, cwd: &str, exports: &[(&str, &str)], argv: &[String], files: &[RemoteFile]) -> String {
+    let mut statements = vec!["export PATH=\"$HOME/.local/bin:/opt/homebrew/bin:/usr/local/bin:$PATH\"".to_owned()];
+    statements.extend(
+        exports
+            .iter()
+            .map(|(name, value)| format!("export {name}={}", quote(value))),
+    );
+    statements.extend([
         cd_statement(cwd),
         format!(
             "pi_pg=$(ps -o pgid= -p $$ 2>/dev/null </dev/null | tr -d ' '); printf '%s%s\\n' {} \"${{pi_pg:-$$}}\"",
             quote(&markers.pgid)
         ),
         format!("printf '%s\\n' {}", quote(&markers.ready)),
-    ];
+    ]);
     for file in files {
         match file {
             RemoteFile::Capture(_) => statements

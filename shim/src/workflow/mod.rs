@@ -138,7 +138,8 @@ fn run_group(
             let Some(index) = run.pending.pop_front() else { break };
             let raw = ctx.cfg.steps[index].task.clone().unwrap_or_default();
             let task = values.map_or_else(|| raw.clone(), |v| v.apply(&raw));
-            match sup.start_child(ctx, index, &task) {
+            let script_values = values.map(Values::script_values);
+            match sup.start_child(ctx, index, &task, script_values.as_ref()) {
                 Ok(child) => run.running.push(child),
                 Err(end) => run.settle(ctx, sup, *end),
             }

@@ -10,8 +10,12 @@
 //!
 //! Substitution is one pass, so text inserted by a placeholder is never expanded again, and
 //! any other `{…}` in a task stays as written (tasks are prose).
+//!
+//! A task that is a shell script gets no values pasted in: its placeholders become quoted
+//! references to `$SUBLAUNCH_TASK`, `$SUBLAUNCH_PREVIOUS` and `$SUBLAUNCH_CHAIN_DIR`, which
+//! carry the values ([`Values::script_values`]).
 
-use crate::adapter::fill_template;
+use crate::adapter::{ScriptValues, fill_template};
 use crate::step_end::StepEnd;
 
 /// The values of the placeholders for one step.
@@ -36,6 +40,17 @@ impl Values {
                 ("chain_dir", &self.chain_dir),
             ],
         )
+    }
+}
+
+impl Values {
+    /// The values as a shell script receives them: in environment variables.
+    pub fn script_values(&self) -> ScriptValues {
+        let mut values = ScriptValues::default();
+        values.push("task", "SUBLAUNCH_TASK", &self.task);
+        values.push("previous", "SUBLAUNCH_PREVIOUS", &self.previous);
+        values.push("chain_dir", "SUBLAUNCH_CHAIN_DIR", &self.chain_dir);
+        values
     }
 }
 

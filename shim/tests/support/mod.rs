@@ -217,6 +217,7 @@ impl Root {
             command: None,
             runner_process_instance_id: instance.clone(),
             launch_barrier_token: spec.revival.is_none().then(|| instance.clone()),
+            agent_umask: None,
             extra: Default::default(),
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).

@@ -21,6 +21,8 @@ const SOCKET_PATH_BUDGET: usize = 100;
 pub struct Placer {
     local_cwd: String,
     control_dir: String,
+    /// The user named the control directory (`$SUBLAUNCH_SSH_CONTROL_DIR`).
+    control_dir_given: bool,
     ssh_config: Option<String>,
 }
 
@@ -30,6 +32,7 @@ impl Placer {
         Self {
             local_cwd,
             control_dir: control_dir(root),
+            control_dir_given: given_control_dir().is_some(),
             ssh_config: std::env::var(SSH_CONFIG_ENV).ok().filter(|v| !v.is_empty()),
         }
     }
@@ -62,6 +65,9 @@ impl Placer {
                 machine.id
             ));
         }
+        if self.control_dir_given {
+            check_given_control_dir(&self.control_dir)?;
+        }
         config.cwd = Some(self.local_cwd.clone());
         if let Some(command) = &mut config.command {
             command.cwd = Some(self.local_cwd.clone());
@@ -77,10 +83,44 @@ impl Placer {
     }
 }
 
+fn given_control_dir() -> Option<String> {
+    std::env::var(CONTROL_DIR_ENV).ok().filter(|v| v.starts_with('/'))
+}
+
+/// A control directory the user named must already be private: a directory (not a
+/// symlink) of this user's that nobody else can enter. sublaunch never changes the mode of a
+/// directory it was pointed at; a shared one is refused, since anyone who can write there
+/// can plant a socket that ssh would then use as its connection.
+pub fn check_given_control_dir(dir: &str) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
+        format!("Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) cannot be used: {e}. Create it with `mkdir -m 700 {dir}`.")
+    })?;
+    let me = rustix::process::geteuid().as_raw();
+    let problem = if !meta.file_type().is_dir() {
+        Some("it is not a directory".to_owned())
+    } else if meta.uid() != me {
+        Some(format!("it belongs to uid {}, not to you (uid {me})", meta.uid()))
+    } else if meta.mode() & 0o077 != 0 {
+        Some(format!(
+            "other users can reach it (mode {:04o}); make it private with `chmod 700 {dir}`",
+            meta.mode() & 0o7777
+        ))
+    } else {
+        None
+    };
+    match problem {
+        Some(problem) => Err(format!(
+            "Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) is not private: {problem}."
+        )),
+        None => Ok(()),
+    }
+}
+
 /// `$SUBLAUNCH_SSH_CONTROL_DIR`, else `<root>/ssh` when its socket paths fit, else
 /// `/tmp/sublaunch-ssh-<uid>` (the shim creates it 0700 and refuses one that is not ours).
 pub fn control_dir(root: &Path) -> String {
-    if let Some(dir) = std::env::var(CONTROL_DIR_ENV).ok().filter(|v| v.starts_with('/')) {
+    if let Some(dir) = given_control_dir() {
         return dir;
     }
     let beside_root = root.join("ssh").to_string_lossy().into_owned();

@@ -139,6 +139,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         runner_process_instance_id: "uuid",
         workflow: &workflow,
         run_task: Some("the run's task"),
+        agent_umask: Some(0o022),
     };
     let fresh = runner_config(inputs(None));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
