@@ -422,3 +422,91 @@ fn chains_and_parallel_runs_of_fake_pi_claude_and_codex_run_end_to_end() {
     }
     assert!(logs.contains("[3 codex]"), "{logs}");
 }
+
+/// Model output is attacker-controlled: values a later shell step receives.
+const HOSTILE_VALUES: [&str; 9] = [
+    "$(touch PWNED)",
+    "`touch PWNED`",
+    "ok; touch PWNED",
+    "line one\ntouch PWNED",
+    "it's a \"quote\"",
+    "-n --version",
+    "'$(touch PWNED)'",
+    "\"; touch PWNED; echo \"",
+    "* ? [a] {previous} {task}",
+];
+
+#[test]
+fn previous_and_task_reach_shell_steps_as_data_never_as_code() {
+    let scratch = Scratch::new("chain-hostile");
+    // Step 1's answer is the hostile text (from a file, so nothing quotes it on the way);
+    // step 2 uses {previous} and {task} unquoted, quoted and in a here-document.
+    let chain = write(
+        &scratch.work().join("hostile.yaml"),
+        "steps:\n  - {agent: shell, task: 'cat value.txt'}\n  - agent: shell\n    task: |\n      printf '%s' {previous} > plain.out\n      printf '%s' \"[{previous}]\" > quoted.out\n      printf '%s' {task} > task.out\n      cat > heredoc.out <<EOF\n      {previous}\n      EOF\n",
+    );
+    for value in HOSTILE_VALUES {
+        std::fs::write(scratch.work().join("value.txt"), value).unwrap();
+        let output = run(
+            &scratch,
+            &["run", "--chain", &chain.to_string_lossy(), "--task", value, "--wait"],
+        );
+        ok(&output);
+        let read = |name: &str| std::fs::read_to_string(scratch.work().join(name)).unwrap();
+        assert_eq!(read("plain.out"), value, "unquoted {{previous}}");
+        assert_eq!(
+            read("quoted.out"),
+            format!("[{value}]"),
+            "{{previous}} in double quotes"
+        );
+        assert_eq!(read("task.out"), value, "{{task}}");
+        assert_eq!(
+            read("heredoc.out"),
+            format!("{value}\n"),
+            "{{previous}} in a here-document"
+        );
+        assert!(!scratch.work().join("PWNED").exists(), "{value:?} ran as code");
+    }
+}
+
+#[test]
+fn a_value_the_environment_cannot_carry_fails_the_step_clearly() {
+    let scratch = Scratch::new("chain-nul");
+    let chain = write(
+        &scratch.work().join("nul.yaml"),
+        "steps:\n  - {agent: shell, task: 'printf \"a\\\\000b\"'}\n  - {agent: shell, task: 'echo {previous}'}\n",
+    );
+    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "The value of {previous} contains a NUL byte, so the shell script cannot receive it in $SUBLAUNCH_PREVIOUS."
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_command_runner_gets_each_value_as_one_argument_and_shell_templates_get_references() {
+    let scratch = Scratch::new("command-hostile");
+    scratch.init_repo();
+    write(
+        &scratch.work().join(".sublaunch/agents/argv.md"),
+        "---\nrunner:\n  type: command\n  command: [sh, -c, 'printf \"%s|\" \"$@\" > argv.out', sh, '{task}', 'x{task}']\n---\n",
+    );
+    write(
+        &scratch.work().join(".sublaunch/agents/script.md"),
+        "---\nrunner:\n  type: command\n  command: [sh, -c, \"printf '%s' {task} > script.out\"]\n---\n",
+    );
+    for value in HOSTILE_VALUES {
+        for agent in ["argv", "script"] {
+            let output = run(&scratch, &["run", "--agent", agent, "--task", value, "--wait"]);
+            ok(&output);
+        }
+        let read = |name: &str| std::fs::read_to_string(scratch.work().join(name)).unwrap();
+        assert_eq!(read("argv.out"), format!("{value}|x{value}|"), "one argument each");
+        assert_eq!(read("script.out"), value, "the shell template read $SUBLAUNCH_PROMPT");
+        assert!(!scratch.work().join("PWNED").exists(), "{value:?} ran as code");
+    }
+}

@@ -285,3 +285,95 @@ fn h8_the_shim_leads_its_session_when_the_host_group_reads_zero() {
     let stderr = std::fs::read_to_string(scratch.run_dir(id).join("runner.stderr.log")).unwrap_or_default();
     assert!(!stderr.contains("setsid failed"), "{stderr}");
 }
+
+#[test]
+fn a_sublaunch_binary_alone_launches_with_its_built_in_runner() {
+    // `cargo run -p sublaunch` and `cargo install` give a `sublaunch` with no runner beside it.
+    let scratch = Scratch::new("cli-alone");
+    let alone = scratch.path().join("bin/sublaunch");
+    std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
+    std::fs::copy(sublaunch_tests::bin("sublaunch"), &alone).unwrap();
+    let cache = scratch.path().join("cache");
+    let run = |task: &str| {
+        std::process::Command::new(&alone)
+            .args(["run", "--agent", "shell", "--task", task, "--wait"])
+            .current_dir(scratch.work())
+            .env_clear()
+            .envs(scratch.cli_env())
+            .env("SUBLAUNCH_CACHE_DIR", &cache)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(ok(&run("echo hi")), "hi\n");
+    let runners: Vec<_> = std::fs::read_dir(cache.join("runners")).unwrap().flatten().collect();
+    assert_eq!(runners.len(), 1, "one copy, named by its hash");
+    let copy = runners[0].path();
+    for name in ["sublaunch-shim", "sublaunch-validate"] {
+        let meta = std::fs::metadata(copy.join(name)).unwrap();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&meta.permissions()) & 0o777,
+            0o700
+        );
+    }
+    // The shim that ran is the copy (its path is in the run's status).
+    let launched = ok(&run("echo again"));
+    assert_eq!(launched, "again\n");
+}
+
+#[test]
+fn agents_create_files_with_the_launching_users_umask() {
+    let scratch = Scratch::new("cli-umask");
+    for (umask, bits) in [("022", 0o022), ("027", 0o027), ("002", 0o002)] {
+        let name = format!("made-{umask}");
+        let cli = scratch.cli(&[]);
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask {umask}; exec \"$0\" run --agent shell --task 'touch {name}; mkdir {name}.d' --wait"
+            ))
+            .arg(cli.get_program())
+            .current_dir(scratch.work())
+            .env_clear()
+            .envs(scratch.cli_env())
+            .output()
+            .unwrap();
+        ok(&output);
+        let file = std::fs::metadata(scratch.work().join(&name)).unwrap();
+        let dir = std::fs::metadata(scratch.work().join(format!("{name}.d"))).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        assert_eq!(file.permissions().mode() & 0o777, 0o666 & !bits, "umask {umask}");
+        assert_eq!(dir.permissions().mode() & 0o777, 0o777 & !bits, "umask {umask}");
+    }
+    // The run's own files stay private whatever the umask.
+    for run in names_in(&scratch.runs()).iter().filter(|n| !n.starts_with('.')) {
+        use std::os::unix::fs::PermissionsExt;
+        let status = std::fs::metadata(scratch.run_dir(&run).join("status.json")).unwrap();
+        assert_eq!(status.permissions().mode() & 0o777, 0o600);
+    }
+}
+
+#[test]
+fn agent_text_reaches_the_terminal_without_escape_sequences() {
+    let scratch = Scratch::new("cli-escapes");
+    // A title change, a clipboard write (OSC 52), colour, a bell and a carriage return.
+    let task = r"printf '\033]0;owned\007\033]52;c;ZXZpbA==\007\033[31mred\033[0m\r\007done\n'; echo 'bad' >&2; printf '\033[2J' >&2; exit 3";
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = text(&output.stdout);
+    assert_eq!(stdout, "red^M^Gdone\n", "the answer, neutralised");
+    let stderr = text(&output.stderr);
+    assert!(!stderr.contains('\u{1b}') && !stderr.contains('\u{7}'), "{stderr:?}");
+    let id = stderr.lines().next().unwrap();
+
+    let logs = ok(&scratch.cli(&["logs", id]).output().unwrap());
+    assert!(logs.starts_with("red^M^Gdone\nbad\n"), "{logs:?}");
+    assert!(!logs.contains('\u{1b}'), "{logs:?}");
+    let raw = scratch.cli(&["logs", id, "--raw"]).output().unwrap();
+    assert!(raw.stdout.starts_with(b"\x1b]0;owned\x07"), "--raw keeps the bytes");
+    let status = ok(&scratch.cli(&["status", id]).output().unwrap());
+    assert!(!status.contains('\u{1b}'), "{status:?}");
+    assert!(status.contains("state    failed"), "{status}");
+}

@@ -42,6 +42,12 @@ impl Remote {
         std::fs::create_dir_all(&remote_dir).unwrap();
         // Socket paths are short: a directory directly under /tmp.
         let control = tempfile::Builder::new().prefix("slc").tempdir_in("/tmp").unwrap();
+        // A directory the user names must already be private: sublaunch never changes it.
+        std::fs::set_permissions(
+            control.path(),
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o700),
+        )
+        .unwrap();
         Self {
             scratch,
             server,
@@ -386,4 +392,66 @@ fn a_missing_ssh_client_is_refused_before_launch() {
         "{stderr}"
     );
     assert!(!remote.scratch.runs().exists() || std::fs::read_dir(remote.scratch.runs()).unwrap().next().is_none());
+}
+
+#[test]
+fn previous_reaches_a_placed_shell_step_as_data() {
+    let remote = Remote::new("remote-hostile");
+    let value = "$(touch PWNED); `touch PWNED` 'it''s' \"q\"\n-n";
+    let source = remote.remote_dir.join("value.txt");
+    std::fs::write(&source, value).unwrap();
+    let chain = write(
+        &remote.scratch.work().join("hostile.yaml"),
+        &format!(
+            "steps:\n  - {{agent: shell, task: 'cat {}'}}\n  - {{agent: shell, task: \"printf '%s' {{previous}} > got.out\"}}\n",
+            source.display()
+        ),
+    );
+    let end = remote.run_json(&["--chain", &chain.to_string_lossy()], None);
+    assert_eq!(end["state"], "complete", "{end}");
+    assert_eq!(
+        std::fs::read_to_string(remote.remote_dir.join("got.out")).unwrap(),
+        value
+    );
+    assert!(!remote.remote_dir.join("PWNED").exists());
+}
+
+#[test]
+fn a_control_directory_others_can_reach_is_refused_and_left_as_it_is() {
+    use std::os::unix::fs::PermissionsExt;
+    let remote = Remote::new("remote-control-dir");
+    let shared = tempfile::Builder::new().prefix("slc").tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let dir = remote.remote_dir();
+    let output = remote
+        .cli(&[
+            "run",
+            "--machine",
+            ALIAS,
+            "--cwd",
+            &dir,
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+        ])
+        .env("SUBLAUNCH_SSH_CONTROL_DIR", shared.path())
+        .output()
+        .unwrap();
+    assert_ne!(output.status.code(), Some(0));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "the ssh control directory {} (SUBLAUNCH_SSH_CONTROL_DIR) is not private: other users can reach it (mode 0755)",
+            shared.path().display()
+        )),
+        "{stderr}"
+    );
+    let mode = std::fs::metadata(shared.path()).unwrap().permissions().mode() & 0o7777;
+    assert_eq!(mode, 0o755, "never chmodded");
+    assert_eq!(
+        std::fs::read_dir(shared.path()).unwrap().count(),
+        0,
+        "no socket was made there"
+    );
 }

@@ -141,10 +141,10 @@ pub struct ChainWorkflow {
 
 /// Reads and parses the chain file at `path`.
 pub fn read_chain_file(path: &Path) -> Result<ChainFile, ChainFileError> {
-    let text = crate::config_files::read_text(path).map_err(|message| ChainFileError {
+    let text = crate::config_files::read_text(path).map_err(|problem| ChainFileError {
         path: path.to_owned(),
         at: None,
-        message: format!("cannot read the chain file: {message}"),
+        message: format!("the chain file {}", problem.problem),
     })?;
     parse_chain_file(path, &text)
 }

@@ -15,10 +15,30 @@ pub const FILE_LIMIT: u64 = 1024 * 1024;
 /// The deepest nesting a YAML document may have (mappings, sequences and flow collections).
 pub const YAML_DEPTH_LIMIT: usize = 64;
 
+/// A configuration file that cannot be used, and why. Shown as `<path> <problem>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileProblem {
+    /// The file.
+    pub path: PathBuf,
+    /// What is wrong, phrased to follow the path (`is not a regular file`).
+    pub problem: String,
+}
+
+impl std::fmt::Display for FileProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.path.display(), self.problem)
+    }
+}
+
+impl std::error::Error for FileProblem {}
+
 /// Reads `file` whole; `Ok(None)` when it does not exist. Anything but a regular file of at
-/// most [`FILE_LIMIT`] bytes is refused with a message naming the file.
-pub fn read_bytes(file: &Path) -> Result<Option<Vec<u8>>, String> {
-    let shown = file.display();
+/// most [`FILE_LIMIT`] bytes is refused.
+pub fn read_bytes(file: &Path) -> Result<Option<Vec<u8>>, FileProblem> {
+    let problem = |problem: String| FileProblem {
+        path: file.to_owned(),
+        problem,
+    };
     // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
     let opened = std::fs::OpenOptions::new()
         .read(true)
@@ -27,42 +47,43 @@ pub fn read_bytes(file: &Path) -> Result<Option<Vec<u8>>, String> {
     let mut handle = match opened {
         Ok(handle) => handle,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {shown}: {e}")),
+        Err(e) => return Err(problem(format!("cannot be read: {e}"))),
     };
-    let meta = handle.metadata().map_err(|e| format!("cannot read {shown}: {e}"))?;
+    let meta = handle.metadata().map_err(|e| problem(format!("cannot be read: {e}")))?;
     if !meta.is_file() {
-        return Err(format!("{shown} is not a regular file"));
+        return Err(problem("is not a regular file".into()));
     }
+    let too_large = |size: u64| {
+        problem(format!(
+            "is {size} bytes; configuration files may have at most {FILE_LIMIT} bytes (1 MiB)"
+        ))
+    };
     if meta.len() > FILE_LIMIT {
-        return Err(too_large(file, meta.len()));
+        return Err(too_large(meta.len()));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     (&mut handle)
         .take(FILE_LIMIT + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {shown}: {e}"))?;
+        .map_err(|e| problem(format!("cannot be read: {e}")))?;
     if bytes.len() as u64 > FILE_LIMIT {
-        return Err(too_large(file, bytes.len() as u64));
+        return Err(too_large(bytes.len() as u64));
     }
     Ok(Some(bytes))
 }
 
-fn too_large(file: &Path, size: u64) -> String {
-    format!(
-        "{} is {size} bytes; configuration files may have at most {FILE_LIMIT} bytes (1 MiB)",
-        file.display()
-    )
-}
-
-/// Reads `file` as UTF-8 text (see [`read_bytes`]); a missing file is an error.
-pub fn read_text(file: &Path) -> Result<String, String> {
-    let bytes = read_bytes(file)?.ok_or_else(|| format!("cannot read {}: no such file", file.display()))?;
-    String::from_utf8(bytes).map_err(|e| {
-        format!(
-            "{} is not UTF-8 text (invalid byte at offset {})",
-            file.display(),
+/// Reads `file` as UTF-8 text (see [`read_bytes`]); a missing file is a problem too.
+pub fn read_text(file: &Path) -> Result<String, FileProblem> {
+    let bytes = read_bytes(file)?.ok_or_else(|| FileProblem {
+        path: file.to_owned(),
+        problem: "does not exist".into(),
+    })?;
+    String::from_utf8(bytes).map_err(|e| FileProblem {
+        path: file.to_owned(),
+        problem: format!(
+            "is not UTF-8 text (invalid byte at offset {})",
             e.utf8_error().valid_up_to()
-        )
+        ),
     })
 }
 
@@ -132,7 +153,7 @@ pub fn parse<T: DeserializeOwned>(file: &Path, bytes: &[u8]) -> anyhow::Result<T
 
 /// Reads and parses `file`; `Ok(None)` when it does not exist.
 pub fn read<T: DeserializeOwned>(file: &Path) -> anyhow::Result<Option<T>> {
-    match read_bytes(file).map_err(|e| anyhow!(e))? {
+    match read_bytes(file)? {
         Some(bytes) => parse(file, &bytes).map(Some),
         None => Ok(None),
     }
@@ -176,7 +197,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let big = tmp.path().join("big.json");
         std::fs::write(&big, vec![b' '; FILE_LIMIT as usize + 1]).unwrap();
-        let error = read_bytes(&big).unwrap_err();
+        let error = read_bytes(&big).unwrap_err().to_string();
         assert!(
             error.contains("big.json is 1048577 bytes") && error.contains("1 MiB"),
             "{error}"
@@ -190,14 +211,16 @@ mod tests {
             0,
         )
         .unwrap();
-        assert!(read_bytes(&fifo).unwrap_err().contains("fifo is not a regular file"));
-        assert!(read_bytes(tmp.path()).unwrap_err().contains("is not a regular file"));
+        assert_eq!(
+            read_bytes(&fifo).unwrap_err().to_string(),
+            format!("{} is not a regular file", fifo.display())
+        );
+        assert_eq!(read_bytes(tmp.path()).unwrap_err().problem, "is not a regular file");
         assert_eq!(read_bytes(&tmp.path().join("absent")), Ok(None));
         std::fs::write(&big, [b'a', 0xff]).unwrap();
-        assert!(
-            read_text(&big)
-                .unwrap_err()
-                .contains("not UTF-8 text (invalid byte at offset 1)")
+        assert_eq!(
+            read_text(&big).unwrap_err().problem,
+            "is not UTF-8 text (invalid byte at offset 1)"
         );
     }
 

@@ -112,7 +112,7 @@ impl Registry {
 }
 
 fn read_layer(file: &Path) -> anyhow::Result<Option<Layer>> {
-    let Some(bytes) = config_files::read_bytes(file).map_err(|e| anyhow::anyhow!(e))? else {
+    let Some(bytes) = config_files::read_bytes(file)? else {
         return Ok(None);
     };
     let (replace, models) = parse_layer(file, &bytes)?;

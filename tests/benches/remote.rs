@@ -81,7 +81,7 @@ fn main() {
         timed(&mut command)
     };
     // Warm the planner cache and the page cache.
-    let warm = tempfile::Builder::new().prefix("slb").tempdir_in("/tmp").unwrap();
+    let warm = private_dir();
     launch(warm.path(), true);
     launch(warm.path(), false);
 
@@ -93,7 +93,7 @@ fn main() {
             &["-o", "ControlMaster=no", "-o", "ControlPath=none"],
         )));
         local.push(launch(warm.path(), false));
-        let control = tempfile::Builder::new().prefix("slb").tempdir_in("/tmp").unwrap();
+        let control = private_dir();
         first.push(launch(control.path(), true));
         second.push(launch(control.path(), true));
         let socket_dir = control.path().to_string_lossy().into_owned();
@@ -132,4 +132,12 @@ fn main() {
         "remote `run --machine testbox … --wait`, second launch (reused master)",
         median(second),
     );
+}
+
+/// A ControlMaster directory as a user would name one: short (under /tmp) and private.
+fn private_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::Builder::new().prefix("slb").tempdir_in("/tmp").unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700)).unwrap();
+    dir
 }

@@ -123,10 +123,10 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
                 scope: *scope,
             };
             let parsed = crate::config_files::read_text(&path)
-                .map_err(|message| AgentFileError {
+                .map_err(|problem| AgentFileError {
                     path: path.clone(),
                     field: None,
-                    message,
+                    message: problem.problem,
                 })
                 .and_then(|text| parse_agent_file(&path, &text, source));
             match parsed {
@@ -173,7 +173,8 @@ impl Catalog {
     }
 }
 
-/// The `*.md` files of `dir`, sorted by name (a missing directory has none).
+/// The `*.md` entries of `dir` that are not directories (a FIFO or device is then reported
+/// by the reader), sorted by name (a missing directory has none).
 fn agent_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -181,7 +182,7 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md") && p.is_file())
+        .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.is_dir())
         .collect();
     files.sort();
     files

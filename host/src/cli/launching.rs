@@ -108,10 +108,10 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                 })
             );
         } else {
-            if let Some(answer) = super::runs::final_answer(&launched.result_path)
-                && !answer.is_empty()
-            {
-                say!("{}", answer.trim_end_matches('\n'));
+            let answer = super::runs::final_answer(&launched.result_path).unwrap_or_default();
+            let answer = answer.trim_end_matches('\n');
+            if !answer.is_empty() {
+                say!("{answer}");
             }
             eprintln!(
                 "{}: {}",

@@ -20,8 +20,9 @@ pub struct Args {
     /// The agent to run (`shell` runs the task with sh -c; `sublaunch agents` lists them).
     #[arg(long, required_unless_present = "chain", conflicts_with = "chain")]
     agent: Option<String>,
-    /// The task handed to the agent; with --chain, the text `{task}` stands for.
-    #[arg(long, required_unless_present = "chain")]
+    /// The task handed to the agent; with --chain, the text `{task}` stands for. It may start
+    /// with `-`.
+    #[arg(long, required_unless_present = "chain", allow_hyphen_values = true)]
     task: Option<String>,
     /// Run the steps of a chain file (JSON or YAML) instead of one agent.
     #[arg(long, value_name = "FILE")]
