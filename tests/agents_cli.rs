@@ -462,3 +462,75 @@ fn oversized_deep_and_special_agent_files_are_refused_by_name_without_hanging() 
     );
     assert!(!table.contains('\u{1b}'));
 }
+
+#[test]
+fn an_unprivileged_user_trusts_their_own_and_roots_agent_files_only() {
+    // Root trusts root's files trivially; what an ordinary user trusts needs an ordinary user:
+    // the test drops to OTHER_UID (setpriv) for the sublaunch it runs.
+    let scratch = Scratch::new("agents-unprivileged");
+    let home = scratch.path().join("user-home");
+    let repo = home.join("repo");
+    std::fs::create_dir_all(&repo).unwrap();
+    assert!(
+        std::process::Command::new("git")
+            .args(["init", "-q"])
+            .arg(&repo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let agents = repo.join(".sublaunch/agents");
+    write(&agents.join("mine.md"), "---\ndescription: mine\n---\n");
+    write(&agents.join("rooted.md"), "---\ndescription: installed by root\n---\n");
+    let theirs = write(&agents.join("theirs.md"), "---\ndescription: another user's\n---\n");
+    for entry in walk(&home) {
+        give_to_other_user(&entry);
+    }
+    std::os::unix::fs::chown(agents.join("rooted.md"), Some(0), Some(0)).unwrap();
+    std::os::unix::fs::chown(&theirs, Some(OTHER_UID + 1), Some(OTHER_UID + 1)).unwrap();
+
+    let mut command = std::process::Command::new("setpriv");
+    command
+        .args([
+            format!("--reuid={OTHER_UID}"),
+            format!("--regid={OTHER_UID}"),
+            "--clear-groups".to_owned(),
+            "--".to_owned(),
+        ])
+        .arg(sublaunch_tests::bin("sublaunch"))
+        .args(["agents", "--json"])
+        .current_dir(&repo)
+        .env_clear()
+        .envs([
+            ("PATH", "/usr/bin:/bin".to_owned()),
+            ("HOME", home.to_string_lossy().into_owned()),
+            ("SUBLAUNCH_ROOT", home.join("state").to_string_lossy().into_owned()),
+        ]);
+    let output = command.output().unwrap();
+    let list: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    let list = list.as_array().unwrap();
+    assert_eq!(find(list, "mine")[0]["description"], "mine");
+    assert_eq!(find(list, "rooted")[0]["description"], "installed by root");
+    assert!(find(list, "theirs").is_empty());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(&format!(
+            "warning: ignored {}: it belongs to uid {}, not to you (uid {OTHER_UID}) or root",
+            theirs.display(),
+            OTHER_UID + 1
+        )),
+        "{stderr}"
+    );
+}
+
+/// `dir` and everything below it.
+fn walk(dir: &std::path::Path) -> Vec<PathBuf> {
+    let mut all = vec![dir.to_owned()];
+    if dir.is_dir() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            all.extend(walk(&entry.path()));
+        }
+    }
+    all
+}

@@ -145,7 +145,7 @@ fn bad_chain_files_are_errors_naming_the_file_and_json_path() {
     // A missing file, and flags that need a chain.
     let output = run(&scratch, &["run", "--chain", "/nonexistent/chain.yaml"]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(text(&output.stderr).contains("/nonexistent/chain.yaml: cannot read the chain file"));
+    assert!(text(&output.stderr).contains("/nonexistent/chain.yaml: the chain file does not exist"));
     let output = run(
         &scratch,
         &["run", "--agent", "shell", "--task", "x", "--concurrency", "2"],
@@ -509,4 +509,56 @@ fn a_command_runner_gets_each_value_as_one_argument_and_shell_templates_get_refe
         assert_eq!(read("script.out"), value, "the shell template read $SUBLAUNCH_PROMPT");
         assert!(!scratch.work().join("PWNED").exists(), "{value:?} ran as code");
     }
+}
+
+#[test]
+fn chain_files_that_are_huge_deep_or_not_files_are_refused_at_once() {
+    let scratch = Scratch::new("chain-limits");
+    let deep = write(
+        &scratch.work().join("deep.yaml"),
+        &format!("steps: {}{}\n", "[".repeat(200_000), "]".repeat(200_000)),
+    );
+    let huge = write(
+        &scratch.work().join("huge.yaml"),
+        &format!(
+            "# {}\nsteps: [{{agent: shell, task: 'true'}}]\n",
+            "x".repeat(2 * 1024 * 1024)
+        ),
+    );
+    let fifo = scratch.work().join("fifo.yaml");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let cases = [
+        (&deep, "line 1: nested more than 64 levels deep".to_owned()),
+        (
+            &huge,
+            "bytes; configuration files may have at most 1048576 bytes (1 MiB)".to_owned(),
+        ),
+        (&fifo, "the chain file is not a regular file".to_owned()),
+        (
+            &scratch.work().join("absent.yaml"),
+            "the chain file does not exist".to_owned(),
+        ),
+    ];
+    for (path, message) in cases {
+        let started = std::time::Instant::now();
+        let output = run(&scratch, &["run", "--chain", &path.to_string_lossy(), "--task", "x"]);
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(10),
+            "{path:?} took {:?}",
+            started.elapsed()
+        );
+        assert_eq!(output.status.code(), Some(2), "{path:?}");
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains(&path.display().to_string()) && stderr.contains(&message),
+            "{message}: {stderr}"
+        );
+    }
+    assert!(names_in(&scratch.runs()).is_empty(), "nothing was launched");
 }

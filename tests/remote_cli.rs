@@ -77,6 +77,22 @@ impl Remote {
         self.cli(&all).output().unwrap()
     }
 
+    /// `run --machine testbox --cwd <remote dir> --agent shell --task true`, to adjust.
+    fn shell_true_command(&self) -> Command {
+        let dir = self.remote_dir();
+        self.cli(&[
+            "run",
+            "--machine",
+            ALIAS,
+            "--cwd",
+            &dir,
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+        ])
+    }
+
     /// `run … --wait --json`: the end object.
     fn run_json(&self, args: &[&str], cwd: Option<&str>) -> Value {
         let mut all = args.to_vec();
@@ -369,19 +385,8 @@ fn the_next_launch_to_the_machine_reuses_its_connection() {
 #[test]
 fn a_missing_ssh_client_is_refused_before_launch() {
     let remote = Remote::new("remote-no-ssh");
-    let dir = remote.remote_dir();
     let output = remote
-        .cli(&[
-            "run",
-            "--machine",
-            ALIAS,
-            "--cwd",
-            &dir,
-            "--agent",
-            "shell",
-            "--task",
-            "true",
-        ])
+        .shell_true_command()
         .env("PATH", "/nonexistent")
         .output()
         .unwrap();
@@ -422,19 +427,8 @@ fn a_control_directory_others_can_reach_is_refused_and_left_as_it_is() {
     let remote = Remote::new("remote-control-dir");
     let shared = tempfile::Builder::new().prefix("slc").tempdir_in("/tmp").unwrap();
     std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let dir = remote.remote_dir();
     let output = remote
-        .cli(&[
-            "run",
-            "--machine",
-            ALIAS,
-            "--cwd",
-            &dir,
-            "--agent",
-            "shell",
-            "--task",
-            "true",
-        ])
+        .shell_true_command()
         .env("SUBLAUNCH_SSH_CONTROL_DIR", shared.path())
         .output()
         .unwrap();

@@ -145,3 +145,18 @@ fn loose(value: serde_json::Value) -> LooseString {
         other => LooseString::NotText(other.to_string()),
     }
 }
+
+#[cfg(test)]
+mod task_limit_tests {
+    use super::*;
+
+    #[test]
+    fn a_task_over_8_mib_is_refused_with_its_size() {
+        assert_eq!(check_task(&"x".repeat(TASK_LIMIT), "the task"), Ok(()));
+        let error = check_task(&"x".repeat(TASK_LIMIT + 1), "steps[2].task").unwrap_err();
+        assert!(
+            error.starts_with("steps[2].task is 8388609 bytes; a task may have at most 8388608 bytes (8 MiB)."),
+            "{error}"
+        );
+    }
+}

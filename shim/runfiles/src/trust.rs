@@ -349,6 +349,25 @@ mod tests {
     }
 
     #[test]
+    fn h3_a_parent_owned_by_another_user_is_refused() {
+        assert!(crate::testing::running_as_root(), "chown needs root, as CI has");
+        let tmp = tempfile::tempdir().unwrap();
+        let theirs = tmp.path().join("theirs");
+        std::fs::create_dir(&theirs).unwrap();
+        std::fs::set_permissions(&theirs, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::chown(&theirs, Some(4242), Some(4242)).unwrap();
+        let error = open(&theirs.join("state/sublaunch")).unwrap_err().to_string();
+        assert!(
+            error.contains(&format!(
+                "its parent directory '{}' is owned by uid 4242, not by you (uid 0) or root",
+                theirs.display()
+            )),
+            "{error}"
+        );
+        assert!(!theirs.join("state").exists());
+    }
+
+    #[test]
     fn h3_foreign_owner_is_refused() {
         if !crate::testing::running_as_root() {
             eprintln!("skipped: needs root to chown a directory to another uid");

@@ -210,3 +210,45 @@ pub fn place(
     };
     Ok((command, Box::new(filtered), child))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::prepare_control_dir;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn the_control_dir_is_created_private_and_a_loose_one_is_refused_unchanged() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ssh");
+        let dir_str = dir.to_str().unwrap();
+        prepare_control_dir(dir_str).unwrap();
+        assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let error = prepare_control_dir(dir_str).unwrap_err();
+        assert!(error.contains("can be reached by other users (mode 0755)"), "{error}");
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777,
+            0o755,
+            "not chmodded"
+        );
+    }
+
+    #[test]
+    fn a_socket_of_another_user_in_the_control_dir_is_refused() {
+        assert!(
+            sublaunch_runfiles::testing::running_as_root(),
+            "chown needs root, as CI has"
+        );
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("ssh");
+        prepare_control_dir(dir.to_str().unwrap()).unwrap();
+        let planted = dir.join("0123456789abcdef0123456789abcdef01234567");
+        let _listener = std::os::unix::net::UnixListener::bind(&planted).unwrap();
+        std::os::unix::fs::chown(&planted, Some(4242), Some(4242)).unwrap();
+        let error = prepare_control_dir(dir.to_str().unwrap()).unwrap_err();
+        assert!(
+            error.contains("holds 0123456789abcdef0123456789abcdef01234567, which belongs to uid 4242; remove it"),
+            "{error}"
+        );
+    }
+}
