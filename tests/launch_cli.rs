@@ -347,7 +347,7 @@ fn agents_create_files_with_the_launching_users_umask() {
     // The run's own files stay private whatever the umask.
     for run in names_in(&scratch.runs()).iter().filter(|n| !n.starts_with('.')) {
         use std::os::unix::fs::PermissionsExt;
-        let status = std::fs::metadata(scratch.run_dir(&run).join("status.json")).unwrap();
+        let status = std::fs::metadata(scratch.run_dir(run).join("status.json")).unwrap();
         assert_eq!(status.permissions().mode() & 0o777, 0o600);
     }
 }
