@@ -489,6 +489,10 @@ fn an_unprivileged_user_trusts_their_own_and_roots_agent_files_only() {
     std::os::unix::fs::chown(agents.join("rooted.md"), Some(0), Some(0)).unwrap();
     std::os::unix::fs::chown(&theirs, Some(OTHER_UID + 1), Some(OTHER_UID + 1)).unwrap();
 
+    // A copy the other user can reach whatever the permissions of the build tree's parents.
+    let binary = scratch.path().join("bin/sublaunch");
+    std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
+    std::fs::copy(sublaunch_tests::bin("sublaunch"), &binary).unwrap();
     let mut command = std::process::Command::new("setpriv");
     command
         .args([
@@ -497,7 +501,7 @@ fn an_unprivileged_user_trusts_their_own_and_roots_agent_files_only() {
             "--clear-groups".to_owned(),
             "--".to_owned(),
         ])
-        .arg(sublaunch_tests::bin("sublaunch"))
+        .arg(&binary)
         .args(["agents", "--json"])
         .current_dir(&repo)
         .env_clear()

@@ -397,7 +397,10 @@ fn f34_corrupt_status_when_the_failure_is_persisted() {
                 .map(|e| e.path())
                 .find(|p| p.join("runner-startup.json").exists())?;
             let report = read_json(&run.join("runner-startup.json"))?;
-            (report["state"] == "ready").then(|| {
+            // The shim may report ready before the host wrote its initial status (the one
+            // with the shim's pid, H13); corrupting earlier would be overwritten by it.
+            let initial = read_json(&run.join("status.json")).is_some_and(|s| s.get("pid").is_some());
+            (report["state"] == "ready" && initial).then(|| {
                 std::fs::write(run.join("status.json"), b"not-json").unwrap();
             })
         });
