@@ -1,4 +1,4 @@
-//! Remote placement end to end (issue 7, placement-and-schemas.md §8 H5–H12): `sublaunch run
+//! Remote placement end to end (issue 7, placement-and-schemas.md §8 P-H5–P-H12): `sublaunch run
 //! --machine` through a real OpenSSH server on 127.0.0.1, a fake `herdr` whose catalog names
 //! the server by an ssh config alias, and the real shim. Stop, the failure cases and a noisy
 //! login shell included.
@@ -139,7 +139,7 @@ fn a_shell_step_runs_in_the_machines_directory() {
     assert_eq!(step["machine"]["id"], ALIAS);
     assert_eq!(step["machine"]["cwd"], remote.remote_dir());
 
-    // A git work tree on the machine is described (H8 probe).
+    // A git work tree on the machine is described (P-H8 probe).
     let git = |args: &[&str]| {
         let status = Command::new("git")
             .args([

@@ -266,7 +266,7 @@ impl From<GraphStep> for GraphStepWire {
     }
 }
 
-/// The workflow graph of a chain or parallel run (rule S5).
+/// The workflow graph of a chain or parallel run (rule P-S5).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(
     feature = "wasmtime",

@@ -393,7 +393,7 @@ impl TryFrom<Step> for Task {
 
     fn try_from(step: Step) -> Result<Self, Self::Error> {
         if step.parallel.is_some() {
-            return Err("a task of a parallel group cannot itself be a parallel group (rule L1)".into());
+            return Err("a task of a parallel group cannot itself be a parallel group".into());
         }
         let agent = step.agent.ok_or("missing field `agent`")?;
         Ok(Self {

@@ -91,14 +91,14 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
         Mode::Single => {
             if steps.len() != 1 {
                 return Err(PlanError::invalid_request(format!(
-                    "Invalid request at steps: single mode needs exactly one step, got {} (rule L1).",
+                    "Invalid request at steps: single mode needs exactly one step, got {}.",
                     steps.len()
                 )));
             }
             let step = &steps[0];
             if step.parallel.is_some() {
                 return Err(PlanError::invalid_request(
-                    "Invalid request at steps[0].parallel: single mode cannot run a parallel group; use mode \"parallel\" or \"chain\" (rule L1).",
+                    "Invalid request at steps[0].parallel: single mode cannot run a parallel group; use mode \"parallel\" or \"chain\".",
                 ));
             }
             let worktree = step.worktree == Some(true) || launch_worktree;
@@ -107,7 +107,7 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
         Mode::Chain => {
             if steps.is_empty() {
                 return Err(PlanError::invalid_request(
-                    "Invalid request at steps: chain mode needs at least one step (rule L1).",
+                    "Invalid request at steps: chain mode needs at least one step.",
                 ));
             }
             for (index, step) in steps.iter().enumerate() {
@@ -129,7 +129,7 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
         Mode::Parallel => {
             if steps.is_empty() {
                 return Err(PlanError::invalid_request(
-                    "Invalid request at steps: parallel mode needs at least one task (rule L1).",
+                    "Invalid request at steps: parallel mode needs at least one task.",
                 ));
             }
             match steps.as_slice() {
@@ -151,7 +151,7 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
                     for (index, step) in steps.iter().enumerate() {
                         if step.parallel.is_some() {
                             return Err(PlanError::invalid_request(format!(
-                                "Invalid request at steps[{index}].parallel: in parallel mode every step is a task and a task cannot be a group; give one group step or only plain steps (rule L1)."
+                                "Invalid request at steps[{index}].parallel: in parallel mode every step is a task and a task cannot be a group; give one group step or only plain steps."
                             )));
                         }
                         let mut child = sequential(index, step, launch_worktree)?;
@@ -168,7 +168,7 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
 fn group_tasks(step: usize, tasks: &[Task]) -> Result<impl Iterator<Item = (usize, &Task)>, PlanError> {
     if tasks.is_empty() {
         return Err(PlanError::invalid_request(format!(
-            "Invalid request at steps[{step}].parallel: a parallel group needs at least one task (rule L1)."
+            "Invalid request at steps[{step}].parallel: a parallel group needs at least one task."
         )));
     }
     Ok(tasks.iter().enumerate())

@@ -1,10 +1,10 @@
-//! The workflow graph of chain and parallel runs (rules S5, S6).
+//! The workflow graph of chain and parallel runs (rules P-S5, P-S6).
 
 use sublaunch_contract::{Graph, GraphNode, GraphStep, Mode, PlanStep};
 
 /// Projects the planned children onto the request's steps: one node per sequential step, one
 /// group per parallel group (parallel mode: exactly one group). Single mode has no graph.
-/// The nodes carry exactly the children's effective schemas (S6).
+/// The nodes carry exactly the children's effective schemas (P-S6).
 pub fn project(mode: Mode, steps: &[PlanStep]) -> Option<Graph> {
     let node = |step: &PlanStep| GraphNode {
         agent: step.agent.clone(),

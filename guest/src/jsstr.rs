@@ -27,7 +27,7 @@ pub fn trim(s: &str) -> &str {
     s.trim_matches(is_js_whitespace)
 }
 
-/// CTRL: whether `s` contains a C0 control character or DEL.
+/// CTRL: whether `s` contains an ASCII control character (below U+0020) or DEL.
 pub fn has_control(s: &str) -> bool {
     s.chars().any(|c| c <= '\u{001F}' || c == '\u{007F}')
 }

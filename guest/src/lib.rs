@@ -37,7 +37,7 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
     let models = model::ModelSettings::from_request(request)?;
     // 2. Every child's agent exists, in flat order.
     let agents = resolve_agents(request, &children)?;
-    // 3. Deep output-schema validation (S3).
+    // 3. Deep output-schema validation (P-S3).
     schema::validate_all(&children, &agents)?;
     // 4. Each child in flat order.
     let workdirs = workdir::Workdirs::new(request);
@@ -84,7 +84,7 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
             structured: output_schema.is_some(),
         });
     }
-    // 5. Graph projection (S5).
+    // 5. Graph projection (P-S5).
     let graph = graph::project(request.mode, &steps);
     Ok(LaunchPlan { steps, graph, warnings })
 }

@@ -216,7 +216,7 @@ fn model_text(value: Option<&LooseString>, path: impl FnOnce() -> String) -> Res
         None => Ok(None),
         Some(LooseString::Text(text)) => Ok(Some(jsstr::trim(text))),
         Some(LooseString::NotText(json)) => Err(PlanError::invalid_request(format!(
-            "Invalid request at {}: expected a string, got {json} (rule E2).",
+            "Invalid request at {}: expected a string, got {json}.",
             path()
         ))),
     }

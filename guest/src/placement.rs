@@ -82,7 +82,7 @@ impl<'r> Placement<'r> {
 fn requested_text<'m>(requested: &'m LooseString, location: &str) -> Result<&'m str, PlanError> {
     requested.as_text().ok_or_else(|| {
         PlanError::invalid_request(format!(
-            "Invalid request: the machine of {location} must be a string, got {} (rule C4).",
+            "Invalid request: the machine of {location} must be a string, got {}.",
             requested.to_json()
         ))
     })

@@ -1,4 +1,4 @@
-//! Runner kinds and the external-runner option gate (rules M19, S4).
+//! Runner kinds and the external-runner option gate (rules M19, P-S4).
 
 use crate::children::Child;
 use sublaunch_contract::{Agent, ErrorCode, PlanError};
@@ -14,7 +14,7 @@ pub fn is_external(agent: &Agent) -> bool {
     matches!(runner_type(agent), Some("external-cli" | "external-job"))
 }
 
-/// Refuses options an external runner cannot honour (rule S4, with `thinking override` from
+/// Refuses options an external runner cannot honour (rule P-S4, with `thinking override` from
 /// M19/M-I9): `structured-output-unsupported` when structured output is among them, else
 /// `runner-option-unsupported`.
 pub fn check_external_options(child: &Child<'_>, agent: &Agent, structured: bool) -> Result<(), PlanError> {

@@ -1,8 +1,8 @@
-//! Output-schema projection (rules S1–S3, S6, S7).
+//! Output-schema projection (rules P-S1–P-S3, P-S6, P-S7).
 //!
 //! Step 1 of the pipeline (shape.rs) has already refused an override that is neither an
 //! object nor `false`. Here pipeline step 3 checks every object override and every referenced
-//! agent default deeply ([`keywords`]), and [`effective`] resolves a child's schema (S1).
+//! agent default deeply ([`keywords`]), and [`effective`] resolves a child's schema (P-S1).
 
 mod canonical;
 mod keywords;
@@ -12,7 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use sublaunch_contract::{Agent, ErrorCode, PlanError};
 
-/// The child's effective output schema as JSON text (rule S1): the override when it is an
+/// The child's effective output schema as JSON text (rule P-S1): the override when it is an
 /// object, none when it is `false`, else the agent default.
 pub fn effective<'r>(child: &Child<'r>, agent: &'r Agent) -> Option<&'r str> {
     match child.fields.output_schema {
@@ -27,7 +27,7 @@ fn is_false(text: &str) -> bool {
 }
 
 /// Deep shape validation of every step override and referenced agent default, per child in
-/// flat order: the child's override, then its agent's default (pipeline step 3, rules S3,
+/// flat order: the child's override, then its agent's default (pipeline step 3, rules P-S3,
 /// P-I5). Each agent default is checked once, at the first child that references it.
 pub fn validate_all(children: &[Child<'_>], agents: &[&Agent]) -> Result<(), PlanError> {
     let mut checked_agents = BTreeSet::new();
@@ -77,14 +77,14 @@ fn invalid(place: &str, problem: &keywords::Problem) -> PlanError {
     };
     PlanError::new(
         ErrorCode::InvalidOutputSchema,
-        format!("Invalid outputSchema {place}: {subject} {} (rule S3).", problem.problem),
+        format!("Invalid outputSchema {place}: {subject} {}.", problem.problem),
     )
 }
 
 fn unparsable(place: &str, error: &serde_json::Error) -> PlanError {
     PlanError::new(
         ErrorCode::InvalidOutputSchema,
-        format!("Invalid outputSchema {place}: the schema text is not JSON ({error}) (rule S3)."),
+        format!("Invalid outputSchema {place}: the schema text is not JSON ({error})."),
     )
 }
 

@@ -113,14 +113,14 @@ fn rule(index: usize, scope: &ModelScope) -> Result<Option<Rule<'_>>, PlanError>
         Some(LooseStrings::Strings(items)) => items.iter().map(|p| jsstr::trim(p)).filter(|p| !p.is_empty()).collect(),
         Some(LooseStrings::NotStrings(json)) => {
             return Err(PlanError::invalid_request(format!(
-                "Invalid request at modelScopes[{index}].allow: expected an array of strings, got {json} (rule E2)."
+                "Invalid request at modelScopes[{index}].allow: expected an array of strings, got {json}."
             )));
         }
     };
     let enforced = scope.enforce == Some(true);
     if enforced && patterns.is_empty() {
         return Err(PlanError::invalid_request(format!(
-            "Invalid request at modelScopes[{index}].allow: an enforced model scope needs at least one non-empty pattern (rule E2)."
+            "Invalid request at modelScopes[{index}].allow: an enforced model scope needs at least one non-empty pattern."
         )));
     }
     if !enforced {

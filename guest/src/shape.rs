@@ -9,7 +9,7 @@ use sublaunch_contract::{ErrorCode, LooseString, PlanError, PlanRequest};
 pub fn check(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
     if !request.cwd.starts_with('/') {
         return Err(PlanError::invalid_request(format!(
-            "Invalid request at cwd: the runner directory must be an absolute POSIX path, got {} (rule C3).",
+            "Invalid request at cwd: the runner directory must be an absolute POSIX path, got {}.",
             jsstr::json_quote(&request.cwd)
         )));
     }
@@ -41,22 +41,20 @@ fn check_strings(path: &str, machine: Option<&LooseString>, cwd: Option<&LooseSt
 fn check_string(path: &str, value: Option<&LooseString>) -> Result<(), PlanError> {
     match value {
         Some(LooseString::NotText(json)) => Err(PlanError::invalid_request(format!(
-            "Invalid request at {path}: expected a string, got {json} (rule C4)."
+            "Invalid request at {path}: expected a string, got {json}."
         ))),
         _ => Ok(()),
     }
 }
 
-/// A step or task `outputSchema` must be an object or `false` (rules C4, S3).
+/// A step or task `outputSchema` must be an object or `false` (rules C4, P-S3).
 fn check_schema_override(path: &str, schema: Option<&str>) -> Result<(), PlanError> {
     let Some(text) = schema else { return Ok(()) };
     match serde_json::from_str::<Value>(text) {
         Ok(Value::Object(_) | Value::Bool(false)) => Ok(()),
         _ => Err(PlanError::new(
             ErrorCode::InvalidOutputSchema,
-            format!(
-                "Invalid outputSchema at {path}.outputSchema: expected a JSON Schema object or false, got {text} (rule S3)."
-            ),
+            format!("Invalid outputSchema at {path}.outputSchema: expected a JSON Schema object or false, got {text}."),
         )),
     }
 }

@@ -1,4 +1,4 @@
-//! The Herdr machine catalog (placement-and-schemas.md H1): the verbatim stdout of
+//! The Herdr machine catalog (placement-and-schemas.md P-H1): the verbatim stdout of
 //! `herdr machine list --json`, read only when a request can place something.
 
 use std::path::PathBuf;
@@ -6,7 +6,7 @@ use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
 
-/// How long `herdr machine list --json` may take (H1), unless
+/// How long `herdr machine list --json` may take (P-H1), unless
 /// `SUBLAUNCH_HERDR_TIMEOUT_MS` says otherwise.
 pub const TIMEOUT: Duration = Duration::from_millis(7_500);
 

@@ -1,4 +1,4 @@
-//! Settings files (placement-and-schemas.md H2): the user's and the project's
+//! Settings files (placement-and-schemas.md P-H2): the user's and the project's
 //! `settings.json`, passed to the planner as parsed objects.
 //!
 //! sublaunch reads `~/.config/sublaunch/settings.json` (user) and the nearest

@@ -74,7 +74,7 @@ pub struct StepEnd {
     pub remote: Option<RemoteEnd>,
 }
 
-/// What the end of a placed step records and its failure text uses (H10, H12).
+/// What the end of a placed step records and its failure text uses (P-H10, P-H12).
 #[derive(Clone, Debug, Default)]
 pub struct RemoteEnd {
     /// The machine's catalog id.
@@ -208,7 +208,7 @@ impl StepEnd {
         text
     }
 
-    /// H12: the operator hint of a failed placed step.
+    /// P-H12: the operator hint of a failed placed step.
     fn remote_hint(&self, stderr: &str) -> Option<String> {
         let remote = self.remote.as_ref()?;
         crate::remote::hint::failure_hint(&crate::remote::hint::HintInput {

@@ -145,7 +145,7 @@ fn trimmed_text(value: Option<&Value>) -> Option<String> {
 }
 
 fn catalog_error(what: &str) -> PlanError {
-    PlanError::new(ErrorCode::InvalidMachineCatalog, format!("{what} (rule P4)."))
+    PlanError::new(ErrorCode::InvalidMachineCatalog, format!("{what}."))
 }
 
 #[cfg(test)]

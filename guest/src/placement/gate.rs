@@ -47,14 +47,14 @@ pub fn check(child: &Child<'_>, agent: &Agent, machine: &str, platform: Option<&
         Some(other) => {
             return refuse(format!(
                 "runner type '{other}' cannot run on a saved machine; only native agents and the \
-                 code-owned external-cli adapters can (rule P2)"
+                 code-owned external-cli adapters can"
             ));
         }
     }
     if child.worktree {
         return refuse(
             "a managed worktree is a local git checkout and cannot be combined with a machine; \
-             drop worktree or the machine (rule P2)"
+             drop worktree or the machine"
                 .to_owned(),
         );
     }
@@ -74,7 +74,7 @@ fn generic_adapter_reason(adapter: Option<&str>) -> String {
         None => "an external-cli runner without an adapter is a generic external-cli command".to_owned(),
     };
     format!(
-        "{which}, whose quoting sublaunch does not own; placeable adapters are {} (rule P2)",
+        "{which}, whose quoting sublaunch does not own; placeable adapters are {}",
         CODE_OWNED_ADAPTERS.join(", ")
     )
 }

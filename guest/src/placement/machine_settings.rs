@@ -81,7 +81,6 @@ impl Scope {
             Some(Err(error)) => Machines::Invalid(settings_error(
                 name,
                 &format!("the settings text could not be parsed as JSON ({error})"),
-                "P8",
             )),
             Some(Ok(value)) => machines_of(name, value),
         };
@@ -129,7 +128,6 @@ fn machines_of(scope: &'static str, value: Value) -> Machines {
                 "invalid 'machines' in subagents: expected an object keyed by machine id or label, got {}",
                 kind_of(&other)
             ),
-            "P8",
         )),
     }
 }
@@ -143,7 +141,6 @@ fn validate_entry(scope: &'static str, key: &str, value: &Value) -> Result<Entry
                 "'machines.{key}' must be an object such as {{\"cwd\": \"~/project\"}}, got {}",
                 kind_of(value)
             ),
-            "P8",
         ));
     };
     let root = entry.get("cwd").map(|cwd| validate_root(scope, key, cwd)).transpose()?;
@@ -159,11 +156,7 @@ fn validate_root(scope: &'static str, key: &str, cwd: &Value) -> Result<String, 
     let path = format!("'machines.{key}.cwd'");
     let root = cwd.as_str().map(jsstr::trim).unwrap_or_default();
     if root.is_empty() {
-        return Err(settings_error(
-            scope,
-            &format!("{path} must be a non-empty string"),
-            "P8",
-        ));
+        return Err(settings_error(scope, &format!("{path} must be a non-empty string")));
     }
     if !paths::is_remote_absolute(root) {
         return Err(settings_error(
@@ -172,15 +165,10 @@ fn validate_root(scope: &'static str, key: &str, cwd: &Value) -> Result<String, 
                 "{path} must be an absolute path on the machine (/…, ~ or ~/…), got {}",
                 jsstr::json_quote(root)
             ),
-            "P8",
         ));
     }
     if jsstr::has_control(root) {
-        return Err(settings_error(
-            scope,
-            &format!("{path} contains control characters"),
-            "P8",
-        ));
+        return Err(settings_error(scope, &format!("{path} contains control characters")));
     }
     Ok(paths::strip_trailing_slashes(root))
 }
@@ -197,7 +185,6 @@ fn validate_env(scope: &'static str, key: &str, env: &Value) -> Result<(), PlanE
             &format!(
                 "'machines.{key}.env' must be an object of string values whose names match ^[A-Za-z_][A-Za-z0-9_]*$"
             ),
-            "P8",
         ));
     }
     if env.as_object().is_some_and(|vars| !vars.is_empty()) {
@@ -207,7 +194,6 @@ fn validate_env(scope: &'static str, key: &str, env: &Value) -> Result<(), PlanE
                 "machines.{key}.env sets environment variables, but nothing local is exported to a saved machine; \
                  configure the environment and credentials on the remote machine itself"
             ),
-            "P9",
         ));
     }
     Ok(())
@@ -231,11 +217,8 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-fn settings_error(scope: &str, what: &str, rule: &str) -> PlanError {
-    PlanError::new(
-        ErrorCode::InvalidMachineSettings,
-        format!("{scope}: {what} (rule {rule})."),
-    )
+fn settings_error(scope: &str, what: &str) -> PlanError {
+    PlanError::new(ErrorCode::InvalidMachineSettings, format!("{scope}: {what}."))
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub fn resolve(input: Option<&str>, root: Option<&str>, machine_name: &str) -> R
             ErrorCode::MachineNoRoot,
             format!(
                 "Machine '{machine_name}' has no project directory: set subagents.machines.{machine_name}.cwd in settings, \
-                 or pass an absolute cwd on that machine (/… or ~/…) (rule P11)."
+                 or pass an absolute cwd on that machine (/… or ~/…)."
             ),
         )),
     }
@@ -35,7 +35,7 @@ pub fn validate(candidate: &str, selector: &str) -> Result<String, PlanError> {
         return Err(PlanError::new(
             ErrorCode::InvalidRemoteCwd,
             format!(
-                "The working directory on machine '{selector}' must be an absolute path (/…, ~ or ~/…); it resolved to {} (rule P12).",
+                "The working directory on machine '{selector}' must be an absolute path (/…, ~ or ~/…); it resolved to {}.",
                 jsstr::json_quote(cwd)
             ),
         ));
@@ -44,7 +44,7 @@ pub fn validate(candidate: &str, selector: &str) -> Result<String, PlanError> {
         return Err(PlanError::new(
             ErrorCode::InvalidRemoteCwd,
             format!(
-                "The working directory on machine '{selector}' contains control characters: {} (rule P12).",
+                "The working directory on machine '{selector}' contains control characters: {}.",
                 jsstr::json_quote(cwd)
             ),
         ));

@@ -19,7 +19,7 @@ pub fn select<'c>(catalog: &'c Catalog, selector: &str, location: &str) -> Resul
         [machine] if !machine.enabled => Err(PlanError::new(
             ErrorCode::MachineDisabled,
             format!(
-                "Saved Herdr machine '{selector}' (wanted by {location}) is disabled; enable it with herdr machine enable {} (rule P6).",
+                "Saved Herdr machine '{selector}' (wanted by {location}) is disabled; enable it with herdr machine enable {}.",
                 machine.id
             ),
         )),
@@ -44,7 +44,7 @@ fn not_found(catalog: &Catalog, selector: &str, location: &str) -> PlanError {
         ErrorCode::MachineNotFound,
         format!(
             "No saved Herdr machine matches '{selector}' (not found; wanted by {location}). Saved machines: {saved}. \
-             Register one with herdr machine add <target> --label <name> (rule P6)."
+             Register one with herdr machine add <target> --label <name>."
         ),
     )
 }
@@ -64,7 +64,7 @@ fn ambiguous(candidates: &[&Machine], selector: &str, location: &str) -> PlanErr
     PlanError::new(
         ErrorCode::MachineAmbiguous,
         format!(
-            "Saved Herdr machine '{selector}' (wanted by {location}) is ambiguous: {} saved machines carry that label (ids {}{more}); select one by its profile id (rule P6).",
+            "Saved Herdr machine '{selector}' (wanted by {location}) is ambiguous: {} saved machines carry that label (ids {}{more}); select one by its profile id.",
             candidates.len(),
             ids.join(", ")
         ),

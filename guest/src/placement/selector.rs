@@ -17,7 +17,7 @@ pub fn parse<'m>(machine: &'m str, location: &str) -> Result<&'m str, PlanError>
     let refuse = |problem: String| {
         Err(PlanError::new(
             ErrorCode::InvalidMachineName,
-            format!("Invalid machine name for {location}: {problem} (rule P3)."),
+            format!("Invalid machine name for {location}: {problem}."),
         ))
     };
     if selector.is_empty() {

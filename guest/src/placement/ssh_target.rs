@@ -25,7 +25,7 @@ pub fn check<'t>(target: &'t str, selector: &str) -> Result<&'t str, PlanError> 
         Some(reason) => Err(PlanError::new(
             ErrorCode::UnsafeSshTarget,
             format!(
-                "Saved Herdr machine '{selector}' has the unsafe ssh target {}: {reason}; fix it with herdr (rule P13).",
+                "Saved Herdr machine '{selector}' has the unsafe ssh target {}: {reason}; fix it with herdr.",
                 jsstr::json_quote(trimmed)
             ),
         )),

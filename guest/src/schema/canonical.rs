@@ -1,4 +1,4 @@
-//! A canonical text of JSON values, so that "distinct values" (S3: `enum`, `type`,
+//! A canonical text of JSON values, so that "distinct values" (P-S3: `enum`, `type`,
 //! `required`) can be checked with an ordered map in O(n log n) instead of pairwise.
 //!
 //! Two values have the same canonical text iff they are equal as JSON Schema (and upstream's

@@ -1,4 +1,4 @@
-//! JSON-Schema shape checks of an output schema (rule S3, P-I5).
+//! JSON-Schema shape checks of an output schema (rule P-S3, P-I5).
 //!
 //! The walk visits every sub-schema once, iteratively (an explicit work list instead of
 //! recursion, so no nesting depth can trap the planner). Each sub-schema's own keywords are
@@ -105,7 +105,7 @@ struct Node<'v> {
     step: Step<'v>,
 }
 
-/// Checks a whole schema (S3). The schema itself must be an object.
+/// Checks a whole schema (P-S3). The schema itself must be an object.
 pub fn check(schema: &Value) -> Result<(), Problem> {
     Walk {
         nodes: vec![Node {

@@ -62,7 +62,7 @@ pub struct AgentCommand {
     /// Bytes fed to the agent's standard input (`None`: `/dev/null`).
     pub stdin: Option<Vec<u8>>,
     /// Start from an empty environment instead of the shim's (`ssh` for placed steps gets
-    /// only `env`, H6).
+    /// only `env`, P-H6).
     pub clear_env: bool,
 }
 

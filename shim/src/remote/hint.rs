@@ -1,4 +1,4 @@
-//! H12: one operator hint for a placed step that failed, from its exit code and stderr; the
+//! P-H12: one operator hint for a placed step that failed, from its exit code and stderr; the
 //! first matching cause wins.
 
 /// What a hint needs to know about the step.

@@ -1,5 +1,5 @@
 //! The ssh ControlMasters of placed steps outlive the step that opened them, so that later
-//! launches to the same machine reuse the connection (H5: expired only by `ControlPersist`).
+//! launches to the same machine reuse the connection (P-H5: expired only by `ControlPersist`).
 //! The master daemonizes into its own session, but as an orphan it is reparented to the shim
 //! (a subreaper), whose X8 sweep kills every child it does not know. This is the one
 //! exception: a process in another session whose title is ssh's master title for one of this

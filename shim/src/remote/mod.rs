@@ -1,9 +1,9 @@
-//! Placed steps (issue 7, placement-and-schemas.md §8 H5–H12): the adapter's command runs on
+//! Placed steps (issue 7, placement-and-schemas.md §8 P-H5–P-H12): the adapter's command runs on
 //! the machine through the local `ssh`, as if it ran here — same prompt delivery (argv,
 //! standard input), same output parsing, same stop and exit records.
 //!
 //! * [`wrap`] turns the adapter's [`AgentCommand`] into `ssh <options> <target> "sh -c '…'"`
-//!   with only the H6 variables in its environment ([`ssh_options`], [`script`]);
+//!   with only the P-H6 variables in its environment ([`ssh_options`], [`script`]);
 //! * [`parser::RemoteParser`] drops everything before the READY marker (banners, rc-file
 //!   noise), takes the process group, final-message and git lines out of the stream, and hands
 //!   the rest to the adapter's own parser;
@@ -23,10 +23,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use sublaunch_runfiles::config::Placement;
 
-/// The host variables the `ssh` process gets (H6); nothing else, in particular no API keys.
+/// The host variables the `ssh` process gets (P-H6); nothing else, in particular no API keys.
 pub const SSH_ENV: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SSH_AUTH_SOCK"];
 
-/// The ssh options of every connection (H5, with H4's hardening), up to the target.
+/// The ssh options of every connection (P-H5, with P-H4's hardening), up to the target.
 pub fn ssh_options(placement: &Placement) -> Vec<String> {
     let mut argv = vec!["ssh".to_owned(), "-T".to_owned()];
     if let Some(config) = &placement.ssh_config {
@@ -52,7 +52,7 @@ pub fn ssh_options(placement: &Placement) -> Vec<String> {
     argv
 }
 
-/// The `ssh` process environment: the H6 variables the shim has.
+/// The `ssh` process environment: the P-H6 variables the shim has.
 pub fn ssh_env() -> BTreeMap<String, String> {
     SSH_ENV
         .iter()
@@ -138,7 +138,7 @@ pub fn wrap(
     prepare_control_dir(&placement.control_dir)?;
     let files = remote_files(adapter, &command.argv)?;
     // The values a shell step reads from its environment (`$SUBLAUNCH_PREVIOUS`, …) must
-    // reach the remote shell too; ssh itself carries only the H6 variables.
+    // reach the remote shell too; ssh itself carries only the P-H6 variables.
     let exports: Vec<(&str, &str)> = command
         .env
         .iter()
@@ -176,7 +176,7 @@ pub fn wrap(
     Ok((wrapped, capture))
 }
 
-/// Places a step: the wrapped command, the adapter's parser behind the H10 filter, and the
+/// Places a step: the wrapped command, the adapter's parser behind the P-H10 filter, and the
 /// supervisor's handle on the remote side.
 pub fn place(
     command: AgentCommand,

@@ -1,4 +1,4 @@
-//! H10: reading a placed step's stdout. Lines before READY are dropped (login banners,
+//! P-H10: reading a placed step's stdout. Lines before READY are dropped (login banners,
 //! rc-file noise, a forged marker without the token); after it, the process-group, final
 //! capture and git lines are taken out and every other line goes to the adapter's parser.
 
@@ -23,7 +23,7 @@ pub struct RemoteState {
 /// Shared between the parser and the supervisor.
 pub type SharedState = Rc<RefCell<RemoteState>>;
 
-/// The adapter's parser behind the H10 filter.
+/// The adapter's parser behind the P-H10 filter.
 pub struct RemoteParser {
     inner: Box<dyn OutputParser>,
     markers: Markers,
@@ -157,7 +157,7 @@ impl OutputParser for RemoteParser {
     }
 }
 
-/// The H10 failure when the stream ended without READY.
+/// The P-H10 failure when the stream ended without READY.
 pub fn never_ready(machine: &str, cwd: &str) -> String {
     format!(
         "The remote side never entered {cwd} on machine '{machine}': no ready marker arrived (the ssh or shell error is in the step's stderr)."

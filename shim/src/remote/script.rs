@@ -1,14 +1,14 @@
-//! The remote half of a placed step (H7–H9): the marker lines and the `sh -c` script that
+//! The remote half of a placed step (P-H7–P-H9): the marker lines and the `sh -c` script that
 //! enters the machine's directory, announces itself and runs the adapter's command there.
 
 use std::fmt::Write as _;
 
-/// `Q(x)`: `x` in single quotes, every `'` inside turned into `'\''` (H7).
+/// `Q(x)`: `x` in single quotes, every `'` inside turned into `'\''` (P-H7).
 pub fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-/// The marker lines of one shim (H9), each embedding its random token so that banner, rc-file
+/// The marker lines of one shim (P-H9), each embedding its random token so that banner, rc-file
 /// or agent output cannot forge one.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Markers {
@@ -60,7 +60,7 @@ impl Markers {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum RemoteFile {
     /// The agent writes its final message there (Codex's `--output-last-message`): a remote
-    /// temp file, printed between the final markers afterwards (H8).
+    /// temp file, printed between the final markers afterwards (P-H8).
     Capture(String),
     /// The agent reads it (pi's system prompt file): a remote temp file holding `content`.
     Upload {
@@ -86,7 +86,7 @@ impl RemoteFile {
     }
 }
 
-/// The `cd` statement of H7 step 3.
+/// The `cd` statement of P-H7 step 3.
 pub fn cd_statement(cwd: &str) -> String {
     let dir = if cwd == "~" {
         "\"$HOME\"".to_owned()
@@ -111,7 +111,7 @@ fn remote_argument(arg: &str, files: &[RemoteFile]) -> String {
     quote(arg)
 }
 
-/// The git probe of H8: one GIT line inside a work tree, nothing elsewhere.
+/// The git probe of P-H8: one GIT line inside a work tree, nothing elsewhere.
 fn git_probe(markers: &Markers) -> String {
     format!(
         "if git rev-parse --is-inside-work-tree >/dev/null 2>&1 </dev/null; then \
@@ -123,7 +123,7 @@ fn git_probe(markers: &Markers) -> String {
     )
 }
 
-/// The script run by the machine's `sh -c` (H7 + H8): PATH and the `exports` (values a shell
+/// The script run by the machine's `sh -c` (P-H7 + P-H8): PATH and the `exports` (values a shell
 /// step reads from its environment, each Q-quoted), `cd`, the process-group and READY lines,
 /// then `argv` with `files` moved to the machine, its status, the captured final message,
 /// the git probe and `exit` with the command's status.
@@ -172,7 +172,7 @@ pub fn script(markers: &Markers, cwd: &str, exports: &[(&str, &str)], argv: &[St
     statements.join("; ")
 }
 
-/// The remote command element of H7: `sh -c Q(script)`.
+/// The remote command element of P-H7: `sh -c Q(script)`.
 pub fn remote_command(script: &str) -> String {
     format!("sh -c {}", quote(script))
 }

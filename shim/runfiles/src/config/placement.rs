@@ -1,5 +1,5 @@
 //! `steps[i].placement` (issue 7): a step the plan placed on a Herdr machine runs through
-//! `ssh` (placement-and-schemas.md §8, H5–H12).
+//! `ssh` (placement-and-schemas.md §8, P-H5–P-H12).
 //!
 //! ```json
 //! { "placement": {"machine": "workbox", "target": "workbox", "cwd": "~/src/app",
@@ -20,7 +20,7 @@ pub struct Placement {
     pub target: String,
     /// The working directory on the machine (`~`, `~/x` or absolute; P12).
     pub cwd: String,
-    /// The private directory of ControlMaster sockets (0700), one master per machine (H5).
+    /// The private directory of ControlMaster sockets (0700), one master per machine (P-H5).
     pub control_dir: String,
     /// An ssh client configuration to use instead of `~/.ssh/config` (`ssh -F`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
