@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remote launch benchmark (issue 7): builds the release binaries the benchmark drives, then
+# Remote launch benchmark: builds the release binaries the benchmark drives, then
 # runs it against a loopback sshd. Needs openssh-server and openssh-client (.ci/run installs
 # them). Usage: scripts/bench-remote.sh   (SUBLAUNCH_BENCH_ROUNDS=N for more rounds)
 set -euo pipefail

@@ -1,4 +1,4 @@
-//! The adapters end to end (issue 6 items 2, 3 and 5) through the real `sublaunch` and shim:
+//! The adapters end to end (command lines, model verification, structured output) through the real `sublaunch` and shim:
 //! fake `pi`, `claude`, `codex` and `cursor-agent` programs record the argv and standard input
 //! they were given and answer in their tools' output formats; a `command` agent is held to an
 //! output schema; pi's reported model is verified against the plan.

@@ -1,4 +1,4 @@
-//! The planner for embedders (issue 8): every public vector through the three example hosts
+//! The planner for embedders: every public vector through the three example hosts
 //! — Node with jco (`examples/node/plan.mjs`), Python with wasmtime-py
 //! (`examples/python/plan.py`) and a standalone Rust host made with `bindgen!`
 //! (`examples/rust-host`) — must print what `sublaunch plan` prints (the same JSON document,

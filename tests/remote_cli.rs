@@ -1,4 +1,4 @@
-//! Remote placement end to end (issue 7, placement-and-schemas.md §8 P-H5–P-H12): `sublaunch run
+//! Remote placement end to end (placement-and-schemas.md §8 P-H5–P-H12): `sublaunch run
 //! --machine` through a real OpenSSH server on 127.0.0.1, a fake `herdr` whose catalog names
 //! the server by an ssh config alias, and the real shim. Stop, the failure cases and a noisy
 //! login shell included.

@@ -1,4 +1,4 @@
-//! What `sublaunch run` hands the planner (issues 3 and 4, host side): the model registry
+//! What `sublaunch run` hands the planner (host side): the model registry
 //! files, the settings files, and the Herdr catalog from a fake `herdr` — all through the
 //! real binary, with `--dry-run` printing the plan instead of launching.
 

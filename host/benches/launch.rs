@@ -1,4 +1,4 @@
-//! Launch benchmarks (issue 5, host side), each against a floor measured in the same run:
+//! Launch benchmarks (host side), each against a floor measured in the same run:
 //! - the library launch until the shim has committed, against a bare spawn + exit of
 //!   `/bin/true` from Rust, with default durability and with `SUBLAUNCH_DURABILITY=strict`;
 //! - the CLI: `sublaunch run --agent shell --task true` (prints the id once committed) and

@@ -1,10 +1,10 @@
-//! Planner benchmarks (BENCHMARKS.md, issue 2):
+//! Planner benchmarks (BENCHMARKS.md):
 //! - a warm in-process plan call through the component, against the same call made twice
 //!   and against a no-op call through the same sandbox (the rogue planner's empty plan);
 //! - a cold `sublaunch plan` process with a warm component cache, against a bare spawn of
 //!   `/bin/true`;
 //! - the first run with an empty cache (compile + store);
-//! - model resolution (issue 3): a fuzzy name against a 500-entry registry, against an
+//! - model resolution: a fuzzy name against a 500-entry registry, against an
 //!   exact full id in the same run, and how both grow with the registry's size.
 //!
 //! Run: `cargo bench -p sublaunch --bench planner`

@@ -1,4 +1,4 @@
-//! Model verification for pi's JSON mode (issue 6 item 3): the model the child reports in its
+//! Model verification for pi's JSON mode (a child that silently ran another model fails): the model the child reports in its
 //! assistant messages must be the planned one.
 //!
 //! The reported name matches when it equals (ASCII case-insensitively) the planned model

@@ -190,7 +190,10 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         }
     }
     book.mark();
-    let mut events = EventLog::new(&run, events::max_bytes_from_env()).map_err(|e| e.to_string())?;
+    // The shim's stderr is its log file (the host reports its tail when the shim dies).
+    let mut events = EventLog::new(&run, events::max_bytes_from_env())
+        .map_err(|e| e.to_string())?
+        .with_logger(|line| eprintln!("{line}"));
     events.append(&events::run_started(
         now,
         &ctx.cfg.id,

@@ -70,7 +70,7 @@ pub struct StepEnd {
     pub not_run: Option<String>,
     /// Its end was already written into the status and its event appended.
     pub closed: bool,
-    /// Where it ran, when the plan placed it on a machine (issue 7).
+    /// Where it ran, when the plan placed it on a machine.
     pub remote: Option<RemoteEnd>,
 }
 

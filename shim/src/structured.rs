@@ -1,4 +1,4 @@
-//! Structured output (issue 6 item 5): the final output of a step with an output schema must
+//! Structured output: the final output of a step with an output schema must
 //! end with JSON that validates against the schema.
 //!
 //! What counts as the JSON, tried in this order (the first that parses wins):

@@ -1,6 +1,6 @@
 //! Structured-output validation in a separate process (`sublaunch-validate`, next to the
 //! shim). The validator links jsonschema (~2.5 MB of code); keeping it out of the resident
-//! shim keeps every shim's memory small (issue 5). It is started only when a structured step
+//! shim keeps every shim's memory small (a shim stays resident for its whole run). It is started only when a structured step
 //! ends: the request `{"schema", "text"}` on its stdin, the verdict on its stdout.
 
 use crate::structured::{self, StructuredError};

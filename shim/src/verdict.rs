@@ -1,4 +1,4 @@
-//! Judging a finished agent's output (issue 6 items 3 and 5): the adapter's own failure, pi's
+//! Judging a finished agent's output (model verification and structured output): the adapter's own failure, pi's
 //! model verification and the structured-output contract. Only an agent that ended well
 //! (exit 0, no stop, timeout or protocol failure) is judged; the first refusal becomes the
 //! step's [`StepEnd::validation`] and fails it.

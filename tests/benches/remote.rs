@@ -1,4 +1,4 @@
-//! Remote launch benchmark (issue 7): `sublaunch run --machine … --wait` of a `shell` step on
+//! Remote launch benchmark: `sublaunch run --machine … --wait` of a `shell` step on
 //! a real loopback sshd, the first launch to a machine (a new ControlMaster connection) and
 //! the second (reusing it), against `ssh <alias> true` measured in the same run.
 //!

@@ -63,6 +63,7 @@ impl Cli {
     /// Runs the command and returns the process exit code.
     pub fn run(self) -> ExitCode {
         mark_inherited_descriptors_cloexec();
+        StderrLogger::install();
         match self.command {
             Command::Plan(args) => plan::run(args),
             Command::Run(args) => run::run(args),
@@ -77,6 +78,32 @@ impl Cli {
             Command::Resume(args) => resume::run(args),
         }
     }
+}
+
+/// Prints the library's warnings (and errors) on stderr, as `sublaunch: <message>`.
+struct StderrLogger;
+
+impl StderrLogger {
+    fn install() {
+        static LOGGER: StderrLogger = StderrLogger;
+        if log::set_logger(&LOGGER).is_ok() {
+            log::set_max_level(log::LevelFilter::Warn);
+        }
+    }
+}
+
+impl log::Log for StderrLogger {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::Level::Warn
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if self.enabled(record.metadata()) {
+            eprintln!("sublaunch: {}", terminal_text::for_terminal(&record.args().to_string()));
+        }
+    }
+
+    fn flush(&self) {}
 }
 
 /// Exit code of a usage or input problem.

@@ -65,7 +65,7 @@ pub(crate) async fn fault_sleep(faults: &HostHooks, point: HostPoint) {
     }
 }
 
-/// Reports a non-fatal problem (alias or cleanup failures) on stderr.
+/// Reports a non-fatal problem (alias or cleanup failures) through the `log` facade.
 pub(crate) fn warn(message: &str) {
-    eprintln!("sublaunch: {message}");
+    log::warn!("{message}");
 }

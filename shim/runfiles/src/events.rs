@@ -72,8 +72,8 @@ impl fmt::Debug for EventLog {
 }
 
 impl EventLog {
-    /// An appender for `<run>/events.jsonl` with a diagnostic budget of `max_bytes`, logging
-    /// failures to stderr. The file is opened on first use.
+    /// An appender for `<run>/events.jsonl` with a diagnostic budget of `max_bytes`, reporting
+    /// failures through the `log` facade. The file is opened on first use.
     pub fn new(run: &Dir, max_bytes: u64) -> io::Result<Self> {
         Ok(Self {
             run: run.try_clone()?,
@@ -82,7 +82,7 @@ impl EventLog {
             max_bytes,
             diagnostic_bytes: 0,
             truncated: false,
-            logger: Box::new(|line| eprintln!("{line}")),
+            logger: Box::new(|line| log::warn!("{line}")),
             last_logged: None,
         })
     }

@@ -1,4 +1,4 @@
-//! Placed steps (issue 7, placement-and-schemas.md §8 P-H5–P-H12): the adapter's command runs on
+//! Placed steps (placement-and-schemas.md §8 P-H5–P-H12): the adapter's command runs on
 //! the machine through the local `ssh`, as if it ran here — same prompt delivery (argv,
 //! standard input), same output parsing, same stop and exit records.
 //!

@@ -1,4 +1,4 @@
-//! Executing the steps of a run (issue 6 item 4): [`groups`] in order; a sequential step
+//! Executing the steps of a run: [`groups`] in order; a sequential step
 //! alone, the tasks of a parallel group side by side — at most `workflow.concurrency` at once
 //! (default: all), started in task order as slots free up.
 //!

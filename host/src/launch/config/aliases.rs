@@ -1,5 +1,5 @@
 //! `subagents.modelResponseAliases` in settings: other names a pi child may report for a
-//! planned model (model verification, issue 6 item 3). Two shapes are accepted:
+//! planned model (model verification: a child that silently ran another model fails). Two shapes are accepted:
 //!
 //! ```json
 //! { "subagents": { "modelResponseAliases": {

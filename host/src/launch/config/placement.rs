@@ -1,4 +1,4 @@
-//! Placed steps (issue 7): a step the plan put on a Herdr machine runs `ssh` from the launch's
+//! Placed steps: a step the plan put on a Herdr machine runs `ssh` from the launch's
 //! local directory, with the machine's directory in `steps[i].placement` (P-H3, P-H5).
 
 use crate::agents::AdapterKind;

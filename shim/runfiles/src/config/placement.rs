@@ -1,4 +1,4 @@
-//! `steps[i].placement` (issue 7): a step the plan placed on a Herdr machine runs through
+//! `steps[i].placement`: a step the plan placed on a Herdr machine runs through
 //! `ssh` (placement-and-schemas.md §8, P-H5–P-H12).
 //!
 //! ```json

@@ -1,4 +1,4 @@
-//! What the runner configuration says about adapters and workflows (issue 6), kept in the
+//! What the runner configuration says about adapters and workflows, kept in the
 //! `extra` maps of [`StepConfig`] and [`RunnerConfig`] so older readers and writers are
 //! unaffected:
 //!
@@ -76,7 +76,7 @@ impl AdapterSpec {
     }
 }
 
-/// `steps[i].modelCheck`: the model a pi child must report (issue 6 item 3).
+/// `steps[i].modelCheck`: the model a pi child must report, so one that silently ran another model fails.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelCheck {
