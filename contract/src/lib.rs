@@ -8,11 +8,13 @@
 
 #![warn(missing_docs)]
 
+mod adapter;
 mod error;
 pub mod loose;
 mod plan;
 mod request;
 
+pub use adapter::AdapterId;
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
 pub use plan::{Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, ThinkingLevel};

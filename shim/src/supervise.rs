@@ -96,7 +96,7 @@ impl Supervisor {
             index,
             agent: ctx.agent_name(index),
             position: step.map_or((None, None), |s| (s.step_index(), s.task_index())),
-            adapter: adapter::for_step(&ctx.cfg, index).id().to_owned(),
+            adapter: adapter::for_step(&ctx.cfg, index).id().to_string(),
             not_run: Some(reason.to_owned()),
             closed: true,
             started_wall: ctx.now_wall(),
@@ -123,7 +123,7 @@ impl Supervisor {
             agent: agent.clone(),
             started_wall: ctx.now_wall(),
             position: (step.step_index(), step.task_index()),
-            adapter: adapter.id().to_owned(),
+            adapter: adapter.id().to_string(),
             ..StepEnd::default()
         };
         if let Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeAgentSpawn) {
@@ -343,7 +343,7 @@ impl Supervisor {
             pid: Some(child.pid),
             started_wall: child.started_wall,
             position: (step.step_index(), step.task_index()),
-            adapter: adapter::for_step(&ctx.cfg, child.index).id().to_owned(),
+            adapter: adapter::for_step(&ctx.cfg, child.index).id().to_string(),
             ..StepEnd::default()
         };
         end.exit = self.reaper.exit_of(child.pid).cloned();

@@ -4,19 +4,17 @@
 
 use crate::children::Child;
 use crate::runner;
-use sublaunch_contract::{Agent, ErrorCode, PlanError};
+use sublaunch_contract::{AdapterId, Agent, ErrorCode, PlanError};
 
 /// The external-cli adapters whose quoting sublaunch owns and which may therefore run on a
-/// saved machine (P2 step 2, README "sublaunch additions": `shell`).
-pub const CODE_OWNED_ADAPTERS: [&str; 7] = [
-    "codex-exec",
-    "codex-exec-writer",
-    "claude-code",
-    "claude-code-writer",
-    "cursor-agent",
-    "cursor-agent-writer",
-    "shell",
-];
+/// saved machine (P2 step 2, README "sublaunch additions": `shell`), in the order messages
+/// list them.
+fn code_owned_adapters() -> impl Iterator<Item = &'static str> {
+    AdapterId::EXTERNAL
+        .into_iter()
+        .filter(|a| a.is_code_owned())
+        .map(AdapterId::id)
+}
 
 /// Platform names that mean a Windows host (P17). `windows` is the contract's name; `win32`
 /// is Node's, accepted too so that a host passing it cannot slip past the refusal.
@@ -40,7 +38,10 @@ pub fn check(child: &Child<'_>, agent: &Agent, machine: &str, platform: Option<&
         None | Some("native") => {}
         Some("external-cli") => {
             let adapter = agent.runner.as_ref().and_then(|r| r.adapter.as_deref());
-            if !adapter.is_some_and(|id| CODE_OWNED_ADAPTERS.contains(&id)) {
+            if !adapter
+                .and_then(AdapterId::external)
+                .is_some_and(AdapterId::is_code_owned)
+            {
                 return refuse(generic_adapter_reason(adapter));
             }
         }
@@ -75,7 +76,7 @@ fn generic_adapter_reason(adapter: Option<&str>) -> String {
     };
     format!(
         "{which}, whose quoting sublaunch does not own; placeable adapters are {}",
-        CODE_OWNED_ADAPTERS.join(", ")
+        code_owned_adapters().collect::<Vec<_>>().join(", ")
     )
 }
 
@@ -136,7 +137,7 @@ mod tests {
         );
         assert!(check(&child(false), &agent(None, None), "m", None).is_ok());
         assert!(check(&child(false), &agent(Some("native"), None), "m", None).is_ok());
-        for id in CODE_OWNED_ADAPTERS {
+        for id in code_owned_adapters() {
             assert!(
                 check(
                     &child(false),
@@ -160,7 +161,7 @@ mod tests {
         for adapter in [None, Some("gemini-agent"), Some("Claude-Code")] {
             let message = refusal(check(&child(false), &agent(Some("external-cli"), adapter), "m", None));
             assert!(message.contains("generic external-cli"));
-            for id in CODE_OWNED_ADAPTERS {
+            for id in code_owned_adapters() {
                 assert!(message.contains(id), "{message} lacks {id}");
             }
         }

@@ -1,6 +1,6 @@
 //! The agents compiled into sublaunch. A discovered agent of the same name wins.
 
-use super::{AdapterKind, AgentDef, AgentSource, RunnerSpec};
+use super::{AdapterId, AgentDef, AgentSource, RunnerSpec};
 use sublaunch_contract::Agent;
 
 /// The built-in agents: `shell` (the task run by `sh -c`, useful on any machine), and one
@@ -9,42 +9,42 @@ pub fn builtins() -> Vec<AgentDef> {
     [
         (
             "shell",
-            AdapterKind::Shell,
+            AdapterId::Shell,
             "Runs the task text with `sh -c` in the step's working directory.",
         ),
         (
             "pi",
-            AdapterKind::Pi,
+            AdapterId::Pi,
             "pi in JSON mode with the parent's or the requested model.",
         ),
         (
             "claude",
-            AdapterKind::ClaudeCode,
+            AdapterId::ClaudeCode,
             "Claude Code (`claude -p`), read-only tools.",
         ),
         (
             "claude-writer",
-            AdapterKind::ClaudeCodeWriter,
+            AdapterId::ClaudeCodeWriter,
             "Claude Code allowed to edit files.",
         ),
         (
             "codex",
-            AdapterKind::CodexExec,
+            AdapterId::CodexExec,
             "Codex (`codex exec`) in a read-only sandbox.",
         ),
         (
             "codex-writer",
-            AdapterKind::CodexExecWriter,
+            AdapterId::CodexExecWriter,
             "Codex allowed to write in the workspace.",
         ),
         (
             "cursor",
-            AdapterKind::CursorAgent,
+            AdapterId::CursorAgent,
             "Cursor's agent (`cursor-agent -p`), read-only.",
         ),
         (
             "cursor-writer",
-            AdapterKind::CursorAgentWriter,
+            AdapterId::CursorAgentWriter,
             "Cursor's agent allowed to edit files.",
         ),
     ]

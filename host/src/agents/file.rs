@@ -14,7 +14,7 @@
 //! You review code changes. …
 //! ```
 
-use super::{AdapterKind, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS};
+use super::{AdapterId, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -225,7 +225,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     /// `runner: {type, adapter, command, args}`.
     fn runner(&self) -> Result<RunnerSpec, AgentFileError> {
         let Some(runner) = self.get("runner") else {
-            return Ok(RunnerSpec::adapter(AdapterKind::Pi));
+            return Ok(RunnerSpec::adapter(AdapterId::Pi));
         };
         let Value::Object(runner) = runner else {
             return Err(self.wrong("runner", "a mapping with `type`", runner));
@@ -238,21 +238,17 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
         let command = self.command(runner)?;
         let kind = text("type")?.unwrap_or_else(|| "native".to_owned());
         let adapter = match (kind.as_str(), text("adapter")?) {
-            ("native", _) => AdapterKind::Pi,
-            ("command", _) => AdapterKind::Command,
-            ("external-job", _) => AdapterKind::ExternalJob,
-            ("external-cli", None) => AdapterKind::GenericCli,
-            ("external-cli", Some(id)) => AdapterKind::EXTERNAL
-                .iter()
-                .find(|(known, _)| *known == id)
-                .map(|(_, k)| *k)
-                .ok_or_else(|| {
-                    let known: Vec<&str> = AdapterKind::EXTERNAL.iter().map(|(id, _)| *id).collect();
-                    (self.fail)(
-                        Some("runner.adapter"),
-                        format!("unknown adapter '{id}'; known: {}", known.join(", ")),
-                    )
-                })?,
+            ("native", _) => AdapterId::Pi,
+            ("command", _) => AdapterId::Command,
+            ("external-job", _) => AdapterId::ExternalJob,
+            ("external-cli", None) => AdapterId::GenericCli,
+            ("external-cli", Some(id)) => AdapterId::external(&id).ok_or_else(|| {
+                let known: Vec<&str> = AdapterId::EXTERNAL.iter().map(|a| a.id()).collect();
+                (self.fail)(
+                    Some("runner.adapter"),
+                    format!("unknown adapter '{id}'; known: {}", known.join(", ")),
+                )
+            })?,
             (other, _) => {
                 return Err((self.fail)(
                     Some("runner.type"),
@@ -261,11 +257,11 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
             }
         };
         match (adapter, &command) {
-            (AdapterKind::Command | AdapterKind::GenericCli, None) => Err((self.fail)(
+            (AdapterId::Command | AdapterId::GenericCli, None) => Err((self.fail)(
                 Some("runner.command"),
                 format!("a {} runner needs a command", kind),
             )),
-            (AdapterKind::Command, Some(argv)) => {
+            (AdapterId::Command, Some(argv)) => {
                 check_placeholders(argv).map_err(|message| (self.fail)(Some("runner.command"), message))?;
                 Ok(RunnerSpec { adapter, command })
             }
@@ -353,7 +349,7 @@ mod tests {
         assert_eq!(agent.planner.thinking, Some(ThinkingSetting::Text("medium".into())));
         assert_eq!(agent.tools, ["read", "grep"]);
         assert_eq!(agent.system_prompt, "You review.\n");
-        assert_eq!(agent.runner.adapter, AdapterKind::Pi);
+        assert_eq!(agent.runner.adapter, AdapterId::Pi);
         let schema: Value = serde_json::from_str(agent.planner.output_schema.as_deref().unwrap()).unwrap();
         assert_eq!(schema["required"][0], "verdict");
     }
@@ -366,7 +362,7 @@ mod tests {
     #[test]
     fn runners_map_to_adapters() {
         let shell = parse("---\nrunner:\n  type: external-cli\n  adapter: shell\n---\n").unwrap();
-        assert_eq!(shell.runner.adapter, AdapterKind::Shell);
+        assert_eq!(shell.runner.adapter, AdapterId::Shell);
         assert_eq!(shell.planner.runner.unwrap().adapter.as_deref(), Some("shell"));
         let command =
             parse("---\nrunner:\n  type: command\n  command: [my-agent, --prompt, \"{task}\", -m, \"{model}\"]\n---\n")
@@ -376,7 +372,7 @@ mod tests {
             ["my-agent", "--prompt", "{task}", "-m", "{model}"]
         );
         let generic = parse("---\nrunner:\n  type: external-cli\n  command: cat\n  args: [-n]\n---\n").unwrap();
-        assert_eq!(generic.runner.adapter, AdapterKind::GenericCli);
+        assert_eq!(generic.runner.adapter, AdapterId::GenericCli);
         assert_eq!(generic.runner.command.unwrap(), ["cat", "-n"]);
     }
 
@@ -443,7 +439,7 @@ mod tests {
     fn an_empty_frontmatter_takes_every_default() {
         let agent = parse("---\n---\nPrompt.\n").unwrap();
         assert_eq!(agent.name(), "reviewer");
-        assert_eq!(agent.runner, RunnerSpec::adapter(AdapterKind::Pi));
+        assert_eq!(agent.runner, RunnerSpec::adapter(AdapterId::Pi));
         assert_eq!(agent.system_prompt, "Prompt.\n");
     }
 

@@ -19,7 +19,7 @@ pub use builtin::builtins;
 pub use discovery::{Catalog, discover, discover_in};
 pub use file::{AgentFileError, parse_agent_file};
 pub use program::{MissingProgram, locate_program};
-pub use runner::{AdapterKind, RunnerSpec, TEMPLATE_PLACEHOLDERS};
+pub use runner::{AdapterId, RunnerSpec, TEMPLATE_PLACEHOLDERS};
 pub use trust::Untrusted;
 
 use std::path::PathBuf;

@@ -8,7 +8,7 @@ mod aliases;
 mod placement;
 
 use super::options::{LaunchOptions, WorkflowOptions};
-use crate::agents::{AdapterKind, AgentDef};
+use crate::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -49,7 +49,7 @@ pub fn runner_steps(
         return Err("Subagent launch aborted: the plan has no steps.".into());
     }
     let verifies = plan.steps.iter().any(|step| {
-        find_agent(&options.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterKind::Pi)
+        find_agent(&options.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterId::Pi)
             && verified_model(step).is_some()
     });
     let table = if verifies {
@@ -112,8 +112,8 @@ pub fn step_config(
     };
     let kind = agent.runner.adapter;
     let mut config = match kind {
-        AdapterKind::Shell => StepConfig::shell(&step.task, &step.cwd, BTreeMap::new()),
-        AdapterKind::ExternalJob => {
+        AdapterId::Shell => StepConfig::shell(&step.task, &step.cwd, BTreeMap::new()),
+        AdapterId::ExternalJob => {
             return Err(format!(
                 "Subagent launch aborted: agent '{}' uses the {} runner, which sublaunch cannot start.",
                 step.agent,
@@ -139,7 +139,7 @@ pub fn step_config(
         };
         config.set_output_schema(Some(schema));
     }
-    if kind == AdapterKind::Pi
+    if kind == AdapterId::Pi
         && let Some(planned) = verified_model(step)
     {
         let id = planned.split_once('/').map(|(_, id)| id.to_owned());
@@ -158,17 +158,17 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
     let kind = agent.runner.adapter;
     let mut spec = AdapterSpec::new(kind.id());
     match kind {
-        AdapterKind::Command | AdapterKind::GenericCli => spec.argv.clone_from(&agent.runner.command),
+        AdapterId::Command | AdapterId::GenericCli => spec.argv.clone_from(&agent.runner.command),
         _ => {
             spec.program = agent.runner.command.as_ref().and_then(|argv| argv.first().cloned());
         }
     }
     spec.model = match kind {
         // Native runners get the planned model; the thinking level travels separately.
-        AdapterKind::Pi | AdapterKind::Command => step.model.as_deref().map(|m| base_model(m, step)),
+        AdapterId::Pi | AdapterId::Command => step.model.as_deref().map(|m| base_model(m, step)),
         // External CLIs take no planned model (M19); an agent file may still name the CLI's
         // own model, which is passed as written.
-        AdapterKind::Shell | AdapterKind::GenericCli => None,
+        AdapterId::Shell | AdapterId::GenericCli => None,
         _ => agent
             .planner
             .model

@@ -17,7 +17,8 @@ mod placement;
 mod workflow;
 
 pub use placement::Placement;
-pub use workflow::{AdapterSpec, KNOWN_ADAPTERS, ModelCheck, WorkflowConfig};
+pub use sublaunch_contract::AdapterId;
+pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
 /// The argv, environment overrides and cwd of one agent command.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,6 +16,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
+use sublaunch_runfiles::config::AdapterId;
 
 /// The Claude Code adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -25,11 +26,11 @@ pub struct ClaudeAdapter {
 }
 
 impl Adapter for ClaudeAdapter {
-    fn id(&self) -> &'static str {
+    fn id(&self) -> AdapterId {
         if self.writer {
-            "claude-code-writer"
+            AdapterId::ClaudeCodeWriter
         } else {
-            "claude-code"
+            AdapterId::ClaudeCode
         }
     }
 

@@ -15,6 +15,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
 use std::io::Read;
+use sublaunch_runfiles::config::AdapterId;
 
 /// The Codex adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -29,8 +30,12 @@ pub fn last_message_name(index: usize) -> String {
 }
 
 impl Adapter for CodexAdapter {
-    fn id(&self) -> &'static str {
-        if self.writer { "codex-exec-writer" } else { "codex-exec" }
+    fn id(&self) -> AdapterId {
+        if self.writer {
+            AdapterId::CodexExecWriter
+        } else {
+            AdapterId::CodexExec
+        }
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

@@ -9,14 +9,15 @@
 //! instead, and the values travel in the environment.
 
 use super::{Adapter, AgentCommand, OutputParser, ScriptValues, StepInput, TextParser};
+use sublaunch_runfiles::config::AdapterId;
 
 /// The `command` adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct CommandAdapter;
 
 impl Adapter for CommandAdapter {
-    fn id(&self) -> &'static str {
-        "command"
+    fn id(&self) -> AdapterId {
+        AdapterId::Command
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

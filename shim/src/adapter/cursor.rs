@@ -13,6 +13,7 @@
 
 use super::claude::ResultEvents;
 use super::{ARG_LIMIT, Adapter, AgentCommand, OutputParser, StepInput};
+use sublaunch_runfiles::config::AdapterId;
 
 /// The Cursor adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -22,11 +23,11 @@ pub struct CursorAdapter {
 }
 
 impl Adapter for CursorAdapter {
-    fn id(&self) -> &'static str {
+    fn id(&self) -> AdapterId {
         if self.writer {
-            "cursor-agent-writer"
+            AdapterId::CursorAgentWriter
         } else {
-            "cursor-agent"
+            AdapterId::CursorAgent
         }
     }
 

@@ -3,14 +3,15 @@
 //! as the output.
 
 use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
+use sublaunch_runfiles::config::AdapterId;
 
 /// The `external-cli` adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GenericCliAdapter;
 
 impl Adapter for GenericCliAdapter {
-    fn id(&self) -> &'static str {
-        "external-cli"
+    fn id(&self) -> AdapterId {
+        AdapterId::GenericCli
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

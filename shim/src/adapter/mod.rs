@@ -41,7 +41,7 @@ pub use shell::ShellAdapter;
 pub use text::{TEXT_LINE_RETAIN, TEXT_OUTPUT_BYTES, TextParser};
 
 use std::collections::BTreeMap;
-use sublaunch_runfiles::config::{AdapterSpec, RunnerConfig, StepConfig};
+use sublaunch_runfiles::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
 use sublaunch_runfiles::dir::Dir;
 
 /// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
@@ -209,27 +209,27 @@ impl StepInput<'_> {
 /// An agent kind.
 pub trait Adapter {
     /// The adapter's id.
-    fn id(&self) -> &'static str;
+    fn id(&self) -> AdapterId;
     /// The command of one step.
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String>;
     /// A parser for one run of the step.
     fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser>;
 }
 
-/// The adapter named `id` (one of `sublaunch_runfiles::config::KNOWN_ADAPTERS`).
+/// The adapter named `id` (one of [`sublaunch_runfiles::config::runnable_adapters`]).
 pub fn by_id(id: &str) -> Option<Box<dyn Adapter>> {
-    Some(match id {
-        "shell" => Box::new(ShellAdapter),
-        "command" => Box::new(CommandAdapter),
-        "external-cli" => Box::new(GenericCliAdapter),
-        "pi" => Box::new(PiAdapter),
-        "claude-code" => Box::new(ClaudeAdapter { writer: false }),
-        "claude-code-writer" => Box::new(ClaudeAdapter { writer: true }),
-        "codex-exec" => Box::new(CodexAdapter { writer: false }),
-        "codex-exec-writer" => Box::new(CodexAdapter { writer: true }),
-        "cursor-agent" => Box::new(CursorAdapter { writer: false }),
-        "cursor-agent-writer" => Box::new(CursorAdapter { writer: true }),
-        _ => return None,
+    Some(match AdapterId::from_id(id)? {
+        AdapterId::Shell => Box::new(ShellAdapter),
+        AdapterId::Command => Box::new(CommandAdapter),
+        AdapterId::GenericCli => Box::new(GenericCliAdapter),
+        AdapterId::Pi => Box::new(PiAdapter),
+        AdapterId::ClaudeCode => Box::new(ClaudeAdapter { writer: false }),
+        AdapterId::ClaudeCodeWriter => Box::new(ClaudeAdapter { writer: true }),
+        AdapterId::CodexExec => Box::new(CodexAdapter { writer: false }),
+        AdapterId::CodexExecWriter => Box::new(CodexAdapter { writer: true }),
+        AdapterId::CursorAgent => Box::new(CursorAdapter { writer: false }),
+        AdapterId::CursorAgentWriter => Box::new(CursorAdapter { writer: true }),
+        AdapterId::ExternalJob => return None,
     })
 }
 

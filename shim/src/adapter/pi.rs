@@ -16,14 +16,15 @@
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, Adapter, AgentCommand, Extracted, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
+use sublaunch_runfiles::config::AdapterId;
 
 /// The `pi` adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct PiAdapter;
 
 impl Adapter for PiAdapter {
-    fn id(&self) -> &'static str {
-        "pi"
+    fn id(&self) -> AdapterId {
+        AdapterId::Pi
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

@@ -4,14 +4,15 @@
 //! gets the substituted task.
 
 use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
+use sublaunch_runfiles::config::AdapterId;
 
 /// The `shell` adapter.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ShellAdapter;
 
 impl Adapter for ShellAdapter {
-    fn id(&self) -> &'static str {
-        "shell"
+    fn id(&self) -> AdapterId {
+        AdapterId::Shell
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {

@@ -1,6 +1,8 @@
 //! P-H12: one operator hint for a placed step that failed, from its exit code and stderr; the
 //! first matching cause wins.
 
+use sublaunch_runfiles::config::AdapterId;
+
 /// What a hint needs to know about the step.
 #[derive(Clone, Debug)]
 pub struct HintInput<'a> {
@@ -24,12 +26,14 @@ pub struct HintInput<'a> {
 /// changes live on the machine.
 pub fn failure_hint(input: &HintInput<'_>) -> Option<String> {
     let cause = cause(input);
-    let writer = input.adapter.ends_with("-writer").then(|| {
-        format!(
-            "Changes made by this agent live on '{}' at {}.",
-            input.machine, input.cwd
-        )
-    });
+    let writer = AdapterId::from_id(input.adapter)
+        .is_some_and(AdapterId::is_writer)
+        .then(|| {
+            format!(
+                "Changes made by this agent live on '{}' at {}.",
+                input.machine, input.cwd
+            )
+        });
     match (cause, writer) {
         (None, None) => None,
         (Some(c), None) => Some(c),

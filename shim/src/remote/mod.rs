@@ -21,6 +21,7 @@ use crate::adapter::{ARG_LIMIT, AgentCommand};
 use script::{Markers, RemoteFile};
 use std::collections::BTreeMap;
 use std::path::Path;
+use sublaunch_runfiles::config::AdapterId;
 use sublaunch_runfiles::config::Placement;
 
 /// The host variables the `ssh` process gets (P-H6); nothing else, in particular no API keys.
@@ -103,7 +104,7 @@ pub fn prepare_control_dir(dir: &str) -> Result<(), String> {
 }
 
 /// The local files `argv` of adapter `adapter` names that must live on the machine.
-fn remote_files(adapter: &str, argv: &[String]) -> Result<Vec<RemoteFile>, String> {
+fn remote_files(adapter: AdapterId, argv: &[String]) -> Result<Vec<RemoteFile>, String> {
     let after = |flag: &str| {
         argv.iter()
             .position(|a| a == flag)
@@ -111,12 +112,12 @@ fn remote_files(adapter: &str, argv: &[String]) -> Result<Vec<RemoteFile>, Strin
             .cloned()
     };
     let mut files = Vec::new();
-    if adapter.starts_with("codex-exec")
+    if matches!(adapter, AdapterId::CodexExec | AdapterId::CodexExecWriter)
         && let Some(path) = after("--output-last-message")
     {
         files.push(RemoteFile::Capture(path));
     }
-    if adapter == "pi"
+    if adapter == AdapterId::Pi
         && let Some(path) = after("--append-system-prompt")
     {
         let content =
@@ -132,7 +133,7 @@ fn remote_files(adapter: &str, argv: &[String]) -> Result<Vec<RemoteFile>, Strin
 pub fn wrap(
     command: AgentCommand,
     placement: &Placement,
-    adapter: &str,
+    adapter: AdapterId,
     markers: &Markers,
 ) -> Result<(AgentCommand, Option<String>), String> {
     prepare_control_dir(&placement.control_dir)?;
@@ -181,7 +182,7 @@ pub fn wrap(
 pub fn place(
     command: AgentCommand,
     placement: Placement,
-    adapter: &str,
+    adapter: AdapterId,
     parser: Box<dyn crate::adapter::OutputParser>,
 ) -> Result<
     (

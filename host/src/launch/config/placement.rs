@@ -1,7 +1,7 @@
 //! Placed steps: a step the plan put on a Herdr machine runs `ssh` from the launch's
 //! local directory, with the machine's directory in `steps[i].placement` (P-H3, P-H5).
 
-use crate::agents::AdapterKind;
+use crate::agents::AdapterId;
 use std::path::Path;
 use sublaunch_contract::PlanStep;
 use sublaunch_runfiles::config::{Placement, StepConfig};
@@ -38,25 +38,9 @@ impl Placer {
     }
 
     /// Makes `config` (built for plan step `index`) run on its machine, or says why it cannot.
-    pub fn place(
-        &self,
-        index: usize,
-        step: &PlanStep,
-        kind: AdapterKind,
-        config: &mut StepConfig,
-    ) -> Result<(), String> {
+    pub fn place(&self, index: usize, step: &PlanStep, kind: AdapterId, config: &mut StepConfig) -> Result<(), String> {
         let Some(machine) = &step.machine else { return Ok(()) };
-        let placeable = matches!(
-            kind,
-            AdapterKind::Pi
-                | AdapterKind::Shell
-                | AdapterKind::ClaudeCode
-                | AdapterKind::ClaudeCodeWriter
-                | AdapterKind::CodexExec
-                | AdapterKind::CodexExecWriter
-                | AdapterKind::CursorAgent
-                | AdapterKind::CursorAgentWriter
-        );
+        let placeable = kind == AdapterId::Pi || kind.is_code_owned();
         if !placeable {
             return Err(format!(
                 "Subagent launch aborted: step {index} ('{}') uses the {} runner, which cannot run on machine '{}'.",

@@ -7,7 +7,7 @@ fn step(agent: &str, task: &str) -> PlanStep {
     PlanStep::local(agent, task, "/w")
 }
 
-fn agent(name: &str, adapter: AdapterKind, command: Option<Vec<&str>>) -> AgentDef {
+fn agent(name: &str, adapter: AdapterId, command: Option<Vec<&str>>) -> AgentDef {
     let runner = RunnerSpec {
         adapter,
         command: command.map(|c| c.into_iter().map(str::to_owned).collect()),
@@ -69,7 +69,7 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     s.task_index = Some(2);
     s.structured = true;
     s.output_schema = Some(r#"{"type":"object"}"#.into());
-    let pi = agent("scout", AdapterKind::Pi, None);
+    let pi = agent("scout", AdapterId::Pi, None);
     let table = AliasTable::parse(&json!({"anthropic/claude-haiku-4-5": ["haiku-2025"]}), "a").unwrap();
     let config = step_config(0, &s, Some(&pi), &table).unwrap();
     let spec = config.adapter_spec().unwrap();
@@ -97,7 +97,7 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
 
 #[test]
 fn external_adapters_get_their_program_and_the_agent_files_own_model() {
-    let mut claude = agent("c", AdapterKind::ClaudeCodeWriter, Some(vec!["/opt/claude"]));
+    let mut claude = agent("c", AdapterId::ClaudeCodeWriter, Some(vec!["/opt/claude"]));
     claude.planner.model = Some(LooseString::Text("opus".into()));
     let config = step_config(0, &step("c", "t"), Some(&claude), &AliasTable::default()).unwrap();
     let spec = config.adapter_spec().unwrap();
@@ -106,7 +106,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
         ("claude-code-writer", Some("/opt/claude"), Some("opus"))
     );
     assert_eq!(config.model_check(), None);
-    let generic = agent("g", AdapterKind::GenericCli, Some(vec!["tool", "--flag"]));
+    let generic = agent("g", AdapterId::GenericCli, Some(vec!["tool", "--flag"]));
     let spec = step_config(0, &step("g", "t"), Some(&generic), &AliasTable::default())
         .unwrap()
         .adapter_spec()
@@ -115,7 +115,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
         (spec.id.as_str(), spec.argv.unwrap()),
         ("external-cli", vec!["tool".to_owned(), "--flag".into()])
     );
-    let job = agent("j", AdapterKind::ExternalJob, None);
+    let job = agent("j", AdapterId::ExternalJob, None);
     assert!(step_config(0, &step("j", "t"), Some(&job), &AliasTable::default()).is_err());
 }
 

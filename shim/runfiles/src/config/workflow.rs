@@ -19,26 +19,19 @@
 use super::{ConfigError, RunnerConfig, StepConfig, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use sublaunch_contract::AdapterId;
 
-/// The adapters the shim can run (`steps[i].adapter.id`).
-pub const KNOWN_ADAPTERS: [&str; 10] = [
-    "shell",
-    "command",
-    "external-cli",
-    "pi",
-    "claude-code",
-    "claude-code-writer",
-    "codex-exec",
-    "codex-exec-writer",
-    "cursor-agent",
-    "cursor-agent-writer",
-];
+/// The adapters the shim can run (`steps[i].adapter.id`): every [`AdapterId`] but the
+/// external jobs, which are only planned.
+pub fn runnable_adapters() -> impl Iterator<Item = AdapterId> {
+    AdapterId::ALL.into_iter().filter(|a| a.is_runnable())
+}
 
 /// `steps[i].adapter`: which adapter runs the step and what it needs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdapterSpec {
-    /// One of [`KNOWN_ADAPTERS`].
+    /// The id of one of [`runnable_adapters`].
     pub id: String,
     /// The program to start instead of the adapter's default (`claude`, `codex`, …).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -225,12 +218,13 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
         .get("id")
         .and_then(Value::as_str)
         .ok_or_else(|| invalid("'steps[].adapter.id' must be a string."))?;
-    if !KNOWN_ADAPTERS.contains(&id) {
+    let Some(adapter_id) = AdapterId::from_id(id).filter(|a| a.is_runnable()) else {
+        let known: Vec<&str> = runnable_adapters().map(AdapterId::id).collect();
         return Err(invalid(format_args!(
             "'steps[].adapter.id' must be one of {}.",
-            KNOWN_ADAPTERS.join(", ")
+            known.join(", ")
         )));
-    }
+    };
     if serde_json::from_value::<AdapterSpec>(adapter.clone()).is_err() {
         return Err(invalid("'steps[].adapter' has a field of the wrong type."));
     }
@@ -240,7 +234,7 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
     {
         return Err(invalid("'steps[].adapter.env' must be an object of strings."));
     }
-    let needs_argv = matches!(id, "command" | "external-cli");
+    let needs_argv = matches!(adapter_id, AdapterId::Command | AdapterId::GenericCli);
     let argv_ok = object
         .get("argv")
         .and_then(Value::as_array)
