@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the embedder examples (examples/node, examples/python) and their tests
-# (tests/embedders.rs) need: jco and preview2-shim from npm into examples/node/node_modules,
+# (tests/suite/embedders.rs) need: jco and preview2-shim from npm into examples/node/node_modules,
 # and wasmtime-py from PyPI into a venv at target/embedders/venv (or `pip install --user`
 # when venv is unavailable). Versions are pinned by examples/node/package-lock.json and
 # examples/python/requirements.txt.

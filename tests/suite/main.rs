@@ -1,0 +1,23 @@
+//! The end-to-end suites, one module each, in one test binary: the host library (wasmtime
+//! included) is linked once instead of once per suite. `faults_host_unobserved` stays a binary
+//! of its own: it makes its process a child subreaper, which would adopt the other suites'
+//! orphans.
+
+mod adapters_cli;
+mod agents_cli;
+mod chains_cli;
+mod docs;
+mod embedders;
+mod faults_host_bookkeeping;
+mod faults_host_finalize;
+mod faults_host_preflight;
+mod faults_host_revival;
+mod faults_host_seams;
+mod launch_cli;
+mod launch_library;
+mod launch_stress;
+mod plan_cli;
+mod progress_cli;
+mod remote_cli;
+mod remote_sshd;
+mod run_planning;
