@@ -16,6 +16,7 @@ pub mod planner;
 pub mod registry;
 pub mod request;
 pub mod runner_install;
+pub mod runs;
 pub mod sandbox;
 pub mod settings;
 

@@ -239,3 +239,26 @@ fn f44_concurrent_launches_share_the_index_without_losing_entries() {
     }
     assert!(temp_files(&scratch.root()).is_empty());
 }
+
+#[test]
+fn an_embedder_waits_for_its_run_through_the_runs_module() {
+    let scratch = Scratch::new("library-wait");
+    let hooks = Arc::new(RecordingHooks::default());
+    let plan = shell_plan("sleep 0.2; echo waited", &scratch.work());
+    let layout = sublaunch_runfiles::layout::Layout::new(scratch.root());
+    let end = block_on(async {
+        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        launched.handle.committed().await.expect("committed");
+        let store = Arc::new(sublaunch::runs::RunStore::open(&layout).unwrap());
+        let run = Arc::new(store.run_dir(&launched.run_id).unwrap().expect("the run"));
+        let end = sublaunch::runs::wait_terminal(&store, &run, Some(std::time::Duration::from_secs(20))).await;
+        launched.handle.finished().await.unwrap();
+        end
+    });
+    match end {
+        sublaunch::runs::WaitEnd::Terminal(status) => {
+            assert_eq!(status.state, Some(sublaunch_runfiles::status::RunState::Complete));
+        }
+        sublaunch::runs::WaitEnd::TimedOut => panic!("the run did not end"),
+    }
+}

@@ -6,13 +6,13 @@
 //! ([`super::terminal_text`]); `--raw` prints the bytes as they are.
 
 use super::runs::{find_run, open_store, status_of};
-use super::waiting::look_and_watch;
-use super::watch::RunWatcher;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
 use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::tokio;
+use sublaunch::runs::RunWatcher;
+use sublaunch::runs::look_and_watch;
 use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::layout::names;
 

@@ -15,8 +15,6 @@ mod status;
 mod stop;
 mod terminal_text;
 mod wait;
-mod waiting;
-mod watch;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

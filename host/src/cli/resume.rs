@@ -5,12 +5,12 @@
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::runs::{find_run, open_store, state_name, status_of};
-use super::watch::RunWatcher;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::launch::plan_record::read_plan_record;
 use sublaunch::launch::{LaunchOptions, new_run_id};
+use sublaunch::runs::RunWatcher;
 use sublaunch_runfiles::config::RevivalLease;
 use sublaunch_runfiles::doc::ReadDoc;
 use sublaunch_runfiles::procinfo::{Liveness, ProcessOracle, SystemProcesses};

@@ -9,7 +9,7 @@ use sublaunch_runfiles::clock::iso8601_utc;
 use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::doc::ReadDoc;
 use sublaunch_runfiles::layout::{Layout, validate_run_id};
-use sublaunch_runfiles::status::{RunState, Status, read_status};
+use sublaunch_runfiles::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -88,10 +88,7 @@ pub fn final_answer(result_path: &std::path::Path) -> Option<String> {
     Some(super::terminal_text::for_terminal(&text))
 }
 
-/// `status.json` as a typed document, absent/corrupt as `None`.
-pub fn status_of(run: &Dir) -> Option<Status> {
-    read_status(run).ok().and_then(ReadDoc::present)
-}
+pub use sublaunch::runs::status_of;
 
 /// `status.json` as raw JSON (for `--json`), with why it is unusable.
 pub fn raw_status(run: &Dir) -> Result<Value, String> {

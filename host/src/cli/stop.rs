@@ -5,11 +5,11 @@
 use super::runs::say;
 use super::runs::{find_run, open_store, state_name, status_of};
 use super::wait::seconds;
-use super::waiting::{WaitEnd, wait_terminal};
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
+use sublaunch::runs::{WaitEnd, wait_terminal};
 use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
 use sublaunch_runfiles::layout::names;
 

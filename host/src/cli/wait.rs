@@ -5,12 +5,12 @@
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
 use super::runs::{EXIT_TIMEOUT, find_run, open_store, outcome_code, state_name};
-use super::waiting::{WaitEnd, wait_terminal};
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::tokio;
+use sublaunch::runs::{WaitEnd, wait_terminal};
 
 /// Arguments of `sublaunch wait`.
 #[derive(clap::Args)]

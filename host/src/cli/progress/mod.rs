@@ -18,12 +18,12 @@ pub use render::Style;
 pub use snapshot::{Snapshot, StepView};
 
 use super::runs::now_ms;
-use super::watch::RunWatcher;
 use render::Renderer;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::tokio;
+use sublaunch::runs::RunWatcher;
 use sublaunch_runfiles::dir::Dir;
 
 /// The shortest time between two refreshes (at most 10 Hz).

@@ -2,12 +2,12 @@
 //! the run directory and a pidfd on the shim, with a slow safety tick (or polling with
 //! backoff when inotify is unavailable). No busy loop: every wait is an event or a timer.
 
+use crate::launch::tokio::io::unix::AsyncFd;
 use rustix::fd::OwnedFd;
 use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::process::{Pid, PidfdFlags};
 use std::path::Path;
 use std::time::Duration;
-use sublaunch::launch::tokio::io::unix::AsyncFd;
 use sublaunch_runfiles::handshake::PollBackoff;
 use sublaunch_runfiles::procinfo::start_identity;
 
@@ -34,7 +34,7 @@ impl RunWatcher {
                     | WatchFlags::CLOSE_WRITE
                     | WatchFlags::DELETE;
                 inotify::add_watch(&fd, run_dir, flags).ok()?;
-                sublaunch::launch::readiness::register_readable(fd).ok()
+                crate::launch::readiness::register_readable(fd).ok()
             });
         Self {
             inotify,
@@ -62,7 +62,7 @@ impl RunWatcher {
             None => true,
         };
         if same {
-            self.shim = sublaunch::launch::readiness::register_readable(fd).ok();
+            self.shim = crate::launch::readiness::register_readable(fd).ok();
         }
     }
 

@@ -3,12 +3,12 @@
 //! it died without an end record (S13). The file reads, the liveness probe and the locked
 //! reconciliation run on the blocking pool (X2).
 
-use super::runs::status_of;
+use super::status_of;
 use super::watch::RunWatcher;
+use crate::launch::reconcile::RunStore;
+use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::launch::reconcile::RunStore;
-use sublaunch::launch::tokio;
 use sublaunch_runfiles::dir::Dir;
 use sublaunch_runfiles::procinfo::{Liveness, ProcessOracle, SystemProcesses};
 use sublaunch_runfiles::status::Status;

@@ -1,0 +1,20 @@
+//! Watching runs from any process: reading a run's status, waiting until it is terminal
+//! (reconciling a run whose shim died unobserved) and following its directory for changes.
+//! The CLI's `status`, `wait`, `stop`, `logs --follow` and `run --wait` use these, and so can an
+//! embedder that launched a run with [`crate::launch::launch`].
+
+pub mod wait;
+pub mod watch;
+
+pub use crate::launch::reconcile::RunStore;
+pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
+pub use watch::RunWatcher;
+
+use sublaunch_runfiles::dir::Dir;
+use sublaunch_runfiles::doc::ReadDoc;
+use sublaunch_runfiles::status::{Status, read_status};
+
+/// The run's `status.json` as a typed document; absent or corrupt as `None`.
+pub fn status_of(run: &Dir) -> Option<Status> {
+    read_status(run).ok().and_then(ReadDoc::present)
+}
