@@ -17,9 +17,9 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::{LaunchOptions, launch, tokio};
-use sublaunch_runfiles::config::RevivalLease;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::hooks::HostHooks;
 use support::{Summary, header, measure, row};
 
 const SAMPLES: usize = 40;

@@ -14,7 +14,7 @@ use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use sublaunch_runfiles::atomic::{Dir, Durability};
+use sublaunch_protocol::atomic::{Dir, Durability};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 

@@ -8,14 +8,14 @@
 
 use std::io;
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::atomic::WriteOptions;
-use sublaunch_runfiles::deferred::{Deferred, DeferredKind, Submitted};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::index::ActiveRunIndex;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::status::{RunState, Status, read_status};
+use sublaunch_protocol::atomic::WriteOptions;
+use sublaunch_protocol::deferred::{Deferred, DeferredKind, Submitted};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::index::ActiveRunIndex;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::status::{RunState, Status, read_status};
 
 /// Activity-only status updates are coalesced to one per this interval (S3).
 pub const ACTIVITY_INTERVAL: Duration = Duration::from_millis(1_000);

@@ -106,7 +106,7 @@ pub struct ChildRun {
 #[derive(Debug)]
 pub struct RemoteChild {
     /// Where it runs.
-    pub placement: sublaunch_runfiles::config::Placement,
+    pub placement: sublaunch_protocol::config::Placement,
     /// READY, the remote process group, the git facts (filled by its parser).
     pub state: crate::remote::parser::SharedState,
     /// The remote stop was done (or tried).

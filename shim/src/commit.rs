@@ -5,10 +5,10 @@
 
 use crate::context::Ctx;
 use serde_json::json;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::proof::Candidate;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::proof::Candidate;
 
 /// `<run>/session.json`: what `sublaunch resume` needs to revive this run.
 pub const SESSION_FILE: &str = "session.json";

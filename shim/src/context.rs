@@ -9,13 +9,13 @@ use crate::parent::ParentMonitor;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_runfiles::config::RunnerConfig;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::layout::{Layout, names};
-use sublaunch_runfiles::lease::{Lease, WriterState};
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use sublaunch_protocol::config::RunnerConfig;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::layout::{Layout, names};
+use sublaunch_protocol::lease::{Lease, WriterState};
+use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// The directories of one run.
 #[derive(Clone, Debug)]
@@ -123,7 +123,7 @@ impl Ctx {
 
     /// Wall-clock epoch ms (possibly shifted by the `wallclock` hook).
     pub fn now_wall(&self) -> u64 {
-        use sublaunch_runfiles::clock::Clock;
+        use sublaunch_protocol::clock::Clock;
         self.clock.wall_ms()
     }
 
@@ -157,7 +157,7 @@ impl Ctx {
     /// Records the lease writer state (R10, revival only); failures are logged.
     pub fn set_writer(&mut self, state: WriterState, pid: Option<u32>) {
         let now = self.now_wall();
-        let identity = pid.and_then(|p| sublaunch_runfiles::procinfo::start_identity(p).ok().flatten());
+        let identity = pid.and_then(|p| sublaunch_protocol::procinfo::start_identity(p).ok().flatten());
         if let Some(held) = &mut self.lease
             && let Err(e) = held.lease.set_writer(state, pid, identity, now)
         {

@@ -11,7 +11,7 @@
 
 use crate::context::Ctx;
 use crate::signals;
-use sublaunch_runfiles::hooks::{ShimAction, ShimHooks, ShimPoint};
+use sublaunch_protocol::hooks::{ShimAction, ShimHooks, ShimPoint};
 
 /// How the next record write is altered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -30,7 +30,7 @@
 
 use rustix::fd::{FromRawFd, OwnedFd};
 use rustix::process::Pid;
-use sublaunch_runfiles::handshake::{STARTUP_FD, STARTUP_FD_ENV};
+use sublaunch_protocol::handshake::{STARTUP_FD, STARTUP_FD_ENV};
 
 /// What [`prepare`] produced.
 #[derive(Debug, Default)]
@@ -119,7 +119,7 @@ fn redirect_stdin_to_null(notes: &mut Vec<String>) {
 /// Step 2: become a session leader even though the host made us a group leader.
 fn isolate_session(notes: &mut Vec<String>) {
     let me = std::process::id();
-    if sublaunch_runfiles::ids::own_session() == Some(me) {
+    if sublaunch_protocol::ids::own_session() == Some(me) {
         return;
     }
     for signal in [
@@ -132,10 +132,10 @@ fn isolate_session(notes: &mut Vec<String>) {
     ] {
         crate::signals::ignore(signal);
     }
-    if sublaunch_runfiles::ids::group_of(0) == Some(me) {
+    if sublaunch_protocol::ids::group_of(0) == Some(me) {
         // The parent's group may read as 0 (led from outside this pid namespace); setpgid
         // cannot name that group, so stay a group leader and let setsid decide.
-        let parent_group = sublaunch_runfiles::ids::group_of(std::os::unix::process::parent_id())
+        let parent_group = sublaunch_protocol::ids::group_of(std::os::unix::process::parent_id())
             .and_then(|pgid| i32::try_from(pgid).ok())
             .and_then(Pid::from_raw);
         match parent_group.map(|pgid| rustix::process::setpgid(None, Some(pgid))) {
@@ -146,7 +146,7 @@ fn isolate_session(notes: &mut Vec<String>) {
     }
     if let Err(e) = rustix::process::setsid() {
         notes.push(format!("setsid failed ({e}); continuing as a process-group leader"));
-        if sublaunch_runfiles::ids::group_of(0) != Some(me) {
+        if sublaunch_protocol::ids::group_of(0) != Some(me) {
             let _ = rustix::process::setpgid(None, None::<Pid>);
         }
     }

@@ -60,9 +60,9 @@ pub mod workflow;
 
 use context::{Ctx, Paths};
 use std::sync::Arc;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::hooks::ShimPoint;
-use sublaunch_runfiles::seams::Seams;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::hooks::ShimPoint;
+use sublaunch_protocol::seams::Seams;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {

@@ -3,7 +3,7 @@
 //! stray shims behind.
 
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::procinfo::{Liveness, probe_pid};
+use sublaunch_protocol::procinfo::{Liveness, probe_pid};
 
 /// The environment variable naming the test parent (R4).
 pub const TEST_PARENT_ENV: &str = "SUBLAUNCH_TEST_PARENT_PID";

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::time::Instant;
-use sublaunch_runfiles::procinfo::ProcStat;
+use sublaunch_protocol::procinfo::ProcStat;
 
 /// How a child ended.
 #[derive(Clone, Debug, PartialEq, Eq)]

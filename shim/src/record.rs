@@ -9,17 +9,17 @@ use crate::run::Supervisor;
 use crate::step_end::StepEnd;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::events::{self, StepOutcome};
-use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::proof::{Candidate, WriterRecord};
-use sublaunch_runfiles::results::{
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::events::{self, StepOutcome};
+use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::proof::{Candidate, WriterRecord};
+use sublaunch_protocol::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
 };
-use sublaunch_runfiles::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
+use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
 
 /// How long the end records wait for storage capacity to return (A9) before giving up.
 pub const FLUSH_LIMIT: Duration = Duration::from_secs(120);
@@ -198,7 +198,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     let clock = ctx.clock.clone();
     let stragglers = crate::tree::sweep(&mut sup.reaper, None, None, &move || {
-        use sublaunch_runfiles::clock::Clock;
+        use sublaunch_protocol::clock::Clock;
         clock.wall_ms()
     });
     if stragglers.killed > 0 {

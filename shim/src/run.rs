@@ -8,14 +8,14 @@ use crate::control::ControlInbox;
 use crate::faults::Fired;
 use crate::reaper::Reaper;
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::to_pretty_bytes;
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::events::{self, EventLog};
-use sublaunch_runfiles::hooks::{CORRUPT_PAYLOAD, ShimPoint};
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::procinfo::{own_start_identity, pid_namespace_scope};
-use sublaunch_runfiles::status::{RunningUpdate, StepStatus};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::to_pretty_bytes;
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::events::{self, EventLog};
+use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
+use sublaunch_protocol::status::{RunningUpdate, StepStatus};
 
 /// What has been asked of the run (signals X9, control inbox R12, deadline R12).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

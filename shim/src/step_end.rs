@@ -4,8 +4,8 @@
 use crate::reaper::ExitInfo;
 use crate::tree::{GroupOutcome, SweepOutcome, pid_list};
 use serde_json::Value;
-use sublaunch_runfiles::proof::{ProcessTree, WriterRecord};
-use sublaunch_runfiles::status::{EndFacts, RunState, derive_terminal_state};
+use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
+use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
 
 /// `Interrupted. Waiting for explicit next action.` (R12).
 pub const INTERRUPT_MESSAGE: &str = "Interrupted. Waiting for explicit next action.";

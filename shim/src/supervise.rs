@@ -22,13 +22,13 @@ use crate::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
 use crate::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::clock::Clock;
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::events;
-use sublaunch_runfiles::hooks::ShimPoint;
-use sublaunch_runfiles::lease::WriterState;
-use sublaunch_runfiles::proof::WriterRecord;
-use sublaunch_runfiles::random::uuid_v4;
+use sublaunch_protocol::clock::Clock;
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::events;
+use sublaunch_protocol::hooks::ShimPoint;
+use sublaunch_protocol::lease::WriterState;
+use sublaunch_protocol::proof::WriterRecord;
+use sublaunch_protocol::random::uuid_v4;
 
 /// X7: pipes are closed after this long without data once the agent exited …
 pub const GUARD_IDLE: Duration = Duration::from_millis(2_000);
@@ -387,7 +387,7 @@ impl Supervisor {
     }
 
     fn step_running(&mut self, ctx: &Ctx, index: usize, wall: u64) {
-        let output_file = ctx.paths.run.join(sublaunch_runfiles::layout::names::output_log(index));
+        let output_file = ctx.paths.run.join(sublaunch_protocol::layout::names::output_log(index));
         let status = &mut self.book.status;
         status.current_step = u32::try_from(index).ok();
         status.last_update = Some(wall);

@@ -11,7 +11,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_runfiles::fs::{Fs, RealFs};
+use sublaunch_protocol::fs::{Fs, RealFs};
 
 /// The flag-file variable.
 pub const ENOSPC_ENV: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC";

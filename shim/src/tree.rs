@@ -257,7 +257,7 @@ pub fn sweep(
     reaper.reap(wall_ms);
     outcome.killed = u32::try_from(killed.len()).unwrap_or(u32::MAX);
     let live = spared(reaper);
-    let session = sublaunch_runfiles::ids::own_session().filter(|sid| *sid == me && live.is_empty());
+    let session = sublaunch_protocol::ids::own_session().filter(|sid| *sid == me && live.is_empty());
     let mut survivors: Vec<u32> = children_of_self()
         .into_iter()
         .filter(|pid| !is_spared(*pid, &live) && proc_stat(*pid).is_some_and(|st| !st.is_zombie()))

@@ -7,8 +7,8 @@ use crate::adapter::Extracted;
 use crate::step_end::StepEnd;
 use crate::structured::StructuredError;
 use serde_json::json;
-use sublaunch_runfiles::config::StepConfig;
-use sublaunch_runfiles::status::{RunState, derive_terminal_state};
+use sublaunch_protocol::config::StepConfig;
+use sublaunch_protocol::status::{RunState, derive_terminal_state};
 
 /// Records `extracted` into `end` and judges it against `step`'s contracts.
 pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {

@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::handshake::{ControlAction, Doorbell};
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
-use sublaunch_runfiles::procinfo::{SystemProcesses, hostname};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::handshake::{ControlAction, Doorbell};
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_protocol::procinfo::{SystemProcesses, hostname};
 use support::*;
 
 fn session_file(root: &Root) -> PathBuf {

@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::json;
 use std::os::unix::process::ExitStatusExt;
-use sublaunch_runfiles::layout::names;
+use sublaunch_protocol::layout::names;
 use support::*;
 
 /// A normal run: status complete, result file and indexes, events in order, final candidate,
@@ -218,7 +218,7 @@ fn h8_h9_f63_process_placement_and_descriptors() {
     );
     assert!(
         run.doorbell_messages()
-            .contains(&sublaunch_runfiles::handshake::Doorbell::State("committed".into()))
+            .contains(&sublaunch_protocol::handshake::Doorbell::State("committed".into()))
     );
     assert_eq!(run.status()["state"], "complete");
 }

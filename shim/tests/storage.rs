@@ -12,7 +12,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::layout::names;
+use sublaunch_protocol::layout::names;
 use support::*;
 
 /// An agent that waits until `go` exists in its cwd, then prints `ok`.
@@ -147,7 +147,7 @@ fn f46_deferred_mark_is_dropped_after_the_terminal_status() {
 /// the missing-sessionId test below.
 #[test]
 fn f43_unwritable_result_directory() {
-    if sublaunch_runfiles::testing::running_as_root() {
+    if sublaunch_protocol::testing::running_as_root() {
         eprintln!("skipped f43_unwritable_result_directory: running as root, which bypasses chmod 0500");
         return;
     }

@@ -292,7 +292,7 @@ const OTHER_UID: u32 = 4242;
 /// as root, and so does this machine's development setup.
 fn give_to_other_user(path: &std::path::Path) {
     assert!(
-        sublaunch_runfiles::testing::running_as_root(),
+        sublaunch_protocol::testing::running_as_root(),
         "this test changes file ownership and must run as root (as CI does)"
     );
     std::os::unix::fs::chown(path, Some(OTHER_UID), Some(OTHER_UID)).unwrap();

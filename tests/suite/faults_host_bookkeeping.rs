@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Launched, launch};
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::faults::parse_host_faults;
-use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::faults::parse_host_faults;
+use sublaunch_protocol::hooks::HostHooks;
 use sublaunch_tests::launch_harness::{
     SHIM_FAULT_ENV, Scratch, events_of, read_json, running_as_root, status, temp_files,
 };

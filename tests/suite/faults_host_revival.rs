@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launch};
-use sublaunch_runfiles::clock::{Clock, SystemClock};
-use sublaunch_runfiles::config::RevivalLease;
-use sublaunch_runfiles::faults::parse_host_faults;
-use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_runfiles::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
-use sublaunch_runfiles::procinfo::SystemProcesses;
-use sublaunch_runfiles::seams::Seams;
+use sublaunch_protocol::clock::{Clock, SystemClock};
+use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::faults::parse_host_faults;
+use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_protocol::procinfo::SystemProcesses;
+use sublaunch_protocol::seams::Seams;
 use sublaunch_tests::launch_harness::{
     CONTROL_TIMEOUT_ENV, SHIM_FAULT_ENV, Scratch, events_of, hostname, read_json, status,
 };
@@ -159,7 +159,7 @@ fn f20_lease_held_by_a_live_owner() {
     let this_process = LeaseIdentity {
         pid: std::process::id(),
         hostname: hostname(),
-        process_start_identity: sublaunch_runfiles::procinfo::own_start_identity(),
+        process_start_identity: sublaunch_protocol::procinfo::own_start_identity(),
         oracle: &SystemProcesses,
     };
     let owner = LeaseOwner::new("other-token".into(), &request, &this_process, 1);

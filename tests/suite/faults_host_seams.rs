@@ -8,8 +8,8 @@ use std::time::Duration;
 use sublaunch::launch::exit_watcher::ExitFuture;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
-use sublaunch_runfiles::faults::parse_host_faults;
-use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_protocol::faults::parse_host_faults;
+use sublaunch_protocol::hooks::HostHooks;
 use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, pid_alive, read_json, status, wait_for};
 use sublaunch_tests::{assert_starts_with, bin};
 

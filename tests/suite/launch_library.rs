@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{HostEvent, LaunchOptions, launch, tokio};
-use sublaunch_runfiles::config::RevivalLease;
+use sublaunch_protocol::config::RevivalLease;
 use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, read_json, status, temp_files};
 
@@ -245,7 +245,7 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     let scratch = Scratch::new("library-wait");
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("sleep 0.2; echo waited", &scratch.work());
-    let layout = sublaunch_runfiles::layout::Layout::new(scratch.root());
+    let layout = sublaunch_protocol::layout::Layout::new(scratch.root());
     let end = block_on(async {
         let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
         launched.handle.committed().await.expect("committed");
@@ -257,7 +257,7 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     });
     match end {
         sublaunch::runs::WaitEnd::Terminal(status) => {
-            assert_eq!(status.state, Some(sublaunch_runfiles::status::RunState::Complete));
+            assert_eq!(status.state, Some(sublaunch_protocol::status::RunState::Complete));
         }
         sublaunch::runs::WaitEnd::TimedOut => panic!("the run did not end"),
     }

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::contract::LaunchPlan;
 use sublaunch::launch::{self, LaunchFailure, LaunchHandle, LaunchOptions};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::status::RunState;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::status::RunState;
 
 /// The session id the CLI launches under.
 pub const CLI_SESSION_ID: &str = "sublaunch-cli";

@@ -13,8 +13,8 @@ use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::tokio;
 use sublaunch::runs::RunWatcher;
 use sublaunch::runs::look_and_watch;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::layout::names;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::layout::names;
 
 /// Arguments of `sublaunch logs`.
 #[derive(clap::Args)]

@@ -11,9 +11,9 @@ use std::time::Duration;
 use sublaunch::launch::plan_record::read_plan_record;
 use sublaunch::launch::{LaunchOptions, new_run_id};
 use sublaunch::runs::RunWatcher;
-use sublaunch_runfiles::config::RevivalLease;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
 
 /// The session file a run leaves for revival (written by the shim at commit).
 pub const SESSION_FILE: &str = "session.json";
@@ -102,7 +102,7 @@ pub fn run(args: Args) -> ExitCode {
 const SOURCE_EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Waits (bounded) until the source run's shim is gone, so its session lease is free.
-fn wait_for_source_shim(source: &sublaunch_runfiles::dir::Dir) {
+fn wait_for_source_shim(source: &sublaunch_protocol::dir::Dir) {
     let Some(status) = status_of(source) else { return };
     let Some(pid) = status.pid else { return };
     let identity = status.pid_start_identity.clone();

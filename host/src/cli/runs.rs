@@ -5,11 +5,11 @@ use super::EXIT_USAGE;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use sublaunch::launch::reconcile::RunStore;
-use sublaunch_runfiles::clock::iso8601_utc;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::layout::{Layout, validate_run_id};
-use sublaunch_runfiles::status::{RunState, Status};
+use sublaunch_protocol::clock::iso8601_utc;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -60,9 +60,9 @@ pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<Dir, Ex
 /// the terminal.
 pub fn final_answer(result_path: &std::path::Path) -> Option<String> {
     let bytes = std::fs::read(result_path).ok()?;
-    let payload: sublaunch_runfiles::results::ResultPayload = serde_json::from_slice(&bytes).ok()?;
+    let payload: sublaunch_protocol::results::ResultPayload = serde_json::from_slice(&bytes).ok()?;
     let last = payload.results.last()?;
-    let step_of = |r: &sublaunch_runfiles::results::StepResult| r.extra.get("stepIndex").and_then(Value::as_u64);
+    let step_of = |r: &sublaunch_protocol::results::StepResult| r.extra.get("stepIndex").and_then(Value::as_u64);
     let group: Vec<_> = match (step_of(last), last.extra.get("taskIndex")) {
         (step, Some(_)) => payload.results.iter().filter(|r| step_of(r) == step).collect(),
         _ => vec![last],
@@ -92,7 +92,7 @@ pub use sublaunch::runs::status_of;
 
 /// `status.json` as raw JSON (for `--json`), with why it is unusable.
 pub fn raw_status(run: &Dir) -> Result<Value, String> {
-    match run.read_doc::<Value>(sublaunch_runfiles::layout::names::STATUS) {
+    match run.read_doc::<Value>(sublaunch_protocol::layout::names::STATUS) {
         Ok(ReadDoc::Present(value)) => Ok(value),
         Ok(ReadDoc::Absent) => Err("the run has no status.json".into()),
         Ok(ReadDoc::Corrupt(c)) => Err(format!("status.json is corrupt: {}", c.error)),
@@ -204,5 +204,5 @@ pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
 
 /// Wall-clock now in epoch ms.
 pub fn now_ms() -> u64 {
-    sublaunch_runfiles::clock::Clock::wall_ms(&sublaunch_runfiles::clock::SystemClock)
+    sublaunch_protocol::clock::Clock::wall_ms(&sublaunch_protocol::clock::SystemClock)
 }

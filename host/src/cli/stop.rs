@@ -10,8 +10,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::runs::{WaitEnd, wait_terminal};
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::layout::names;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::layout::names;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
 const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);

@@ -6,14 +6,14 @@ use super::context::{RunContext, warn};
 use super::run_dir;
 use super::setup::Setup;
 use std::sync::Arc;
-use sublaunch_runfiles::doc::to_pretty_bytes;
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::hooks::HostPoint;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::procinfo;
-use sublaunch_runfiles::proof::{Candidate, ProcessTerminal};
-use sublaunch_runfiles::status::InitialStatus;
-use sublaunch_runfiles::status::Status;
+use sublaunch_protocol::doc::to_pretty_bytes;
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::procinfo;
+use sublaunch_protocol::proof::{Candidate, ProcessTerminal};
+use sublaunch_protocol::status::InitialStatus;
+use sublaunch_protocol::status::Status;
 
 /// The S2 status of the spawned shim.
 pub(crate) fn initial_status_document(

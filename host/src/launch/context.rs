@@ -5,12 +5,12 @@ use super::options::LaunchHooks;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::hooks::{HostHooks, HostPoint};
-use sublaunch_runfiles::index::ActiveRunIndex;
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::trust::TrustedRoot;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::hooks::{HostHooks, HostPoint};
+use sublaunch_protocol::index::ActiveRunIndex;
+use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::trust::TrustedRoot;
 
 /// One launch's shared state.
 pub(crate) struct RunContext {

@@ -4,8 +4,8 @@
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use sublaunch_runfiles::handshake::STARTUP_FD_ENV;
-use sublaunch_runfiles::layout::ROOT_ENV;
+use sublaunch_protocol::handshake::STARTUP_FD_ENV;
+use sublaunch_protocol::layout::ROOT_ENV;
 
 /// `SUBLAUNCH_RUNNER_CONFIG`: the cfg path the shim reads (R1).
 pub const RUNNER_CONFIG_ENV: &str = "SUBLAUNCH_RUNNER_CONFIG";

@@ -18,8 +18,8 @@ use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
-use sublaunch_runfiles::clock::Clock;
-use sublaunch_runfiles::proof::RunnerInstance;
+use sublaunch_protocol::clock::Clock;
+use sublaunch_protocol::proof::RunnerInstance;
 use tokio::sync::watch;
 
 /// How the shim ended, as observed by the host (the runner record of S6).
@@ -288,7 +288,7 @@ pub fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_runfiles::clock::SystemClock;
+    use sublaunch_protocol::clock::SystemClock;
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()

@@ -1,4 +1,4 @@
-//! Host fault points inside multi-document runfiles calls (§T `startup-failure`, `proof`,
+//! Host fault points inside multi-document protocol calls (§T `startup-failure`, `proof`,
 //! `overlay`). Those calls write through a run-directory handle whose filesystem seam raises
 //! the configured errno at the configured step (`@write`, `@fsync`, `@rename`) of the named
 //! documents, so the temp-file cleanup (A8) runs as in a real failure. Without such faults
@@ -11,12 +11,12 @@ use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use sublaunch_runfiles::atomic::parse_temp_name;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::fs::{Fs, RealFs};
-use sublaunch_runfiles::hooks::{AtStep, HostHooks, HostPoint};
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::seams::Seams;
+use sublaunch_protocol::atomic::parse_temp_name;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::fs::{Fs, RealFs};
+use sublaunch_protocol::hooks::{AtStep, HostHooks, HostPoint};
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::seams::Seams;
 
 /// The documents each point covers.
 fn targets(point: HostPoint) -> &'static [&'static str] {
@@ -114,7 +114,7 @@ impl Fs for FaultFs {
     }
 }
 
-/// Opens `<run>` for a runfiles call covering `points`: with the fault filesystem when any of
+/// Opens `<run>` for a protocol call covering `points`: with the fault filesystem when any of
 /// them has an errno fault, else with the ordinary seams.
 pub(crate) fn run_dir_for(
     path: &Path,
@@ -140,8 +140,8 @@ pub(crate) fn run_dir_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_runfiles::atomic::Durability;
-    use sublaunch_runfiles::hooks::HostAction;
+    use sublaunch_protocol::atomic::Durability;
+    use sublaunch_protocol::hooks::HostAction;
 
     #[test]
     fn proof_faults_hit_only_the_proof_and_leave_no_temp_file() {

@@ -11,15 +11,15 @@ use serde_json::Value;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_runfiles::clock::Deadline;
-use sublaunch_runfiles::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_runfiles::durability::DocKind;
-use sublaunch_runfiles::handshake::{
+use sublaunch_protocol::clock::Deadline;
+use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::durability::DocKind;
+use sublaunch_protocol::handshake::{
     ControlAction, ControlMessage, HostObservation, PollBackoff, StartupState, evaluate_host, evaluate_host_after_exit,
     exited_before_commit_message, exited_before_proceed_message, host_timeout_message,
 };
-use sublaunch_runfiles::hooks::HostPoint;
-use sublaunch_runfiles::layout::names;
+use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::layout::names;
 
 /// How long the commit check waits for the exit of a shim whose doorbell reached EOF.
 const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);

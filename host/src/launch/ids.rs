@@ -1,7 +1,7 @@
 //! Run ids: `<agent-slug>-<8 lowercase base36 random chars>`, always valid per
 //! `layout::validate_run_id` (a letter or digit first, then `[a-z0-9-]`).
 
-use sublaunch_runfiles::random::{OsRandom, RandomSource};
+use sublaunch_protocol::random::{OsRandom, RandomSource};
 
 /// Longest agent slug kept in a run id.
 const SLUG_MAX: usize = 40;
@@ -57,8 +57,8 @@ fn base36_suffix(random: &dyn RandomSource) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_runfiles::layout::validate_run_id;
-    use sublaunch_runfiles::random::SequenceRandom;
+    use sublaunch_protocol::layout::validate_run_id;
+    use sublaunch_protocol::random::SequenceRandom;
 
     #[test]
     fn ids_are_valid_and_named_after_the_agent() {

@@ -8,13 +8,13 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_runfiles::config::RevivalLease;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::handshake::TERMINATE_GRACE;
-use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_runfiles::layout::Layout;
-use sublaunch_runfiles::proof::ProcessTerminal;
-use sublaunch_runfiles::seams::Seams;
+use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::handshake::TERMINATE_GRACE;
+use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::layout::Layout;
+use sublaunch_protocol::proof::ProcessTerminal;
+use sublaunch_protocol::seams::Seams;
 
 /// The environment variable naming the shim executable.
 pub const SHIM_ENV: &str = "SUBLAUNCH_SHIM";
@@ -177,7 +177,7 @@ impl Default for LaunchOptions {
             agents: crate::agents::builtins(),
             workflow: WorkflowOptions::default(),
             run_task: None,
-            agent_umask: sublaunch_runfiles::ids::process_umask(),
+            agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
             process_control: None,
         }

@@ -4,9 +4,9 @@
 
 use std::io;
 use std::path::Path;
-use sublaunch_runfiles::layout::Layout;
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::trust::{RootError, TrustedRoot};
+use sublaunch_protocol::layout::Layout;
+use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// One cwd to check: the effective path and the one the caller asked for.
 #[derive(Clone, Debug)]

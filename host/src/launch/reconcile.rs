@@ -12,17 +12,17 @@ use serde_json::Value;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
-use sublaunch_runfiles::layout::{Layout, validate_run_id};
-use sublaunch_runfiles::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_runfiles::proof::{OrphanRequest, ProcessTerminal, ProofState, repair_orphan};
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::status::{Change, RunState, Status, modify_status, read_status};
-use sublaunch_runfiles::sweep::sweep_root;
-use sublaunch_runfiles::trust::{RootError, TrustedRoot};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
+use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, ProofState, repair_orphan};
+use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
+use sublaunch_protocol::sweep::sweep_root;
+use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// What one reconciliation changed.
 #[derive(Debug, Default)]
@@ -186,7 +186,7 @@ impl RunStore {
         });
         match result {
             Ok(repaired) => Ok(repaired),
-            Err(sublaunch_runfiles::status::ModifyError::Io(e)) => Err(e),
+            Err(sublaunch_protocol::status::ModifyError::Io(e)) => Err(e),
             Err(_) => Ok(false),
         }
     }

@@ -8,13 +8,13 @@ use rustix::fs::RenameFlags;
 use rustix::io::Errno;
 use serde_json::json;
 use std::io;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::errors::os_error;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::procinfo;
-use sublaunch_runfiles::proof::ProcessTerminal;
-use sublaunch_runfiles::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::errors::os_error;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::procinfo;
+use sublaunch_protocol::proof::ProcessTerminal;
+use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
 
 /// Status field naming the pid of the host that is launching the run (sublaunch addition).
 pub const LAUNCH_HOST_PID: &str = "launchHostPid";

@@ -24,11 +24,11 @@ use super::supervise::{Settled, Supervisor};
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_runfiles::config::RunnerConfig;
-use sublaunch_runfiles::handshake::host_state_timeout;
-use sublaunch_runfiles::hooks::HostPoint;
-use sublaunch_runfiles::random::uuid_v4;
-use sublaunch_runfiles::status::Status;
+use sublaunch_protocol::config::RunnerConfig;
+use sublaunch_protocol::handshake::host_state_timeout;
+use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::random::uuid_v4;
+use sublaunch_protocol::status::Status;
 use tokio::sync::{oneshot, watch};
 
 /// A run that started: the launch committed from the host's side.

@@ -11,13 +11,13 @@ use super::run_dir::{self, Origin, Preliminary};
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_runfiles::config::StepConfig;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::hooks::HostHooks;
-use sublaunch_runfiles::layout::{Layout, validate_run_id};
-use sublaunch_runfiles::seams::Seams;
-use sublaunch_runfiles::trust::TrustedRoot;
+use sublaunch_protocol::config::StepConfig;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::trust::TrustedRoot;
 
 /// Attempts at a fresh random run id before giving up.
 const RUN_ID_ATTEMPTS: usize = 8;

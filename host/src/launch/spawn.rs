@@ -10,13 +10,13 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use sublaunch_runfiles::config::RunnerConfig;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::errors::{errno, os_error};
-use sublaunch_runfiles::hooks::{HostHooks, HostPoint};
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::procinfo;
+use sublaunch_protocol::config::RunnerConfig;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::errors::{errno, os_error};
+use sublaunch_protocol::hooks::{HostHooks, HostPoint};
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::procinfo;
 
 /// H5: writes `<root>/async-cfg-<runId>.json` privately and atomically.
 pub(crate) fn write_config(
@@ -87,7 +87,7 @@ pub(crate) fn spawn_shim(request: SpawnRequest) -> io::Result<Spawned> {
     // A group of its own keeps terminal signals off the shim until its setsid. When the
     // host's own group reads as 0 (led from outside this pid namespace) the shim could not
     // rejoin it to call setsid, so it starts in the host's group and calls setsid at once.
-    if sublaunch_runfiles::ids::own_group_is_nameable() {
+    if sublaunch_protocol::ids::own_group_is_nameable() {
         command.process_group(0);
     }
     let spawned = command.spawn();

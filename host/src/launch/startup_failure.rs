@@ -9,8 +9,8 @@ use super::exit_watcher::ProcessControl;
 use super::faults::run_dir_for;
 use super::terminate::terminate_runner;
 use std::sync::Arc;
-use sublaunch_runfiles::hooks::HostPoint;
-use sublaunch_runfiles::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// S5 under the status lock. Errors are reported, never returned: they must not replace the
 /// launch error (F10).

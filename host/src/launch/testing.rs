@@ -5,8 +5,8 @@ use super::options::{HostEvent, LaunchHooks, LaunchOptions};
 use std::path::Path;
 use std::sync::Mutex;
 use sublaunch_contract::{LaunchPlan, PlanStep};
-use sublaunch_runfiles::durability::DurabilityPolicy;
-use sublaunch_runfiles::hooks::HostHooks;
+use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::hooks::HostHooks;
 
 /// A one-step plan running `task` with the built-in `shell` agent in `cwd`.
 pub fn shell_plan(task: &str, cwd: &Path) -> LaunchPlan {

@@ -10,9 +10,9 @@ pub use crate::launch::reconcile::RunStore;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use watch::RunWatcher;
 
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::status::{Status, read_status};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::status::{Status, read_status};
 
 /// The run's `status.json` as a typed document; absent or corrupt as `None`.
 pub fn status_of(run: &Dir) -> Option<Status> {

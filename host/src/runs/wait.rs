@@ -9,9 +9,9 @@ use crate::launch::reconcile::RunStore;
 use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_runfiles::status::Status;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::status::Status;
 
 /// How a wait ended.
 pub enum WaitEnd {

@@ -16,7 +16,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The Claude Code adapter.
 #[derive(Clone, Copy, Debug, Default)]

@@ -15,7 +15,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
 use std::io::Read;
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The Codex adapter.
 #[derive(Clone, Copy, Debug, Default)]

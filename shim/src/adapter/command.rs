@@ -9,7 +9,7 @@
 //! instead, and the values travel in the environment.
 
 use super::{Adapter, AgentCommand, OutputParser, ScriptValues, StepInput, TextParser};
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The `command` adapter.
 #[derive(Clone, Copy, Debug, Default)]

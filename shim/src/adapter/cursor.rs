@@ -13,7 +13,7 @@
 
 use super::claude::ResultEvents;
 use super::{ARG_LIMIT, Adapter, AgentCommand, OutputParser, StepInput};
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The Cursor adapter.
 #[derive(Clone, Copy, Debug, Default)]

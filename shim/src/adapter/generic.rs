@@ -3,7 +3,7 @@
 //! as the output.
 
 use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The `external-cli` adapter.
 #[derive(Clone, Copy, Debug, Default)]

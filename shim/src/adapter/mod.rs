@@ -41,8 +41,8 @@ pub use shell::ShellAdapter;
 pub use text::{TEXT_LINE_RETAIN, TEXT_OUTPUT_BYTES, TextParser};
 
 use std::collections::BTreeMap;
-use sublaunch_runfiles::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
-use sublaunch_runfiles::dir::Dir;
+use sublaunch_protocol::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
+use sublaunch_protocol::dir::Dir;
 
 /// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
 pub const FINAL_MESSAGE_LIMIT: usize = 16 * 1024 * 1024;
@@ -195,7 +195,7 @@ impl StepInput<'_> {
     /// Writes a private file for the agent in `<run>` and returns its path.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<String, String> {
         self.run
-            .write(name, bytes, sublaunch_runfiles::atomic::Durability::Atomic)
+            .write(name, bytes, sublaunch_protocol::atomic::Durability::Atomic)
             .map_err(|e| format!("cannot write {name}: {e}"))?;
         Ok(self.run.join(name).to_string_lossy().into_owned())
     }
@@ -216,7 +216,7 @@ pub trait Adapter {
     fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser>;
 }
 
-/// The adapter named `id` (one of [`sublaunch_runfiles::config::runnable_adapters`]).
+/// The adapter named `id` (one of [`sublaunch_protocol::config::runnable_adapters`]).
 pub fn by_id(id: &str) -> Option<Box<dyn Adapter>> {
     Some(match AdapterId::from_id(id)? {
         AdapterId::Shell => Box::new(ShellAdapter),

@@ -16,7 +16,7 @@
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, Adapter, AgentCommand, Extracted, OutputParser, ParsedLine, StepInput};
 use serde_json::Value;
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The `pi` adapter.
 #[derive(Clone, Copy, Debug, Default)]

@@ -4,7 +4,7 @@
 //! gets the substituted task.
 
 use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
-use sublaunch_runfiles::config::AdapterId;
+use sublaunch_protocol::config::AdapterId;
 
 /// The `shell` adapter.
 #[derive(Clone, Copy, Debug, Default)]
@@ -66,8 +66,8 @@ fn is_sh_c_of(argv: &[String], task: Option<&str>) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_runfiles::config::{AdapterSpec, StepConfig};
-    use sublaunch_runfiles::dir::Dir;
+    use sublaunch_protocol::config::{AdapterSpec, StepConfig};
+    use sublaunch_protocol::dir::Dir;
 
     #[test]
     fn the_shell_step_runs_its_task_in_its_cwd() {

@@ -26,7 +26,7 @@ pub fn is_kept_master(pid: u32) -> bool {
     if dirs.is_empty() {
         return false;
     }
-    let own_session = sublaunch_runfiles::ids::own_session();
+    let own_session = sublaunch_protocol::ids::own_session();
     let session = crate::reaper::proc_stat(pid).map(|st| st.session);
     if session.is_none() || session == own_session {
         return false;

@@ -21,8 +21,8 @@ use crate::adapter::{ARG_LIMIT, AgentCommand};
 use script::{Markers, RemoteFile};
 use std::collections::BTreeMap;
 use std::path::Path;
-use sublaunch_runfiles::config::AdapterId;
-use sublaunch_runfiles::config::Placement;
+use sublaunch_protocol::config::AdapterId;
+use sublaunch_protocol::config::Placement;
 
 /// The host variables the `ssh` process gets (P-H6); nothing else, in particular no API keys.
 pub const SSH_ENV: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SSH_AUTH_SOCK"];
@@ -237,7 +237,7 @@ mod tests {
     #[test]
     fn a_socket_of_another_user_in_the_control_dir_is_refused() {
         assert!(
-            sublaunch_runfiles::testing::running_as_root(),
+            sublaunch_protocol::testing::running_as_root(),
             "chown needs root, as CI has"
         );
         let tmp = tempfile::tempdir().unwrap();

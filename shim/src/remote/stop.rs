@@ -6,7 +6,7 @@ use super::script::quote;
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::time::Duration;
-use sublaunch_runfiles::config::Placement;
+use sublaunch_protocol::config::Placement;
 
 /// How long the remote group gets between SIGTERM and SIGKILL (tenths of a second, counted by
 /// the remote shell).

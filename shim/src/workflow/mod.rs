@@ -25,9 +25,9 @@ use crate::step_end::StepEnd;
 use groups::{Group, groups};
 use placeholders::{Values, aggregate};
 use std::collections::VecDeque;
-use sublaunch_runfiles::config::WorkflowConfig;
-use sublaunch_runfiles::lease::WriterState;
-use sublaunch_runfiles::status::RunState;
+use sublaunch_protocol::config::WorkflowConfig;
+use sublaunch_protocol::lease::WriterState;
+use sublaunch_protocol::status::RunState;
 
 /// The name of the default `{chain_dir}` inside `<run>`.
 pub const CHAIN_DIR_NAME: &str = "chain";

@@ -7,7 +7,7 @@
 //! end of an `AF_UNIX` socketpair as stdin with `SUBLAUNCH_STARTUP_FD=0`, the run logs as
 //! stdout/stderr, `SUBLAUNCH_TEST_PARENT_PID` — writes proceed (and for revival answers
 //! ready/acknowledged/confirmed), reaps the shim, and can run the host's finalization (H20, S7)
-//! with the runfiles library to check the proofs a real host would derive.
+//! with the protocol library to check the proofs a real host would derive.
 //!
 //! Waits poll files with deadlines; nothing sleeps in place of synchronisation.
 
@@ -24,20 +24,20 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use sublaunch_runfiles::atomic::Durability;
-use sublaunch_runfiles::config::{CommandSpec, RevivalLease, RunnerConfig, StepConfig};
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::durability::{DocKind, DurabilityPolicy};
-use sublaunch_runfiles::handshake::{
+use sublaunch_protocol::atomic::Durability;
+use sublaunch_protocol::config::{CommandSpec, RevivalLease, RunnerConfig, StepConfig};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::handshake::{
     ControlAction, ControlMessage, Doorbell, DoorbellReader, exited_before_commit_message,
 };
-use sublaunch_runfiles::index::ActiveRunIndex;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::lease::SessionLeases;
-use sublaunch_runfiles::proof::{Candidate, FinalizeContext, ProcessTerminal, RunnerInstance, finalize};
-use sublaunch_runfiles::random::{OsRandom, uuid_v4};
-use sublaunch_runfiles::status::{InitialStatus, StartupFailure, Status, persist_startup_failure};
+use sublaunch_protocol::index::ActiveRunIndex;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::lease::SessionLeases;
+use sublaunch_protocol::proof::{Candidate, FinalizeContext, ProcessTerminal, RunnerInstance, finalize};
+use sublaunch_protocol::random::{OsRandom, uuid_v4};
+use sublaunch_protocol::status::{InitialStatus, StartupFailure, Status, persist_startup_failure};
 
 /// The shim binary under test (built with `test-hooks` through the self dev-dependency).
 pub const SHIM: &str = env!("CARGO_BIN_EXE_sublaunch-shim");
@@ -81,7 +81,7 @@ pub fn wall_ms() -> u64 {
 pub fn token() -> String {
     format!(
         "tok{:016x}",
-        sublaunch_runfiles::random::RandomSource::next_u64(&OsRandom)
+        sublaunch_protocol::random::RandomSource::next_u64(&OsRandom)
     )
 }
 
@@ -284,7 +284,7 @@ impl Root {
             .env("SUBLAUNCH_TEST_PARENT_PID", std::process::id().to_string())
             .env("SUBLAUNCH_SHIM_CONTROL_TIMEOUT_MS", spec.control_timeout_ms.to_string())
             .env_remove("SUBLAUNCH_SHIM_FAULT");
-        if sublaunch_runfiles::ids::own_group_is_nameable() {
+        if sublaunch_protocol::ids::own_group_is_nameable() {
             command.process_group(0);
         }
         if let Some(fault) = &spec.fault {
@@ -627,7 +627,7 @@ impl Launched {
         let run = Dir::open(&self.run).unwrap();
         let policy = DurabilityPolicy::standard();
         let proceed_left = run.stat(names::RUNNER_STARTUP_PROCEED).unwrap().is_some();
-        let started = sublaunch_runfiles::events::has_run_started(&run, &self.cfg.id).unwrap();
+        let started = sublaunch_protocol::events::has_run_started(&run, &self.cfg.id).unwrap();
         let error = match host_error {
             Some(e) => Some(e.to_owned()),
             None if self.cfg.revival_lease.is_none() && proceed_left && !started => {
@@ -680,7 +680,7 @@ pub fn proof_json(proof: &ProcessTerminal) -> Value {
     serde_json::to_value(proof).unwrap()
 }
 
-/// Reads `doc` of `dir` through the runfiles reader (Absent/Corrupt/Present).
+/// Reads `doc` of `dir` through the protocol reader (Absent/Corrupt/Present).
 pub fn read_doc(dir: &Path, name: &str) -> ReadDoc<Value> {
     Dir::open(dir).unwrap().read_doc(name).unwrap()
 }

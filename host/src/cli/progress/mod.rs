@@ -24,7 +24,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::tokio;
 use sublaunch::runs::RunWatcher;
-use sublaunch_runfiles::dir::Dir;
+use sublaunch_protocol::dir::Dir;
 
 /// The shortest time between two refreshes (at most 10 Hz).
 const MIN_INTERVAL: Duration = Duration::from_millis(100);

@@ -4,10 +4,10 @@
 use crate::cli::runs::status_of;
 use std::io::{Read, Seek, SeekFrom};
 use sublaunch::launch::plan_record::read_plan_record;
-use sublaunch_runfiles::dir::Dir;
-use sublaunch_runfiles::doc::ReadDoc;
-use sublaunch_runfiles::layout::names;
-use sublaunch_runfiles::status::{RunState, StepStatus};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::layout::names;
+use sublaunch_protocol::status::{RunState, StepStatus};
 
 /// How much of the end of an output log is read to find its last line.
 const TAIL_BYTES: u64 = 4096;

@@ -4,7 +4,7 @@
 use crate::agents::AdapterId;
 use std::path::Path;
 use sublaunch_contract::PlanStep;
-use sublaunch_runfiles::config::{Placement, StepConfig};
+use sublaunch_protocol::config::{Placement, StepConfig};
 
 /// Overrides the directory of the ssh ControlMaster sockets.
 pub const CONTROL_DIR_ENV: &str = "SUBLAUNCH_SSH_CONTROL_DIR";
