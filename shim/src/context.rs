@@ -136,22 +136,17 @@ impl Ctx {
             .unwrap_or_else(|| "shell".into())
     }
 
-    /// The run mode: the configuration's `mode`, else `parallel` when a step is a task of a
-    /// parallel group, else `single` / `chain` by step count.
+    /// The run mode: `parallel` when a step is a task of a parallel group, else `single` /
+    /// `chain` by step count.
     pub fn mode(&self) -> String {
-        let derived = if self.cfg.steps.iter().any(|s| s.task_index().is_some()) {
+        let mode = if self.cfg.steps.iter().any(|s| s.task_index.is_some()) {
             "parallel"
         } else if self.cfg.steps.len() > 1 {
             "chain"
         } else {
             "single"
         };
-        self.cfg
-            .extra
-            .get("mode")
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or(derived)
-            .to_owned()
+        mode.to_owned()
     }
 
     /// Records the lease writer state (R10, revival only); failures are logged.

@@ -141,20 +141,20 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         });
     }
     for (step, config) in steps.iter_mut().zip(&ctx.cfg.steps) {
-        if let Some(index) = config.step_index() {
+        if let Some(index) = config.step_index {
             step.extra.insert("stepIndex".into(), index.into());
         }
-        if let Some(task) = config.task_index() {
+        if let Some(task) = config.task_index {
             step.extra.insert("taskIndex".into(), task.into());
         }
     }
-    let workflow = ctx.cfg.workflow();
+    let workflow = ctx.cfg.workflow.clone();
     let groups: Vec<serde_json::Value> = crate::workflow::groups::groups(&ctx.cfg)
         .iter()
         .filter(|g| g.parallel)
         .map(|g| {
             serde_json::json!({
-                "stepIndex": ctx.cfg.steps[g.start].step_index(),
+                "stepIndex": ctx.cfg.steps[g.start].step_index,
                 "start": g.start,
                 "count": g.len,
                 "concurrency": workflow.concurrency.map_or(g.len, |c| (c as usize).min(g.len)),

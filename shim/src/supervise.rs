@@ -95,7 +95,7 @@ impl Supervisor {
         StepEnd {
             index,
             agent: ctx.agent_name(index),
-            position: step.map_or((None, None), |s| (s.step_index(), s.task_index())),
+            position: step.map_or((None, None), |s| (s.step_index, s.task_index)),
             adapter: adapter::for_step(&ctx.cfg, index).id().to_string(),
             not_run: Some(reason.to_owned()),
             closed: true,
@@ -122,7 +122,7 @@ impl Supervisor {
             index,
             agent: agent.clone(),
             started_wall: ctx.now_wall(),
-            position: (step.step_index(), step.task_index()),
+            position: (step.step_index, step.task_index),
             adapter: adapter.id().to_string(),
             ..StepEnd::default()
         };
@@ -153,7 +153,7 @@ impl Supervisor {
         let built = adapter
             .command(&input)
             .and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
-        let (built, parser, remote) = match (built, step.placement()) {
+        let (built, parser, remote) = match (built, step.placement.clone()) {
             (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter.id(), parser) {
                 Ok((command, parser, remote)) => (Ok(command), parser, Some(remote)),
                 Err(error) => (Err(error), adapter.parser(&input), None),
@@ -342,7 +342,7 @@ impl Supervisor {
             agent: child.agent.clone(),
             pid: Some(child.pid),
             started_wall: child.started_wall,
-            position: (step.step_index(), step.task_index()),
+            position: (step.step_index, step.task_index),
             adapter: adapter::for_step(&ctx.cfg, child.index).id().to_string(),
             ..StepEnd::default()
         };

@@ -23,7 +23,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         end.validation = Some(failure);
         return;
     }
-    if let Some(check) = step.model_check()
+    if let Some(check) = step.model_check.clone()
         && let Err(error) = crate::model_check::verify(&check, end.reported_model.as_deref(), &label)
     {
         end.validation = Some(error);
@@ -32,7 +32,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     if !step.is_structured() {
         return;
     }
-    let schema = step.output_schema().unwrap_or_else(|| json!({}));
+    let schema = step.output_schema.clone().unwrap_or_else(|| json!({}));
     match crate::validator::check(&end.output, &schema) {
         Ok(value) => end.structured = Some(value),
         Err(error) => {

@@ -339,7 +339,7 @@ fn f59_invalid_configuration() {
     let tmp = tempfile::tempdir().unwrap();
     for (bytes, expected) in [
         (
-            br#"{"id":"r1","steps":[{"command":{"argv":["true"]}}],"resultPath":"/x","cwd":"/","runnerProcessInstanceId":"i","launchBarrierToken":"i"}"#.as_slice(),
+            br#"{"configVersion":1,"id":"r1","steps":[{"command":{"argv":["true"]}}],"resultPath":"/x","cwd":"/","runnerProcessInstanceId":"i","launchBarrierToken":"i"}"#.as_slice(),
             "Subagent runner error: Invalid runner configuration: 'asyncDir' must be a non-empty string.",
         ),
         (b"not json".as_slice(), "Subagent runner error: Invalid runner configuration: not valid JSON"),

@@ -13,7 +13,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
-use sublaunch_protocol::config::{AdapterSpec, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig};
+use sublaunch_protocol::config::{
+    AdapterSpec, CONFIG_VERSION, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig,
+};
 
 pub use aliases::{AliasTable, aliases_for};
 pub use placement::{CONTROL_DIR_ENV, Placer, SSH_CONFIG_ENV, control_dir};
@@ -143,11 +145,11 @@ pub fn step_config(
         && let Some(planned) = verified_model(step)
     {
         let id = planned.split_once('/').map(|(_, id)| id.to_owned());
-        config.set_model_check(Some(ModelCheck {
+        config.model_check = Some(ModelCheck {
             aliases: aliases.for_model(&planned, id.as_deref()),
             planned,
             id,
-        }));
+        });
     }
     Ok(config)
 }
@@ -222,7 +224,8 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
     let launch_barrier_token = revival_lease
         .is_none()
         .then(|| inputs.runner_process_instance_id.to_owned());
-    let mut config = RunnerConfig {
+    RunnerConfig {
+        config_version: CONFIG_VERSION,
         id: inputs.run_id.to_owned(),
         steps: inputs.steps,
         result_path: inputs.result_path,
@@ -238,10 +241,8 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         runner_process_instance_id: inputs.runner_process_instance_id.to_owned(),
         launch_barrier_token,
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
-        extra: serde_json::Map::new(),
-    };
-    config.set_workflow(&workflow_config(inputs.workflow, inputs.run_task));
-    config
+        workflow: workflow_config(inputs.workflow, inputs.run_task),
+    }
 }
 
 #[cfg(test)]

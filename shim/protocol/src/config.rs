@@ -1,6 +1,7 @@
 //! The runner configuration (H5, R1, R2): `<root>/async-cfg-<runId>.json`, written by the host
-//! and read (then unlinked) by the shim. Unknown fields are kept (`extra`) so later issues can
-//! add adapter data without touching this type.
+//! and read (then unlinked) by the shim. Every field is typed: the host and the shim ship
+//! together, and [`CONFIG_VERSION`] makes a shim refuse a configuration written by another
+//! build instead of misreading it.
 //!
 //! Validation messages never echo configuration values (R2).
 
@@ -32,9 +33,6 @@ pub struct CommandSpec {
     /// Working directory (default: the step's, then the config's cwd).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
-    /// Fields of later issues.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 /// One step of the run.
@@ -59,9 +57,27 @@ pub struct StepConfig {
     /// The command the shim spawns for this step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSpec>,
-    /// Fields of later issues (adapter data …).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    /// Which adapter runs the step and what it needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<AdapterSpec>,
+    /// The plan's `stepIndex` (the request step this child belongs to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step_index: Option<u32>,
+    /// The plan's `taskIndex` (present for the tasks of a parallel group).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_index: Option<u32>,
+    /// The final output must be JSON that validates against `output_schema`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub structured: bool,
+    /// The output schema (a JSON Schema object), when structured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
+    /// The model a pi child must report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_check: Option<ModelCheck>,
+    /// Where the step runs, when the plan placed it on a machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<Placement>,
 }
 
 impl StepConfig {
@@ -77,9 +93,8 @@ impl StepConfig {
                 argv: vec!["sh".into(), "-c".into(), task.to_owned()],
                 env,
                 cwd: Some(cwd.to_owned()),
-                extra: Map::new(),
             }),
-            extra: Map::new(),
+            ..Self::default()
         }
     }
 }
@@ -102,10 +117,15 @@ pub struct RevivalLease {
     pub extra: Map<String, Value>,
 }
 
+/// The version of the configuration format this build writes and reads.
+pub const CONFIG_VERSION: u32 = 1;
+
 /// The runner configuration (H5).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnerConfig {
+    /// [`CONFIG_VERSION`] of the build that wrote it.
+    pub config_version: u32,
     /// Run id.
     pub id: String,
     /// Steps (non-empty).
@@ -146,9 +166,9 @@ pub struct RunnerConfig {
     /// creates look like files the user creates (the shim itself keeps 077 for run files).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_umask: Option<u32>,
-    /// Fields of later issues (adapter data, budgets …).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    /// How the children of a chain or parallel run are executed.
+    #[serde(default)]
+    pub workflow: WorkflowConfig,
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).
@@ -212,6 +232,11 @@ impl RunnerConfig {
 pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format_args!("not valid JSON ({e}).")))?;
     let root = value.as_object().ok_or_else(|| invalid("root must be an object."))?;
+    if root.get("configVersion").and_then(Value::as_u64) != Some(u64::from(CONFIG_VERSION)) {
+        return Err(invalid(format_args!(
+            "'configVersion' must be {CONFIG_VERSION}: the configuration was written by another sublaunch build (install the runner that came with it)."
+        )));
+    }
     for field in ["id", "resultPath", "cwd", "asyncDir", "runnerProcessInstanceId"] {
         require_string(root, field)?;
     }

@@ -27,7 +27,7 @@ pub fn groups(cfg: &RunnerConfig) -> Vec<Group> {
     let mut out: Vec<Group> = Vec::new();
     let mut last_key: Option<u32> = None;
     for (index, step) in cfg.steps.iter().enumerate() {
-        let key = step.task_index().and(step.step_index());
+        let key = step.task_index.and(step.step_index);
         match (out.last_mut(), key) {
             (Some(group), Some(k)) if group.parallel && last_key == Some(k) => group.len += 1,
             _ => out.push(Group {
@@ -54,7 +54,7 @@ mod tests {
             c
         };
         let mut cfg: RunnerConfig = serde_json::from_value(serde_json::json!({
-            "id": "r", "steps": [], "resultPath": "/r.json", "cwd": "/", "asyncDir": "/a",
+            "configVersion": 1, "id": "r", "steps": [], "resultPath": "/r.json", "cwd": "/", "asyncDir": "/a",
             "runnerProcessInstanceId": "i"
         }))
         .unwrap();

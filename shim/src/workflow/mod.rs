@@ -34,10 +34,10 @@ pub const CHAIN_DIR_NAME: &str = "chain";
 
 /// Runs every step; returns their ends in flat order (one per configured step).
 pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
-    let workflow = ctx.cfg.workflow();
+    let workflow = ctx.cfg.workflow.clone();
     // A single run's task is used verbatim; chains and parallel runs get their placeholders.
     let substitute =
-        ctx.cfg.steps.len() > 1 || workflow.task.is_some() || ctx.cfg.steps.iter().any(|s| s.task_index().is_some());
+        ctx.cfg.steps.len() > 1 || workflow.task.is_some() || ctx.cfg.steps.iter().any(|s| s.task_index.is_some());
     let mut values = Values {
         task: workflow
             .task

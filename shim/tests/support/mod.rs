@@ -196,13 +196,13 @@ impl Root {
                         argv: argv.clone(),
                         env: spec.agent_env.clone(),
                         cwd: Some(cwd.to_str().unwrap().to_owned()),
-                        extra: Default::default(),
                     });
                 }
                 step
             })
             .collect();
         let cfg = RunnerConfig {
+            config_version: sublaunch_protocol::config::CONFIG_VERSION,
             id: id.clone(),
             steps,
             result_path: self.results().join(format!("{id}.json")).to_string_lossy().into_owned(),
@@ -218,7 +218,7 @@ impl Root {
             runner_process_instance_id: instance.clone(),
             launch_barrier_token: spec.revival.is_none().then(|| instance.clone()),
             agent_umask: None,
-            extra: Default::default(),
+            workflow: Default::default(),
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

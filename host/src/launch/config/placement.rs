@@ -56,13 +56,13 @@ impl Placer {
         if let Some(command) = &mut config.command {
             command.cwd = Some(self.local_cwd.clone());
         }
-        config.set_placement(Some(&Placement {
+        config.placement = Some(Placement {
             machine: machine.label.clone().unwrap_or_else(|| machine.id.clone()),
             target: machine.target.trim().to_owned(),
             cwd: machine.cwd.clone(),
             control_dir: self.control_dir.clone(),
             ssh_config: self.ssh_config.clone(),
-        }));
+        });
         Ok(())
     }
 }

@@ -53,7 +53,7 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
     assert_eq!(command.argv, ["sh", "-c", "echo hi"]);
     assert_eq!(command.cwd.as_deref(), Some("/w"));
     assert_eq!(steps[0].adapter_spec().unwrap().id, "shell");
-    assert_eq!((steps[0].step_index(), steps[0].task_index()), (Some(0), None));
+    assert_eq!((steps[0].step_index, steps[0].task_index), (Some(0), None));
     assert_eq!(plan_mode(&plan), "single");
     let error = runner_steps(&plan, &options(vec![]), Path::new("/r"), "/w").unwrap_err();
     assert!(error.contains("not known to the launcher"), "{error}");
@@ -79,11 +79,11 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     assert_eq!(spec.system_prompt.as_deref(), Some("Be brief.\n"));
     assert_eq!(spec.tools, ["read", "grep"]);
     assert_eq!(config.command, None);
-    assert_eq!((config.step_index(), config.task_index()), (Some(1), Some(2)));
+    assert_eq!((config.step_index, config.task_index), (Some(1), Some(2)));
     assert!(config.is_structured());
-    assert_eq!(config.output_schema(), Some(json!({"type": "object"})));
+    assert_eq!(config.output_schema.clone(), Some(json!({"type": "object"})));
     assert_eq!(
-        config.model_check(),
+        config.model_check.clone(),
         Some(ModelCheck {
             planned: "anthropic/claude-haiku-4-5".into(),
             id: Some("claude-haiku-4-5".into()),
@@ -92,7 +92,11 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     );
     s.model_origin = Some(ModelOrigin::Inherited);
     let inherited = step_config(0, &s, Some(&pi), &table).unwrap();
-    assert_eq!(inherited.model_check(), None, "a parent's model is taken as given");
+    assert_eq!(
+        inherited.model_check.clone(),
+        None,
+        "a parent's model is taken as given"
+    );
 }
 
 #[test]
@@ -105,7 +109,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
         (spec.id.as_str(), spec.program.as_deref(), spec.model.as_deref()),
         ("claude-code-writer", Some("/opt/claude"), Some("opus"))
     );
-    assert_eq!(config.model_check(), None);
+    assert_eq!(config.model_check.clone(), None);
     let generic = agent("g", AdapterId::GenericCli, Some(vec!["tool", "--flag"]));
     let spec = step_config(0, &step("g", "t"), Some(&generic), &AliasTable::default())
         .unwrap()
@@ -143,9 +147,9 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
     };
     let fresh = runner_config(inputs(None));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
-    assert_eq!(fresh.workflow().concurrency, Some(2));
-    assert!(fresh.workflow().fail_fast);
-    assert_eq!(fresh.workflow().task.as_deref(), Some("the run's task"));
+    assert_eq!(fresh.workflow.concurrency, Some(2));
+    assert!(fresh.workflow.fail_fast);
+    assert_eq!(fresh.workflow.task.as_deref(), Some("the run's task"));
     let lease = RevivalLease {
         session_file: "/s".into(),
         run_id: String::new(),

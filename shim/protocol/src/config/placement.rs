@@ -6,7 +6,7 @@
 //!                 "controlDir": "/home/me/.local/state/sublaunch/ssh", "sshConfig": null} }
 //! ```
 
-use super::{ConfigError, StepConfig, invalid};
+use super::{ConfigError, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -25,24 +25,6 @@ pub struct Placement {
     /// An ssh client configuration to use instead of `~/.ssh/config` (`ssh -F`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ssh_config: Option<String>,
-}
-
-impl StepConfig {
-    /// The step's placement, when it runs on a machine.
-    pub fn placement(&self) -> Option<Placement> {
-        self.extra
-            .get("placement")
-            .filter(|v| !v.is_null())
-            .and_then(|v| serde_json::from_value(v.clone()).ok())
-    }
-
-    /// Sets (or clears) the placement.
-    pub fn set_placement(&mut self, placement: Option<&Placement>) {
-        match placement.and_then(|p| serde_json::to_value(p).ok()) {
-            Some(value) => self.extra.insert("placement".into(), value),
-            None => self.extra.remove("placement"),
-        };
-    }
 }
 
 /// R2 checks of `steps[i].placement`.

@@ -7,9 +7,8 @@ const PEER_REVIVAL: &str = include_str!("../../fixtures/peer/runner-config-reviv
 fn valid() -> Value {
     json!({
         "id": "run-1", "asyncDir": "/r/runs/run-1", "cwd": "/w", "resultPath": "/r/results/run-1.json",
-        "runnerProcessInstanceId": "rp", "launchBarrierToken": "rp",
-        "steps": [{"agent": "shell", "task": "echo hi", "command": {"argv": ["sh", "-c", "echo hi"]}}],
-        "adapterData": {"future": true}
+        "runnerProcessInstanceId": "rp", "launchBarrierToken": "rp", "configVersion": CONFIG_VERSION,
+        "steps": [{"agent": "shell", "task": "echo hi", "command": {"argv": ["sh", "-c", "echo hi"]}}]
     })
 }
 
@@ -20,12 +19,12 @@ fn error_of(v: &Value) -> String {
 }
 
 #[test]
-fn h5_round_trip_keeps_unknown_fields() {
+fn h5_round_trip() {
     let config = parse_runner_config(&serde_json::to_vec(&valid()).unwrap()).unwrap();
-    assert_eq!(config.extra["adapterData"], json!({"future": true}));
     let again: Value = serde_json::from_slice(&config.to_bytes()).unwrap();
     let mut expected = valid();
     expected["steps"][0]["command"]["env"] = json!({});
+    expected["workflow"] = json!({});
     assert_eq!(again, expected);
     assert_eq!(config.step_command(0).unwrap().argv, ["sh", "-c", "echo hi"]);
     assert_eq!(config.step_cwd(0), "/w");
@@ -33,22 +32,27 @@ fn h5_round_trip_keeps_unknown_fields() {
 }
 
 #[test]
-fn h5_peer_configs_parse_once_they_carry_a_command() {
-    for text in [PEER_CONFIG, PEER_REVIVAL] {
-        let mut v: Value = serde_json::from_str(text).unwrap();
-        assert!(
-            error_of(&v).ends_with("'command.argv' must be a non-empty array of strings."),
-            "upstream configs have no shim command"
-        );
-        v["command"] = json!({"argv": ["true"]});
-        let config = parse_runner_config(&serde_json::to_vec(&v).unwrap()).unwrap();
+fn a_configuration_of_another_build_is_refused_by_its_version() {
+    // Host and shim ship together; a shim must not misread what another build wrote
+    // (upstream pi-subagents configurations included: they carry no version).
+    let mut other = valid();
+    other["configVersion"] = json!(CONFIG_VERSION + 1);
+    for v in [
+        other,
+        serde_json::from_str(PEER_CONFIG).unwrap(),
+        serde_json::from_str(PEER_REVIVAL).unwrap(),
+    ] {
         assert_eq!(
-            serde_json::to_value(&config).unwrap()["runFanoutBudget"],
-            v["runFanoutBudget"]
+            error_of(&v),
+            format!(
+                "Invalid runner configuration: 'configVersion' must be {CONFIG_VERSION}: the configuration was written by another sublaunch build (install the runner that came with it)."
+            )
         );
     }
-    let revival: Value = serde_json::from_str(PEER_REVIVAL).unwrap();
-    let mut revival = revival;
+    // With this build's version and a command, the upstream shape parses; fields this build
+    // does not know are ignored.
+    let mut revival: Value = serde_json::from_str(PEER_REVIVAL).unwrap();
+    revival["configVersion"] = json!(CONFIG_VERSION);
     revival["command"] = json!({"argv": ["true"]});
     let config = parse_runner_config(&serde_json::to_vec(&revival).unwrap()).unwrap();
     assert!(config.is_revival());
@@ -192,7 +196,7 @@ fn p13_a_placement_is_checked_before_anything_runs() {
     let mut v = valid();
     v["steps"][0]["placement"] = placement.clone();
     let config = parse_runner_config(&serde_json::to_vec(&v).unwrap()).unwrap();
-    assert_eq!(config.steps[0].placement().unwrap().target, "box");
+    assert_eq!(config.steps[0].placement.clone().unwrap().target, "box");
     for (field, bad, message) in [
         ("target", json!("-oProxyCommand=x"), "'steps[].placement.target'"),
         ("target", json!("a b"), "'steps[].placement.target'"),

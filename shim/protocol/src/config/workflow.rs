@@ -16,7 +16,7 @@
 //! A step with an `adapter` needs no `command`: the shim builds the argv from the adapter and
 //! the task (after `{task}`/`{previous}`/`{chain_dir}` substitution).
 
-use super::{ConfigError, RunnerConfig, StepConfig, invalid};
+use super::{ConfigError, StepConfig, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sublaunch_contract::AdapterId;
@@ -101,91 +101,36 @@ pub struct WorkflowConfig {
     pub task: Option<String>,
 }
 
-fn field<T: serde::de::DeserializeOwned>(extra: &Map<String, Value>, key: &str) -> Option<T> {
-    extra
-        .get(key)
-        .filter(|v| !v.is_null())
-        .and_then(|v| serde_json::from_value(v.clone()).ok())
-}
-
-fn set<T: Serialize>(extra: &mut Map<String, Value>, key: &str, value: Option<T>) {
-    match value.and_then(|v| serde_json::to_value(v).ok()) {
-        Some(v) => {
-            extra.insert(key.to_owned(), v);
-        }
-        None => {
-            extra.remove(key);
-        }
-    }
-}
-
 impl StepConfig {
     /// The step's adapter, if the host named one.
     pub fn adapter_spec(&self) -> Option<AdapterSpec> {
-        field(&self.extra, "adapter")
+        self.adapter.clone()
     }
 
     /// Sets (or clears) the adapter.
     pub fn set_adapter_spec(&mut self, spec: Option<AdapterSpec>) {
-        set(&mut self.extra, "adapter", spec);
-    }
-
-    /// The plan's `stepIndex` (the request step this child belongs to).
-    pub fn step_index(&self) -> Option<u32> {
-        field(&self.extra, "stepIndex")
-    }
-
-    /// The plan's `taskIndex` (present for the tasks of a parallel group).
-    pub fn task_index(&self) -> Option<u32> {
-        field(&self.extra, "taskIndex")
+        self.adapter = spec;
     }
 
     /// Sets the plan position (`stepIndex`, `taskIndex`).
     pub fn set_position(&mut self, step_index: u32, task_index: Option<u32>) {
-        set(&mut self.extra, "stepIndex", Some(step_index));
-        set(&mut self.extra, "taskIndex", task_index);
+        self.step_index = Some(step_index);
+        self.task_index = task_index;
     }
 
     /// Whether the step's final output must be JSON that validates against its schema.
     pub fn is_structured(&self) -> bool {
-        field::<bool>(&self.extra, "structured").unwrap_or(false)
-    }
-
-    /// The output schema (a JSON Schema object), when structured.
-    pub fn output_schema(&self) -> Option<Value> {
-        self.extra.get("outputSchema").filter(|v| !v.is_null()).cloned()
+        self.structured
     }
 
     /// Sets the structured-output contract (`structured` + `outputSchema`).
     pub fn set_output_schema(&mut self, schema: Option<Value>) {
-        set(&mut self.extra, "structured", schema.as_ref().map(|_| true));
-        set(&mut self.extra, "outputSchema", schema);
-    }
-
-    /// The model verification of a pi step.
-    pub fn model_check(&self) -> Option<ModelCheck> {
-        field(&self.extra, "modelCheck")
-    }
-
-    /// Sets (or clears) the model verification.
-    pub fn set_model_check(&mut self, check: Option<ModelCheck>) {
-        set(&mut self.extra, "modelCheck", check);
+        self.structured = schema.is_some();
+        self.output_schema = schema;
     }
 }
 
-impl RunnerConfig {
-    /// The run's workflow options (defaults when absent).
-    pub fn workflow(&self) -> WorkflowConfig {
-        field(&self.extra, "workflow").unwrap_or_default()
-    }
-
-    /// Sets the workflow options.
-    pub fn set_workflow(&mut self, workflow: &WorkflowConfig) {
-        set(&mut self.extra, "workflow", Some(workflow));
-    }
-}
-
-/// R2 checks of the issue-6 fields of one step (`steps[i]`); `Ok(true)` when it has an adapter.
+/// R2 checks of the adapter and workflow fields of one step (`steps[i]`); `Ok(true)` when it has an adapter.
 pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError> {
     for key in ["stepIndex", "taskIndex"] {
         if step.get(key).is_some_and(|v| !v.is_null() && !v.is_u64()) {
