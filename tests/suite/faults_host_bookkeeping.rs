@@ -29,7 +29,7 @@ fn failed_launch(scratch: &Scratch, options: LaunchOptions) -> (LaunchFailure, F
     let plan = shell_plan("echo should-not-run", &scratch.work());
     block_on(async {
         let failure = launch(&plan, options).await.expect_err("the launch must fail");
-        let handle = failure.handle.clone().expect("a spawned shim is supervised");
+        let handle = failure.handle().cloned().expect("a spawned shim is supervised");
         let finished = handle.finished().await.expect("finalized");
         (failure, finished)
     })
@@ -75,7 +75,7 @@ fn assert_runner_only_proof(run: &Path) -> Value {
 }
 
 fn run_id(failure: &LaunchFailure) -> String {
-    failure.run_id.clone().expect("a run id")
+    failure.run_id().map(str::to_owned).expect("a run id")
 }
 
 #[test]
@@ -85,8 +85,11 @@ fn f09_enospc_on_the_initial_status() {
     let (failure, finished) = failed_launch(&scratch, options(&scratch, "status-initial:ENOSPC", &hooks));
     let id = run_id(&failure);
     assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
-    assert!(failure.termination_observed);
-    assert!(failure.startup_did_not_proceed);
+    assert!(failure.termination_observed());
+    assert!(matches!(
+        failure.stage,
+        sublaunch::launch::LaunchStage::NotCommitted { .. }
+    ));
     let run = scratch.run_dir(&id);
     let status = status(&run).unwrap();
     assert_eq!(status["state"], "failed");
@@ -113,7 +116,7 @@ fn f10_every_write_fails() {
     let id = run_id(&failure);
     // The launch error is unchanged by the later failures.
     assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
-    assert!(failure.termination_observed, "the shim is dead");
+    assert!(failure.termination_observed(), "the shim is dead");
     assert!(started.elapsed() < Duration::from_millis(2500) + Duration::from_secs(1));
     let run = scratch.run_dir(&id);
     assert!(!run.join("runner-startup-proceed.json").exists());
@@ -203,7 +206,10 @@ fn f14_proceed_write_fails() {
     let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EACCES", &hooks));
     let id = run_id(&failure);
     assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
-    assert!(failure.termination_observed, "the shim does not wait 30 s for proceed");
+    assert!(
+        failure.termination_observed(),
+        "the shim does not wait 30 s for proceed"
+    );
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_runner_only_proof(&run);

@@ -34,7 +34,7 @@ fn f01_missing_cwd_is_refused_before_anything_is_written() {
     let scratch = Scratch::new("f01");
     let cwd = scratch.path().join("nonexistent-dir");
     let failure = fail(&cwd, options(&scratch));
-    assert!(failure.preflight);
+    assert!(failure.is_refusal());
     assert_eq!(
         failure.message(),
         format!("Subagent launch aborted: cwd does not exist: {}", cwd.display())
@@ -72,7 +72,7 @@ fn f02_cwd_that_is_a_file_is_refused() {
     let file = scratch.work().join("a-file");
     std::fs::write(&file, b"x").unwrap();
     let failure = fail(&file, options(&scratch));
-    assert!(failure.preflight);
+    assert!(failure.is_refusal());
     assert_eq!(
         failure.message(),
         format!("Subagent launch aborted: cwd is not a directory: {}", file.display())
@@ -182,7 +182,7 @@ fn f05_directory_planted_at_the_cfg_path_fails_the_launch_cleanly() {
     let message = failure.message();
     assert!(message.contains("Failed to start async run"), "{message}");
     assert!(message.contains("async-cfg-"), "{message}");
-    assert!(failure.pid.is_none(), "no process");
+    assert!(failure.pid().is_none(), "no process");
     assert!(
         !scratch.run_dir("shell-f05").exists(),
         "the created run directory is removed again"
@@ -223,7 +223,7 @@ fn f06_shim_that_cannot_be_executed_fails_with_the_os_error() {
             scratch.work().display()
         );
         assert!(failure.message().starts_with(&expected), "{}", failure.message());
-        assert!(failure.pid.is_none());
+        assert!(failure.pid().is_none());
         let run = scratch.run_dir(&format!("shell-{name}"));
         assert!(!run.join("status.json").exists(), "no status.json");
         assert!(
@@ -262,7 +262,7 @@ fn f07_symlink_at_the_runner_log_fails_before_spawn_and_spares_its_target() {
         "{message}"
     );
     assert_starts_with(&message, "Failed to start async run 'shell-f07': ");
-    assert!(failure.pid.is_none(), "no process");
+    assert!(failure.pid().is_none(), "no process");
     assert_eq!(std::fs::read(&victim).unwrap(), b"precious");
     assert!(!run.join("status.json").exists());
 }
@@ -287,6 +287,6 @@ fn f08_read_only_run_directory() {
         message.contains("EACCES") && message.contains("runner.stdout.log"),
         "{message}"
     );
-    assert!(failure.pid.is_none());
+    assert!(failure.pid().is_none());
     assert!(!scratch.runs().join(".active-runs/shell-f08").exists());
 }

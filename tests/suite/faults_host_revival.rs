@@ -77,13 +77,13 @@ impl Revival {
         block_on(async {
             let failure = launch(&plan, options).await.expect_err("the revival must fail");
             let elapsed = start.elapsed();
-            let finished = failure.handle.clone().expect("supervised").finished().await.unwrap();
+            let finished = failure.handle().cloned().expect("supervised").finished().await.unwrap();
             (failure, finished, elapsed)
         })
     }
 
     fn run(&self, failure: &LaunchFailure) -> PathBuf {
-        self.scratch.run_dir(failure.run_id.as_deref().unwrap())
+        self.scratch.run_dir(failure.run_id().unwrap())
     }
 
     fn canonical_session(&self) -> String {
@@ -108,7 +108,7 @@ impl Revival {
         assert!(!run.join("runner-startup-proceed.json").exists(), "no proceed file");
         assert!(events_of(&run, "subagent.run.started").is_empty());
         assert!(!run.join("output-0.log").exists(), "no agent");
-        let id = failure.run_id.as_deref().unwrap();
+        let id = failure.run_id().unwrap();
         assert!(!self.scratch.results().join(format!("{id}.json")).exists(), "no result");
         assert!(!self.scratch.runs().join(".active-runs").join(id).exists(), "no marker");
         assert_eq!(self.hooks.snapshot().capacity_used(), 0);
@@ -199,7 +199,7 @@ fn f21_ready_with_a_null_token() {
         )
     );
     assert!(!run.join("runner-startup-ack.json").exists(), "no ack");
-    assert!(failure.termination_observed);
+    assert!(failure.termination_observed());
     r.assert_failed_without_start(&failure);
 }
 
@@ -243,7 +243,7 @@ fn f24_shim_never_writes_ready() {
         failure.error,
         "Timed out after 300ms waiting for the async runner startup state 'ready'."
     );
-    assert!(failure.termination_observed, "SIGTERM ends it");
+    assert!(failure.termination_observed(), "SIGTERM ends it");
     assert!(elapsed < STARTUP_TIMEOUT + Duration::from_millis(1200), "{elapsed:?}");
     r.assert_failed_without_start(&failure);
 }
@@ -264,7 +264,7 @@ fn f25_shim_never_acknowledges() {
 fn f26_shim_ignoring_sigterm_is_killed() {
     let r = Revival::new("f26");
     let (failure, finished, elapsed) = r.fail(r.options("before-ready:hang-noterm", ""));
-    assert!(failure.termination_observed);
+    assert!(failure.termination_observed());
     assert!(elapsed < STARTUP_TIMEOUT + Duration::from_millis(2300), "{elapsed:?}");
     assert!(
         elapsed >= STARTUP_TIMEOUT + Duration::from_millis(1000),
@@ -306,7 +306,7 @@ fn f28_shim_exits_right_after_acknowledged() {
         failure.error
     );
     assert!(elapsed < Duration::from_secs(5));
-    let id = failure.run_id.clone().unwrap();
+    let id = failure.run_id().map(str::to_owned).unwrap();
     let status_now = status(&r.run(&failure)).unwrap();
     assert_eq!(
         failure.message(),
@@ -323,7 +323,7 @@ fn f28_shim_exits_right_after_acknowledged() {
     assert_eq!(instances[0]["kind"], "runner");
     assert_eq!(
         instances[0]["processInstanceId"],
-        failure.runner_process_instance_id.clone().unwrap()
+        failure.runner_process_instance_id().map(str::to_owned).unwrap()
     );
     assert_eq!(instances[0]["exitCode"], 42);
     assert_eq!(instances[0]["signal"], Value::Null);
@@ -361,7 +361,7 @@ fn f30_ack_write_fails() {
     let r = Revival::new("f30");
     let (failure, _, _) = r.fail(r.options("", "ack:EACCES"));
     assert_starts_with(&failure.error, "Failed to acknowledge async runner startup: EACCES");
-    assert!(failure.termination_observed);
+    assert!(failure.termination_observed());
     r.assert_failed_without_start(&failure);
     assert!(!r.lease_dir().exists(), "the shim released the lease on SIGTERM");
 }
@@ -418,10 +418,10 @@ fn f34_corrupt_status_when_the_failure_is_persisted() {
         "byte-identical"
     );
     let record = read_json(&run.join("runner-startup-failure.json")).expect("the failure record");
-    assert_eq!(record["runId"], failure.run_id.clone().unwrap());
+    assert_eq!(record["runId"], failure.run_id().map(str::to_owned).unwrap());
     assert_eq!(
         record["runnerProcessInstanceId"],
-        failure.runner_process_instance_id.clone().unwrap()
+        failure.runner_process_instance_id().map(str::to_owned).unwrap()
     );
     assert_eq!(record["error"], failure.error.as_str());
     let candidate = read_json(&run.join("process-terminal-candidate.json")).unwrap();
@@ -489,7 +489,7 @@ fn f59_corrupt_cfg_makes_the_revival_fail_before_ready() {
         stderr.contains("Subagent runner error: Invalid runner configuration"),
         "{stderr}"
     );
-    let id = failure.run_id.clone().unwrap();
+    let id = failure.run_id().map(str::to_owned).unwrap();
     assert!(
         !r.scratch.root().join(format!("async-cfg-{id}.json")).exists(),
         "cfg file unlinked"

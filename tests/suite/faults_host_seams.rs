@@ -131,18 +131,18 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
         .block_on(launch(&plan, options))
         .expect_err("the proceed write fails");
     assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
-    assert!(!failure.termination_observed, "terminationObserved:false");
+    assert!(!failure.termination_observed(), "terminationObserved:false");
     assert_eq!(*refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
-    let run = scratch.run_dir(failure.run_id.as_deref().unwrap());
+    let run = scratch.run_dir(failure.run_id().unwrap());
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_eq!(hooks.snapshot().capacity_used(), 0, "capacity rolled back");
-    let pid = failure.pid.unwrap();
+    let pid = failure.pid().unwrap();
     assert!(pid_alive(pid), "the shim is still there");
 
     // The exit happens later: the test kills it, unless the shim saw the host close the
     // doorbell first and left on its own (R8, exit 4). Either way the host finalizes, and
     // the proof records the exit that really happened.
-    let handle = failure.handle.clone().unwrap();
+    let handle = failure.handle().cloned().unwrap();
     std::process::Command::new("kill")
         .args(["-KILL", &pid.to_string()])
         .status()

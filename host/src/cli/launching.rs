@@ -131,7 +131,7 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
 }
 
 async fn report_failure(failure: &LaunchFailure) -> ExitCode {
-    if let Some(handle) = &failure.handle {
+    if let Some(handle) = failure.handle() {
         settle(handle).await;
     }
     eprintln!("{}", failure.message());

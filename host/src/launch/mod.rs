@@ -51,7 +51,7 @@ pub mod terminate;
 pub mod testing;
 
 pub use exit_watcher::{ProcessControl, RunnerExit, SignalOutcome, TermSignal};
-pub use failure::LaunchFailure;
+pub use failure::{LaunchFailure, LaunchStage};
 pub use finalize::Finished;
 pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
 pub use ids::new_run_id;

@@ -10,7 +10,7 @@ use super::context::{RunContext, fault_sleep, warn};
 use super::doorbell::{self, HostDoorbell};
 use super::environment::{ShimEnv, shim_environment};
 use super::exit_watcher::{ExitWatcher, ProcessControl};
-use super::failure::LaunchFailure;
+use super::failure::{LaunchFailure, LaunchStage};
 use super::handle::{CommitState, LaunchHandle};
 use super::handshake::Handshake;
 use super::options::{HostEvent, LaunchOptions};
@@ -177,13 +177,13 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             let _ = settled_tx.send(Settled::Failed(error.clone()));
             Err(LaunchFailure {
                 error,
-                preflight: false,
-                run_id: Some(run_id),
-                startup_did_not_proceed: true,
-                termination_observed,
-                pid: Some(pid),
-                runner_process_instance_id: Some(instance),
-                handle: Some(handle),
+                stage: LaunchStage::NotCommitted {
+                    run_id,
+                    runner_process_instance_id: instance,
+                    pid,
+                    termination_observed,
+                    handle,
+                },
             })
         }
     }
