@@ -204,6 +204,8 @@ fn time_to_commit(runtime: &tokio::runtime::Runtime, plan: &LaunchPlan, opts: La
 
 fn options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
+    // The shim inherits this process's environment, as under the CLI.
+    options.environment = sublaunch::Environment::from_process();
     options.host_faults = Some(HostHooks::none());
     options.durability = Some(DurabilityPolicy::standard());
     options.session_id = Some("bench".into());

@@ -1,7 +1,6 @@
 //! The Herdr machine catalog (placement-and-schemas.md P-H1): the verbatim stdout of
 //! `herdr machine list --json`, read only when a request can place something.
 
-use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncReadExt;
@@ -9,28 +8,14 @@ use tokio::io::AsyncReadExt;
 /// How long `herdr machine list --json` may take (P-H1), unless
 /// `SUBLAUNCH_HERDR_TIMEOUT_MS` says otherwise.
 pub const TIMEOUT: Duration = Duration::from_millis(7_500);
-
-fn timeout() -> Duration {
-    std::env::var("SUBLAUNCH_HERDR_TIMEOUT_MS")
-        .ok()
-        .and_then(|ms| ms.parse().ok())
-        .map_or(TIMEOUT, Duration::from_millis)
-}
 /// The most catalog text accepted.
 pub const MAX_OUTPUT: usize = 1024 * 1024;
 const MAX_STDERR: u64 = 16 * 1024;
 
-/// The Herdr binary: `$HERDR_BIN`, else `herdr` (looked up on `PATH`).
-pub fn binary() -> PathBuf {
-    std::env::var_os("HERDR_BIN")
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| "herdr".into(), PathBuf::from)
-}
-
 /// Runs `herdr machine list --json` with the timeout and the output cap; every failure is
 /// an error that says what happened.
-pub async fn machine_list() -> anyhow::Result<String> {
-    let bin = binary();
+pub async fn machine_list(env: &crate::Environment) -> anyhow::Result<String> {
+    let bin = env.herdr_bin();
     let shown = format!("`{} machine list --json`", bin.display());
     let mut child = tokio::process::Command::new(&bin)
         .args(["machine", "list", "--json"])
@@ -81,7 +66,7 @@ pub async fn machine_list() -> anyhow::Result<String> {
         let status = child.wait().await?;
         Ok((out, err, Some(status)))
     };
-    let limit = timeout();
+    let limit = env.herdr_timeout(TIMEOUT);
     let outcome = tokio::time::timeout(limit, collect).await;
     let kill_group = || {
         if let Some(pgid) = pgid.and_then(rustix::process::Pid::from_raw) {

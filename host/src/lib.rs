@@ -9,7 +9,7 @@ pub mod agents;
 pub mod artifact_cache;
 pub mod chain;
 pub mod config_files;
-pub mod dirs;
+pub mod environment;
 pub mod herdr;
 pub mod launch;
 pub mod planner;
@@ -20,6 +20,7 @@ pub mod runs;
 pub mod sandbox;
 pub mod settings;
 
+pub use environment::Environment;
 pub use planner::{Limits, Options, Planner};
 pub use sublaunch_contract as contract;
 

@@ -49,17 +49,17 @@ struct Layer {
 
 impl Registry {
     /// The registry in effect for `cwd`, with `extra` (`--models FILE`) on top.
-    pub fn load(cwd: &Path, extra: Option<&Path>) -> anyhow::Result<Self> {
+    pub fn load(cwd: &Path, extra: Option<&Path>, env: &crate::Environment) -> anyhow::Result<Self> {
         let mut layers = vec![Layer {
             source: "built-in".into(),
             replace: false,
             models: parse_layer(Path::new("<built-in models.json>"), BUILTIN.as_bytes())?.1,
         }];
         let mut files: Vec<PathBuf> = Vec::new();
-        if let Some(dir) = crate::dirs::config() {
+        if let Some(dir) = env.config_dir() {
             files.push(dir.join("models.json"));
         }
-        if let Some(project) = config_files::nearest(cwd, crate::dirs::home().as_deref(), ".sublaunch/models.json")
+        if let Some(project) = config_files::nearest(cwd, env.home().as_deref(), ".sublaunch/models.json")
             && !files.contains(&project)
         {
             files.push(project);

@@ -56,6 +56,8 @@ pub struct Inputs {
     pub settings: Settings,
     /// The model registry.
     pub registry: Registry,
+    /// The environment (the Herdr binary and its timeout).
+    pub env: crate::Environment,
 }
 
 /// Builds the single-step request of `spec`; the Herdr catalog is fetched only when a child
@@ -102,7 +104,7 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
         ..PlanRequest::default()
     };
     if can_place(&request) {
-        request.machine_catalog = Some(LooseString::Text(crate::herdr::machine_list().await?));
+        request.machine_catalog = Some(LooseString::Text(crate::herdr::machine_list(&inputs.env).await?));
     }
     Ok(request)
 }

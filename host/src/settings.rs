@@ -30,11 +30,12 @@ pub struct Settings {
 
 impl Settings {
     /// Reads the settings for `cwd`. A malformed file is an error naming the file.
-    pub fn load(cwd: &Path) -> anyhow::Result<Self> {
-        let user = first_present(&user_candidates())?;
+    pub fn load(cwd: &Path, env: &crate::Environment) -> anyhow::Result<Self> {
+        let user = first_present(&user_candidates(env))?;
+        let home = env.home();
         let project_paths: Vec<PathBuf> = [".sublaunch/settings.json", ".pi/settings.json"]
             .into_iter()
-            .filter_map(|relative| config_files::nearest(cwd, crate::dirs::home().as_deref(), relative))
+            .filter_map(|relative| config_files::nearest(cwd, home.as_deref(), relative))
             .collect();
         let mut project = first_present(&project_paths)?;
         if let (Some(u), Some(p)) = (&user, &project)
@@ -69,12 +70,12 @@ impl Settings {
     }
 }
 
-fn user_candidates() -> Vec<PathBuf> {
+fn user_candidates(env: &crate::Environment) -> Vec<PathBuf> {
     let mut candidates = Vec::new();
-    if let Some(dir) = crate::dirs::config() {
+    if let Some(dir) = env.config_dir() {
         candidates.push(dir.join("settings.json"));
     }
-    if let Some(dir) = crate::dirs::pi_agent_dir() {
+    if let Some(dir) = env.pi_agent_dir() {
         candidates.push(dir.join("settings.json"));
     }
     candidates

@@ -249,7 +249,7 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     let end = block_on(async {
         let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
         launched.handle.committed().await.expect("committed");
-        let store = Arc::new(sublaunch::runs::RunStore::open(&layout).unwrap());
+        let store = Arc::new(sublaunch::runs::RunStore::open(&layout, &sublaunch::Environment::default()).unwrap());
         let run = Arc::new(store.run_dir(&launched.run_id).unwrap().expect("the run"));
         let end = sublaunch::runs::wait_terminal(&store, &run, Some(std::time::Duration::from_secs(20))).await;
         launched.handle.finished().await.unwrap();

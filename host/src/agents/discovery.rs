@@ -8,6 +8,7 @@
 
 use super::trust::{self, Untrusted};
 use super::{AgentDef, AgentFileError, AgentSource, Scope, builtins, parse_agent_file};
+use crate::environment::Environment;
 use std::path::{Path, PathBuf};
 
 /// Every agent known for a working directory.
@@ -73,27 +74,29 @@ fn stem_is(path: &Path, name: &str) -> bool {
     path.file_stem().is_some_and(|s| s == name)
 }
 
-/// The discovery locations for `cwd`, nearest first (`home`: the user's home directory).
-pub fn locations(cwd: &Path, home: Option<&Path>) -> Vec<(PathBuf, Scope)> {
+/// The discovery locations for `cwd`, nearest first.
+pub fn locations(cwd: &Path, env: &Environment) -> Vec<(PathBuf, Scope)> {
+    let home = env.home();
+    let home = home.as_deref();
     let mut locations = Vec::new();
     if let Some(dir) = nearest_dir(cwd, home, ".sublaunch/agents") {
         locations.push((dir, Scope::Project));
     }
-    if let Some(config) = crate::dirs::config() {
+    if let Some(config) = env.config_dir() {
         locations.push((config.join("agents"), Scope::User));
     }
     if let Some(dir) = nearest_dir(cwd, home, ".pi/agents") {
         locations.push((dir, Scope::PiProject));
     }
-    if let Some(pi) = crate::dirs::pi_agent_dir() {
+    if let Some(pi) = env.pi_agent_dir() {
         locations.push((pi.join("agents"), Scope::PiUser));
     }
     locations
 }
 
 /// The agents for `cwd`: files from [`locations`], then the built-ins.
-pub fn discover(cwd: &Path) -> Catalog {
-    discover_in(&locations(cwd, crate::dirs::home().as_deref()))
+pub fn discover(cwd: &Path, env: &Environment) -> Catalog {
+    discover_in(&locations(cwd, env))
 }
 
 /// The agents from these locations (nearest first), then the built-ins.

@@ -30,7 +30,7 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let catalog = discover(&cwd);
+    let catalog = discover(&cwd, &super::environment());
     let rows = rows(&catalog, args.all);
     if args.json {
         let list: Vec<Value> = rows

@@ -104,6 +104,12 @@ impl log::Log for StderrLogger {
     fn flush(&self) {}
 }
 
+/// The process environment: the CLI is the one part of sublaunch that reads it; the library
+/// is handed this value.
+pub fn environment() -> sublaunch::Environment {
+    sublaunch::Environment::from_process()
+}
+
 /// Exit code of a usage or input problem.
 pub const EXIT_USAGE: u8 = 2;
 
@@ -111,7 +117,7 @@ pub const EXIT_USAGE: u8 = 2;
 pub fn load_planner() -> Result<Planner, PlanError> {
     // One plan per process: on-demand instances start faster than a pool.
     let options = Options {
-        cache: sublaunch::dirs::component_cache().map(ArtifactCache::new),
+        cache: environment().component_cache().map(ArtifactCache::new),
         instance_pool: None,
         ..Options::default()
     };

@@ -42,7 +42,8 @@ pub fn run(args: Args) -> ExitCode {
         Ok(cwd) => cwd,
         Err(e) => return usage(format!("cannot read the working directory: {e}")),
     };
-    let registry = match Registry::load(&cwd, args.models.as_deref()) {
+    let env = super::environment();
+    let registry = match Registry::load(&cwd, args.models.as_deref(), &env) {
         Ok(registry) => registry,
         Err(e) => return usage(format!("{e:#}")),
     };
@@ -53,7 +54,7 @@ pub fn run(args: Args) -> ExitCode {
             thinking,
             provider,
         }) => {
-            let settings = match Settings::load(&cwd) {
+            let settings = match Settings::load(&cwd, &env) {
                 Ok(settings) => settings,
                 Err(e) => return usage(format!("{e:#}")),
             };

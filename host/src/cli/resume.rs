@@ -72,11 +72,12 @@ pub fn run(args: Args) -> ExitCode {
     wait_for_source_shim(&source);
     let agent = record.plan.steps.first().map_or("run", |s| s.agent.as_str());
     let run_id = new_run_id(agent);
+    let environment = super::environment();
     let options = LaunchOptions {
         run_id: Some(run_id.clone()),
         cwd: Some(PathBuf::from(&record.cwd)),
         // The agents as they are defined now, seen from the run's directory.
-        agents: sublaunch::agents::discover(Path::new(&record.cwd)).agents,
+        agents: sublaunch::agents::discover(Path::new(&record.cwd), &environment).agents,
         session_id: Some(CLI_SESSION_ID.into()),
         revival_lease: Some(RevivalLease {
             session_file: session_file.to_string_lossy().into_owned(),
@@ -85,6 +86,7 @@ pub fn run(args: Args) -> ExitCode {
             parent_session_id: None,
             extra: serde_json::Map::new(),
         }),
+        environment,
         ..LaunchOptions::default()
     };
     launch_and_report(

@@ -138,6 +138,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     announce_project_overrides(&plan, &catalog);
     let mut options = LaunchOptions {
+        environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,
         session_id: Some(CLI_SESSION_ID.into()),
@@ -267,10 +268,12 @@ fn check_programs(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), String> {
 /// the registry.
 fn gather(models: Option<&Path>) -> anyhow::Result<(Inputs, Catalog)> {
     let cwd = std::env::current_dir()?;
-    let catalog = discover(&cwd);
+    let env = super::environment();
+    let catalog = discover(&cwd, &env);
     let inputs = Inputs {
-        registry: Registry::load(&cwd, models)?,
-        settings: Settings::load(&cwd)?,
+        registry: Registry::load(&cwd, models, &env)?,
+        settings: Settings::load(&cwd, &env)?,
+        env,
         agents: catalog.agents.clone(),
         cwd,
     };

@@ -8,7 +8,7 @@ use sublaunch::launch::reconcile::RunStore;
 use sublaunch_protocol::clock::iso8601_utc;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::layout::validate_run_id;
 use sublaunch_protocol::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
@@ -25,11 +25,12 @@ pub const EXIT_TIMEOUT: u8 = 124;
 
 /// Opens the run store of the environment's root, or prints why not (exit 1).
 pub fn open_store(command: &str) -> Result<RunStore, ExitCode> {
-    let layout = Layout::from_env().map_err(|e| {
+    let env = super::environment();
+    let layout = env.layout(std::env::current_dir().ok().as_deref()).map_err(|e| {
         eprintln!("sublaunch {command}: {e}");
         ExitCode::FAILURE
     })?;
-    RunStore::open(&layout).map_err(|e| {
+    RunStore::open(&layout, &env).map_err(|e| {
         eprintln!("sublaunch {command}: {e}");
         ExitCode::FAILURE
     })

@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::runs::{WaitEnd, wait_terminal};
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::layout::names;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
@@ -58,7 +58,7 @@ pub fn run(args: Args) -> ExitCode {
         control.write_doc(
             names::CONTROL_STOP,
             &request,
-            &DurabilityPolicy::from_env().options(DocKind::ControlFile),
+            &super::environment().durability().options(DocKind::ControlFile),
         )
     });
     if let Err(e) = written {

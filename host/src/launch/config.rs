@@ -55,7 +55,7 @@ pub fn runner_steps(
             && verified_model(step).is_some()
     });
     let table = if verifies {
-        aliases_for(Path::new(local_cwd))?
+        aliases_for(Path::new(local_cwd), &options.environment)?
     } else {
         AliasTable::default()
     };
@@ -63,7 +63,7 @@ pub fn runner_steps(
         .steps
         .iter()
         .any(|s| s.machine.is_some())
-        .then(|| Placer::new(root, local_cwd.to_owned()));
+        .then(|| Placer::new(root, local_cwd.to_owned(), &options.environment));
     plan.steps
         .iter()
         .enumerate()

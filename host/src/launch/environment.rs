@@ -80,17 +80,22 @@ pub fn is_removed(name: &OsStr) -> bool {
     })
 }
 
-/// The shim's environment from `base` (normally `std::env::vars_os()`).
+/// The shim's environment from `base` (the launch's [`crate::Environment`]).
 pub(crate) fn shim_environment(
     base: impl IntoIterator<Item = (OsString, OsString)>,
     settings: &ShimEnv<'_>,
 ) -> Vec<(OsString, OsString)> {
+    let base: Vec<(OsString, OsString)> = base.into_iter().collect();
+    let retention = base
+        .iter()
+        .find(|(k, _)| k == "SUBLAUNCH_CACHE_RETENTION")
+        .map(|(_, v)| v.clone());
     let mut env: Vec<(OsString, OsString)> = base.into_iter().filter(|(k, _)| !is_removed(k)).collect();
     let mut set = |key: &str, value: OsString| {
         env.retain(|(k, _)| k != key);
         env.push((key.into(), value));
     };
-    if let Some(retention) = env_value("SUBLAUNCH_CACHE_RETENTION") {
+    if let Some(retention) = retention {
         set("PI_CACHE_RETENTION", retention);
     }
     if let Some(session) = settings.session_id {
@@ -106,10 +111,6 @@ pub(crate) fn shim_environment(
         env.push((key.clone(), value.clone()));
     }
     env
-}
-
-fn env_value(name: &str) -> Option<OsString> {
-    std::env::var_os(name)
 }
 
 #[cfg(test)]

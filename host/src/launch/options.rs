@@ -17,7 +17,7 @@ use sublaunch_protocol::proof::ProcessTerminal;
 use sublaunch_protocol::seams::Seams;
 
 /// The environment variable naming the shim executable.
-pub const SHIM_ENV: &str = "SUBLAUNCH_SHIM";
+pub const SHIM_ENV: &str = crate::environment::SHIM_VAR;
 /// The shim's file name, looked up next to the current executable by default.
 pub const SHIM_NAME: &str = "sublaunch-shim";
 /// How long [`super::LaunchHandle::committed`] waits by default: the shim's own wait for a
@@ -97,13 +97,16 @@ impl LaunchHooks for NoHooks {}
 /// Wraps the runner's process control (tests inject signal failures, F27).
 pub type ControlWrapper = Arc<dyn Fn(Arc<dyn ProcessControl>) -> Arc<dyn ProcessControl> + Send + Sync>;
 
-/// Options of one launch. [`LaunchOptions::default`] reads the environment the way the CLI
-/// does; tests and embedders override fields.
+/// Options of one launch. Nothing is read from the process environment: values the CLI takes
+/// from it come from [`LaunchOptions::environment`] (empty by default, so the shim and its
+/// agents get only what the caller put there).
 #[derive(Clone)]
 pub struct LaunchOptions {
-    /// Where runs live (default: `Layout::from_env()`).
+    /// The environment: the base of the shim's, and where the defaults below come from.
+    pub environment: crate::Environment,
+    /// Where runs live (default: from [`LaunchOptions::environment`]).
     pub layout: Option<Layout>,
-    /// The shim executable (default: [`default_shim_path`]).
+    /// The shim executable (default: [`default_shim_path`] of the environment).
     pub shim: Option<PathBuf>,
     /// The run's local working directory (default: the first local step's cwd).
     pub cwd: Option<PathBuf>,
@@ -130,7 +133,8 @@ pub struct LaunchOptions {
     pub hooks: Arc<dyn LaunchHooks>,
     /// Whether the doorbell socket is used (K14); off = legacy polling (F32).
     pub doorbell: bool,
-    /// Filesystem, clock and random seams (default: `Seams::from_env()`).
+    /// Filesystem, clock and random seams (default: the real OS, with the retry setting of the
+    /// environment).
     pub seams: Option<Arc<Seams>>,
     /// Which writes are fsynced (default: `SUBLAUNCH_DURABILITY`).
     pub durability: Option<DurabilityPolicy>,
@@ -157,6 +161,7 @@ pub struct LaunchOptions {
 impl Default for LaunchOptions {
     fn default() -> Self {
         Self {
+            environment: crate::Environment::default(),
             layout: None,
             shim: None,
             cwd: None,
@@ -219,9 +224,9 @@ impl LaunchOptions {
 /// The shim executable: `$SUBLAUNCH_SHIM`; else `sublaunch-shim` next to the current
 /// executable (a packaged install, or a workspace build); else the copy embedded in this
 /// binary, written into the cache directory on first use ([`crate::runner_install`]).
-pub fn default_shim_path() -> Result<PathBuf, String> {
-    if let Some(path) = std::env::var_os(SHIM_ENV).filter(|v| !v.is_empty()) {
-        return Ok(PathBuf::from(path));
+pub fn default_shim_path(env: &crate::Environment) -> Result<PathBuf, String> {
+    if let Some(path) = env.shim() {
+        return Ok(path);
     }
     let beside = std::env::current_exe()
         .ok()
@@ -229,7 +234,7 @@ pub fn default_shim_path() -> Result<PathBuf, String> {
     if let Some(path) = beside.filter(|p| p.is_file()) {
         return Ok(path);
     }
-    let cache = crate::dirs::cache().ok_or_else(|| {
+    let cache = env.cache_dir().ok_or_else(|| {
         format!(
             "Background runner shim not found: no {SHIM_NAME} next to this executable, and no cache directory to install the built-in copy into (set HOME, SUBLAUNCH_CACHE_DIR or {SHIM_ENV})."
         )

@@ -61,13 +61,14 @@ pub struct RunStore {
 }
 
 impl RunStore {
-    /// Opens (creating 0700, verifying per H3) the root of `layout`.
-    pub fn open(layout: &Layout) -> Result<Self, RootError> {
-        let seams = Seams::from_env()
+    /// Opens (creating 0700, verifying per H3) the root of `layout`, with the durability and
+    /// retry settings of `env`.
+    pub fn open(layout: &Layout, env: &crate::Environment) -> Result<Self, RootError> {
+        let policy = env.durability();
+        let seams = Seams::with_retry_setting(env.var(sublaunch_protocol::retry::MAX_TOTAL_ENV))
             .map_err(|e| RootError::Io(io::Error::other(e.to_string())))?
             .shared();
         let root = TrustedRoot::open(layout, seams)?;
-        let policy = DurabilityPolicy::from_env();
         let index = ActiveRunIndex::new(root.runs(), policy)?;
         Ok(Self {
             root,

@@ -225,7 +225,7 @@ async fn prepare_spawn(
         (None, None)
     };
     let env = shim_environment(
-        std::env::vars_os(),
+        options.environment.vars(),
         &ShimEnv {
             cfg_path: &ctx.cfg_path,
             session_id: options.session_id.as_deref(),

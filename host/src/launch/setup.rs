@@ -40,15 +40,20 @@ impl Setup {
     pub(crate) fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, String> {
         let seams = match &options.seams {
             Some(seams) => seams.clone(),
-            None => Seams::from_env().map_err(|e| e.to_string())?.shared(),
+            None => Seams::with_retry_setting(options.environment.var(sublaunch_protocol::retry::MAX_TOTAL_ENV))
+                .map_err(|e| e.to_string())?
+                .shared(),
         };
         let faults = match &options.host_faults {
             Some(faults) => faults.clone(),
-            None => HostHooks::from_env()?,
+            None => HostHooks::from_setting(options.environment.text(sublaunch_protocol::hooks::HOST_FAULT_VAR))?,
         };
         let layout = match &options.layout {
             Some(layout) => absolute_layout(layout),
-            None => Layout::from_env().map_err(|e| e.to_string())?,
+            None => options
+                .environment
+                .layout(std::env::current_dir().ok().as_deref())
+                .map_err(|e| e.to_string())?,
         };
         // The launch's local directory: a placed step's directory is on its machine.
         let cwd = options
@@ -77,11 +82,11 @@ impl Setup {
         Ok(Self {
             layout,
             seams,
-            policy: options.durability.unwrap_or_else(DurabilityPolicy::from_env),
+            policy: options.durability.unwrap_or_else(|| options.environment.durability()),
             faults,
             shim: match &options.shim {
                 Some(shim) => shim.clone(),
-                None => default_shim_path()?,
+                None => default_shim_path(&options.environment)?,
             },
             steps,
             agents: plan.steps.iter().map(|s| (s.agent.clone(), s.model.clone())).collect(),

@@ -17,6 +17,8 @@ pub fn shell_plan(task: &str, cwd: &Path) -> LaunchPlan {
 /// standard durability, the shim's test-parent monitor set to this process (R4).
 pub fn test_options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
+    // The tests' shims and agents see the test process's environment, as the CLI's would.
+    options.environment = crate::Environment::from_process();
     options.host_faults = Some(HostHooks::none());
     options.durability = Some(DurabilityPolicy::standard());
     options.session_id = Some("test-session".into());

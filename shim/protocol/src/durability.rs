@@ -88,8 +88,15 @@ impl DurabilityPolicy {
 
     /// From `SUBLAUNCH_DURABILITY`: `strict` (case-insensitive) → strict; anything else → standard.
     pub fn from_env() -> Self {
-        let strict = std::env::var(DURABILITY_ENV).is_ok_and(|v| v.trim().eq_ignore_ascii_case("strict"));
-        Self { strict }
+        Self::from_setting(std::env::var(DURABILITY_ENV).ok().as_deref())
+    }
+
+    /// From a `SUBLAUNCH_DURABILITY` value: `strict` (case-insensitive) → strict; anything
+    /// else, or none, → standard.
+    pub fn from_setting(value: Option<&str>) -> Self {
+        Self {
+            strict: value.is_some_and(|v| v.trim().eq_ignore_ascii_case("strict")),
+        }
     }
 
     /// Whether every write is durable.

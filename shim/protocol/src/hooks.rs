@@ -10,6 +10,9 @@ use std::borrow::Cow;
 use std::io;
 use std::time::Duration;
 
+/// The variable naming the host's fault points (test-hooks builds).
+pub const HOST_FAULT_VAR: &str = "SUBLAUNCH_HOST_FAULT";
+
 /// Host steps that accept faults (§T).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum HostPoint {
@@ -222,12 +225,21 @@ impl HostHooks {
     /// Faults from `SUBLAUNCH_HOST_FAULT` (test-hooks builds); production builds return no
     /// faults and never read the variable. An unparsable value is an error.
     pub fn from_env() -> Result<Self, String> {
+        Self::from_setting(std::env::var(HOST_FAULT_VAR).ok().as_deref())
+    }
+
+    /// Faults from a `SUBLAUNCH_HOST_FAULT` value (test-hooks builds; production builds
+    /// ignore it). An unparsable value is an error.
+    pub fn from_setting(value: Option<&str>) -> Result<Self, String> {
         #[cfg(feature = "test-hooks")]
         {
-            crate::faults::host_faults_from_env().map(Self::from_entries)
+            value
+                .map_or_else(|| Ok(Vec::new()), crate::faults::parse_host_faults)
+                .map(Self::from_entries)
         }
         #[cfg(not(feature = "test-hooks"))]
         {
+            let _ = value;
             Ok(Self::none())
         }
     }

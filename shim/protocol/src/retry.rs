@@ -96,8 +96,14 @@ impl RetryPolicy {
     /// The platform default with the total clamped by `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` when
     /// set (an empty value counts as unset). Hosts call this at start and fail with the error.
     pub fn from_env() -> Result<Self, InvalidRetryTotal> {
+        Self::from_setting(std::env::var_os(MAX_TOTAL_ENV).as_deref())
+    }
+
+    /// The platform default with the total clamped by a `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS`
+    /// value (`None` or empty: unset).
+    pub fn from_setting(value: Option<&std::ffi::OsStr>) -> Result<Self, InvalidRetryTotal> {
         let policy = Self::platform_default();
-        match std::env::var_os(MAX_TOTAL_ENV) {
+        match value {
             None => Ok(policy),
             Some(value) => {
                 let value = value.to_str().ok_or(InvalidRetryTotal)?;

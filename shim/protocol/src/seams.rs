@@ -52,6 +52,14 @@ impl Seams {
         })
     }
 
+    /// The real OS with the retry policy from a `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` value.
+    pub fn with_retry_setting(value: Option<&std::ffi::OsStr>) -> Result<Self, InvalidRetryTotal> {
+        Ok(Self {
+            retry: RetryPolicy::from_setting(value)?,
+            ..Self::system()
+        })
+    }
+
     /// A shared, process-wide default used by [`crate::dir::Dir::open`].
     pub fn shared_default() -> Arc<Self> {
         static DEFAULT: OnceLock<Arc<Seams>> = OnceLock::new();

@@ -83,8 +83,8 @@ fn strings(items: &[Value]) -> Option<Vec<String>> {
 }
 
 /// The alias table of the settings in effect for `cwd`.
-pub fn aliases_for(cwd: &Path) -> Result<AliasTable, String> {
-    let settings = Settings::load(cwd).map_err(|e| format!("Subagent launch aborted: {e:#}"))?;
+pub fn aliases_for(cwd: &Path, env: &crate::Environment) -> Result<AliasTable, String> {
+    let settings = Settings::load(cwd, env).map_err(|e| format!("Subagent launch aborted: {e:#}"))?;
     match settings.model_response_aliases() {
         Some(value) => AliasTable::parse(&value, "Invalid subagents.modelResponseAliases in settings"),
         None => Ok(AliasTable::default()),

@@ -6,11 +6,7 @@ use std::path::Path;
 use sublaunch_contract::PlanStep;
 use sublaunch_protocol::config::{Placement, StepConfig};
 
-/// Overrides the directory of the ssh ControlMaster sockets.
-pub const CONTROL_DIR_ENV: &str = "SUBLAUNCH_SSH_CONTROL_DIR";
-
-/// An ssh client configuration used instead of `~/.ssh/config` (`ssh -F FILE`).
-pub const SSH_CONFIG_ENV: &str = "SUBLAUNCH_SSH_CONFIG";
+pub use crate::environment::{SSH_CONFIG_VAR as SSH_CONFIG_ENV, SSH_CONTROL_DIR_VAR as CONTROL_DIR_ENV};
 
 /// A socket path is at most 108 bytes and ssh adds a 17-byte suffix while it creates one;
 /// `%C` is 40 hex characters. Roots longer than this get the short fallback directory.
@@ -28,12 +24,12 @@ pub struct Placer {
 
 impl Placer {
     /// Placement for a launch rooted at `root` whose local directory is `local_cwd`.
-    pub fn new(root: &Path, local_cwd: String) -> Self {
+    pub fn new(root: &Path, local_cwd: String, env: &crate::Environment) -> Self {
         Self {
             local_cwd,
-            control_dir: control_dir(root),
-            control_dir_given: given_control_dir().is_some(),
-            ssh_config: std::env::var(SSH_CONFIG_ENV).ok().filter(|v| !v.is_empty()),
+            control_dir: control_dir(root, env),
+            control_dir_given: env.ssh_control_dir().is_some(),
+            ssh_config: env.ssh_config(),
         }
     }
 
@@ -65,10 +61,6 @@ impl Placer {
         });
         Ok(())
     }
-}
-
-fn given_control_dir() -> Option<String> {
-    std::env::var(CONTROL_DIR_ENV).ok().filter(|v| v.starts_with('/'))
 }
 
 /// A control directory the user named must already be private: a directory (not a
@@ -103,8 +95,8 @@ pub fn check_given_control_dir(dir: &str) -> Result<(), String> {
 
 /// `$SUBLAUNCH_SSH_CONTROL_DIR`, else `<root>/ssh` when its socket paths fit, else
 /// `/tmp/sublaunch-ssh-<uid>` (the shim creates it 0700 and refuses one that is not ours).
-pub fn control_dir(root: &Path) -> String {
-    if let Some(dir) = given_control_dir() {
+pub fn control_dir(root: &Path, env: &crate::Environment) -> String {
+    if let Some(dir) = env.ssh_control_dir() {
         return dir;
     }
     let beside_root = root.join("ssh").to_string_lossy().into_owned();
