@@ -6,7 +6,7 @@ use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::{EXIT_USAGE, load_planner, plan::print_outcome};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use sublaunch::agents::{Catalog, discover, locate_program};
+use sublaunch::agents::{Catalog, discover};
 use sublaunch::chain::{ChainFile, read_chain_file};
 use sublaunch::contract::{LaunchPlan, Mode, PlanRequest};
 use sublaunch::launch::LaunchOptions;
@@ -132,10 +132,6 @@ pub fn run(args: Args) -> ExitCode {
         Ok(plan) if !args.dry_run => plan,
         other => return print_outcome(&other),
     };
-    if let Err(message) = check_programs(&plan, &catalog) {
-        eprintln!("sublaunch run: {message}");
-        return ExitCode::FAILURE;
-    }
     announce_project_overrides(&plan, &catalog);
     let mut options = LaunchOptions {
         environment: inputs.env.clone(),
@@ -222,46 +218,6 @@ fn announce_project_overrides(plan: &LaunchPlan, catalog: &Catalog) {
             replaced.join(" and the ")
         );
     }
-}
-
-/// Every step that runs here needs its agent's program: on `PATH`, or an executable path.
-/// Steps placed on a machine are skipped (the program must exist there, not here).
-fn check_programs(plan: &LaunchPlan, catalog: &Catalog) -> Result<(), String> {
-    let path = std::env::var_os("PATH");
-    let mut problems: Vec<String> = Vec::new();
-    for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
-        let Some(agent) = catalog.get(&step.agent) else {
-            continue;
-        };
-        let Some(program) = agent.runner.program() else {
-            continue;
-        };
-        // An argv template may build the program from placeholders; the runner checks it.
-        if program.contains('{') {
-            continue;
-        }
-        if let Err(missing) = locate_program(program, Path::new(&step.cwd), path.as_deref()) {
-            let problem = format!("agent '{}' needs {missing}", step.agent);
-            if !problems.contains(&problem) {
-                problems.push(problem);
-            }
-        }
-    }
-    // Placed steps run through the local OpenSSH client.
-    if let Some(step) = plan.steps.iter().find(|s| s.machine.is_some())
-        && let Err(missing) = locate_program("ssh", Path::new(&step.cwd), path.as_deref())
-    {
-        return Err(format!(
-            "cannot launch: steps placed on a machine run through ssh, and {missing}.\nInstall the OpenSSH client."
-        ));
-    }
-    if problems.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
-        problems.join("; ")
-    ))
 }
 
 /// The inputs of planning: the working directory, the discovered agents, the settings and

@@ -70,8 +70,8 @@ pub fn runner_steps(
         .map(|(index, step)| {
             let agent = find_agent(&options.agents, &step.agent);
             let mut config = step_config(index, step, agent, &table)?;
-            if let (Some(placer), Some(agent)) = (&placer, agent) {
-                placer.place(index, step, agent.runner.adapter, &mut config)?;
+            if let Some(placer) = &placer {
+                placer.place(step, &mut config)?;
             }
             Ok(config)
         })

@@ -22,6 +22,7 @@
 //! Everything runs on tokio; blocking run-file calls go to the blocking pool (X2). The
 //! runtime needs I/O and time enabled.
 
+pub mod admission;
 mod blocking;
 mod bookkeeping;
 pub mod config;

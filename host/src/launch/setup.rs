@@ -38,6 +38,7 @@ pub(crate) struct Setup {
 
 impl Setup {
     pub(crate) fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, String> {
+        super::admission::admit(plan, &options.agents, &options.environment)?;
         let seams = match &options.seams {
             Some(seams) => seams.clone(),
             None => Seams::with_retry_setting(options.environment.var(sublaunch_protocol::retry::MAX_TOTAL_ENV))

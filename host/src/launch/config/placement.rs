@@ -1,7 +1,6 @@
 //! Placed steps: a step the plan put on a Herdr machine runs `ssh` from the launch's
 //! local directory, with the machine's directory in `steps[i].placement` (P-H3, P-H5).
 
-use crate::agents::AdapterId;
 use std::path::Path;
 use sublaunch_contract::PlanStep;
 use sublaunch_protocol::config::{Placement, StepConfig};
@@ -34,17 +33,9 @@ impl Placer {
     }
 
     /// Makes `config` (built for plan step `index`) run on its machine, or says why it cannot.
-    pub fn place(&self, index: usize, step: &PlanStep, kind: AdapterId, config: &mut StepConfig) -> Result<(), String> {
+    /// Whether the adapter can be wrapped was settled by admission ([`crate::launch::admission`]).
+    pub fn place(&self, step: &PlanStep, config: &mut StepConfig) -> Result<(), String> {
         let Some(machine) = &step.machine else { return Ok(()) };
-        let placeable = kind == AdapterId::Pi || kind.is_code_owned();
-        if !placeable {
-            return Err(format!(
-                "Subagent launch aborted: step {index} ('{}') uses the {} runner, which cannot run on machine '{}'.",
-                step.agent,
-                kind.id(),
-                machine.id
-            ));
-        }
         if self.control_dir_given {
             check_given_control_dir(&self.control_dir)?;
         }

@@ -1,0 +1,120 @@
+//! What this host grants a plan before launching it. The planner decided what runs where;
+//! admission checks that this machine can do it, once, before anything is written: each local
+//! step's program exists, placed steps have the local ssh client, and each placed step's
+//! adapter is one whose command line sublaunch can wrap for ssh ([`AdapterId`] says which).
+//! An embedder's launch gets the same checks as the CLI's.
+
+use crate::agents::{AdapterId, AgentDef, locate_program};
+use crate::environment::Environment;
+use std::path::Path;
+use sublaunch_contract::LaunchPlan;
+
+/// Refuses `plan` when this host cannot run it with `agents`; the message says what is
+/// missing and how to fix it.
+pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), String> {
+    let path = env.var("PATH");
+    let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
+    for (index, step) in plan.steps.iter().enumerate() {
+        let (Some(machine), Some(agent)) = (&step.machine, agent_of(&step.agent)) else {
+            continue;
+        };
+        let adapter = agent.runner.adapter;
+        if !(adapter == AdapterId::Pi || adapter.is_code_owned()) {
+            return Err(format!(
+                "Subagent launch aborted: step {index} ('{}') uses the {adapter} runner, which cannot run on machine '{}'.",
+                step.agent, machine.id
+            ));
+        }
+    }
+    if let Some(step) = plan.steps.iter().find(|s| s.machine.is_some())
+        && let Err(missing) = locate_program("ssh", Path::new(&step.cwd), path)
+    {
+        return Err(format!(
+            "cannot launch: steps placed on a machine run through ssh, and {missing}.\nInstall the OpenSSH client."
+        ));
+    }
+    let mut problems: Vec<String> = Vec::new();
+    // A placed step's program must exist on its machine, not here.
+    for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
+        let Some(program) = agent_of(&step.agent).and_then(|a| a.runner.program()) else {
+            continue;
+        };
+        // An argv template may build the program from placeholders; the runner checks it.
+        if program.contains('{') {
+            continue;
+        }
+        if let Err(missing) = locate_program(program, Path::new(&step.cwd), path) {
+            let problem = format!("agent '{}' needs {missing}", step.agent);
+            if !problems.contains(&problem) {
+                problems.push(problem);
+            }
+        }
+    }
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
+        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
+        problems.join("; ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agents::{AgentSource, RunnerSpec, builtins};
+    use sublaunch_contract::{MachineRef, PlanStep};
+
+    fn placed(agent: &str) -> LaunchPlan {
+        let mut step = PlanStep::local(agent, "task", "/");
+        step.machine = Some(MachineRef {
+            provider: "herdr".into(),
+            id: "box".into(),
+            label: None,
+            target: "box".into(),
+            session: None,
+            cwd: "/srv".into(),
+        });
+        LaunchPlan::single(step)
+    }
+
+    fn path_env(dir: &Path) -> Environment {
+        Environment::from_vars([("PATH", dir.as_os_str())])
+    }
+
+    #[test]
+    fn a_placed_step_needs_a_wrappable_adapter_and_the_ssh_client() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut generic = builtins().into_iter().find(|a| a.name() == "shell").unwrap();
+        generic.planner.name = "tool".into();
+        generic.runner = RunnerSpec {
+            adapter: AdapterId::GenericCli,
+            command: Some(vec!["tool".into()]),
+        };
+        generic.source = AgentSource::BuiltIn;
+        let agents = [builtins(), vec![generic]].concat();
+        let error = admit(&placed("tool"), &agents, &path_env(tmp.path())).unwrap_err();
+        assert!(
+            error.contains("uses the external-cli runner, which cannot run on machine 'box'"),
+            "{error}"
+        );
+        let error = admit(&placed("shell"), &agents, &path_env(tmp.path())).unwrap_err();
+        assert!(error.contains("steps placed on a machine run through ssh"), "{error}");
+        std::fs::write(tmp.path().join("ssh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            tmp.path().join("ssh"),
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
+        .unwrap();
+        assert_eq!(admit(&placed("shell"), &agents, &path_env(tmp.path())), Ok(()));
+    }
+
+    #[test]
+    fn a_local_step_needs_its_program_on_the_environments_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let plan = LaunchPlan::single(PlanStep::local("claude", "task", "/"));
+        let error = admit(&plan, &builtins(), &path_env(tmp.path())).unwrap_err();
+        assert!(error.starts_with("cannot launch: agent 'claude' needs"), "{error}");
+        assert!(error.contains("runner.command"), "{error}");
+    }
+}
