@@ -7,58 +7,31 @@
 //! a millisecond.
 //!
 //! Map of the crate:
-//! * start — [`hygiene`] (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
-//!   [`signals`] (counted, blocked outside `ppoll`), [`invocation`] (R1/R2), [`context`],
-//!   [`clock`], [`parent`] (R4), [`faults`] (§T hooks), [`testfs`] (simulated full disk,
+//! * start — [`hygiene`](start::hygiene) (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
+//!   [`signals`](start::signals) (counted, blocked outside `ppoll`), [`invocation`](start::invocation) (R1/R2), [`context`](start::context),
+//!   [`clock`](start::clock), [`parent`](start::parent) (R4), [`faults`](start::faults) (§T hooks), [`testfs`](start::testfs) (simulated full disk,
 //!   test-hooks only);
-//! * handshake — [`doorbell`] (K14), [`handshake`] (K9–K11, K15, R6a, R7, R8), [`commit`] (K12);
-//! * supervision — [`run`] (R9, R16), [`workflow`] (chains, parallel groups, concurrency,
+//! * handshake — [`doorbell`](handshake::doorbell) (K14), [`handshake`] (K9–K11, K15, R6a, R7, R8), [`commit`](handshake::commit) (K12);
+//! * supervision — [`run`](supervise::run) (R9, R16), [`workflow`] (chains, parallel groups, concurrency,
 //!   failFast, `{task}`/`{previous}`/`{chain_dir}`), [`supervise`] (the event loop over the
-//!   running agents), [`child`] (one agent), [`step_end`] (its outcome), [`adapter`] (argv and
-//!   output parsing per agent kind), [`verdict`], [`structured`] and [`model_check`] (judging
-//!   the output), [`spawn`] (R10), [`env`] (H10), [`output`] and [`streams`] (R11),
-//!   [`control`] (R12 inbox), [`reaper`] (waitid, X8 enumeration), [`tree`] (X4/X6/X8/X9),
-//!   [`book`] (status and marker writes, A9/I7);
-//! * end — [`record`] (R13, S11, S12, X11), [`exit`] (R14).
+//!   running agents), [`child`](supervise::child) (one agent), [`step_end`](end::step_end) (its outcome), [`adapter`] (argv and
+//!   output parsing per agent kind), [`verdict`](end::verdict), [`structured`](end::structured) and [`model_check`](end::model_check) (judging
+//!   the output), [`spawn`](supervise::spawn) (R10), [`env`](start::env) (H10), [`output`](supervise::output) and [`streams`](supervise::streams) (R11),
+//!   [`control`](supervise::control) (R12 inbox), [`reaper`](supervise::reaper) (waitid, X8 enumeration), [`tree`](supervise::tree) (X4/X6/X8/X9),
+//!   [`book`](supervise::book) (status and marker writes, A9/I7);
+//! * end — [`record`](end::record) (R13, S11, S12, X11), [`exit`](end::exit) (R14).
 
 #![warn(missing_docs)]
 
-pub mod adapter;
-pub mod book;
-pub mod bounded;
-pub mod child;
-pub mod clock;
-pub mod commit;
-pub mod context;
-pub mod control;
-pub mod doorbell;
-pub mod env;
-pub mod exit;
-pub mod faults;
-pub mod handshake;
-pub mod hygiene;
-pub mod invocation;
-pub mod model_check;
-pub mod output;
-pub mod parent;
-pub mod reaper;
-pub mod record;
-pub mod remote;
-pub mod run;
-pub mod signals;
-pub mod spawn;
-pub mod step_end;
-pub mod streams;
-pub mod structured;
-pub mod supervise;
-#[cfg(feature = "test-hooks")]
-pub mod testfs;
-pub mod tree;
-pub mod validator;
-pub mod verdict;
-pub mod workflow;
+pub(crate) mod adapter;
+pub mod end;
+pub(crate) mod handshake;
+pub(crate) mod remote;
+pub mod start;
+pub(crate) mod supervise;
+pub(crate) mod workflow;
 
-use context::{Ctx, Paths};
+use start::context::{Ctx, Paths};
 use std::sync::Arc;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::hooks::ShimPoint;
@@ -66,24 +39,24 @@ use sublaunch_protocol::seams::Seams;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {
-    let prepared = hygiene::prepare();
+    let prepared = start::hygiene::prepare();
     for note in &prepared.notes {
         eprintln!("sublaunch-shim: {note}");
     }
     let pid = std::process::id();
-    let mut faults = match faults::Faults::from_env() {
+    let mut faults = match start::faults::Faults::from_env() {
         Ok(faults) => faults,
         Err(e) => {
-            exit::report(&e);
-            return exit::INVALID_CONFIG;
+            end::exit::report(&e);
+            return end::exit::INVALID_CONFIG;
         }
     };
-    let mut doorbell = doorbell::Doorbell::new(prepared.doorbell);
-    let clock = Arc::new(clock::ShimClock::default());
-    let mut parent = parent::ParentMonitor::from_env(pid);
+    let mut doorbell = handshake::doorbell::Doorbell::new(prepared.doorbell);
+    let clock = Arc::new(start::clock::ShimClock::default());
+    let mut parent = start::parent::ParentMonitor::from_env(pid);
     let mut lease = None;
-    let fired = faults::fire(
-        faults::Parts {
+    let fired = start::faults::fire(
+        start::faults::Parts {
             faults: &mut faults,
             doorbell: &mut doorbell,
             clock: &clock,
@@ -92,28 +65,28 @@ pub fn main() -> i32 {
         },
         ShimPoint::Start,
     );
-    if let faults::Fired::Stopped(signal) = fired {
-        exit::report(&handshake::PreCommitError::Signal(signal).message());
-        return exit::HANDSHAKE_FAILED;
+    if let start::faults::Fired::Stopped(signal) = fired {
+        end::exit::report(&handshake::PreCommitError::Signal(signal).message());
+        return end::exit::HANDSHAKE_FAILED;
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let source = invocation::source(&args, std::env::var_os(invocation::RUNNER_CONFIG_ENV));
-    let cfg = match invocation::read(&source) {
+    let source = start::invocation::source(&args, std::env::var_os(start::invocation::RUNNER_CONFIG_ENV));
+    let cfg = match start::invocation::read(&source) {
         Ok(cfg) => cfg,
         Err(e) => {
-            exit::report(&e.to_string());
-            return exit::INVALID_CONFIG;
+            end::exit::report(&e.to_string());
+            return end::exit::INVALID_CONFIG;
         }
     };
     let seams = match Seams::from_env() {
         Ok(seams) => seams.with_clock(clock.clone()),
         Err(e) => {
-            exit::report(&e.to_string());
-            return exit::INVALID_CONFIG;
+            end::exit::report(&e.to_string());
+            return end::exit::INVALID_CONFIG;
         }
     };
     #[cfg(feature = "test-hooks")]
-    let seams = match testfs::from_env(&cfg.id) {
+    let seams = match start::testfs::from_env(&cfg.id) {
         Some(fs) => seams.with_fs(fs),
         None => seams,
     };
@@ -129,7 +102,7 @@ pub fn main() -> i32 {
         lease,
         pid,
     };
-    if let faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterConfig) {
+    if let start::faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterConfig) {
         return handshake::fail(&mut ctx, &handshake::PreCommitError::Signal(signal));
     }
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_committed(&mut ctx)));
@@ -137,8 +110,8 @@ pub fn main() -> i32 {
         Ok(code) => code,
         Err(_) => {
             ctx.release_lease();
-            exit::report("the runner panicked.");
-            exit::RECORDING_FAILED
+            end::exit::report("the runner panicked.");
+            end::exit::RECORDING_FAILED
         }
     }
 }
@@ -148,13 +121,13 @@ fn run_committed(ctx: &mut Ctx) -> i32 {
     if let Err(error) = handshake::run(ctx) {
         return handshake::fail(ctx, &error);
     }
-    if let faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeCommit) {
+    if let start::faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeCommit) {
         return handshake::fail(ctx, &handshake::PreCommitError::Signal(signal));
     }
-    commit::commit(ctx);
+    handshake::commit::commit(ctx);
     let stop = match ctx.fire(ShimPoint::AfterCommit) {
-        faults::Fired::Stopped(signal) => Some(signal),
-        faults::Fired::Continue => None,
+        start::faults::Fired::Stopped(signal) => Some(signal),
+        start::faults::Fired::Continue => None,
     };
-    run::after_commit(ctx, stop)
+    supervise::run::after_commit(ctx, stop)
 }

@@ -38,7 +38,7 @@ pub use generic::GenericCliAdapter;
 pub use pi::PiAdapter;
 pub use script_refs::ScriptValues;
 pub use shell::ShellAdapter;
-pub use text::{TEXT_LINE_RETAIN, TEXT_OUTPUT_BYTES, TextParser};
+pub use text::{TEXT_LINE_RETAIN, TextParser};
 
 use std::collections::BTreeMap;
 use sublaunch_protocol::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
@@ -83,7 +83,7 @@ pub struct Extracted {
     /// The step's final output (the last assistant message, the result text, or stdout).
     pub output: String,
     /// Whether `output` is only the end of a longer text (text adapters keep the last
-    /// [`TEXT_OUTPUT_BYTES`]).
+    /// [`text::TEXT_OUTPUT_BYTES`]).
     pub truncated: bool,
     /// A failure the agent reported in its own protocol (an error result, a failed turn, no
     /// final message, a message over [`FINAL_MESSAGE_LIMIT`]).

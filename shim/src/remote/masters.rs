@@ -27,7 +27,7 @@ pub fn is_kept_master(pid: u32) -> bool {
         return false;
     }
     let own_session = sublaunch_protocol::ids::own_session();
-    let session = crate::reaper::proc_stat(pid).map(|st| st.session);
+    let session = crate::supervise::reaper::proc_stat(pid).map(|st| st.session);
     if session.is_none() || session == own_session {
         return false;
     }

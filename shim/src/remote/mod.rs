@@ -188,7 +188,7 @@ pub fn place(
     (
         AgentCommand,
         Box<dyn crate::adapter::OutputParser>,
-        crate::child::RemoteChild,
+        crate::supervise::child::RemoteChild,
     ),
     String,
 > {
@@ -204,7 +204,7 @@ pub fn place(
         &placement.machine,
         &placement.cwd,
     );
-    let child = crate::child::RemoteChild {
+    let child = crate::supervise::child::RemoteChild {
         placement,
         state,
         stop_sent: false,

@@ -13,15 +13,15 @@
 //! Every child has its own `output-<n>.log`, `steps[n]` status entry, events and writer
 //! record. A child's end is written into the status (and its step event appended) as soon as
 //! it is known, except for the ends that finish the run: those are recorded by
-//! [`crate::record`] after the terminal status and the result (S12).
+//! [`crate::end::record`] after the terminal status and the result (S12).
 
 pub mod groups;
 pub mod placeholders;
 
-use crate::child::ChildRun;
-use crate::context::Ctx;
-use crate::run::Supervisor;
-use crate::step_end::StepEnd;
+use crate::end::step_end::StepEnd;
+use crate::start::context::Ctx;
+use crate::supervise::child::ChildRun;
+use crate::supervise::run::Supervisor;
 use groups::{Group, groups};
 use placeholders::{Values, aggregate};
 use std::collections::VecDeque;
@@ -61,7 +61,7 @@ pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
         let continues = stopped_by.is_none() && n < last;
         if continues {
             for end in group_ends.iter_mut().filter(|e| !e.closed) {
-                crate::record::close_step(ctx, sup, end);
+                crate::end::record::close_step(ctx, sup, end);
             }
         }
         let ran: Vec<&StepEnd> = group_ends.iter().filter(|e| e.ran()).collect();
@@ -200,7 +200,7 @@ impl GroupRun {
         }
         let more = !self.pending.is_empty() && self.cancelled_by.is_none() && !sup.requests.ends_run();
         if more || !self.running.is_empty() {
-            crate::record::close_step(ctx, sup, &mut end);
+            crate::end::record::close_step(ctx, sup, &mut end);
         }
         self.ends.push(end);
     }

@@ -16,7 +16,7 @@
 //! carry the values ([`Values::script_values`]).
 
 use crate::adapter::{ScriptValues, fill_template};
-use crate::step_end::StepEnd;
+use crate::end::step_end::StepEnd;
 
 /// The values of the placeholders for one step.
 #[derive(Clone, Debug, Default)]

@@ -8,9 +8,12 @@
 //! `Host closed the startup channel before proceed.` (R8, exit 4). A stop signal fails with
 //! `Runner received <SIG> before startup commit.` (X9, R7, exit 3).
 
-use crate::context::{Ctx, HeldLease};
-use crate::faults::Fired;
-use crate::signals;
+pub mod commit;
+pub mod doorbell;
+
+use crate::start::context::{Ctx, HeldLease};
+use crate::start::faults::Fired;
+use crate::start::signals;
 use serde_json::Value;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::clock::Deadline;
@@ -55,9 +58,9 @@ impl PreCommitError {
     /// R14 exit code.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Self::HostVanished => crate::exit::HOST_VANISHED,
-            Self::ParentGone => crate::exit::RECORDING_FAILED,
-            Self::Failed(_) | Self::Signal(_) => crate::exit::HANDSHAKE_FAILED,
+            Self::HostVanished => crate::end::exit::HOST_VANISHED,
+            Self::ParentGone => crate::end::exit::RECORDING_FAILED,
+            Self::Failed(_) | Self::Signal(_) => crate::end::exit::HANDSHAKE_FAILED,
         }
     }
 }

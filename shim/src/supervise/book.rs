@@ -241,7 +241,7 @@ impl StatusBook {
                 return false;
             }
             let wake = self.deferred.next_due().unwrap_or(now).min(until);
-            crate::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
+            crate::start::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
         }
     }
 }

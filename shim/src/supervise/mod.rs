@@ -9,17 +9,28 @@
 //! group (a requested one, or the cleanup ladder run after a natural exit), and the X8 sweep
 //! killed and reaped any escaped descendant.
 
+pub mod book;
+pub mod bounded;
+pub mod child;
+pub mod control;
+pub mod output;
+pub mod reaper;
+pub mod run;
+pub mod spawn;
+pub mod streams;
+pub mod tree;
+
 use crate::adapter::{self, ParsedLine, ScriptValues, StepInput, TEXT_LINE_RETAIN};
-use crate::child::{ChildIo, ChildRun};
-use crate::context::Ctx;
-use crate::faults::Fired;
-use crate::output::{Pipe, Stream};
-use crate::reaper::ExitInfo;
-use crate::run::Supervisor;
-use crate::signals;
-use crate::step_end::{STOP_BY_USER_MESSAGE, StepEnd, process_tree};
-use crate::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
-use crate::tree::{Ladder, TreeKiller, sweep};
+use crate::end::step_end::{STOP_BY_USER_MESSAGE, StepEnd, process_tree};
+use crate::start::context::Ctx;
+use crate::start::faults::Fired;
+use crate::start::signals;
+use crate::supervise::child::{ChildIo, ChildRun};
+use crate::supervise::output::{Pipe, Stream};
+use crate::supervise::reaper::ExitInfo;
+use crate::supervise::run::Supervisor;
+use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
+use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::clock::Clock;
@@ -61,13 +72,13 @@ impl Supervisor {
     fn absorb_control(&mut self, now: Instant, woken: bool) {
         for request in self.control.check(now, woken) {
             match request {
-                crate::control::ControlRequest::Stop => {
+                crate::supervise::control::ControlRequest::Stop => {
                     self.requests
                         .stop
                         .get_or_insert_with(|| STOP_BY_USER_MESSAGE.to_owned());
                 }
-                crate::control::ControlRequest::Timeout => self.requests.timed_out = true,
-                crate::control::ControlRequest::Interrupt => self.requests.interrupted = true,
+                crate::supervise::control::ControlRequest::Timeout => self.requests.timed_out = true,
+                crate::supervise::control::ControlRequest::Interrupt => self.requests.interrupted = true,
             }
         }
         if self.deadline.is_some_and(|(at, _)| now >= at) {
@@ -161,7 +172,7 @@ impl Supervisor {
             (built, _) => (built, parser, None),
         };
         let spawned = built.and_then(|command| {
-            crate::spawn::spawn(&command, ctx.cfg.agent_umask).map_err(|e| spawn_error(&command.argv, &e))
+            crate::supervise::spawn::spawn(&command, ctx.cfg.agent_umask).map_err(|e| spawn_error(&command.argv, &e))
         });
         let spawned = match spawned {
             Ok(spawned) => spawned,
@@ -169,7 +180,7 @@ impl Supervisor {
                 ctx.set_writer(WriterState::None, None);
                 end.spawn_error = Some(error);
                 end.ended_wall = ctx.now_wall();
-                end.duration_ms = crate::clock::elapsed_ms(started, Instant::now());
+                end.duration_ms = crate::start::clock::elapsed_ms(started, Instant::now());
                 return Err(Box::new(end));
             }
         };
@@ -355,7 +366,7 @@ impl Supervisor {
         let extracted = child.io.parser.finish(&tail, tail_cut);
         end.remote = child.remote.as_ref().map(|r| {
             let state = r.state.borrow();
-            crate::step_end::RemoteEnd {
+            crate::end::step_end::RemoteEnd {
                 machine: r.placement.machine.clone(),
                 target: r.placement.target.clone(),
                 cwd: r.placement.cwd.clone(),
@@ -363,12 +374,12 @@ impl Supervisor {
                 git: state.git.clone(),
             }
         });
-        crate::verdict::judge(&mut end, &step, extracted);
+        crate::end::verdict::judge(&mut end, &step, extracted);
         end.stderr_tail = child.io.stderr_tail.bytes();
         end.stdout_bytes = child.io.stdout.total();
         end.stderr_bytes = child.io.stderr.total();
         end.ended_wall = ended_wall;
-        end.duration_ms = crate::clock::elapsed_ms(child.started, Instant::now());
+        end.duration_ms = crate::start::clock::elapsed_ms(child.started, Instant::now());
         let outcome = child.killer.as_ref().and_then(|k| k.outcome().cloned());
         end.writer = Some(WriterRecord {
             process_instance_id: uuid_v4(ctx.seams.random.as_ref()),
@@ -418,7 +429,7 @@ impl Supervisor {
         let mut buf = [0u8; 64 * 1024];
         for _ in 0..16 {
             match child.io.pipe(stream).read(&mut buf) {
-                crate::output::Read::Data(n) => {
+                crate::supervise::output::Read::Data(n) => {
                     let failed_before = child.io.protocol_failed;
                     self.on_data(ctx, child, stream, &buf[..n]);
                     if child.io.protocol_failed && !failed_before {
@@ -427,11 +438,11 @@ impl Supervisor {
                         return;
                     }
                 }
-                crate::output::Read::Eof => {
+                crate::supervise::output::Read::Eof => {
                     self.close_pipe(ctx, child, stream);
                     return;
                 }
-                crate::output::Read::Empty => return,
+                crate::supervise::output::Read::Empty => return,
             }
         }
     }
@@ -517,8 +528,8 @@ impl Supervisor {
         let clock = ctx.clock.clone();
         let _ = sweep(&mut self.reaper, None, pids.first().copied(), &move || clock.wall_ms());
         ctx.release_lease();
-        crate::exit::report("the test parent process exited.");
-        std::process::exit(crate::exit::RECORDING_FAILED);
+        crate::end::exit::report("the test parent process exited.");
+        std::process::exit(crate::end::exit::RECORDING_FAILED);
     }
 }
 

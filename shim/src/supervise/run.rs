@@ -2,11 +2,11 @@
 //! (R9), then the steps one at a time (R10–R13), then the end records (S12). A failure to
 //! write the first status is a committed startup failure (R16).
 
-use crate::book::{Base, StatusBook, Written};
-use crate::context::Ctx;
-use crate::control::ControlInbox;
-use crate::faults::Fired;
-use crate::reaper::Reaper;
+use crate::start::context::Ctx;
+use crate::start::faults::Fired;
+use crate::supervise::book::{Base, StatusBook, Written};
+use crate::supervise::control::ControlInbox;
+use crate::supervise::reaper::Reaper;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::to_pretty_bytes;
@@ -71,7 +71,7 @@ impl Supervisor {
         if self.requests.stop.is_none() {
             self.requests.stop = Some(format!(
                 "Subagent stopped: runner received {}.",
-                crate::signals::name(signal)
+                crate::start::signals::name(signal)
             ));
         }
         already
@@ -80,7 +80,7 @@ impl Supervisor {
     /// `Subagent timed out after <ms>ms.`
     pub fn timeout_message(&self) -> String {
         let ms = self.deadline.map_or_else(
-            || crate::clock::elapsed_ms(self.started.0, Instant::now()),
+            || crate::start::clock::elapsed_ms(self.started.0, Instant::now()),
             |(_, ms)| ms,
         );
         format!("Subagent timed out after {ms}ms.")
@@ -103,7 +103,7 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         sup.stop_signal(signal);
     }
     let ends = crate::workflow::run_steps(ctx, &mut sup);
-    crate::record::record(ctx, &mut sup, &ends)
+    crate::end::record::record(ctx, &mut sup, &ends)
 }
 
 /// R9: S3 running status, I2/I7 mark, `subagent.run.started` (the first event line).
@@ -217,7 +217,7 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         requests: Requests::default(),
         deadline,
         started,
-        log_cap: crate::streams::OutputLog::cap_from_env(),
+        log_cap: crate::supervise::streams::OutputLog::cap_from_env(),
         control_woken: false,
     })
 }
@@ -229,10 +229,10 @@ fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
     if let Ok(run) = ctx.open_run() {
         ctx.persist_startup_failure(&run, &message, true);
         if let Some(released) = ctx.release_lease() {
-            crate::record::acknowledge_release(ctx, &run, released);
+            crate::end::record::acknowledge_release(ctx, &run, released);
         }
     }
     ctx.release_lease();
-    crate::exit::report(&message);
-    crate::exit::RECORDING_FAILED
+    crate::end::exit::report(&message);
+    crate::end::exit::RECORDING_FAILED
 }

@@ -1,8 +1,8 @@
 //! How one step ended (R13, S4): the facts the terminal state is derived from, the failure
 //! texts, and the writer record's `processTree`.
 
-use crate::reaper::ExitInfo;
-use crate::tree::{GroupOutcome, SweepOutcome, pid_list};
+use crate::supervise::reaper::ExitInfo;
+use crate::supervise::tree::{GroupOutcome, SweepOutcome, pid_list};
 use serde_json::Value;
 use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
 use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};

@@ -3,10 +3,10 @@
 //! then `revivalLeaseReleaseAcknowledged` in the candidate → exit. The host's finalization
 //! (S7) starts only after the shim exited, so it always sees the final candidate.
 
-use crate::book::Written;
-use crate::context::Ctx;
-use crate::run::Supervisor;
-use crate::step_end::StepEnd;
+use crate::end::step_end::StepEnd;
+use crate::start::context::Ctx;
+use crate::supervise::book::Written;
+use crate::supervise::run::Supervisor;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::dir::Dir;
@@ -60,7 +60,7 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
                 "endedAt": end.ended_wall,
                 "durationMs": end.duration_ms,
                 "exitCode": end.exit.as_ref().and_then(|e| e.code),
-                "processSignal": end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
+                "processSignal": end.exit.as_ref().and_then(crate::supervise::reaper::ExitInfo::signal_name),
                 "stdoutBytes": end.stdout_bytes,
                 "stderrBytes": end.stderr_bytes,
             }),
@@ -127,11 +127,11 @@ pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
 /// S12; returns the exit code (R14).
 pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     if ends.is_empty() {
-        return crate::exit::RECORDING_FAILED;
+        return crate::end::exit::RECORDING_FAILED;
     }
     let (mut state, mut error) = run_outcome(ends);
     let ended_wall = ctx.now_wall();
-    let duration_ms = crate::clock::elapsed_ms(sup.started.0, Instant::now());
+    let duration_ms = crate::start::clock::elapsed_ms(sup.started.0, Instant::now());
     for end in ends {
         apply_step(sup, end);
     }
@@ -197,7 +197,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
         eprintln!("sublaunch-shim: some status writes never found storage capacity");
     }
     let clock = ctx.clock.clone();
-    let stragglers = crate::tree::sweep(&mut sup.reaper, None, None, &move || {
+    let stragglers = crate::supervise::tree::sweep(&mut sup.reaper, None, None, &move || {
         use sublaunch_protocol::clock::Clock;
         clock.wall_ms()
     });
@@ -209,10 +209,10 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     let _ = ctx.fire(ShimPoint::BeforeExit);
     if status_landed || result_ok {
-        crate::exit::RECORDED
+        crate::end::exit::RECORDED
     } else {
-        crate::exit::report("neither the terminal status nor the result could be written.");
-        crate::exit::RECORDING_FAILED
+        crate::end::exit::report("neither the terminal status nor the result could be written.");
+        crate::end::exit::RECORDING_FAILED
     }
 }
 
@@ -366,7 +366,10 @@ fn step_result(end: &StepEnd) -> StepResult {
         }),
         success: end.ran() && end.state() == RunState::Complete,
         exit_code: end.exit_code(),
-        process_signal: end.exit.as_ref().and_then(crate::reaper::ExitInfo::signal_name),
+        process_signal: end
+            .exit
+            .as_ref()
+            .and_then(crate::supervise::reaper::ExitInfo::signal_name),
         timed_out: end.timeout.is_some().then_some(true),
         stopped: (end.ran() && end.state() == RunState::Stopped).then_some(true),
         extra,

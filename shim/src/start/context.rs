@@ -2,10 +2,10 @@
 //! (filesystem, clock, random source), the durability policy, the fault hooks, the doorbell,
 //! the test-parent monitor and the revival lease.
 
-use crate::clock::ShimClock;
-use crate::doorbell::Doorbell;
-use crate::faults::Faults;
-use crate::parent::ParentMonitor;
+use crate::handshake::doorbell::Doorbell;
+use crate::start::clock::ShimClock;
+use crate::start::faults::Faults;
+use crate::start::parent::ParentMonitor;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

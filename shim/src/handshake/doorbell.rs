@@ -18,7 +18,7 @@ pub struct Doorbell {
 }
 
 impl Doorbell {
-    /// Wraps the socket placed at fd 3 by [`crate::hygiene`] (non-blocking from now on).
+    /// Wraps the socket placed at fd 3 by [`crate::start::hygiene`] (non-blocking from now on).
     pub fn new(fd: Option<OwnedFd>) -> Self {
         if let Some(fd) = &fd {
             let _ = rustix::io::ioctl_fionbio(fd, true);

@@ -3,7 +3,7 @@
 //! dies later leaves `canonical-session-lease-active` evidence, X11), writes `session.json` for
 //! `sublaunch resume`, sends `committed` on the doorbell and closes fd 3.
 
-use crate::context::Ctx;
+use crate::start::context::Ctx;
 use serde_json::json;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::DocKind;

@@ -9,8 +9,8 @@
 //! `state:<name>`, `corrupt`, `skip-write`, `doorbell-only`. So `before-ready:token:null`
 //! changes the `ready` write and `after-ready:token:wrong` the `acknowledged` write.
 
-use crate::context::Ctx;
-use crate::signals;
+use crate::start::context::Ctx;
+use crate::start::signals;
 use sublaunch_protocol::hooks::{ShimAction, ShimHooks, ShimPoint};
 
 /// How the next record write is altered.
@@ -65,13 +65,13 @@ pub struct Parts<'a> {
     /// The hooks and the pending modifier.
     pub faults: &'a mut Faults,
     /// The doorbell (`close-doorbell`).
-    pub doorbell: &'a mut crate::doorbell::Doorbell,
+    pub doorbell: &'a mut crate::handshake::doorbell::Doorbell,
     /// The clock (`wallclock`).
-    pub clock: &'a crate::clock::ShimClock,
+    pub clock: &'a crate::start::clock::ShimClock,
     /// R4 while hanging.
-    pub parent: &'a mut crate::parent::ParentMonitor,
+    pub parent: &'a mut crate::start::parent::ParentMonitor,
     /// The lease, released by `exit:<n>`.
-    pub lease: &'a mut Option<crate::context::HeldLease>,
+    pub lease: &'a mut Option<crate::start::context::HeldLease>,
 }
 
 /// Runs the actions configured at `point`, in order.
@@ -107,7 +107,7 @@ pub fn fire(parts: Parts<'_>, point: ShimPoint) -> Fired {
     Fired::Continue
 }
 
-fn release(lease: &mut Option<crate::context::HeldLease>) {
+fn release(lease: &mut Option<crate::start::context::HeldLease>) {
     if let Some(held) = lease.take()
         && let Err(e) = held.lease.release()
     {
@@ -116,7 +116,10 @@ fn release(lease: &mut Option<crate::context::HeldLease>) {
 }
 
 /// Sleeps until a stop signal arrives (the test parent still counts, R4).
-fn hang(parent: &mut crate::parent::ParentMonitor, lease: &mut Option<crate::context::HeldLease>) -> Fired {
+fn hang(
+    parent: &mut crate::start::parent::ParentMonitor,
+    lease: &mut Option<crate::start::context::HeldLease>,
+) -> Fired {
     loop {
         let received = signals::take();
         if let Some(signal) = received.stops().first() {
@@ -124,8 +127,8 @@ fn hang(parent: &mut crate::parent::ParentMonitor, lease: &mut Option<crate::con
         }
         if parent.gone(std::time::Instant::now()) {
             release(lease);
-            crate::exit::report("the test parent process exited.");
-            std::process::exit(crate::exit::RECORDING_FAILED);
+            crate::end::exit::report("the test parent process exited.");
+            std::process::exit(crate::end::exit::RECORDING_FAILED);
         }
         let timeout = parent
             .due()

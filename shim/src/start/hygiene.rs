@@ -12,14 +12,14 @@
 //!    leader (`EPERM`). So the shim ignores `SIGINT`/`SIGQUIT`/`SIGTSTP`/`SIGTTIN`/`SIGTTOU`/
 //!    `SIGHUP`, rejoins its parent's process group for an instant
 //!    (`setpgid(0, getpgid(getppid()))`, allowed because the parent is in the same session),
-//!    calls `setsid()`, and only then installs its real dispositions (see [`crate::signals`]).
+//!    calls `setsid()`, and only then installs its real dispositions (see [`crate::start::signals`]).
 //!    Afterwards pgid = sid = shim pid and there is no controlling terminal (H8). When the
 //!    host's group reads as 0 (its leader is outside this pid namespace) it cannot be named, so
 //!    the host leaves the shim in its own group and setsid succeeds directly. If a step fails
 //!    (the parent already gone, another session), the shim logs it to stderr and carries on as
 //!    a process-group leader.
 //! 3. **Signals.** Default dispositions except the handled ones, signal mask reset (the
-//!    handled set is only unblocked inside waits, see [`crate::signals`]). The handled set is
+//!    handled set is only unblocked inside waits, see [`crate::start::signals`]). The handled set is
 //!    blocked before step 1, so a `SIGTERM` during start-up waits for its handler.
 //! 4. **umask 077**: every run file is private.
 //! 5. **CLOEXEC on every fd ≥ 3** (`close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`, else a loop over
@@ -43,11 +43,11 @@ pub struct Prepared {
 
 /// Runs steps 1–6 of the module doc.
 pub fn prepare() -> Prepared {
-    crate::signals::block_handled();
+    crate::start::signals::block_handled();
     let mut notes = Vec::new();
     let doorbell = place_doorbell(std::env::var(STARTUP_FD_ENV).ok().as_deref(), &mut notes);
     isolate_session(&mut notes);
-    crate::signals::install();
+    crate::start::signals::install();
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
     mark_cloexec_from(3, &mut notes);
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes no pointers.
@@ -130,7 +130,7 @@ fn isolate_session(notes: &mut Vec<String>) {
         libc::SIGTTOU,
         libc::SIGHUP,
     ] {
-        crate::signals::ignore(signal);
+        crate::start::signals::ignore(signal);
     }
     if sublaunch_protocol::ids::group_of(0) == Some(me) {
         // The parent's group may read as 0 (led from outside this pid namespace); setpgid

@@ -6,7 +6,7 @@
 //! pipes, no `pre_exec`. Every other descriptor of the shim
 //! is CLOEXEC (hygiene + every fd the shim opens), so the agent gets exactly 0, 1, 2 (F63).
 //! The spawn runs with an empty signal mask. The agent is never waited for through `std`: the
-//! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::reaper`]).
+//! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::supervise::reaper`]).
 
 use crate::adapter::AgentCommand;
 use rustix::fd::OwnedFd;
@@ -45,14 +45,14 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
     if command.clear_env {
         cmd.env_clear();
     } else {
-        for key in crate::env::removals() {
+        for key in crate::start::env::removals() {
             cmd.env_remove(key);
         }
     }
     for (key, value) in &command.env {
         cmd.env(key, value);
     }
-    let mut child = crate::signals::unblocked(|| with_umask(umask, || cmd.spawn()))?;
+    let mut child = crate::start::signals::unblocked(|| with_umask(umask, || cmd.spawn()))?;
     let pid = child.id();
     let stdout = OwnedFd::from(child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?);
     let stderr = OwnedFd::from(child.stderr.take().ok_or_else(|| io::Error::other("no stderr pipe"))?);

@@ -1,7 +1,7 @@
 //! One of the agent's output pipes: its non-blocking read end, the line splitter over it and
 //! the byte count (R11: both pipes are drained continuously, the agent never blocks).
 
-use crate::streams::LineSplitter;
+use crate::supervise::streams::LineSplitter;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
 

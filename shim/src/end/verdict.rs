@@ -4,8 +4,8 @@
 //! step's [`StepEnd::validation`] and fails it.
 
 use crate::adapter::Extracted;
-use crate::step_end::StepEnd;
-use crate::structured::StructuredError;
+use crate::end::step_end::StepEnd;
+use crate::end::structured::StructuredError;
 use serde_json::json;
 use sublaunch_protocol::config::StepConfig;
 use sublaunch_protocol::status::{RunState, derive_terminal_state};
@@ -24,7 +24,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         return;
     }
     if let Some(check) = step.model_check.clone()
-        && let Err(error) = crate::model_check::verify(&check, end.reported_model.as_deref(), &label)
+        && let Err(error) = crate::end::model_check::verify(&check, end.reported_model.as_deref(), &label)
     {
         end.validation = Some(error);
         return;
@@ -33,7 +33,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         return;
     }
     let schema = step.output_schema.clone().unwrap_or_else(|| json!({}));
-    match crate::validator::check(&end.output, &schema) {
+    match crate::end::validator::check(&end.output, &schema) {
         Ok(value) => end.structured = Some(value),
         Err(error) => {
             if let StructuredError::Invalid(errors) = &error {

@@ -24,7 +24,7 @@ pub fn run(mut command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> 
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::null());
-    let mut child = crate::signals::unblocked(|| command.spawn()).map_err(|e| format!("cannot start: {e}"))?;
+    let mut child = crate::start::signals::unblocked(|| command.spawn()).map_err(|e| format!("cannot start: {e}"))?;
     let pidfd = i32::try_from(child.id())
         .ok()
         .and_then(rustix::process::Pid::from_raw)

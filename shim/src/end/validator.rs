@@ -3,7 +3,7 @@
 //! shim keeps every shim's memory small (a shim stays resident for its whole run). It is started only when a structured step
 //! ends: the request `{"schema", "text"}` on its stdin, the verdict on its stdout.
 
-use crate::structured::{self, StructuredError};
+use crate::end::structured::{self, StructuredError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -35,7 +35,7 @@ pub fn check(text: &str, schema: &Value) -> Result<Value, StructuredError> {
         serde_json::to_vec(&json!({"schema": schema, "text": text})).map_err(|e| unavailable(e.to_string()))?;
     let mut command = Command::new(&path);
     command.env_clear();
-    let finished = crate::bounded::run(command, Some(request), DEADLINE).map_err(unavailable)?;
+    let finished = crate::supervise::bounded::run(command, Some(request), DEADLINE).map_err(unavailable)?;
     if !finished.status.success() {
         return Err(unavailable(format!("failed ({})", finished.status)));
     }

@@ -23,7 +23,7 @@ pub struct ExitInfo {
 impl ExitInfo {
     /// The signal's name (`SIGKILL`), if any.
     pub fn signal_name(&self) -> Option<String> {
-        self.signal.map(crate::signals::name)
+        self.signal.map(crate::start::signals::name)
     }
 }
 

@@ -4,9 +4,9 @@
 //! ([`crate::supervise`]).
 
 use crate::adapter::OutputParser;
-use crate::output::{Pipe, Stream};
-use crate::streams::{OutputLog, STDERR_TAIL_BYTES, Tail};
-use crate::tree::{SweepOutcome, TreeKiller};
+use crate::supervise::output::{Pipe, Stream};
+use crate::supervise::streams::{OutputLog, STDERR_TAIL_BYTES, Tail};
+use crate::supervise::tree::{SweepOutcome, TreeKiller};
 use std::time::Instant;
 
 /// The output machinery of one agent.

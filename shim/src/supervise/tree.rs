@@ -15,8 +15,8 @@
 //! descendants that left the group and were re-parented to the subreaper shim — repeating
 //! while killing uncovers more, then checks that nothing of the shim's session survives.
 
-use crate::reaper::{Reaper, children_of_self, members, proc_stat};
-use crate::signals;
+use crate::start::signals;
+use crate::supervise::reaper::{Reaper, children_of_self, members, proc_stat};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
 use std::collections::VecDeque;

@@ -1,0 +1,9 @@
+//! How a run ends: each step's outcome and its judging (adapter verdict, structured output, model check), the end records and the exit code.
+
+pub mod exit;
+pub mod model_check;
+pub mod record;
+pub mod step_end;
+pub mod structured;
+pub mod validator;
+pub mod verdict;
