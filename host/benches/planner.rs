@@ -13,8 +13,8 @@ mod support;
 
 use std::io::Write;
 use std::process::{Command, Stdio};
-use sublaunch::artifact_cache::ArtifactCache;
 use sublaunch::contract::{PlanRequest, parse_request};
+use sublaunch::engine::artifact_cache::ArtifactCache;
 use sublaunch::{Options, Planner};
 use support::{header, measure, measure_interleaved, measure_per_call, row};
 
@@ -91,7 +91,8 @@ fn main() {
         run_plan(empty.path());
     });
     let compile_only = measure(1, 10, || {
-        let _ = Planner::from_component(sublaunch::planner::EMBEDDED_COMPONENT, "x", Options::default()).unwrap();
+        let _ =
+            Planner::from_component(sublaunch::engine::planner::EMBEDDED_COMPONENT, "x", Options::default()).unwrap();
     });
     let load_cached = |instance_pool| {
         measure(2, 50, || {

@@ -2,9 +2,9 @@
 //! the agents, the settings, the model registry and (only when something can be placed) the
 //! Herdr catalog.
 
-use crate::agents::AgentDef;
-use crate::registry::Registry;
-use crate::settings::Settings;
+use crate::inputs::agents::AgentDef;
+use crate::inputs::registry::Registry;
+use crate::inputs::settings::Settings;
 use std::path::PathBuf;
 use sublaunch_contract::{
     Agent, LaunchOptions, LooseString, MachineSettings, Mode, PlanRequest, Step, ThinkingSetting,
@@ -104,7 +104,9 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
         ..PlanRequest::default()
     };
     if can_place(&request) {
-        request.machine_catalog = Some(LooseString::Text(crate::herdr::machine_list(&inputs.env).await?));
+        request.machine_catalog = Some(LooseString::Text(
+            crate::inputs::herdr::machine_list(&inputs.env).await?,
+        ));
     }
     Ok(request)
 }

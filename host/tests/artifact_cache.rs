@@ -2,8 +2,8 @@
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use sublaunch::artifact_cache::{ArtifactCache, CacheOutcome};
-use sublaunch::planner::{EMBEDDED_COMPONENT_SHA256, engine};
+use sublaunch::engine::artifact_cache::{ArtifactCache, CacheOutcome};
+use sublaunch::engine::planner::{EMBEDDED_COMPONENT_SHA256, engine};
 use sublaunch::{Limits, Options, Planner};
 
 fn load(dir: &Path) -> Planner {

@@ -2,7 +2,7 @@
 //! component that loops, hoards memory, panics and traps.
 
 use sublaunch::contract::{ErrorCode, PlanRequest, Step};
-use sublaunch::sandbox::FORBIDDEN_IMPORTS;
+use sublaunch::engine::sandbox::FORBIDDEN_IMPORTS;
 use sublaunch::{Limits, Options, Planner};
 
 fn rogue(limits: Limits) -> Planner {

@@ -7,8 +7,8 @@ use super::runs::say;
 use super::terminal_text::for_terminal;
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use sublaunch::agents::{AgentDef, AgentSource, Catalog, discover};
 use sublaunch::contract::{LooseString, ThinkingSetting};
+use sublaunch::inputs::agents::{AgentDef, AgentSource, Catalog, discover};
 
 /// Arguments of `sublaunch agents`.
 #[derive(clap::Args)]

@@ -3,7 +3,7 @@
 use super::EXIT_USAGE;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use sublaunch::planner::{EMBEDDED_COMPONENT, EMBEDDED_COMPONENT_SHA256};
+use sublaunch::engine::planner::{EMBEDDED_COMPONENT, EMBEDDED_COMPONENT_SHA256};
 
 /// Arguments of `sublaunch component`.
 #[derive(clap::Args)]

@@ -18,8 +18,8 @@ mod wait;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
-use sublaunch::artifact_cache::ArtifactCache;
 use sublaunch::contract::{ErrorCode, PlanError};
+use sublaunch::engine::artifact_cache::ArtifactCache;
 use sublaunch::{Options, Planner};
 
 /// Launch background AI-coding subagent runs.

@@ -5,8 +5,8 @@ use clap::Subcommand;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use sublaunch::contract::{Agent, LooseString, PlanRequest, Step, ThinkingSetting};
-use sublaunch::registry::Registry;
-use sublaunch::settings::Settings;
+use sublaunch::inputs::registry::Registry;
+use sublaunch::inputs::settings::Settings;
 
 /// Arguments of `sublaunch models`.
 #[derive(clap::Args)]

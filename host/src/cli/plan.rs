@@ -35,7 +35,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     if args.with_registry && request.available_models.is_none() {
         let cwd = std::path::Path::new(&request.cwd);
-        match sublaunch::registry::Registry::load(cwd, args.models.as_deref(), &super::environment()) {
+        match sublaunch::inputs::registry::Registry::load(cwd, args.models.as_deref(), &super::environment()) {
             Ok(registry) => request.available_models = Some(registry.models()),
             Err(e) => {
                 eprintln!("sublaunch plan: {e:#}");

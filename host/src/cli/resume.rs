@@ -77,7 +77,7 @@ pub fn run(args: Args) -> ExitCode {
         run_id: Some(run_id.clone()),
         cwd: Some(PathBuf::from(&record.cwd)),
         // The agents as they are defined now, seen from the run's directory.
-        agents: sublaunch::agents::discover(Path::new(&record.cwd), &environment).agents,
+        agents: sublaunch::inputs::agents::discover(Path::new(&record.cwd), &environment).agents,
         session_id: Some(CLI_SESSION_ID.into()),
         revival_lease: Some(RevivalLease {
             session_file: session_file.to_string_lossy().into_owned(),

@@ -6,13 +6,13 @@ use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::{EXIT_USAGE, load_planner, plan::print_outcome};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use sublaunch::agents::{Catalog, discover};
-use sublaunch::chain::{ChainFile, read_chain_file};
 use sublaunch::contract::{LaunchPlan, Mode, PlanRequest};
+use sublaunch::inputs::agents::{Catalog, discover};
+use sublaunch::inputs::chain::{ChainFile, read_chain_file};
+use sublaunch::inputs::registry::Registry;
+use sublaunch::inputs::settings::Settings;
 use sublaunch::launch::LaunchOptions;
-use sublaunch::registry::Registry;
 use sublaunch::request::{self, Inputs, RunSpec};
-use sublaunch::settings::Settings;
 
 /// Arguments of `sublaunch run`.
 #[derive(clap::Args)]

@@ -4,8 +4,8 @@
 //! adapter is one whose command line sublaunch can wrap for ssh ([`AdapterId`] says which).
 //! An embedder's launch gets the same checks as the CLI's.
 
-use crate::agents::{AdapterId, AgentDef, locate_program};
 use crate::environment::Environment;
+use crate::inputs::agents::{AdapterId, AgentDef, locate_program};
 use std::path::Path;
 use sublaunch_contract::LaunchPlan;
 
@@ -62,7 +62,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::agents::{AgentSource, RunnerSpec, builtins};
+    use crate::inputs::agents::{AgentSource, RunnerSpec, builtins};
     use sublaunch_contract::{MachineRef, PlanStep};
 
     fn placed(agent: &str) -> LaunchPlan {

@@ -8,7 +8,7 @@ mod aliases;
 mod placement;
 
 use super::options::{LaunchOptions, WorkflowOptions};
-use crate::agents::{AdapterId, AgentDef};
+use crate::inputs::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! (capacity, events) of host-and-shim.md H15/H18.
 
 use super::exit_watcher::ProcessControl;
-use crate::agents::AgentDef;
+use crate::inputs::agents::AgentDef;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -179,7 +179,7 @@ impl Default for LaunchOptions {
             seams: None,
             durability: None,
             host_faults: None,
-            agents: crate::agents::builtins(),
+            agents: crate::inputs::agents::builtins(),
             workflow: WorkflowOptions::default(),
             run_task: None,
             agent_umask: sublaunch_protocol::ids::process_umask(),

@@ -13,7 +13,7 @@
 //! model is in a group, every name of the group is accepted. Names compare ASCII
 //! case-insensitively. Project settings win over user settings as a whole.
 
-use crate::settings::Settings;
+use crate::inputs::settings::Settings;
 use serde_json::Value;
 use std::path::Path;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::agents::{AgentSource, RunnerSpec};
+use crate::inputs::agents::{AgentSource, RunnerSpec};
 use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
 
@@ -43,7 +43,7 @@ fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
 
 #[test]
 fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
-    let shell = crate::agents::builtins()
+    let shell = crate::inputs::agents::builtins()
         .into_iter()
         .find(|a| a.name() == "shell")
         .unwrap();

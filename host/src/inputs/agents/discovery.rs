@@ -125,7 +125,7 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
                 path: path.clone(),
                 scope: *scope,
             };
-            let parsed = crate::config_files::read_text(&path)
+            let parsed = crate::inputs::config_files::read_text(&path)
                 .map_err(|problem| AgentFileError {
                     path: path.clone(),
                     field: None,
@@ -192,9 +192,9 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
 }
 
 /// The nearest `<ancestor>/<relative>` directory from `start` up to its project boundary
-/// ([`crate::config_files::walk_boundary`]).
+/// ([`crate::inputs::config_files::walk_boundary`]).
 fn nearest_dir(start: &Path, home: Option<&Path>, relative: &str) -> Option<PathBuf> {
-    let boundary = crate::config_files::walk_boundary(start, home);
+    let boundary = crate::inputs::config_files::walk_boundary(start, home);
     let mut ancestors = start.ancestors();
     let mut found = None;
     for dir in ancestors.by_ref() {

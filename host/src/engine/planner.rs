@@ -5,8 +5,9 @@
 //! memory cap and a fuel budget, so a guest that traps, spins or hoards memory costs one
 //! `planner-fault` error and leaves the planner ready for the next call.
 
-use crate::artifact_cache::{ArtifactCache, CacheOutcome};
-use crate::sandbox::{self, Sandbox};
+use super::limits::Limits;
+use crate::engine::artifact_cache::{ArtifactCache, CacheOutcome};
+use crate::engine::sandbox::{self, Sandbox};
 use crate::wasmtime_error;
 use anyhow::{Context as _, anyhow};
 use sublaunch_contract::{ErrorCode, LaunchPlan, PlanError, PlanRequest};
@@ -21,26 +22,6 @@ pub const EMBEDDED_COMPONENT_SHA256: &str = env!("SUBLAUNCH_PLANNER_SHA256");
 
 /// The exported interface the host calls.
 pub const PLANNER_INTERFACE: &str = "sublaunch:planner/planner@0.1.0";
-
-/// Resource limits of one plan call.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Limits {
-    /// Cap on the guest's linear memory, in bytes.
-    pub memory_bytes: usize,
-    /// Fuel (roughly, WebAssembly instructions) one call may use: the call's deadline.
-    pub fuel: u64,
-}
-
-impl Default for Limits {
-    /// 256 MiB and 4·10⁹ units of fuel (a few seconds): far above what a 16 MiB request with
-    /// a 10 000-entry registry needs.
-    fn default() -> Self {
-        Self {
-            memory_bytes: 256 * 1024 * 1024,
-            fuel: 4_000_000_000,
-        }
-    }
-}
 
 /// How to load the planner.
 #[derive(Clone, Debug)]

@@ -23,7 +23,7 @@
 //! outputs in order) and `{chain_dir}` (a directory shared by the steps) are replaced by the
 //! runner when the step starts; any other `{name}` is an error here.
 
-use crate::agents::Catalog;
+use crate::inputs::agents::Catalog;
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
@@ -141,7 +141,7 @@ pub struct ChainWorkflow {
 
 /// Reads and parses the chain file at `path`.
 pub fn read_chain_file(path: &Path) -> Result<ChainFile, ChainFileError> {
-    let text = crate::config_files::read_text(path).map_err(|problem| ChainFileError {
+    let text = crate::inputs::config_files::read_text(path).map_err(|problem| ChainFileError {
         path: path.to_owned(),
         at: None,
         message: format!("the chain file {}", problem.problem),
@@ -166,7 +166,7 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, ChainFileE
     let value: Value = if json {
         serde_json::from_str(text).map_err(|e| fail(None, format!("broken JSON: {e}")))?
     } else {
-        crate::config_files::check_yaml_depth(text).map_err(|e| fail(None, format!("refused YAML: {e}")))?;
+        crate::inputs::config_files::check_yaml_depth(text).map_err(|e| fail(None, format!("refused YAML: {e}")))?;
         serde_norway::from_str(text).map_err(|e| fail(None, format!("broken YAML: {e}")))?
     };
     let raw: RawFile = from_value(value, "", &fail)?;
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn placeholders_agents_and_tasks_are_checked() {
-        let catalog = crate::agents::discover_in(&[]);
+        let catalog = crate::inputs::agents::discover_in(&[]);
         let check = |text: &str, run_task: Option<&str>| {
             parse("c.yaml", text)
                 .unwrap()

@@ -56,7 +56,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         )
     })?;
     // The frontmatter starts on the file's second line.
-    crate::config_files::check_yaml_depth(yaml).map_err(|e| {
+    crate::inputs::config_files::check_yaml_depth(yaml).map_err(|e| {
         let e = e.strip_prefix("line ").and_then(|rest| {
             let (n, what) = rest.split_once(':')?;
             Some(format!("line {}:{what}", n.parse::<usize>().ok()? + 1))

@@ -6,7 +6,7 @@
 //! their setup, pi's `~/.pi/agent/settings.json` (or `$PI_CODING_AGENT_DIR/settings.json`)
 //! and the nearest `.pi/settings.json` are read in their place when ours are absent.
 
-use crate::config_files;
+use crate::inputs::config_files;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 

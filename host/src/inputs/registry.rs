@@ -9,14 +9,14 @@
 //! A layer file is either a JSON array of entries or `{"replace": bool, "models": [...]}`;
 //! each entry is `{provider, id, name?, reasoning?, thinkingLevels?, contextWindow?}`.
 
-use crate::config_files;
+use crate::inputs::config_files;
 use anyhow::{anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use sublaunch_contract::ModelEntry;
 
-const BUILTIN: &str = include_str!("../data/models.json");
+const BUILTIN: &str = include_str!("../../data/models.json");
 
 /// One registry entry and the layer it came from.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,0 +1,10 @@
+//! What the host reads to build a plan request: agent definitions ([`agents`]), settings,
+//! the model registry, chain files and the Herdr machine catalog, through one careful file
+//! reader ([`config_files`]).
+
+pub mod agents;
+pub mod chain;
+pub mod config_files;
+pub mod herdr;
+pub mod registry;
+pub mod settings;
