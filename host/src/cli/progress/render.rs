@@ -1,10 +1,20 @@
-//! Drawing snapshots on stderr: a live block of per-step lines redrawn in place (a terminal),
-//! a plain line per step state change, or a JSON object per step state change.
+//! Drawing snapshots on stderr: a live block of per-step lines redrawn in place (a terminal,
+//! through indicatif: one progress line per step in a `MultiProgress`), a plain line per step
+//! state change, or a JSON object per step state change.
 
 use super::snapshot::{Snapshot, StepView};
 use crate::cli::runs::duration;
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use serde_json::json;
+use std::fmt;
 use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+/// Where output goes, shared by the live block's terminal and the summary line.
+type Out = Arc<Mutex<Box<dyn Write + Send>>>;
+
+/// The terminal width, in columns.
+type Width = Arc<dyn Fn() -> usize + Send + Sync>;
 
 /// How progress is shown.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,28 +34,37 @@ const SPINNER: [char; 10] = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '�
 pub struct Renderer {
     style: Style,
     run_id: String,
-    /// Lines of the live block currently on screen.
-    drawn: usize,
+    /// The live block: one line per step, redrawn by indicatif.
+    block: MultiProgress,
+    /// The block's lines, in step order.
+    lines: Vec<ProgressBar>,
     /// Frames drawn, for the spinner.
     frame: usize,
     /// The states already reported, per step (plain and JSON).
     reported: Vec<String>,
-    out: Box<dyn Write + Send>,
-    width: Box<dyn Fn() -> usize + Send>,
+    out: Out,
+    width: Width,
 }
 
 impl Renderer {
     /// A renderer writing to stderr.
     pub fn stderr(style: Style, run_id: &str) -> Self {
-        Self::new(style, run_id, Box::new(std::io::stderr()), Box::new(terminal_width))
+        Self::new(style, run_id, Box::new(std::io::stderr()), Arc::new(terminal_width))
     }
 
     /// A renderer writing to `out`, with lines at most `width()` columns wide (live style).
-    pub fn new(style: Style, run_id: &str, out: Box<dyn Write + Send>, width: Box<dyn Fn() -> usize + Send>) -> Self {
+    pub fn new(style: Style, run_id: &str, out: Box<dyn Write + Send>, width: Width) -> Self {
+        let out: Out = Arc::new(Mutex::new(out));
+        let terminal = WriterTerm {
+            out: out.clone(),
+            width: width.clone(),
+        };
+        let block = MultiProgress::with_draw_target(ProgressDrawTarget::term_like_with_hz(Box::new(terminal), 10));
         Self {
             style,
             run_id: run_id.to_owned(),
-            drawn: 0,
+            block,
+            lines: Vec::new(),
             frame: 0,
             reported: Vec::new(),
             out,
@@ -59,36 +78,42 @@ impl Renderer {
             Style::Live => self.redraw(snapshot),
             Style::Plain | Style::Json => self.report_changes(snapshot),
         }
-        let _ = self.out.flush();
+        self.flush();
     }
 
     /// Shows the final `snapshot` and, except for JSON, a summary line.
     pub fn finish(&mut self, snapshot: &Snapshot) {
         self.update(snapshot);
-        if self.style != Style::Json {
-            let _ = writeln!(self.out, "{}", summary(snapshot));
+        // Finishing draws the final frame at once (updates are limited to 10 a second).
+        for line in &self.lines {
+            line.finish();
         }
-        let _ = self.out.flush();
+        if self.style != Style::Json
+            && let Ok(mut out) = self.out.lock()
+        {
+            let _ = writeln!(out, "{}", summary(snapshot));
+        }
+        self.flush();
+    }
+
+    fn flush(&self) {
+        if let Ok(mut out) = self.out.lock() {
+            let _ = out.flush();
+        }
     }
 
     fn redraw(&mut self, snapshot: &Snapshot) {
         self.frame += 1;
         let width = (self.width)().max(20);
-        let lines = live_lines(snapshot, SPINNER[self.frame % SPINNER.len()], width);
-        let mut text = String::new();
-        if self.drawn > 0 {
-            // Back to the first line of the block, then rewrite it.
-            text.push_str(&format!("\r\x1b[{}A", self.drawn));
+        let text = live_lines(snapshot, SPINNER[self.frame % SPINNER.len()], width);
+        while self.lines.len() < text.len() {
+            let line = self.block.add(ProgressBar::new_spinner());
+            line.set_style(ProgressStyle::with_template("{msg}").expect("a fixed template"));
+            self.lines.push(line);
         }
-        for line in &lines {
-            text.push_str("\x1b[2K");
-            text.push_str(line);
-            text.push('\n');
+        for (line, text) in self.lines.iter().zip(text) {
+            line.set_message(text);
         }
-        // Lines of a longer previous block.
-        text.push_str("\x1b[J");
-        self.drawn = lines.len();
-        let _ = self.out.write_all(text.as_bytes());
     }
 
     fn report_changes(&mut self, snapshot: &Snapshot) {
@@ -108,7 +133,9 @@ impl Renderer {
                 }
                 _ => plain_line(step),
             };
-            let _ = writeln!(self.out, "{line}");
+            if let Ok(mut out) = self.out.lock() {
+                let _ = writeln!(out, "{line}");
+            }
         }
     }
 }
@@ -201,6 +228,79 @@ fn cut(text: &str, width: usize) -> String {
 }
 
 /// The terminal's width in columns (stderr's, else `$COLUMNS`, else 80).
+/// The terminal indicatif draws the live block on: ANSI cursor movement and line clearing
+/// written to the renderer's output.
+struct WriterTerm {
+    out: Out,
+    width: Width,
+}
+
+impl fmt::Debug for WriterTerm {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriterTerm").finish_non_exhaustive()
+    }
+}
+
+impl WriterTerm {
+    fn write(&self, text: &str) -> std::io::Result<()> {
+        let mut out = self
+            .out
+            .lock()
+            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
+        out.write_all(text.as_bytes())
+    }
+
+    fn cursor(&self, n: usize, code: char) -> std::io::Result<()> {
+        if n == 0 {
+            Ok(())
+        } else {
+            self.write(&format!("\x1b[{n}{code}"))
+        }
+    }
+}
+
+impl TermLike for WriterTerm {
+    fn width(&self) -> u16 {
+        u16::try_from((self.width)()).unwrap_or(u16::MAX)
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'A')
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'B')
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'C')
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.cursor(n, 'D')
+    }
+
+    fn write_line(&self, line: &str) -> std::io::Result<()> {
+        self.write(&format!("{line}\n"))
+    }
+
+    fn write_str(&self, text: &str) -> std::io::Result<()> {
+        self.write(text)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.write("\r\x1b[2K")
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        let mut out = self
+            .out
+            .lock()
+            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
+        out.flush()
+    }
+}
+
 fn terminal_width() -> usize {
     rustix::termios::tcgetwinsize(std::io::stderr())
         .ok()
@@ -256,7 +356,7 @@ mod tests {
     #[test]
     fn plain_lines_report_each_state_change_once() {
         let buffer = Buffer::default();
-        let mut renderer = Renderer::new(Style::Plain, "r", Box::new(buffer.clone()), Box::new(|| 80));
+        let mut renderer = Renderer::new(Style::Plain, "r", Box::new(buffer.clone()), Arc::new(|| 80));
         renderer.update(&snapshot(vec![
             step("1", "running", Some(10), None),
             step("2", "pending", None, None),
@@ -279,7 +379,7 @@ mod tests {
     #[test]
     fn json_lines_are_objects() {
         let buffer = Buffer::default();
-        let mut renderer = Renderer::new(Style::Json, "r-1", Box::new(buffer.clone()), Box::new(|| 80));
+        let mut renderer = Renderer::new(Style::Json, "r-1", Box::new(buffer.clone()), Arc::new(|| 80));
         renderer.finish(&snapshot(vec![step("1", "complete", Some(5), None)]));
         let line: serde_json::Value = serde_json::from_str(buffer.text().trim()).unwrap();
         assert_eq!(line["runId"], "r-1");
@@ -290,7 +390,7 @@ mod tests {
     #[test]
     fn the_live_block_is_redrawn_in_place_and_cut_to_the_width() {
         let buffer = Buffer::default();
-        let mut renderer = Renderer::new(Style::Live, "r", Box::new(buffer.clone()), Box::new(|| 40));
+        let mut renderer = Renderer::new(Style::Live, "r", Box::new(buffer.clone()), Arc::new(|| 40));
         renderer.update(&snapshot(vec![
             step(
                 "1",
@@ -300,26 +400,22 @@ mod tests {
             ),
             step("2", "pending", None, None),
         ]));
+        renderer.flush();
+        // indicatif pads each line to the terminal's width and lets the terminal wrap it.
         let first = buffer.text();
-        assert!(!first.contains("\x1b[2A"), "{first:?}");
-        let lines: Vec<&str> = first.lines().filter(|l| l.starts_with("\x1b[2K")).collect();
-        assert_eq!(lines.len(), 2, "{first:?}");
-        assert!(
-            first.ends_with("\n\x1b[J"),
-            "then clears what a longer block left: {first:?}"
-        );
-        assert!(
-            lines[0].trim_start_matches("\x1b[2K").chars().count() <= 39,
-            "{:?}",
-            lines[0]
-        );
-        assert!(lines[0].ends_with('…'), "{:?}", lines[0]);
+        assert!(first.contains("1  shell  running     1.00s  a rathe…"), "{first:?}");
+        assert!(!first.contains("a rather"), "cut to the width: {first:?}");
         renderer.finish(&snapshot(vec![
             step("1", "complete", Some(2_000), Some("done")),
             step("2", "complete", Some(5), None),
         ]));
         let all = buffer.text();
-        assert!(all.contains("\r\x1b[2A"), "moves up over the block: {all:?}");
+        let moves_up = all.match_indices("\x1b[").any(|(at, _)| {
+            let rest = &all[at + 2..];
+            let digits = rest.chars().take_while(char::is_ascii_digit).count();
+            digits > 0 && rest[digits..].starts_with('A')
+        });
+        assert!(moves_up, "the block is redrawn in place: {all:?}");
         assert!(all.contains("✓ 1  shell  complete    2.00s  done"), "{all:?}");
         assert!(all.ends_with("2 steps: 2 complete in 1.50s\n"), "{all:?}");
     }
