@@ -1,8 +1,7 @@
 //! The runner configuration of a launch (H5): one runner step per plan step, built from the
 //! step's agent definition by its adapter ([`step_config`]), plus the run's workflow
 //! (concurrency, failFast) from [`WorkflowOptions`]. The shim builds the agent's argv from
-//! this (see `shim/src/adapter/`); `command` is still written for `shell` steps so older
-//! shims run them.
+//! this (see `shim/src/adapter/`).
 
 mod aliases;
 mod placement;

@@ -81,19 +81,17 @@ pub struct StepConfig {
 }
 
 impl StepConfig {
-    /// The built-in `shell` step: `sh -c <task>` in `cwd` (spec/README.md "sublaunch additions").
+    /// The built-in `shell` step: `sh -c <task>` in `cwd` with `env` on top of the runner's
+    /// environment (spec/README.md "sublaunch additions").
     pub fn shell(task: &str, cwd: &str, env: BTreeMap<String, String>) -> Self {
+        let mut adapter = AdapterSpec::new(AdapterId::Shell.id());
+        adapter.env = env.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         Self {
             agent: Some("shell".into()),
             task: Some(task.to_owned()),
             cwd: Some(cwd.to_owned()),
-            model: None,
             runner: Some(serde_json::json!({"type": "external-cli", "adapter": "shell"})),
-            command: Some(CommandSpec {
-                argv: vec!["sh".into(), "-c".into(), task.to_owned()],
-                env,
-                cwd: Some(cwd.to_owned()),
-            }),
+            adapter: Some(adapter),
             ..Self::default()
         }
     }

@@ -1,7 +1,6 @@
 //! The built-in `shell` adapter (spec README "sublaunch additions"): `sh -c <task>` in the
-//! step's cwd; stdout is untrusted plain text. A step without an adapter runs its
-//! `command.argv` verbatim, except that the `["sh", "-c", <task>]` of older configurations
-//! gets the substituted task.
+//! step's cwd; stdout is untrusted plain text. A step without an adapter but with a
+//! `command` runs that argv as it is (the runner's tests start programs this way).
 
 use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
 use sublaunch_protocol::config::AdapterId;
@@ -16,36 +15,31 @@ impl Adapter for ShellAdapter {
     }
 
     fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let legacy = input.step.command.as_ref().filter(|c| !c.argv.is_empty());
-        let (program, script) = match (input.spec, legacy) {
-            (Some(_), _) => (input.program("sh"), input.step.task.as_deref().unwrap_or(input.task)),
-            (None, Some(command)) if is_sh_c_of(&command.argv, input.step.task.as_deref()) => {
-                (command.argv[0].clone(), command.argv[2].as_str())
+        if input.spec.is_none() {
+            let command = input
+                .step
+                .command
+                .as_ref()
+                .filter(|c| !c.argv.is_empty())
+                .ok_or_else(|| format!("Step {} has no command to run.", input.index))?;
+            let mut agent_command = input.agent_command(command.argv.clone(), None);
+            agent_command.env = command.env.clone();
+            return Ok(agent_command);
+        }
+        // A chain's values reach the script in its environment; a single run's task is the
+        // script exactly as the user wrote it.
+        let mut env = input.env();
+        let script = match input.script_values {
+            Some(values) => {
+                let (script, data) = values.apply(input.step.task.as_deref().unwrap_or(input.task))?;
+                env.extend(data);
+                script
             }
-            (None, Some(command)) => (command.argv[0].clone(), ""),
-            (None, None) => return Err(format!("Step {} has no command to run.", input.index)),
-        };
-        let mut env = legacy.map(|c| c.env.clone()).unwrap_or_default();
-        env.extend(input.env());
-        let argv = match (input.spec, legacy) {
-            (None, Some(command)) if script.is_empty() => command.argv.clone(),
-            _ => {
-                // A chain's values reach the script in its environment; a single run's task
-                // is the script exactly as the user wrote it.
-                let script = match input.script_values {
-                    Some(values) => {
-                        let (script, data) = values.apply(script)?;
-                        env.extend(data);
-                        script
-                    }
-                    None => input.task.to_owned(),
-                };
-                // `--` ends sh's options, so a script that starts with `-` is still the script.
-                vec![program, "-c".into(), "--".into(), script]
-            }
+            None => input.task.to_owned(),
         };
         Ok(AgentCommand {
-            argv,
+            // `--` ends sh's options, so a script that starts with `-` is still the script.
+            argv: vec![input.program("sh"), "-c".into(), "--".into(), script],
             env,
             cwd: input.cwd.to_owned(),
             stdin: None,
@@ -58,11 +52,6 @@ impl Adapter for ShellAdapter {
     }
 }
 
-/// Whether `argv` is `[sh, -c, task]` for the step's own task.
-fn is_sh_c_of(argv: &[String], task: Option<&str>) -> bool {
-    matches!(argv, [sh, c, t] if sh.ends_with("sh") && c == "-c" && Some(t.as_str()) == task)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -70,27 +59,29 @@ mod tests {
     use sublaunch_protocol::dir::Dir;
 
     #[test]
-    fn the_shell_step_runs_its_task_in_its_cwd() {
+    fn the_shell_step_runs_its_task_in_its_cwd_and_a_bare_command_runs_as_given() {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let step = StepConfig::shell("echo {previous}", "/tmp", Default::default());
         let spec = AdapterSpec::new("shell");
-        for spec in [None, Some(&spec)] {
-            let input = StepInput {
-                index: 0,
-                step: &step,
-                spec,
-                task: "echo hi",
-                script_values: None,
-                cwd: "/tmp",
-                run: &run,
-            };
-            let command = ShellAdapter.command(&input).unwrap();
-            assert_eq!(command.argv, ["sh", "-c", "--", "echo hi"]);
-            assert_eq!((command.cwd.as_str(), command.stdin), ("/tmp", None));
-        }
+        let input = StepInput {
+            index: 0,
+            step: &step,
+            spec: Some(&spec),
+            task: "echo hi",
+            script_values: None,
+            cwd: "/tmp",
+            run: &run,
+        };
+        let command = ShellAdapter.command(&input).unwrap();
+        assert_eq!(command.argv, ["sh", "-c", "--", "echo hi"]);
+        assert_eq!((command.cwd.as_str(), command.stdin), ("/tmp", None));
         let mut custom = step.clone();
-        custom.command.as_mut().unwrap().argv = vec!["/bin/agent".into(), "x".into()];
+        custom.adapter = None;
+        custom.command = Some(sublaunch_protocol::config::CommandSpec {
+            argv: vec!["/bin/agent".into(), "x".into()],
+            ..Default::default()
+        });
         let input = StepInput {
             index: 0,
             step: &custom,
@@ -101,6 +92,15 @@ mod tests {
             run: &run,
         };
         assert_eq!(ShellAdapter.command(&input).unwrap().argv, ["/bin/agent", "x"]);
+        let mut bare = custom.clone();
+        bare.command = None;
+        let input = StepInput { step: &bare, ..input };
+        assert!(
+            ShellAdapter
+                .command(&input)
+                .unwrap_err()
+                .contains("has no command to run")
+        );
     }
 
     #[test]

@@ -192,6 +192,8 @@ impl Root {
             .map(|task| {
                 let mut step = StepConfig::shell(task, cwd.to_str().unwrap(), spec.agent_env.clone());
                 if let Some(argv) = &spec.argv {
+                    // A bare command runs as given (no adapter).
+                    step.adapter = None;
                     step.command = Some(CommandSpec {
                         argv: argv.clone(),
                         env: spec.agent_env.clone(),

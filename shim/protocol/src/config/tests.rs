@@ -143,7 +143,10 @@ fn k11_fresh_launches_need_a_barrier_token() {
 #[test]
 fn shell_step_and_run_level_command() {
     let step = StepConfig::shell("echo hi; exit 3", "/w", BTreeMap::from([("A".into(), "1".into())]));
-    assert_eq!(step.command.as_ref().unwrap().argv, ["sh", "-c", "echo hi; exit 3"]);
+    // The shell adapter runs the task; the step carries no command of its own.
+    assert!(step.command.is_none());
+    let adapter = step.adapter_spec().unwrap();
+    assert_eq!((adapter.id.as_str(), &adapter.env["A"]), ("shell", &json!("1")));
     assert_eq!(step.runner, Some(json!({"type": "external-cli", "adapter": "shell"})));
     let mut v = valid();
     v["steps"] = json!([{"agent": "a"}]);
