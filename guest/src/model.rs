@@ -104,12 +104,19 @@ impl<'r> ModelSettings<'r> {
         let model = thinking::apply(&selected, applied);
         let split = thinking::split_suffix(&model);
         thinking::check_ceiling(split.level, ceiling, &agent.name)?;
+        let context_limit = self.registry.context_limit(split.base).unwrap_or_else(|warning| {
+            // Several children may select the same entry: one warning about it is enough.
+            if !warnings.contains(&warning) {
+                warnings.push(warning);
+            }
+            None
+        });
         Ok(ModelPlan {
             requested_model: requested_model(source),
             model_origin: Some(origin),
             thinking: split.level,
             thinking_ceiling: ceiling,
-            context_limit: self.registry.context_limit(split.base),
+            context_limit,
             model: Some(model),
         })
     }

@@ -13,6 +13,10 @@ use crate::thinking::{split_suffix, with_suffix};
 use std::cell::OnceCell;
 use sublaunch_contract::{ErrorCode, ModelEntry, PlanError};
 
+/// The largest context window taken as given: 2^53, the largest whole number every JSON
+/// reader holds exactly.
+const MAX_CONTEXT_WINDOW: f64 = 9_007_199_254_740_992.0;
+
 /// The active model registry (`availableModels`) of one plan.
 pub struct Registry<'r> {
     entries: &'r [ModelEntry],
@@ -89,12 +93,24 @@ impl<'r> Registry<'r> {
         Err(self.failure(query))
     }
 
-    /// The positive `contextWindow` of the entry whose full id is exactly `full_id` (M20).
-    pub fn context_limit(&self, full_id: &str) -> Option<u64> {
-        let entry = self.entries.get(self.exact_full_id(full_id)?)?;
-        // Saturating float-to-integer conversion: never panics.
-        let window = entry.context_window.filter(|w| *w >= 1.0)?;
-        Some(window as u64)
+    /// The `contextWindow` of the entry whose full id is exactly `full_id` (M20): `Ok(None)`
+    /// without such an entry or window; an error naming the entry when the window is not a whole
+    /// number from 1 to 2^53 (M-I18: a fraction or a huge float is no token count).
+    pub fn context_limit(&self, full_id: &str) -> Result<Option<u64>, String> {
+        let Some(window) = self
+            .exact_full_id(full_id)
+            .and_then(|i| self.entries.get(i))
+            .and_then(|entry| entry.context_window)
+        else {
+            return Ok(None);
+        };
+        if window.fract() == 0.0 && (1.0..=MAX_CONTEXT_WINDOW).contains(&window) {
+            // Exact: a whole number no larger than 2^53 is an integer the float holds exactly.
+            return Ok(Some(window as u64));
+        }
+        Err(format!(
+            "The model registry entry '{full_id}' has contextWindow {window}, which is not a whole number from 1 to 2^53; its context limit is left out."
+        ))
     }
 
     fn full_id(&self, entry: usize) -> String {
@@ -498,20 +514,28 @@ mod tests {
         let registry = Registry::new(Some(&entries));
         assert_eq!(registry.resolve("GPT-5", None).unwrap(), "openai/gpt-5");
         assert_eq!(registry.resolve("gpt-5", None).unwrap(), "openai/gpt-5");
-        assert_eq!(registry.context_limit("openai/gpt-5"), Some(1000));
+        assert_eq!(registry.context_limit("openai/gpt-5"), Ok(Some(1000)));
     }
 
     #[test]
-    fn m20_context_limit_needs_a_positive_window() {
-        let mut entries = registry(&[("a", "x"), ("a", "y"), ("a", "z")]);
-        entries[0].context_window = Some(0.0);
-        entries[1].context_window = Some(-5.0);
-        entries[2].context_window = Some(1e300);
+    fn m20_i18_context_limit_needs_a_whole_number_from_1_to_2_pow_53() {
+        let mut entries = registry(&[("a", "x"), ("a", "y"), ("a", "z"), ("a", "f"), ("a", "top"), ("a", "n")]);
+        for (entry, window) in entries
+            .iter_mut()
+            .zip([0.0, -5.0, 1e300, 1.5, MAX_CONTEXT_WINDOW, f64::NAN])
+        {
+            entry.context_window = Some(window);
+        }
         let registry = Registry::new(Some(&entries));
-        assert_eq!(registry.context_limit("a/x"), None);
-        assert_eq!(registry.context_limit("a/y"), None);
-        assert_eq!(registry.context_limit("a/z"), Some(u64::MAX));
-        assert_eq!(registry.context_limit("a/missing"), None);
+        for id in ["a/x", "a/y", "a/z", "a/f", "a/n"] {
+            let error = registry.context_limit(id).unwrap_err();
+            assert!(
+                error.contains(&format!("'{id}'")) && error.contains("not a whole number"),
+                "{error}"
+            );
+        }
+        assert_eq!(registry.context_limit("a/top"), Ok(Some(1 << 53)));
+        assert_eq!(registry.context_limit("a/missing"), Ok(None));
     }
 
     #[test]
