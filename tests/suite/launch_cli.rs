@@ -315,9 +315,13 @@ fn a_sublaunch_binary_alone_launches_with_its_built_in_runner() {
             0o700
         );
     }
-    // The shim that ran is the copy (its path is in the run's status).
-    let launched = ok(&run("echo again"));
-    assert_eq!(launched, "again\n");
+    // No runner is beside the binary and none is named, so the runs above used the copy. A
+    // damaged copy is written again before it is used.
+    let shim = copy.join("sublaunch-shim");
+    let good = std::fs::read(&shim).unwrap();
+    std::fs::write(&shim, b"#!/bin/sh\nexit 99\n").unwrap();
+    assert_eq!(ok(&run("echo again")), "again\n");
+    assert_eq!(std::fs::read(&shim).unwrap(), good, "the damaged copy was replaced");
 }
 
 #[test]
