@@ -35,7 +35,7 @@ use start::context::{Ctx, Paths};
 use std::sync::Arc;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::hooks::ShimPoint;
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {
@@ -78,22 +78,22 @@ pub fn main() -> i32 {
             return end::exit::INVALID_CONFIG;
         }
     };
-    let seams = match Seams::from_env() {
-        Ok(seams) => seams.with_clock(clock.clone()),
+    let os = match Os::from_env() {
+        Ok(os) => os.with_clock(clock.clone()),
         Err(e) => {
             end::exit::report(&e.to_string());
             return end::exit::INVALID_CONFIG;
         }
     };
     #[cfg(feature = "test-hooks")]
-    let seams = match start::testfs::from_env(&cfg.id) {
-        Some(fs) => seams.with_fs(fs),
-        None => seams,
+    let os = match start::testfs::from_env(&cfg.id) {
+        Some(fs) => os.with_files(fs),
+        None => os,
     };
     let mut ctx = Ctx {
         paths: Paths::of(&cfg),
         cfg,
-        seams: seams.shared(),
+        os: os.shared(),
         clock,
         policy: DurabilityPolicy::from_env(),
         faults,

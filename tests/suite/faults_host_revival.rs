@@ -9,13 +9,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launch};
-use sublaunch_protocol::clock::{Clock, SystemClock};
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::faults::parse_host_faults;
 use sublaunch_protocol::hooks::HostHooks;
 use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::clock::{Clock, SystemClock};
 use sublaunch_protocol::procinfo::SystemProcesses;
-use sublaunch_protocol::seams::Seams;
 use sublaunch_tests::launch_harness::{
     CONTROL_TIMEOUT_ENV, SHIM_FAULT_ENV, Scratch, events_of, hostname, read_json, status,
 };
@@ -459,8 +459,8 @@ impl Clock for JumpingClock {
 fn f56_a_wall_clock_jump_does_not_move_the_handshake_deadline() {
     let r = Revival::new("f56");
     let mut opts = r.options("before-ready:hang", "");
-    opts.seams = Some(
-        Seams::system()
+    opts.os = Some(
+        Os::system()
             .with_clock(Arc::new(JumpingClock {
                 created: Instant::now(),
             }))

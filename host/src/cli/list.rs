@@ -5,7 +5,7 @@
 use super::runs::say;
 use super::runs::{agents, duration, elapsed, now_ms, open_store, state_name, status_of, summary_json};
 use std::process::ExitCode;
-use sublaunch_protocol::clock::iso8601_utc;
+use sublaunch_protocol::os::clock::iso8601_utc;
 
 /// Arguments of `sublaunch list`.
 #[derive(clap::Args)]

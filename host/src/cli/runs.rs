@@ -5,10 +5,10 @@ use super::EXIT_USAGE;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use sublaunch::launch::reconcile::RunStore;
-use sublaunch_protocol::clock::iso8601_utc;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::layout::validate_run_id;
+use sublaunch_protocol::os::clock::iso8601_utc;
 use sublaunch_protocol::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
@@ -205,5 +205,5 @@ pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
 
 /// Wall-clock now in epoch ms.
 pub fn now_ms() -> u64 {
-    sublaunch_protocol::clock::Clock::wall_ms(&sublaunch_protocol::clock::SystemClock)
+    sublaunch_protocol::os::clock::Clock::wall_ms(&sublaunch_protocol::os::clock::SystemClock)
 }

@@ -33,7 +33,7 @@ pub(crate) fn initial_status_document(
         pid,
         pid_namespace_scope: procinfo::pid_namespace_scope(),
         pid_start_identity: start_identity,
-        now: ctx.seams.clock.wall_ms(),
+        now: ctx.os.clock.wall_ms(),
     });
     status.cwd = Some(setup.cwd.clone());
     run_dir::add_host_identity(&mut status);

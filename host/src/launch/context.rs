@@ -9,7 +9,7 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::hooks::{HostHooks, HostPoint};
 use sublaunch_protocol::index::ActiveRunIndex;
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::trust::TrustedRoot;
 
 /// One launch's shared state.
@@ -32,8 +32,8 @@ pub(crate) struct RunContext {
     pub faults: HostHooks,
     /// The embedder's hooks.
     pub hooks: Arc<dyn LaunchHooks>,
-    /// Seams (clock, random, fs).
-    pub seams: Arc<Seams>,
+    /// Os (clock, random, fs).
+    pub os: Arc<Os>,
     /// The caller's session.
     pub session_id: Option<String>,
     /// The completion owner.

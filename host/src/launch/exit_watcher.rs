@@ -18,7 +18,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
-use sublaunch_protocol::clock::Clock;
+use sublaunch_protocol::os::clock::Clock;
 use sublaunch_protocol::proof::RunnerInstance;
 use tokio::sync::watch;
 
@@ -288,7 +288,7 @@ pub fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::clock::SystemClock;
+    use sublaunch_protocol::os::clock::SystemClock;
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()

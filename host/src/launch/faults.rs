@@ -13,10 +13,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use sublaunch_protocol::atomic::parse_temp_name;
 use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::fs::{Fs, RealFs};
 use sublaunch_protocol::hooks::{AtStep, HostHooks, HostPoint};
 use sublaunch_protocol::layout::names;
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::files::{Files, RealFiles};
 
 /// The documents each point covers.
 fn targets(point: HostPoint) -> &'static [&'static str] {
@@ -68,9 +68,9 @@ impl FaultFs {
     }
 }
 
-impl Fs for FaultFs {
+impl Files for FaultFs {
     fn openat(&self, dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
-        let fd = RealFs.openat(dir, name, flags, mode)?;
+        let fd = RealFiles.openat(dir, name, flags, mode)?;
         if flags.contains(OFlags::EXCL)
             && let Some(temp) = parse_temp_name(name.as_os_str())
             && let Some(rule) = self.rule_for(&temp.target)
@@ -86,14 +86,14 @@ impl Fs for FaultFs {
     fn write(&self, fd: BorrowedFd<'_>, bytes: &[u8]) -> Result<usize, Errno> {
         match self.take(fd, AtStep::Write) {
             Some(errno) => Err(errno),
-            None => RealFs.write(fd, bytes),
+            None => RealFiles.write(fd, bytes),
         }
     }
 
     fn fsync(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
         match self.take(fd, AtStep::Fsync) {
             Some(errno) => Err(errno),
-            None => RealFs.fsync(fd),
+            None => RealFiles.fsync(fd),
         }
     }
 
@@ -105,36 +105,31 @@ impl Fs for FaultFs {
         {
             return Err(rule.errno);
         }
-        RealFs.renameat(from_dir, from, to_dir, to)
+        RealFiles.renameat(from_dir, from, to_dir, to)
     }
 
     fn unlinkat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {
         self.forget(name);
-        RealFs.unlinkat(dir, name)
+        RealFiles.unlinkat(dir, name)
     }
 }
 
 /// Opens `<run>` for a protocol call covering `points`: with the fault filesystem when any of
-/// them has an errno fault, else with the ordinary seams.
-pub(crate) fn run_dir_for(
-    path: &Path,
-    seams: &Arc<Seams>,
-    faults: &HostHooks,
-    points: &[HostPoint],
-) -> io::Result<Dir> {
+/// them has an errno fault, else with the ordinary os.
+pub(crate) fn run_dir_for(path: &Path, os: &Arc<Os>, faults: &HostHooks, points: &[HostPoint]) -> io::Result<Dir> {
     let rules: Vec<Rule> = points
         .iter()
         .filter_map(|point| faults.errno_fault(*point).map(|fault| (*point, fault)))
         .flat_map(|(point, (errno, at))| targets(point).iter().map(move |target| Rule { target, errno, at }))
         .collect();
     if rules.is_empty() {
-        return Dir::open_with(path, seams.clone());
+        return Dir::open_with(path, os.clone());
     }
     let fs = FaultFs {
         rules,
         open: Mutex::new(HashMap::new()),
     };
-    Dir::open_with(path, Arc::new((**seams).clone().with_fs(Arc::new(fs))))
+    Dir::open_with(path, Arc::new((**os).clone().with_files(Arc::new(fs))))
 }
 
 #[cfg(test)]
@@ -153,7 +148,7 @@ mod tests {
                 at: AtStep::Write,
             },
         )]);
-        let dir = run_dir_for(tmp.path(), &Seams::shared_default(), &faults, &[HostPoint::Proof]).unwrap();
+        let dir = run_dir_for(tmp.path(), &Os::shared_default(), &faults, &[HostPoint::Proof]).unwrap();
         let error = dir
             .write("process-terminal.json", b"{}", Durability::Atomic)
             .unwrap_err();
@@ -172,7 +167,7 @@ mod tests {
                 at: AtStep::Fsync,
             },
         )]);
-        let dir = run_dir_for(tmp.path(), &Seams::shared_default(), &fsync, &[HostPoint::Overlay]).unwrap();
+        let dir = run_dir_for(tmp.path(), &Os::shared_default(), &fsync, &[HostPoint::Overlay]).unwrap();
         dir.write("status.json", b"{\"a\":1}", Durability::Atomic).unwrap();
         let error = dir.write("status.json", b"{}", Durability::Durable).unwrap_err();
         assert!(error.to_string().starts_with("EIO"), "{error}");

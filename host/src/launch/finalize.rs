@@ -58,7 +58,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
     let outcome = blocking(move || {
         let run = run_dir_for(
             &context.run_path,
-            &context.seams,
+            &context.os,
             &context.faults,
             &[HostPoint::Proof, HostPoint::Overlay],
         )?;

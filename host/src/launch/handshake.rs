@@ -11,7 +11,6 @@ use serde_json::Value;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::clock::Deadline;
 use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::handshake::{
@@ -20,6 +19,7 @@ use sublaunch_protocol::handshake::{
 };
 use sublaunch_protocol::hooks::HostPoint;
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::os::clock::Deadline;
 
 /// How long the commit check waits for the exit of a shim whose doorbell reached EOF.
 const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);
@@ -91,7 +91,7 @@ impl Handshake<'_> {
 
     /// K4/K5: waits for `expected` (with `token` after `ready`); returns the token.
     async fn wait_state(&mut self, expected: StartupState, token: Option<&str>) -> Result<String, String> {
-        let clock = self.ctx.seams.clock.clone();
+        let clock = self.ctx.os.clock.clone();
         let deadline = Deadline::after(clock.as_ref(), self.timeout);
         let path = self.ctx.run.join(names::RUNNER_STARTUP);
         let mut backoff = PollBackoff::default();

@@ -1,7 +1,7 @@
 //! Run ids: `<agent-slug>-<8 lowercase base36 random chars>`, always valid per
 //! `layout::validate_run_id` (a letter or digit first, then `[a-z0-9-]`).
 
-use sublaunch_protocol::random::{OsRandom, RandomSource};
+use sublaunch_protocol::os::random::{OsRandom, RandomSource};
 
 /// Longest agent slug kept in a run id.
 const SLUG_MAX: usize = 40;
@@ -58,7 +58,7 @@ fn base36_suffix(random: &dyn RandomSource) -> String {
 mod tests {
     use super::*;
     use sublaunch_protocol::layout::validate_run_id;
-    use sublaunch_protocol::random::SequenceRandom;
+    use sublaunch_protocol::os::random::SequenceRandom;
 
     #[test]
     fn ids_are_valid_and_named_after_the_agent() {

@@ -13,8 +13,8 @@ use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::handshake::TERMINATE_GRACE;
 use sublaunch_protocol::hooks::HostHooks;
 use sublaunch_protocol::layout::Layout;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::proof::ProcessTerminal;
-use sublaunch_protocol::seams::Seams;
 
 /// The environment variable naming the shim executable.
 pub const SHIM_ENV: &str = crate::environment::SHIM_VAR;
@@ -133,9 +133,9 @@ pub struct LaunchOptions {
     pub hooks: Arc<dyn LaunchHooks>,
     /// Whether the doorbell socket is used (K14); off = legacy polling (F32).
     pub doorbell: bool,
-    /// Filesystem, clock and random seams (default: the real OS, with the retry setting of the
+    /// Filesystem, clock and random os (default: the real OS, with the retry setting of the
     /// environment).
-    pub seams: Option<Arc<Seams>>,
+    pub os: Option<Arc<Os>>,
     /// Which writes are fsynced (default: `SUBLAUNCH_DURABILITY`).
     pub durability: Option<DurabilityPolicy>,
     /// Host fault hooks (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
@@ -176,7 +176,7 @@ impl Default for LaunchOptions {
             terminate_grace: TERMINATE_GRACE,
             hooks: Arc::new(NoHooks),
             doorbell: true,
-            seams: None,
+            os: None,
             durability: None,
             host_faults: None,
             agents: crate::inputs::agents::builtins(),

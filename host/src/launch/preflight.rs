@@ -5,7 +5,7 @@
 use std::io;
 use std::path::Path;
 use sublaunch_protocol::layout::Layout;
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// One cwd to check: the effective path and the one the caller asked for.
@@ -52,8 +52,8 @@ pub(crate) fn check_shim(shim: &Path) -> Result<(), String> {
 }
 
 /// H3: opens (creating 0700) and verifies the root, `runs/` and `results/`.
-pub(crate) fn open_root(layout: &Layout, seams: std::sync::Arc<Seams>) -> Result<TrustedRoot, String> {
-    TrustedRoot::open(layout, seams).map_err(|e| match e {
+pub(crate) fn open_root(layout: &Layout, os: std::sync::Arc<Os>) -> Result<TrustedRoot, String> {
+    TrustedRoot::open(layout, os).map_err(|e| match e {
         RootError::Untrusted(untrusted) => untrusted.to_string(),
         RootError::Io(e) => format!(
             "Cannot open the sublaunch state directory '{}': {e}",

@@ -17,9 +17,9 @@ use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
 use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, ProofState, repair_orphan};
-use sublaunch_protocol::seams::Seams;
 use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
 use sublaunch_protocol::sweep::sweep_root;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
@@ -65,10 +65,10 @@ impl RunStore {
     /// retry settings of `env`.
     pub fn open(layout: &Layout, env: &crate::Environment) -> Result<Self, RootError> {
         let policy = env.durability();
-        let seams = Seams::with_retry_setting(env.var(sublaunch_protocol::retry::MAX_TOTAL_ENV))
+        let os = Os::with_retry_setting(env.var(sublaunch_protocol::os::retry::MAX_TOTAL_ENV))
             .map_err(|e| RootError::Io(io::Error::other(e.to_string())))?
             .shared();
-        let root = TrustedRoot::open(layout, seams)?;
+        let root = TrustedRoot::open(layout, os)?;
         let index = ActiveRunIndex::new(root.runs(), policy)?;
         Ok(Self {
             root,
@@ -159,7 +159,7 @@ impl RunStore {
         if !self.launcher_died(&status) {
             return Ok(false);
         }
-        let now = run.seams().clock.wall_ms();
+        let now = run.os().clock.wall_ms();
         let oracle = self.oracle.clone();
         let policy = self.policy;
         let result = modify_status(run, false, |status| {
@@ -228,7 +228,7 @@ impl RunStore {
         let Some(markers) = self.index.list()? else {
             return Ok(());
         };
-        let now = self.root.runs().seams().clock.wall_ms();
+        let now = self.root.runs().os().clock.wall_ms();
         for marker in markers {
             let run = self.root.runs().open_child(&marker.run_id).ok().flatten();
             let status = run

@@ -171,12 +171,8 @@ pub fn hidden_dir_pid(name: &str) -> Option<u32> {
 }
 
 fn hidden_name(runs: &Dir, run_id: &str, suffix: &str) -> String {
-    let seams = runs.seams();
-    format!(
-        ".{run_id}.{}.{:016x}{suffix}",
-        std::process::id(),
-        seams.random.next_u64()
-    )
+    let os = runs.os();
+    format!(".{run_id}.{}.{:016x}{suffix}", std::process::id(), os.random.next_u64())
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::handshake::host_state_timeout;
 use sublaunch_protocol::hooks::HostPoint;
-use sublaunch_protocol::random::uuid_v4;
+use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::status::Status;
 use tokio::sync::{oneshot, watch};
 
@@ -58,13 +58,13 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         .unwrap_or(Ok(()))
         .map_err(LaunchFailure::preflight)?;
     let layout = setup.layout.clone();
-    let seams = setup.seams.clone();
-    let root = blocking_value(move || preflight::open_root(&layout, seams))
+    let os = setup.os.clone();
+    let root = blocking_value(move || preflight::open_root(&layout, os))
         .await
         .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
         .map_err(LaunchFailure::preflight)?;
     let root = Arc::new(root);
-    let instance = uuid_v4(setup.seams.random.as_ref());
+    let instance = uuid_v4(setup.os.random.as_ref());
     let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
     let cfg_path = setup.layout.runner_config(&run_id);
     let config = runner_config(ConfigInputs {
@@ -93,7 +93,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         policy: setup.policy,
         faults: setup.faults.clone(),
         hooks: options.hooks.clone(),
-        seams: setup.seams.clone(),
+        os: setup.os.clone(),
         session_id: options.session_id.clone(),
         completion_owner_id: options.completion_owner_id.clone(),
         tool_call_id: options.tool_call_id.clone(),
@@ -121,7 +121,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
     };
     // H12: the watcher owns the child before anything else happens.
     let pid = spawned.child.id();
-    let watcher = ExitWatcher::arm(spawned.child, spawned.pidfd, setup.seams.clock.clone());
+    let watcher = ExitWatcher::arm(spawned.child, spawned.pidfd, setup.os.clock.clone());
     let mut control: Arc<dyn ProcessControl> = Arc::new(watcher);
     if let Some(wrap) = &options.process_control {
         control = wrap(control);

@@ -1,4 +1,4 @@
-//! What a launch resolves before touching anything (the options' seams, policies, hooks and
+//! What a launch resolves before touching anything (the options' os, policies, hooks and
 //! paths, the runner steps, the cwd checks), and the run directory it then establishes.
 
 use super::blocking::blocking_value;
@@ -16,7 +16,7 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::hooks::HostHooks;
 use sublaunch_protocol::layout::{Layout, validate_run_id};
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::trust::TrustedRoot;
 
 /// Attempts at a fresh random run id before giving up.
@@ -25,7 +25,7 @@ const RUN_ID_ATTEMPTS: usize = 8;
 /// Everything resolved from the plan and the options before anything is touched.
 pub(crate) struct Setup {
     pub layout: Layout,
-    pub seams: Arc<Seams>,
+    pub os: Arc<Os>,
     pub policy: DurabilityPolicy,
     pub faults: HostHooks,
     pub shim: PathBuf,
@@ -39,9 +39,9 @@ pub(crate) struct Setup {
 impl Setup {
     pub(crate) fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, String> {
         super::admission::admit(plan, &options.agents, &options.environment)?;
-        let seams = match &options.seams {
-            Some(seams) => seams.clone(),
-            None => Seams::with_retry_setting(options.environment.var(sublaunch_protocol::retry::MAX_TOTAL_ENV))
+        let os = match &options.os {
+            Some(os) => os.clone(),
+            None => Os::with_retry_setting(options.environment.var(sublaunch_protocol::os::retry::MAX_TOTAL_ENV))
                 .map_err(|e| e.to_string())?
                 .shared(),
         };
@@ -82,7 +82,7 @@ impl Setup {
         }
         Ok(Self {
             layout,
-            seams,
+            os,
             policy: options.durability.unwrap_or_else(|| options.environment.durability()),
             faults,
             shim: match &options.shim {
@@ -124,9 +124,9 @@ impl Setup {
             validate_run_id(id).map_err(|e| LaunchFailure::preflight(e.to_string()))?;
         }
         let root = root.clone();
-        let seams = self.seams.clone();
+        let os = self.os.clone();
         let policy = self.policy;
-        let now = seams.clock.wall_ms();
+        let now = os.clock.wall_ms();
         let session_id = options.session_id.clone();
         let owner = options.completion_owner_id.clone();
         let tool_call = options.tool_call_id.clone();
@@ -159,7 +159,7 @@ impl Setup {
                 };
             }
             for _ in 0..RUN_ID_ATTEMPTS {
-                let id = new_run_id_with(&agent, seams.random.as_ref());
+                let id = new_run_id_with(&agent, os.random.as_ref());
                 match run_dir::create(runs, &id, &preliminary(&id), policy) {
                     Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
                     Ok(None) => {}

@@ -28,13 +28,13 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
         // never ran a writer, so its proof does not wait for a lease it may have left (F26).
         session_file: None,
         revival_lease_token: None,
-        now: ctx.seams.clock.wall_ms(),
+        now: ctx.os.clock.wall_ms(),
         keep_terminal_status,
     };
     let outcome = blocking(move || {
         let run = run_dir_for(
             &context.run_path,
-            &context.seams,
+            &context.os,
             &context.faults,
             &[HostPoint::StartupFailure],
         )?;

@@ -9,7 +9,7 @@
 //! replaces the original error (A8).
 
 use crate::errors::os_error;
-use crate::fs::retry_eintr;
+use crate::os::files::retry_eintr;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -124,7 +124,7 @@ impl Dir {
     /// Atomically replaces `name` with `bytes` per `options` (A1–A8).
     pub fn write_with(&self, name: &str, bytes: &[u8], options: &WriteOptions) -> io::Result<()> {
         crate::dir::check_name(name, self.path())?;
-        let seams = self.seams().clone();
+        let os = self.os().clone();
         let (temp, fd) = self.create_temp(name)?;
         let temp_path = self.join(&temp);
         let result = (|| {
@@ -136,22 +136,20 @@ impl Dir {
                 options
                     .injected(Step::Fsync)
                     .map_err(|e| os_error(e, "fsync", &temp_path))?;
-                retry_eintr(|| seams.fs.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
+                retry_eintr(|| os.files.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
             }
             drop(fd);
-            seams
-                .retry
-                .run(seams.sleeper.as_ref(), || {
+            os.retry
+                .run(os.sleeper.as_ref(), || {
                     options.injected(Step::Rename)?;
-                    seams
-                        .fs
+                    os.files
                         .renameat(self.fd(), Path::new(&temp), self.fd(), Path::new(name))
                 })
                 .map_err(|e| os_error(e, "rename", &self.join(name)))
         })();
         if let Err(error) = result {
             // A8: the temp file always goes; a cleanup error never masks `error`.
-            let _ = retry_eintr(|| seams.fs.unlinkat(self.fd(), Path::new(&temp)));
+            let _ = retry_eintr(|| os.files.unlinkat(self.fd(), Path::new(&temp)));
             return Err(error);
         }
         if options.durability == Durability::Durable {
@@ -163,13 +161,13 @@ impl Dir {
     /// Creates a fresh temp file for `name` (A2, A3): up to [`NAME_ATTEMPTS`] names are tried
     /// when one exists or is a symlink.
     fn create_temp(&self, name: &str) -> io::Result<(String, OwnedFd)> {
-        let seams = self.seams();
+        let os = self.os();
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let mut last = (Errno::EXIST, String::new());
         for _ in 0..NAME_ATTEMPTS {
-            let temp = temp_name(name, seams.pid, seams.clock.wall_ms(), seams.random.next_u64());
+            let temp = temp_name(name, os.pid, os.clock.wall_ms(), os.random.next_u64());
             match retry_eintr(|| {
-                seams.fs.openat(
+                os.files.openat(
                     self.fd(),
                     Path::new(&temp),
                     flags,
@@ -186,7 +184,7 @@ impl Dir {
 }
 
 fn write_all(dir: &Dir, fd: &OwnedFd, mut bytes: &[u8]) -> Result<(), Errno> {
-    let fs = &dir.seams().fs;
+    let fs = &dir.os().files;
     while !bytes.is_empty() {
         match fs.write(fd.as_fd(), bytes) {
             Ok(0) => return Err(Errno::IO),

@@ -3,8 +3,8 @@
 //! component is ever followed through a symlink.
 
 use crate::errors::{os_error, with_path};
-use crate::fs::retry_eintr;
-use crate::seams::Seams;
+use crate::os::Os;
+use crate::os::files::retry_eintr;
 use rustix::fd::{AsFd, BorrowedFd, OwnedFd};
 use rustix::fs::{self, AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -19,12 +19,12 @@ pub const DIR_MODE: u32 = 0o700;
 /// Mode of every file this crate creates (A3, A10).
 pub const FILE_MODE: u32 = 0o600;
 
-/// An open directory (`O_DIRECTORY|O_NOFOLLOW`) plus the seams its operations use.
+/// An open directory (`O_DIRECTORY|O_NOFOLLOW`) plus the os its operations use.
 #[derive(Debug)]
 pub struct Dir {
     fd: OwnedFd,
     path: PathBuf,
-    seams: Arc<Seams>,
+    os: Arc<Os>,
 }
 
 /// One entry of [`Dir::entries`].
@@ -39,30 +39,30 @@ pub struct Entry {
 impl Dir {
     /// Opens an existing directory without following a symlink at its final component.
     pub fn open(path: &Path) -> io::Result<Self> {
-        Self::open_with(path, Seams::shared_default())
+        Self::open_with(path, Os::shared_default())
     }
 
-    /// [`Dir::open`] with explicit seams.
-    pub fn open_with(path: &Path, seams: Arc<Seams>) -> io::Result<Self> {
+    /// [`Dir::open`] with explicit os.
+    pub fn open_with(path: &Path, os: Arc<Os>) -> io::Result<Self> {
         let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
-        let fd = retry_eintr(|| seams.fs.openat(fs::CWD, path, flags, Mode::empty()))
+        let fd = retry_eintr(|| os.files.openat(fs::CWD, path, flags, Mode::empty()))
             .map_err(|e| os_error(e, "open", path))?;
         Ok(Self {
             fd,
             path: path.to_owned(),
-            seams,
+            os,
         })
     }
 
     /// Creates the directory and its missing parents with mode 0700 (A6), then opens it.
     pub fn create_private(path: &Path) -> io::Result<Self> {
-        Self::create_private_with(path, Seams::shared_default())
+        Self::create_private_with(path, Os::shared_default())
     }
 
-    /// [`Dir::create_private`] with explicit seams.
-    pub fn create_private_with(path: &Path, seams: Arc<Seams>) -> io::Result<Self> {
-        mkdir_recursive(&seams, path)?;
-        Self::open_with(path, seams)
+    /// [`Dir::create_private`] with explicit os.
+    pub fn create_private_with(path: &Path, os: Arc<Os>) -> io::Result<Self> {
+        mkdir_recursive(&os, path)?;
+        Self::open_with(path, os)
     }
 
     /// The directory's path (for messages; operations use the descriptor).
@@ -70,9 +70,9 @@ impl Dir {
         &self.path
     }
 
-    /// The seams of this handle.
-    pub fn seams(&self) -> &Arc<Seams> {
-        &self.seams
+    /// The os of this handle.
+    pub fn os(&self) -> &Arc<Os> {
+        &self.os
     }
 
     /// The path of `name` inside this directory (for messages).
@@ -86,7 +86,7 @@ impl Dir {
         Ok(Self {
             fd,
             path: self.path.clone(),
-            seams: self.seams.clone(),
+            os: self.os.clone(),
         })
     }
 
@@ -95,14 +95,14 @@ impl Dir {
         check_name(name, &self.path)?;
         let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::RDONLY;
         match retry_eintr(|| {
-            self.seams
-                .fs
+            self.os
+                .files
                 .openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())
         }) {
             Ok(fd) => Ok(Some(Self {
                 fd,
                 path: self.path.join(name),
-                seams: self.seams.clone(),
+                os: self.os.clone(),
             })),
             Err(Errno::NOENT) => Ok(None),
             Err(e) => Err(os_error(e, "open", &self.path.join(name))),
@@ -114,9 +114,9 @@ impl Dir {
     pub fn ensure_child(&self, name: &str) -> io::Result<Self> {
         check_name(name, &self.path)?;
         let path = self.path.join(name);
-        match self.seams.retry.run(self.seams.sleeper.as_ref(), || {
-            self.seams
-                .fs
+        match self.os.retry.run(self.os.sleeper.as_ref(), || {
+            self.os
+                .files
                 .mkdirat(self.fd.as_fd(), Path::new(name), Mode::from_raw_mode(DIR_MODE))
         }) {
             Ok(()) | Err(Errno::EXIST) => {}
@@ -162,8 +162,8 @@ impl Dir {
         check_name(name, &self.path)?;
         let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         match retry_eintr(|| {
-            self.seams
-                .fs
+            self.os
+                .files
                 .openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())
         }) {
             Ok(fd) => Ok(Some(std::fs::File::from(fd))),
@@ -199,8 +199,8 @@ impl Dir {
         check_name(name, &self.path)?;
         let flags = OFlags::WRONLY | OFlags::APPEND | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         retry_eintr(|| {
-            self.seams
-                .fs
+            self.os
+                .files
                 .openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE))
         })
         .map(std::fs::File::from)
@@ -210,7 +210,7 @@ impl Dir {
     /// Removes the file `name`; an absent file is fine (H6, K12, X10).
     pub fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name, &self.path)?;
-        match retry_eintr(|| self.seams.fs.unlinkat(self.fd.as_fd(), Path::new(name))) {
+        match retry_eintr(|| self.os.files.unlinkat(self.fd.as_fd(), Path::new(name))) {
             Ok(()) | Err(Errno::NOENT) => Ok(()),
             Err(e) => Err(os_error(e, "unlink", &self.path.join(name))),
         }
@@ -220,7 +220,7 @@ impl Dir {
     /// whether it was removed; absent or not empty is `Ok(false)`.
     pub fn remove_empty_dir(&self, name: &str) -> io::Result<bool> {
         check_name(name, &self.path)?;
-        match retry_eintr(|| self.seams.fs.rmdirat(self.fd.as_fd(), Path::new(name))) {
+        match retry_eintr(|| self.os.files.rmdirat(self.fd.as_fd(), Path::new(name))) {
             Ok(()) => Ok(true),
             Err(Errno::NOENT | Errno::NOTEMPTY | Errno::EXIST) => Ok(false),
             Err(e) => Err(os_error(e, "rmdir", &self.path.join(name))),
@@ -232,11 +232,11 @@ impl Dir {
     pub fn rename_to(&self, from: &str, to_dir: &Dir, to: &str) -> io::Result<()> {
         check_name(from, &self.path)?;
         check_name(to, &to_dir.path)?;
-        self.seams
+        self.os
             .retry
-            .run(self.seams.sleeper.as_ref(), || {
-                self.seams
-                    .fs
+            .run(self.os.sleeper.as_ref(), || {
+                self.os
+                    .files
                     .renameat(self.fd.as_fd(), Path::new(from), to_dir.fd.as_fd(), Path::new(to))
             })
             .map_err(|e| os_error(e, "rename", &self.path.join(from)))
@@ -244,7 +244,7 @@ impl Dir {
 
     /// fsyncs the directory itself (A4).
     pub fn sync(&self) -> io::Result<()> {
-        retry_eintr(|| self.seams.fs.fsync(self.fd.as_fd())).map_err(|e| os_error(e, "fsync", &self.path))
+        retry_eintr(|| self.os.files.fsync(self.fd.as_fd())).map_err(|e| os_error(e, "fsync", &self.path))
     }
 
     /// The directory's entries (without `.` and `..`), types from `lstat`.
@@ -293,18 +293,18 @@ pub fn check_name(name: &str, dir: &Path) -> io::Result<()> {
     Ok(())
 }
 
-fn mkdir_recursive(seams: &Seams, path: &Path) -> io::Result<()> {
+fn mkdir_recursive(os: &Os, path: &Path) -> io::Result<()> {
     if path.as_os_str().is_empty() {
         return Ok(());
     }
-    match mkdir_one(seams, path) {
+    match mkdir_one(os, path) {
         Ok(()) | Err(Errno::EXIST) => Ok(()),
         Err(Errno::NOENT) => {
             match path.parent() {
-                Some(parent) if parent != path => mkdir_recursive(seams, parent)?,
+                Some(parent) if parent != path => mkdir_recursive(os, parent)?,
                 _ => return Err(os_error(Errno::NOENT, "mkdir", path)),
             }
-            match mkdir_one(seams, path) {
+            match mkdir_one(os, path) {
                 Ok(()) | Err(Errno::EXIST) => Ok(()),
                 Err(e) => Err(os_error(e, "mkdir", path)),
             }
@@ -313,9 +313,9 @@ fn mkdir_recursive(seams: &Seams, path: &Path) -> io::Result<()> {
     }
 }
 
-fn mkdir_one(seams: &Seams, path: &Path) -> Result<(), Errno> {
-    seams.retry.run(seams.sleeper.as_ref(), || {
-        seams.fs.mkdirat(fs::CWD, path, Mode::from_raw_mode(DIR_MODE))
+fn mkdir_one(os: &Os, path: &Path) -> Result<(), Errno> {
+    os.retry.run(os.sleeper.as_ref(), || {
+        os.files.mkdirat(fs::CWD, path, Mode::from_raw_mode(DIR_MODE))
     })
 }
 

@@ -7,9 +7,9 @@
 //! exhausted exactly one `subagent.events.truncated` line is appended and further diagnostics
 //! are dropped. Lifecycle events are never dropped.
 
-use crate::clock::Clock;
 use crate::dir::Dir;
 use crate::layout::names;
+use crate::os::clock::Clock;
 use rustix::fd::AsFd;
 use rustix::io::Errno;
 use serde::Serialize;
@@ -77,7 +77,7 @@ impl EventLog {
     pub fn new(run: &Dir, max_bytes: u64) -> io::Result<Self> {
         Ok(Self {
             run: run.try_clone()?,
-            clock: run.seams().clock.clone(),
+            clock: run.os().clock.clone(),
             file: None,
             max_bytes,
             diagnostic_bytes: 0,
@@ -189,7 +189,7 @@ fn line_of(event: &Event) -> Vec<u8> {
 /// One `write` for the whole line; a short write is completed, or, if that fails, followed by
 /// a newline so the next line starts clean (A10).
 fn write_line_to(run: &Dir, file: &std::fs::File, line: &[u8]) -> Result<(), Errno> {
-    let fs = &run.seams().fs;
+    let fs = &run.os().files;
     let mut rest = line;
     let mut first = true;
     while !rest.is_empty() {
@@ -208,7 +208,7 @@ fn write_line_to(run: &Dir, file: &std::fs::File, line: &[u8]) -> Result<(), Err
 
 fn finish_broken(run: &Dir, file: &std::fs::File, nothing_written: bool, error: Errno) -> Result<(), Errno> {
     if !nothing_written {
-        let _ = run.seams().fs.write(file.as_fd(), b"\n");
+        let _ = run.os().files.write(file.as_fd(), b"\n");
     }
     Err(error)
 }

@@ -10,8 +10,8 @@ use crate::dir::{Dir, FILE_MODE};
 use crate::doc::ReadDoc;
 use crate::durability::{DocKind, DurabilityPolicy};
 use crate::errors::{has_errno, is_capacity_error, os_error};
-use crate::fs::retry_eintr;
 use crate::layout::{enc, enc_candidates, names};
+use crate::os::files::retry_eintr;
 use crate::status::{RunState, Status, read_status};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
@@ -144,7 +144,7 @@ impl ActiveRunIndex {
             let ended_at = status
                 .ended_at
                 .or(status.last_update)
-                .unwrap_or_else(|| self.runs.seams().clock.wall_ms());
+                .unwrap_or_else(|| self.runs.os().clock.wall_ms());
             match self.write_terminal_entry(&session_id, run_id, ended_at) {
                 Ok(()) => outcome.terminal_entry_written = true,
                 Err(e) if is_capacity_error(&e) => return Err(e),
@@ -272,7 +272,7 @@ impl ActiveRunIndex {
         retry_enoent(|| {
             let dir = self.runs.ensure_path(components)?;
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let fs = &dir.seams().fs;
+            let fs = &dir.os().files;
             let fd = retry_eintr(|| fs.openat(dir.fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))
                 .map_err(|e| os_error(e, "open", &dir.join(name)))?;
             // I2 ⊕: an explicit futimens, so the mtime reflects the latest mark.

@@ -6,15 +6,15 @@
 //! carries our token.
 
 use crate::atomic::sha256_hex;
-use crate::clock::iso8601_utc;
 use crate::dir::Dir;
 use crate::doc::ReadDoc;
 use crate::durability::{DocKind, DurabilityPolicy};
 use crate::errors::has_errno;
 use crate::layout::names;
+use crate::os::clock::iso8601_utc;
+use crate::os::random::uuid_v4;
 use crate::procinfo::{Liveness, ProcessOracle};
 use crate::proof::LeaseProbe;
-use crate::random::uuid_v4;
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -209,11 +209,11 @@ impl SessionLeases {
     /// R6a acquisition.
     pub fn acquire(&self, request: &LeaseRequest, me: &LeaseIdentity<'_>) -> Result<Lease, LeaseError> {
         let id = lease_id(&request.canonical_session_file);
-        let seams = self.dir.seams().clone();
+        let os = self.dir.os().clone();
         let mut last_conflict = None;
         for _ in 0..MAX_ACQUIRE_ATTEMPTS {
-            let token = uuid_v4(seams.random.as_ref());
-            let now = seams.clock.wall_ms();
+            let token = uuid_v4(os.random.as_ref());
+            let now = os.clock.wall_ms();
             let owner = LeaseOwner::new(token.clone(), request, me, now);
             let candidate = format!("{id}.candidate-{token}");
             let prepared = self

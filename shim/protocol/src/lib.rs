@@ -6,7 +6,7 @@
 //! wrap these calls in their own event loops (waits, timers, spawning).
 //!
 //! Map of the crate:
-//! * seams — [`seams::Seams`] bundles [`fs::Fs`], [`clock::Clock`], [`random::RandomSource`],
+//! * os — [`os::Os`] bundles [`fs::Fs`], [`clock::Clock`], [`random::RandomSource`],
 //!   [`retry::Sleeper`] and the [`retry::RetryPolicy`];
 //! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
@@ -18,7 +18,6 @@
 #![warn(missing_docs)]
 
 pub mod atomic;
-pub mod clock;
 pub mod config;
 pub mod deferred;
 pub mod dir;
@@ -28,7 +27,6 @@ pub mod errors;
 pub mod events;
 #[cfg(feature = "test-hooks")]
 pub mod faults;
-pub mod fs;
 pub mod handshake;
 pub mod hooks;
 pub mod ids;
@@ -36,12 +34,10 @@ pub mod index;
 pub mod layout;
 pub mod lease;
 pub mod lock;
+pub mod os;
 pub mod procinfo;
 pub mod proof;
-pub mod random;
 pub mod results;
-pub mod retry;
-pub mod seams;
 pub mod status;
 pub mod sweep;
 #[cfg(any(test, feature = "test-hooks"))]

@@ -4,8 +4,8 @@
 
 use crate::dir::{Dir, FILE_MODE};
 use crate::errors::os_error;
-use crate::fs::retry_eintr;
 use crate::layout::names;
+use crate::os::files::retry_eintr;
 use rustix::fd::OwnedFd;
 use rustix::fs::{self, FlockOperation, Mode, OFlags};
 use rustix::io::Errno;
@@ -47,7 +47,7 @@ impl Drop for StatusLock {
 fn open_lock_file(run: &Dir) -> io::Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     retry_eintr(|| {
-        run.seams().fs.openat(
+        run.os().files.openat(
             run.fd(),
             Path::new(names::STATUS_LOCK),
             flags,

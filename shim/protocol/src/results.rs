@@ -222,7 +222,7 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
         run_id: request.run_id.to_owned(),
         session_id: session_id.to_owned(),
         file: file.to_owned(),
-        written_at: results.seams().clock.wall_ms(),
+        written_at: results.os().clock.wall_ms(),
         async_dir: request.async_dir.map(str::to_owned),
     };
     let index_options = policy.options(DocKind::ResultIndex);
@@ -258,7 +258,7 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
     // Step 4: promote by rename onto the public name.
     let public_dir = match request.result_path.parent() {
         Some(parent) if parent == results.path() => results.try_clone(),
-        Some(parent) => Dir::open_with(parent, results.seams().clone()),
+        Some(parent) => Dir::open_with(parent, results.os().clone()),
         None => Err(os_error(Errno::INVAL, "open", request.result_path)),
     };
     let promoted = public_dir.and_then(|public| {

@@ -27,7 +27,7 @@ pub struct SweepReport {
 /// timestamp and the file's mtime against the handle's wall clock; a pid whose liveness is
 /// unknown counts as alive.
 pub fn sweep_dir(dir: &Dir, oracle: &dyn ProcessOracle, report: &mut SweepReport) {
-    let now = dir.seams().clock.wall_ms();
+    let now = dir.os().clock.wall_ms();
     let entries = match dir.entries() {
         Ok(entries) => entries,
         Err(e) => {
@@ -92,9 +92,9 @@ fn sweep_tree(dir: &Dir, oracle: &dyn ProcessOracle, depth: usize, report: &mut 
 mod tests {
     use super::*;
     use crate::atomic::temp_name;
-    use crate::clock::ManualClock;
     use crate::layout::Layout;
-    use crate::seams::Seams;
+    use crate::os::Os;
+    use crate::os::clock::ManualClock;
     use std::sync::Arc;
 
     #[derive(Debug)]
@@ -119,11 +119,11 @@ mod tests {
     #[test]
     fn f64_sweeps_old_temps_of_dead_writers_only() {
         let tmp = tempfile::tempdir().unwrap();
-        let wall_now = crate::clock::Clock::wall_ms(&crate::clock::SystemClock);
+        let wall_now = crate::os::clock::Clock::wall_ms(&crate::os::clock::SystemClock);
         let clock = Arc::new(ManualClock::new(wall_now));
         let root = TrustedRoot::open(
             &Layout::new(tmp.path().join("root")),
-            Seams::system().with_clock(clock.clone()).shared(),
+            Os::system().with_clock(clock.clone()).shared(),
         )
         .unwrap();
         let run = root.runs().ensure_child("run-1").unwrap();

@@ -1,7 +1,7 @@
-//! Test doubles for the seams (compiled for this crate's tests and with the `test-hooks`
+//! Test doubles for the os (compiled for this crate's tests and with the `test-hooks`
 //! feature, so host and shim tests can use them too).
 
-use crate::fs::{Fs, RealFs};
+use crate::os::files::{Files, RealFiles};
 use rustix::fd::{BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
@@ -103,46 +103,46 @@ impl ScriptedFs {
     }
 }
 
-impl Fs for ScriptedFs {
+impl Files for ScriptedFs {
     fn openat(&self, dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
         self.enter(Op::Open, name)?;
-        RealFs.openat(dir, name, flags, mode)
+        RealFiles.openat(dir, name, flags, mode)
     }
 
     fn write(&self, fd: BorrowedFd<'_>, bytes: &[u8]) -> Result<usize, Errno> {
         self.enter(Op::Write, Path::new(""))?;
         let limit = self.write_chunk.lock().unwrap().unwrap_or(usize::MAX);
-        RealFs.write(fd, &bytes[..bytes.len().min(limit)])
+        RealFiles.write(fd, &bytes[..bytes.len().min(limit)])
     }
 
     fn fsync(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
         self.enter(Op::Fsync, Path::new(""))?;
-        RealFs.fsync(fd)
+        RealFiles.fsync(fd)
     }
 
     fn renameat(&self, from_dir: BorrowedFd<'_>, from: &Path, to_dir: BorrowedFd<'_>, to: &Path) -> Result<(), Errno> {
         self.enter(Op::Rename, to)?;
-        RealFs.renameat(from_dir, from, to_dir, to)
+        RealFiles.renameat(from_dir, from, to_dir, to)
     }
 
     fn unlinkat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {
         self.enter(Op::Unlink, name)?;
-        RealFs.unlinkat(dir, name)
+        RealFiles.unlinkat(dir, name)
     }
 
     fn mkdirat(&self, dir: BorrowedFd<'_>, name: &Path, mode: Mode) -> Result<(), Errno> {
         self.enter(Op::Mkdir, name)?;
-        RealFs.mkdirat(dir, name, mode)
+        RealFiles.mkdirat(dir, name, mode)
     }
 
     fn rmdirat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {
         self.enter(Op::Rmdir, name)?;
-        RealFs.rmdirat(dir, name)
+        RealFiles.rmdirat(dir, name)
     }
 
     fn touch(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
         self.enter(Op::Touch, Path::new(""))?;
-        RealFs.touch(fd)
+        RealFiles.touch(fd)
     }
 }
 

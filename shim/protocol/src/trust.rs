@@ -11,7 +11,7 @@
 use crate::dir::Dir;
 use crate::errors::os_error;
 use crate::layout::{Layout, names};
-use crate::seams::Seams;
+use crate::os::Os;
 use rustix::fs::{self, AtFlags, FileType};
 use rustix::io::Errno;
 use std::fmt;
@@ -78,7 +78,7 @@ pub struct TrustedRoot {
 
 impl TrustedRoot {
     /// Creates (0700) or verifies `<root>`, `<runs>` and `<results>` (H3).
-    pub fn open(layout: &Layout, seams: Arc<Seams>) -> Result<Self, RootError> {
+    pub fn open(layout: &Layout, os: Arc<Os>) -> Result<Self, RootError> {
         let root_path = layout.root();
         let untrusted = |reason: String| {
             RootError::Untrusted(UntrustedRoot {
@@ -92,11 +92,10 @@ impl TrustedRoot {
         match lstat(root_path)? {
             None => {
                 if let Some(parent) = root_path.parent() {
-                    Dir::create_private_with(parent, seams.clone())?;
+                    Dir::create_private_with(parent, os.clone())?;
                 }
-                match seams.retry.run(seams.sleeper.as_ref(), || {
-                    seams
-                        .fs
+                match os.retry.run(os.sleeper.as_ref(), || {
+                    os.files
                         .mkdirat(fs::CWD, root_path, fs::Mode::from_raw_mode(crate::dir::DIR_MODE))
                 }) {
                     Ok(()) | Err(Errno::EXIST) => {}
@@ -109,7 +108,7 @@ impl TrustedRoot {
                 }
             }
         }
-        let root = match Dir::open_with(root_path, seams) {
+        let root = match Dir::open_with(root_path, os) {
             Ok(dir) => dir,
             Err(e) if crate::errors::has_errno(&e, Errno::LOOP) || crate::errors::has_errno(&e, Errno::NOTDIR) => {
                 let reason = lstat(root_path)?
@@ -251,7 +250,7 @@ mod tests {
     use std::os::unix::fs::PermissionsExt;
 
     fn open(root: &Path) -> Result<TrustedRoot, RootError> {
-        TrustedRoot::open(&Layout::new(root), Seams::shared_default())
+        TrustedRoot::open(&Layout::new(root), Os::shared_default())
     }
 
     fn mode(p: &Path) -> u32 {

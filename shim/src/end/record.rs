@@ -198,7 +198,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     let clock = ctx.clock.clone();
     let stragglers = crate::supervise::tree::sweep(&mut sup.reaper, None, None, &move || {
-        use sublaunch_protocol::clock::Clock;
+        use sublaunch_protocol::os::clock::Clock;
         clock.wall_ms()
     });
     if stragglers.killed > 0 {
@@ -234,7 +234,7 @@ fn publish(ctx: &mut Ctx, payload: &Value) -> Result<(), String> {
     }
     let path = ctx.paths.result.clone();
     let fail = |cause: &dyn std::fmt::Display| result_write_failure(&path, cause);
-    let results = Dir::create_private_with(&ctx.paths.results, ctx.seams.clone()).map_err(|e| fail(&e))?;
+    let results = Dir::create_private_with(&ctx.paths.results, ctx.os.clone()).map_err(|e| fail(&e))?;
     if modifier.corrupt {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result.json");
         return results

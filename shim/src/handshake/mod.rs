@@ -16,7 +16,6 @@ use crate::start::faults::Fired;
 use crate::start::signals;
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::clock::Deadline;
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::handshake::{
@@ -26,6 +25,7 @@ use sublaunch_protocol::handshake::{
 use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
+use sublaunch_protocol::os::clock::Deadline;
 use sublaunch_protocol::procinfo::{SystemProcesses, hostname, own_start_identity};
 
 /// How often the control file is re-read although the doorbell is silent.
@@ -106,7 +106,7 @@ fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
     };
     let session_file = canonical_session_file(std::path::Path::new(&revival.session_file))
         .map_or_else(|_| revival.session_file.clone(), |p| p.to_string_lossy().into_owned());
-    let root = sublaunch_protocol::dir::Dir::create_private_with(&ctx.paths.root, ctx.seams.clone())
+    let root = sublaunch_protocol::dir::Dir::create_private_with(&ctx.paths.root, ctx.os.clone())
         .map_err(|e| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}")))?;
     let leases = SessionLeases::open(&root, ctx.policy)
         .map_err(|e| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}")))?;

@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Instant;
-use sublaunch_protocol::clock::{Clock, SystemClock};
+use sublaunch_protocol::os::clock::{Clock, SystemClock};
 
 /// The system clock with an adjustable wall-clock shift.
 #[derive(Debug, Default)]

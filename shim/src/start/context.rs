@@ -1,4 +1,4 @@
-//! The shim's run context: the validated configuration, the resolved directories, the seams
+//! The shim's run context: the validated configuration, the resolved directories, the os
 //! (filesystem, clock, random source), the durability policy, the fault hooks, the doorbell,
 //! the test-parent monitor and the revival lease.
 
@@ -14,7 +14,7 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::layout::{Layout, names};
 use sublaunch_protocol::lease::{Lease, WriterState};
-use sublaunch_protocol::seams::Seams;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// The directories of one run.
@@ -70,9 +70,9 @@ pub struct Ctx {
     pub cfg: RunnerConfig,
     /// The run's directories.
     pub paths: Paths,
-    /// The seams every directory handle uses.
-    pub seams: Arc<Seams>,
-    /// The clock inside `seams` (for the `wallclock` hook).
+    /// The os every directory handle uses.
+    pub os: Arc<Os>,
+    /// The clock inside `os` (for the `wallclock` hook).
     pub clock: Arc<ShimClock>,
     /// A4 durability policy.
     pub policy: DurabilityPolicy,
@@ -118,12 +118,12 @@ impl Ctx {
     /// Opens `<run>` (a fresh handle: before commit the shim keeps no descriptor open between
     /// checks, H9).
     pub fn open_run(&self) -> io::Result<Dir> {
-        Dir::open_with(&self.paths.run, self.seams.clone())
+        Dir::open_with(&self.paths.run, self.os.clone())
     }
 
     /// Wall-clock epoch ms (possibly shifted by the `wallclock` hook).
     pub fn now_wall(&self) -> u64 {
-        use sublaunch_protocol::clock::Clock;
+        use sublaunch_protocol::os::clock::Clock;
         self.clock.wall_ms()
     }
 

@@ -11,7 +11,7 @@ use rustix::fs::{Mode, OFlags};
 use rustix::io::Errno;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_protocol::fs::{Fs, RealFs};
+use sublaunch_protocol::os::files::{Files, RealFiles};
 
 /// The flag-file variable.
 pub const ENOSPC_ENV: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC";
@@ -27,7 +27,7 @@ pub struct DiskFullFs {
 }
 
 /// The seam configured by the environment, if any.
-pub fn from_env(run_id: &str) -> Option<Arc<dyn Fs>> {
+pub fn from_env(run_id: &str) -> Option<Arc<dyn Files>> {
     let flag = std::env::var_os(ENOSPC_ENV).filter(|v| !v.is_empty())?;
     let targets = std::env::var(TARGETS_ENV).unwrap_or_else(|_| "status,marker".into());
     let has = |t: &str| targets.split(',').any(|x| x.trim() == t);
@@ -46,11 +46,11 @@ impl DiskFullFs {
     }
 }
 
-impl Fs for DiskFullFs {
+impl Files for DiskFullFs {
     fn openat(&self, dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
         if flags.contains(OFlags::CREATE) && self.full_for(name) {
             return Err(Errno::NOSPC);
         }
-        RealFs.openat(dir, name, flags, mode)
+        RealFiles.openat(dir, name, flags, mode)
     }
 }

@@ -33,13 +33,13 @@ use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_m
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::clock::Clock;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events;
 use sublaunch_protocol::hooks::ShimPoint;
 use sublaunch_protocol::lease::WriterState;
+use sublaunch_protocol::os::clock::Clock;
+use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::proof::WriterRecord;
-use sublaunch_protocol::random::uuid_v4;
 
 /// X7: pipes are closed after this long without data once the agent exited …
 pub const GUARD_IDLE: Duration = Duration::from_millis(2_000);
@@ -382,7 +382,7 @@ impl Supervisor {
         end.duration_ms = crate::start::clock::elapsed_ms(child.started, Instant::now());
         let outcome = child.killer.as_ref().and_then(|k| k.outcome().cloned());
         end.writer = Some(WriterRecord {
-            process_instance_id: uuid_v4(ctx.seams.random.as_ref()),
+            process_instance_id: uuid_v4(ctx.os.random.as_ref()),
             attempt: 0,
             close_observed_at: ended_wall,
             exit_code: end.exit.as_ref().and_then(|e| e.code),

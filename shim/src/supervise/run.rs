@@ -109,7 +109,7 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
 /// R9: S3 running status, I2/I7 mark, `subagent.run.started` (the first event line).
 fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
     let run = ctx.open_run().map_err(|e| e.to_string())?;
-    let runs = Dir::open_with(&ctx.paths.runs, ctx.seams.clone()).ok();
+    let runs = Dir::open_with(&ctx.paths.runs, ctx.os.clone()).ok();
     let (mut book, base) = StatusBook::open(
         run.try_clone().map_err(|e| e.to_string())?,
         runs.as_ref(),

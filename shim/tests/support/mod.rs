@@ -35,8 +35,8 @@ use sublaunch_protocol::handshake::{
 use sublaunch_protocol::index::ActiveRunIndex;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::SessionLeases;
+use sublaunch_protocol::os::random::{OsRandom, uuid_v4};
 use sublaunch_protocol::proof::{Candidate, FinalizeContext, ProcessTerminal, RunnerInstance, finalize};
-use sublaunch_protocol::random::{OsRandom, uuid_v4};
 use sublaunch_protocol::status::{InitialStatus, StartupFailure, Status, persist_startup_failure};
 
 /// The shim binary under test (built with `test-hooks` through the self dev-dependency).
@@ -81,7 +81,7 @@ pub fn wall_ms() -> u64 {
 pub fn token() -> String {
     format!(
         "tok{:016x}",
-        sublaunch_protocol::random::RandomSource::next_u64(&OsRandom)
+        sublaunch_protocol::os::random::RandomSource::next_u64(&OsRandom)
     )
 }
 

@@ -1,14 +1,14 @@
 use super::*;
-use crate::clock::ManualClock;
-use crate::random::SequenceRandom;
-use crate::retry::{RecordingSleeper, RetryPolicy};
-use crate::seams::Seams;
+use crate::os::Os;
+use crate::os::clock::ManualClock;
+use crate::os::random::SequenceRandom;
+use crate::os::retry::{RecordingSleeper, RetryPolicy};
 use crate::testing::{Op, ScriptedFs, temp_files};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::Arc;
 
-fn seams_with(fs: Arc<ScriptedFs>) -> Seams {
-    Seams::system().with_fs(fs)
+fn os_with(fs: Arc<ScriptedFs>) -> Os {
+    Os::system().with_files(fs)
 }
 
 #[test]
@@ -100,7 +100,7 @@ fn f37_a3_planted_symlink_at_the_predictable_temp_name_is_not_followed() {
     std::fs::write(&victim, b"precious").unwrap();
     let run = tmp.path().join("run");
     std::fs::create_dir(&run).unwrap();
-    let seams = Seams::system()
+    let os = Os::system()
         .with_pid(4242)
         .with_clock(Arc::new(ManualClock::new(1_795_999_000_000)))
         .with_random(Arc::new(SequenceRandom::new([1, 2])))
@@ -108,7 +108,7 @@ fn f37_a3_planted_symlink_at_the_predictable_temp_name_is_not_followed() {
     let predicted = temp_name("status.json", 4242, 1_795_999_000_000, 1);
     assert_eq!(predicted, ".status.json.4242.1795999000000.0000000000000001.tmp");
     std::os::unix::fs::symlink(&victim, run.join(&predicted)).unwrap();
-    let dir = Dir::open_with(&run, seams).unwrap();
+    let dir = Dir::open_with(&run, os).unwrap();
     dir.write("status.json", b"{\"state\":\"running\"}", Durability::Atomic)
         .unwrap();
     assert_eq!(
@@ -139,7 +139,7 @@ fn a3_gives_up_after_eight_colliding_names() {
     std::fs::create_dir(&run).unwrap();
     let victim = tmp.path().join("victim");
     std::fs::write(&victim, b"v").unwrap();
-    let seams = Seams::system()
+    let os = Os::system()
         .with_pid(1)
         .with_clock(Arc::new(ManualClock::new(5)))
         .with_random(Arc::new(SequenceRandom::new(1..=8)))
@@ -147,7 +147,7 @@ fn a3_gives_up_after_eight_colliding_names() {
     for r in 1..=8u64 {
         std::os::unix::fs::symlink(&victim, run.join(temp_name("status.json", 1, 5, r))).unwrap();
     }
-    let dir = Dir::open_with(&run, seams).unwrap();
+    let dir = Dir::open_with(&run, os).unwrap();
     let error = dir.write("status.json", b"{}", Durability::Atomic).unwrap_err();
     assert!(
         error.to_string().starts_with("EEXIST") || error.to_string().starts_with("ELOOP"),
@@ -161,7 +161,7 @@ fn a3_gives_up_after_eight_colliding_names() {
 fn a4_durable_writes_fsync_file_then_dir_and_atomic_writes_none() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
     dir.write("a.json", b"1", Durability::Atomic).unwrap();
     assert_eq!(fs.calls(Op::Fsync), 0);
     dir.write("b.json", b"1", Durability::Durable).unwrap();
@@ -173,7 +173,7 @@ fn f15_a4_fsync_failure_means_the_file_never_becomes_visible() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Fsync, [Errno::IO]);
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
     let error = dir
         .write("runner-startup-proceed.json", b"{}", Durability::Durable)
         .unwrap_err();
@@ -193,7 +193,7 @@ fn a8_no_temp_left_after_a_failure_at_each_step() {
         let tmp = tempfile::tempdir().unwrap();
         std::fs::write(tmp.path().join("status.json"), b"old").unwrap();
         let fs = ScriptedFs::new();
-        let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+        let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
         fs.fail_next(op, [errno]);
         let error = dir.write("status.json", b"new", Durability::Durable).unwrap_err();
         assert_eq!(crate::errors::errno(&error), Some(errno.raw_os_error()), "{op:?}");
@@ -216,7 +216,7 @@ fn a8_a_cleanup_error_never_masks_the_write_error() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Write, [Errno::NOSPC]);
     fs.fail_next(Op::Unlink, [Errno::IO]);
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
     let error = dir.write("x.json", b"1", Durability::Atomic).unwrap_err();
     assert!(error.to_string().starts_with("ENOSPC"), "{error}");
     assert_eq!(fs.calls(Op::Unlink), 1, "cleanup was attempted");
@@ -226,7 +226,7 @@ fn a8_a_cleanup_error_never_masks_the_write_error() {
 fn a8_after_a_successful_rename_no_cleanup_is_attempted() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
     dir.write("x.json", b"1", Durability::Durable).unwrap();
     assert_eq!(fs.calls(Op::Unlink), 0);
 }
@@ -236,7 +236,7 @@ fn a10_short_writes_are_completed() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
     fs.set_write_chunk(3);
-    let dir = Dir::open_with(tmp.path(), seams_with(fs.clone()).shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
     dir.write("x.json", b"0123456789", Durability::Atomic).unwrap();
     assert_eq!(std::fs::read(tmp.path().join("x.json")).unwrap(), b"0123456789");
     assert_eq!(fs.calls(Op::Write), 4);
@@ -248,10 +248,10 @@ fn f40_rename_eperm_twice_with_retry_enabled_takes_three_calls() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM, Errno::PERM]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone())
+    let os = os_with(fs.clone())
         .with_sleeper(sleeper.clone())
         .with_retry(RetryPolicy::platform_default().enabled(true));
-    let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os.shared()).unwrap();
     dir.write("status.json", b"{}", Durability::Atomic).unwrap();
     assert_eq!(fs.calls(Op::Rename), 3);
     assert_eq!(sleeper.waits_ms(), vec![10, 25]);
@@ -265,11 +265,7 @@ fn f40_linux_default_returns_the_first_eperm() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM, Errno::PERM]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let dir = Dir::open_with(
-        tmp.path(),
-        seams_with(fs.clone()).with_sleeper(sleeper.clone()).shared(),
-    )
-    .unwrap();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).with_sleeper(sleeper.clone()).shared()).unwrap();
     let error = dir.write("status.json", b"{}", Durability::Atomic).unwrap_err();
     assert!(error.to_string().starts_with("EPERM"), "{error}");
     assert_eq!(fs.calls(Op::Rename), 1);
@@ -284,10 +280,10 @@ fn f40_enoent_is_never_retried() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::NOENT]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone())
+    let os = os_with(fs.clone())
         .with_sleeper(sleeper.clone())
         .with_retry(RetryPolicy::platform_default().enabled(true));
-    let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os.shared()).unwrap();
     assert!(dir.write("status.json", b"{}", Durability::Atomic).is_err());
     assert_eq!(fs.calls(Op::Rename), 1);
     assert!(sleeper.waits_ms().is_empty());
@@ -299,10 +295,10 @@ fn a7_six_eperms_walk_the_default_ladder_and_exhaustion_cleans_up() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Rename, [Errno::PERM; 6]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone())
+    let os = os_with(fs.clone())
         .with_sleeper(sleeper.clone())
         .with_retry(RetryPolicy::platform_default().enabled(true));
-    let dir = Dir::open_with(tmp.path(), seams.shared()).unwrap();
+    let dir = Dir::open_with(tmp.path(), os.shared()).unwrap();
     dir.write("a.json", b"1", Durability::Atomic).unwrap();
     assert_eq!(fs.calls(Op::Rename), 7);
     assert_eq!(sleeper.waits_ms(), vec![10, 25, 50, 100, 200, 500]);
@@ -320,14 +316,14 @@ fn a6_mkdir_is_retried_only_when_enabled() {
     let fs = ScriptedFs::new();
     fs.fail_next(Op::Mkdir, [Errno::BUSY]);
     let sleeper = Arc::new(RecordingSleeper::default());
-    let seams = seams_with(fs.clone())
+    let os = os_with(fs.clone())
         .with_sleeper(sleeper.clone())
         .with_retry(RetryPolicy::platform_default().enabled(true));
-    Dir::create_private_with(&tmp.path().join("x"), seams.shared()).unwrap();
+    Dir::create_private_with(&tmp.path().join("x"), os.shared()).unwrap();
     assert_eq!(sleeper.waits_ms(), vec![10]);
 
     fs.fail_next(Op::Mkdir, [Errno::BUSY]);
-    assert!(Dir::create_private_with(&tmp.path().join("y"), seams_with(fs.clone()).shared()).is_err());
+    assert!(Dir::create_private_with(&tmp.path().join("y"), os_with(fs.clone()).shared()).is_err());
 }
 
 #[cfg(feature = "test-hooks")]

@@ -156,7 +156,7 @@ fn a10_short_write_is_completed() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
     fs.set_write_chunk(7);
-    let run = Dir::open_with(tmp.path(), crate::seams::Seams::system().with_fs(fs.clone()).shared()).unwrap();
+    let run = Dir::open_with(tmp.path(), crate::os::Os::system().with_files(fs.clone()).shared()).unwrap();
     let mut log = EventLog::new(&run, DEFAULT_EVENTS_MAX_BYTES).unwrap();
     log.append(&run_started(1, "r", "single", "/", 2));
     log.append(&step_started(1, "r", 0, "a"));
@@ -169,7 +169,7 @@ fn a10_failed_remainder_is_followed_by_a_newline() {
     let tmp = tempfile::tempdir().unwrap();
     let fs = ScriptedFs::new();
     fs.set_write_chunk(10);
-    let run = Dir::open_with(tmp.path(), crate::seams::Seams::system().with_fs(fs.clone()).shared()).unwrap();
+    let run = Dir::open_with(tmp.path(), crate::os::Os::system().with_files(fs.clone()).shared()).unwrap();
     let mut log = EventLog::new(&run, DEFAULT_EVENTS_MAX_BYTES)
         .unwrap()
         .with_logger(|_| {});

@@ -1,6 +1,6 @@
 use super::*;
 use crate::atomic::Durability;
-use crate::seams::Seams;
+use crate::os::Os;
 use crate::testing::{Op, ScriptedFs};
 use serde_json::json;
 use std::path::PathBuf;
@@ -228,7 +228,7 @@ fn f11_marker_creation_failure_propagates() {
 fn i6_create_is_retried_on_enoent() {
     let (tmp, _runs, _) = setup();
     let fs = ScriptedFs::new();
-    let runs = Dir::open_with(&tmp.path().join("runs"), Seams::system().with_fs(fs.clone()).shared()).unwrap();
+    let runs = Dir::open_with(&tmp.path().join("runs"), Os::system().with_files(fs.clone()).shared()).unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     // Marker open fails ENOENT three times, then succeeds on the fourth attempt.
     fs.set_hook({
@@ -248,7 +248,7 @@ fn i6_create_is_retried_on_enoent() {
     assert!(tmp.path().join("runs/.active-runs/r1").exists());
 
     let fs = ScriptedFs::new();
-    let runs = Dir::open_with(&tmp.path().join("runs"), Seams::system().with_fs(fs.clone()).shared()).unwrap();
+    let runs = Dir::open_with(&tmp.path().join("runs"), Os::system().with_files(fs.clone()).shared()).unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     fs.set_hook({
         let fs = Arc::downgrade(&fs);
@@ -284,7 +284,7 @@ fn f45_alias_create_racing_release_never_loses_the_alias() {
         releaser.mark(&old_id, Some(tc)).unwrap();
 
         let fs = ScriptedFs::new();
-        let runs = Dir::open_with(&tmp.path().join("runs"), Seams::system().with_fs(fs.clone()).shared()).unwrap();
+        let runs = Dir::open_with(&tmp.path().join("runs"), Os::system().with_files(fs.clone()).shared()).unwrap();
         let creator = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
         let (go_tx, go_rx) = mpsc::channel::<()>();
         let (done_tx, done_rx) = mpsc::channel::<()>();

@@ -1,17 +1,17 @@
 use super::*;
-use crate::clock::ManualClock;
+use crate::os::Os;
+use crate::os::clock::ManualClock;
 use crate::procinfo::SystemProcesses;
-use crate::seams::Seams;
 use std::sync::Arc;
 
 const PEER_OWNER: &str = include_str!("../../fixtures/peer/lease-owner.json");
 
 fn setup() -> (tempfile::TempDir, Dir, SessionLeases) {
     let tmp = tempfile::tempdir().unwrap();
-    let seams = Seams::system()
+    let os = Os::system()
         .with_clock(Arc::new(ManualClock::new(1_795_999_139_064)))
         .shared();
-    let root = Dir::create_private_with(&tmp.path().join("root"), seams).unwrap();
+    let root = Dir::create_private_with(&tmp.path().join("root"), os).unwrap();
     let leases = SessionLeases::open(&root, DurabilityPolicy::standard()).unwrap();
     (tmp, root, leases)
 }

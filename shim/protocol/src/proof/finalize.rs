@@ -257,7 +257,7 @@ pub fn finalize(
     policy: DurabilityPolicy,
 ) -> io::Result<FinalizeOutcome> {
     let _lock = StatusLock::acquire(run)?;
-    let clock = run.seams().clock.clone();
+    let clock = run.os().clock.clone();
     let mut warnings = Vec::new();
     let existing = run
         .read_doc::<Value>(names::PROCESS_TERMINAL)

@@ -142,7 +142,7 @@ pub fn repair_orphan(
     let proof = ProcessTerminal::unknown(&pending.run_id, &pending.runner_process_instance_id, reason, None);
     run.write_doc(names::PROCESS_TERMINAL, &proof, &policy.options(DocKind::FinalProof))?;
     let mut warnings = Vec::new();
-    let now = run.seams().clock.wall_ms();
+    let now = run.os().clock.wall_ms();
     let candidate = run
         .read_doc::<super::Candidate>(names::PROCESS_TERMINAL_CANDIDATE)
         .ok()

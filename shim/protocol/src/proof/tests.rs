@@ -1,12 +1,12 @@
 use super::*;
 use crate::atomic::Durability;
-use crate::clock::ManualClock;
 use crate::dir::Dir;
 use crate::doc::ReadDoc;
 use crate::durability::DurabilityPolicy;
 use crate::index::ActiveRunIndex;
+use crate::os::Os;
+use crate::os::clock::ManualClock;
 use crate::procinfo::{Liveness, ProcessOracle};
-use crate::seams::Seams;
 use crate::status::{RunState, StartupFailure, Status, persist_startup_failure};
 use crate::testing::{Op, ScriptedFs};
 use serde_json::json;
@@ -278,10 +278,10 @@ fn s7_step8_observed_with_runner_then_writers_and_resume_disposition() {
     );
 }
 
-fn run_dir(seams: Seams) -> (tempfile::TempDir, Dir, Dir) {
+fn run_dir(os: Os) -> (tempfile::TempDir, Dir, Dir) {
     let tmp = tempfile::tempdir().unwrap();
-    let seams = seams.shared();
-    let runs = Dir::create_private_with(&tmp.path().join("runs"), seams.clone()).unwrap();
+    let os = os.shared();
+    let runs = Dir::create_private_with(&tmp.path().join("runs"), os.clone()).unwrap();
     let run = runs.ensure_child(RUN).unwrap();
     (tmp, runs, run)
 }
@@ -337,7 +337,7 @@ fn host_bookkeeping(run: &Dir) {
 
 #[test]
 fn f28_s7_pre_proceed_exit_42_is_observed_with_the_runner_only() {
-    let (_tmp, runs, run) = run_dir(Seams::system());
+    let (_tmp, runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     index.mark(RUN, None).unwrap();
@@ -394,7 +394,7 @@ fn f28_s7_pre_proceed_exit_42_is_observed_with_the_runner_only() {
 #[test]
 fn f35_corrupt_proof_is_preserved_and_recomputed_and_emitted_once() {
     let clock = Arc::new(ManualClock::new(1_795_999_000_123));
-    let (_tmp, _runs, run) = run_dir(Seams::system().with_clock(clock));
+    let (_tmp, _runs, run) = run_dir(Os::system().with_clock(clock));
     host_bookkeeping(&run);
     let mut candidate = Candidate::initial(RUN, RP);
     candidate.set_step_writers(0, &[writer(0, ProcessTree::observed(77, 4_500, None))]);
@@ -454,7 +454,7 @@ fn f35_corrupt_proof_is_preserved_and_recomputed_and_emitted_once() {
 
 #[test]
 fn f36_corrupt_status_at_overlay_time_is_untouched() {
-    let (_tmp, _runs, run) = run_dir(Seams::system());
+    let (_tmp, _runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     std::fs::write(run.join("status.json"), b"not-json").unwrap();
     let outcome = finalize(
@@ -473,7 +473,7 @@ fn f36_corrupt_status_at_overlay_time_is_untouched() {
 #[test]
 fn s7_proof_write_failure_emits_nothing() {
     let fs = ScriptedFs::new();
-    let (_tmp, _runs, run) = run_dir(Seams::system().with_fs(fs.clone()));
+    let (_tmp, _runs, run) = run_dir(Os::system().with_files(fs.clone()));
     host_bookkeeping(&run);
     fs.fail_next(Op::Rename, [rustix::io::Errno::NOSPC]);
     let outcome = finalize(
@@ -496,7 +496,7 @@ fn s7_proof_write_failure_emits_nothing() {
 
 #[test]
 fn f38_symlinked_proof_is_replaced_on_finalize() {
-    let (tmp, _runs, run) = run_dir(Seams::system());
+    let (tmp, _runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     let victim = tmp.path().join("victim");
     std::fs::write(&victim, b"v").unwrap();
@@ -556,7 +556,7 @@ impl ProcessOracle for FixedOracle {
 
 #[test]
 fn f33_s13_dead_runner_of_a_terminal_run_gets_observer_unavailable_once() {
-    let (_tmp, runs, run) = run_dir(Seams::system());
+    let (_tmp, runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     run.write_doc(
         "status.json",
@@ -593,7 +593,7 @@ fn f33_s13_dead_runner_of_a_terminal_run_gets_observer_unavailable_once() {
 
 #[test]
 fn s13_stale_repair_of_a_running_run_quotes_the_stderr_tail() {
-    let (_tmp, runs, run) = run_dir(Seams::system());
+    let (_tmp, runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     index.mark(RUN, None).unwrap();
@@ -620,7 +620,7 @@ fn s13_stale_repair_of_a_running_run_quotes_the_stderr_tail() {
 
 #[test]
 fn s13_no_action_for_live_own_or_foreign_namespace_runners() {
-    let (_tmp, _runs, run) = run_dir(Seams::system());
+    let (_tmp, _runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     let status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
     let pending = ProcessTerminal::pending(RUN, RP);

@@ -1,17 +1,24 @@
-//! The bundle of test seams (§T) every directory handle carries: filesystem, clock, random
-//! source, sleeper, retry policy and the pid used in temp names.
+//! The operating system as the run-file operations see it (§T), split by capability as
+//! wasmtime-wasi splits WASI: files, clocks, randomness and the sleeps between retries. Every
+//! directory handle carries one [`Os`]; tests swap a capability for a scripted one, and the
+//! fault hooks of test builds are one more implementation of the same capabilities.
 
-use crate::clock::{Clock, SystemClock};
-use crate::fs::{Fs, RealFs};
-use crate::random::{OsRandom, RandomSource};
-use crate::retry::{InvalidRetryTotal, RetryPolicy, Sleeper, ThreadSleeper};
+pub mod clock;
+pub mod files;
+pub mod random;
+pub mod retry;
+
+use self::clock::{Clock, SystemClock};
+use self::files::{Files, RealFiles};
+use self::random::{OsRandom, RandomSource};
+use self::retry::{InvalidRetryTotal, RetryPolicy, Sleeper, ThreadSleeper};
 use std::sync::{Arc, OnceLock};
 
-/// The injectable environment of the run-file operations.
+/// The capabilities the run-file operations use, plus the pid written into temp names.
 #[derive(Clone, Debug)]
-pub struct Seams {
+pub struct Os {
     /// Filesystem calls.
-    pub fs: Arc<dyn Fs>,
+    pub files: Arc<dyn Files>,
     /// Monotonic and wall clocks.
     pub clock: Arc<dyn Clock>,
     /// Random values for temp names and ids.
@@ -24,17 +31,17 @@ pub struct Seams {
     pub pid: u32,
 }
 
-impl Default for Seams {
+impl Default for Os {
     fn default() -> Self {
         Self::system()
     }
 }
 
-impl Seams {
+impl Os {
     /// The real OS with the platform-default retry policy (no environment read).
     pub fn system() -> Self {
         Self {
-            fs: Arc::new(RealFs),
+            files: Arc::new(RealFiles),
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
             sleeper: Arc::new(ThreadSleeper),
@@ -62,14 +69,14 @@ impl Seams {
 
     /// A shared, process-wide default used by [`crate::dir::Dir::open`].
     pub fn shared_default() -> Arc<Self> {
-        static DEFAULT: OnceLock<Arc<Seams>> = OnceLock::new();
+        static DEFAULT: OnceLock<Arc<Os>> = OnceLock::new();
         DEFAULT.get_or_init(|| Arc::new(Self::system())).clone()
     }
 
     /// Replaces the filesystem.
     #[must_use]
-    pub fn with_fs(mut self, fs: Arc<dyn Fs>) -> Self {
-        self.fs = fs;
+    pub fn with_files(mut self, files: Arc<dyn Files>) -> Self {
+        self.files = files;
         self
     }
 

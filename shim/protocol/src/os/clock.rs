@@ -1,4 +1,4 @@
-//! Time seams (§T): a monotonic clock for deadlines and durations, a wall clock (epoch ms) for
+//! Time os (§T): a monotonic clock for deadlines and durations, a wall clock (epoch ms) for
 //! JSON timestamps. Deadlines never use the wall clock (K13, X2, W3), so a wall jump cannot
 //! shorten or extend a wait (F56, F57).
 

@@ -12,7 +12,7 @@ use std::path::Path;
 
 /// Filesystem operations used by the run-file writers. Errors are raw errnos; callers attach
 /// the operation and path (see [`crate::errors::os_error`]).
-pub trait Fs: Send + Sync + Debug {
+pub trait Files: Send + Sync + Debug {
     /// `openat(dir, name, flags, mode)`.
     fn openat(&self, dir: BorrowedFd<'_>, name: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
         fs::openat(dir, name, flags, mode)
@@ -66,9 +66,9 @@ pub trait Fs: Send + Sync + Debug {
 
 /// The real filesystem.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct RealFs;
+pub struct RealFiles;
 
-impl Fs for RealFs {}
+impl Files for RealFiles {}
 
 /// Runs `op` until it returns something other than `EINTR` (A7: EINTR is always retried).
 pub fn retry_eintr<T>(mut op: impl FnMut() -> Result<T, Errno>) -> Result<T, Errno> {
