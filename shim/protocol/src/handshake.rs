@@ -44,19 +44,13 @@ pub fn shim_control_timeout() -> Duration {
     override_ms(CONTROL_TIMEOUT_ENV).unwrap_or(SHIM_CONTROL_TIMEOUT)
 }
 
-#[cfg(feature = "test-hooks")]
+/// The test override of a K13 timeout; production builds never read the variable.
 fn override_ms(var: &str) -> Option<Duration> {
-    std::env::var(var)
-        .ok()?
-        .trim()
-        .parse::<u64>()
-        .ok()
-        .map(Duration::from_millis)
-}
-
-#[cfg(not(feature = "test-hooks"))]
-fn override_ms(_var: &str) -> Option<Duration> {
-    None
+    if !cfg!(feature = "test-hooks") {
+        return None;
+    }
+    let ms = std::env::var(var).ok()?.trim().parse().ok()?;
+    Some(Duration::from_millis(ms))
 }
 
 /// The fallback poll intervals: 50 ms doubling up to 250 ms (K13 ⊕).
@@ -161,18 +155,15 @@ impl ControlAction {
     }
 
     fn parse(s: &str) -> Option<Self> {
-        match s {
-            "ack" => Some(Self::Ack),
-            "confirm" => Some(Self::Confirm),
-            "proceed" => Some(Self::Proceed),
-            _ => None,
-        }
+        [Self::Ack, Self::Confirm, Self::Proceed]
+            .into_iter()
+            .find(|action| action.as_str() == s)
     }
 }
 
 /// `runner-startup.json` (K2). `token` is kept raw: the host must tell a missing or non-string
 /// token from a wrong one (K4).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StartupReport {
     /// The state string.
@@ -203,10 +194,7 @@ impl StartupReport {
             state: state.as_str().into(),
             token: token.map(|t| Value::String(t.to_owned())),
             pid: Some(pid),
-            owner: None,
-            error: None,
-            pid_namespace_scope: None,
-            extra: Map::new(),
+            ..Self::default()
         }
     }
 
@@ -289,14 +277,10 @@ pub fn evaluate_host(
     expected_token: Option<&str>,
     path: &Path,
 ) -> HostObservation {
-    let value = match read {
-        Ok(ReadDoc::Absent) => return HostObservation::KeepWaiting,
-        Ok(ReadDoc::Corrupt(c)) => return HostObservation::Failed(read_failure(path, &c.error)),
-        Err(e) => return HostObservation::Failed(read_failure(path, &e.to_string())),
-        Ok(ReadDoc::Present(v)) => v,
-    };
-    let Some(object) = value.as_object() else {
-        return HostObservation::Failed(read_failure(path, "the document is not an object"));
+    let object = match read_object(read) {
+        Ok(Some(object)) => object,
+        Ok(None) => return HostObservation::KeepWaiting,
+        Err(cause) => return HostObservation::Failed(read_failure(path, &cause)),
     };
     let state = object.get("state").and_then(Value::as_str);
     if state == Some(StartupState::Error.as_str()) {
@@ -317,12 +301,26 @@ pub fn evaluate_host(
     if !good {
         return HostObservation::Failed(invalid_handshake(expected, path));
     }
-    match serde_json::from_value::<StartupReport>(value.clone()) {
+    match serde_json::from_value::<StartupReport>(Value::Object(object.clone())) {
         Ok(report) => HostObservation::Reached {
             token: token.unwrap_or_default().to_owned(),
             report: Box::new(report),
         },
         Err(_) => HostObservation::Failed(invalid_handshake(expected, path)),
+    }
+}
+
+/// One read of a handshake file as an object: `Ok(None)` while it is absent, `Err(cause)` when
+/// it is unreadable, corrupt or not an object.
+fn read_object(read: &io::Result<ReadDoc<Value>>) -> Result<Option<&Map<String, Value>>, String> {
+    match read {
+        Ok(ReadDoc::Absent) => Ok(None),
+        Ok(ReadDoc::Corrupt(c)) => Err(c.error.clone()),
+        Err(e) => Err(e.to_string()),
+        Ok(ReadDoc::Present(value)) => value
+            .as_object()
+            .map(Some)
+            .ok_or_else(|| "the document is not an object".into()),
     }
 }
 
@@ -414,20 +412,13 @@ pub fn evaluate_shim(
     token: &str,
     path: &Path,
 ) -> ShimObservation {
-    let unreadable = |cause: &str| {
-        ShimObservation::Failed(format!(
-            "Failed to read runner startup control '{}': {cause}",
-            path.display()
-        ))
-    };
-    let value = match read {
-        Ok(ReadDoc::Absent) => return ShimObservation::KeepWaiting,
-        Ok(ReadDoc::Corrupt(c)) => return unreadable(&c.error),
-        Err(e) => return unreadable(&e.to_string()),
-        Ok(ReadDoc::Present(v)) => v,
-    };
-    let Some(object) = value.as_object() else {
-        return unreadable("the document is not an object");
+    let object = match read_object(read) {
+        Ok(Some(object)) => object,
+        Ok(None) => return ShimObservation::KeepWaiting,
+        Err(cause) => {
+            let path = path.display();
+            return ShimObservation::Failed(format!("Failed to read runner startup control '{path}': {cause}"));
+        }
     };
     if object.get("token").and_then(Value::as_str) != Some(token) {
         return ShimObservation::Failed("Runner startup control token does not match.".into());
@@ -435,23 +426,21 @@ pub fn evaluate_shim(
     match object
         .get("action")
         .and_then(Value::as_str)
-        .map(|a| (a, ControlAction::parse(a)))
+        .and_then(ControlAction::parse)
     {
-        Some((_, Some(action))) if action == expected => ShimObservation::Reached,
-        Some((_, Some(_))) => ShimObservation::KeepWaiting,
-        _ => ShimObservation::Failed("Runner startup control action is invalid.".into()),
+        Some(action) if action == expected => ShimObservation::Reached,
+        Some(_) => ShimObservation::KeepWaiting,
+        None => ShimObservation::Failed("Runner startup control action is invalid.".into()),
     }
 }
 
 /// K15: combines the observations of [`ControlAction::files_to_watch`] in order: the first
 /// failure or arrival decides.
 pub fn combine_shim(observations: impl IntoIterator<Item = ShimObservation>) -> ShimObservation {
-    for observation in observations {
-        if observation != ShimObservation::KeepWaiting {
-            return observation;
-        }
-    }
-    ShimObservation::KeepWaiting
+    observations
+        .into_iter()
+        .find(|observation| *observation != ShimObservation::KeepWaiting)
+        .unwrap_or(ShimObservation::KeepWaiting)
 }
 
 /// `Timed out after <ms>ms waiting for runner startup control '<action>'.` (K9).
