@@ -19,7 +19,7 @@ use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::{LaunchOptions, launch, tokio};
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 use support::{Summary, header, measure, row};
 
 const SAMPLES: usize = 40;
@@ -206,7 +206,7 @@ fn options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
     // The shim inherits this process's environment, as under the CLI.
     options.environment = sublaunch::Environment::from_process();
-    options.host_faults = Some(HostHooks::none());
+    options.host_faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
     options.session_id = Some("bench".into());
     options

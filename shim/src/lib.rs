@@ -9,8 +9,7 @@
 //! Map of the crate:
 //! * start — [`hygiene`](start::hygiene) (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
 //!   [`signals`](start::signals) (counted, blocked outside `ppoll`), [`invocation`](start::invocation) (R1/R2), [`context`](start::context),
-//!   [`clock`](start::clock), [`parent`](start::parent) (R4), [`faults`](start::faults) (§T hooks), [`testfs`](start::testfs) (simulated full disk,
-//!   test-hooks only);
+//!   [`parent`](start::parent) (R4), [`faults`](start::faults) (§T fault points and the simulated full disk);
 //! * handshake — [`doorbell`](handshake::doorbell) (K14), [`handshake`] (K9–K11, K15, R6a, R7, R8), [`commit`](handshake::commit) (K12);
 //! * supervision — [`run`](supervise::run) (R9, R16), [`workflow`] (chains, parallel groups, concurrency,
 //!   failFast, `{task}`/`{previous}`/`{chain_dir}`), [`supervise`] (the event loop over the
@@ -34,7 +33,8 @@ pub(crate) mod workflow;
 use start::context::{Ctx, Paths};
 use std::sync::Arc;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hooks::ShimPoint;
+use sublaunch_protocol::os::clock::{ShiftedClock, SystemClock};
+use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::Os;
 
 /// Runs the shim and returns its exit code (R14).
@@ -52,7 +52,7 @@ pub fn main() -> i32 {
         }
     };
     let mut doorbell = handshake::doorbell::Doorbell::new(prepared.doorbell);
-    let clock = Arc::new(start::clock::ShimClock::default());
+    let clock = Arc::new(ShiftedClock::new(Arc::new(SystemClock), 0));
     let mut parent = start::parent::ParentMonitor::from_env(pid);
     let mut lease = None;
     let fired = start::faults::fire(
@@ -86,8 +86,8 @@ pub fn main() -> i32 {
         }
     };
     #[cfg(feature = "test-hooks")]
-    let os = match start::testfs::from_env(&cfg.id) {
-        Some(fs) => os.with_files(fs),
+    let os = match start::faults::disk_full_files(&cfg.id) {
+        Some(files) => os.with_files(files),
         None => os,
     };
     let mut ctx = Ctx {

@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Launched, launch};
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::faults::parse_host_faults;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_tests::launch_harness::{
     SHIM_FAULT_ENV, Scratch, events_of, read_json, running_as_root, status, temp_files,
 };
@@ -19,7 +18,7 @@ use sublaunch_tests::{assert_starts_with, bin};
 
 fn options(scratch: &Scratch, host_faults: &str, hooks: &Arc<RecordingHooks>) -> LaunchOptions {
     let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"));
-    options.host_faults = Some(HostHooks::from_entries(parse_host_faults(host_faults).unwrap()));
+    options.host_faults = Some(HostFaults::parse(host_faults).unwrap());
     options.hooks = hooks.clone();
     options
 }

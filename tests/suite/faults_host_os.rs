@@ -1,6 +1,6 @@
-//! Termination decisions through the `ProcessControl` seam (§T): F58 (an already reaped shim
-//! is never signalled), F27 (signals refused with EPERM and no exit), at the seam and through
-//! a real launch whose shim cannot be signalled.
+//! Termination decisions (§T): F58 (an already reaped shim is never signalled) and F27
+//! (signals refused with EPERM and no exit), through the `ProcessControl` seam and through a
+//! real launch whose `Os` refuses every signal.
 
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -8,8 +8,11 @@ use std::time::Duration;
 use sublaunch::launch::exit_watcher::ExitFuture;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
-use sublaunch_protocol::faults::parse_host_faults;
-use sublaunch_protocol::hooks::HostHooks;
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal};
+use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::faults::HostFaults;
+use sublaunch_protocol::os::processes::Processes;
 use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, pid_alive, read_json, status, wait_for};
 use sublaunch_tests::{assert_starts_with, bin};
 
@@ -81,29 +84,21 @@ fn f27_refused_signals_and_no_exit_report_termination_unobserved() {
     assert_eq!(report.errors.len(), 2, "{:?}", report.errors);
 }
 
-/// Passes everything through to the real watcher except signals, which fail with EPERM.
-#[derive(Debug)]
+/// The real processes capability, except that every signal fails with EPERM and is counted.
+#[derive(Debug, Default)]
 struct Unsignallable {
-    inner: Arc<dyn ProcessControl>,
-    refused: Arc<Mutex<usize>>,
+    refused: Mutex<usize>,
 }
 
-impl ProcessControl for Unsignallable {
-    fn pid(&self) -> u32 {
-        self.inner.pid()
-    }
-
-    fn exit(&self) -> Option<RunnerExit> {
-        self.inner.exit()
-    }
-
-    fn wait_exit(&self) -> ExitFuture<'_> {
-        self.inner.wait_exit()
-    }
-
-    fn signal(&self, _signal: TermSignal) -> SignalOutcome {
+impl Processes for Unsignallable {
+    fn kill_group(&self, _group: Pid, _signal: Signal) -> Result<(), Errno> {
         *self.refused.lock().unwrap() += 1;
-        SignalOutcome::Failed(io::Error::from_raw_os_error(1))
+        Err(Errno::PERM)
+    }
+
+    fn kill(&self, _pid: Pid, _signal: Signal) -> Result<(), Errno> {
+        *self.refused.lock().unwrap() += 1;
+        Err(Errno::PERM)
     }
 }
 
@@ -111,20 +106,14 @@ impl ProcessControl for Unsignallable {
 fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later() {
     let scratch = Scratch::new("f27");
     let hooks = Arc::new(RecordingHooks::default());
-    let refused = Arc::new(Mutex::new(0));
+    let processes = Arc::new(Unsignallable::default());
     let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"))
         // The shim would otherwise give up waiting for proceed on its own.
         .with_env(CONTROL_TIMEOUT_ENV, "120000");
-    options.host_faults = Some(HostHooks::from_entries(parse_host_faults("proceed:EACCES").unwrap()));
+    options.host_faults = Some(HostFaults::parse("proceed:EACCES").unwrap());
     options.hooks = hooks.clone();
     options.terminate_grace = Duration::from_millis(100);
-    let counter = refused.clone();
-    options.process_control = Some(Arc::new(move |inner| {
-        Arc::new(Unsignallable {
-            inner,
-            refused: counter.clone(),
-        }) as Arc<dyn ProcessControl>
-    }));
+    options.os = Some(Os::system().with_processes(processes.clone()).shared());
     let plan = shell_plan("echo never", &scratch.work());
     let runtime = sublaunch::launch::runtime().unwrap();
     let failure = runtime
@@ -132,7 +121,7 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
         .expect_err("the proceed write fails");
     assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
     assert!(!failure.termination_observed(), "terminationObserved:false");
-    assert_eq!(*refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
+    assert_eq!(*processes.refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
     let run = scratch.run_dir(failure.run_id().unwrap());
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_eq!(hooks.snapshot().capacity_used(), 0, "capacity rolled back");

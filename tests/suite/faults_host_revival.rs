@@ -10,8 +10,7 @@ use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launch};
 use sublaunch_protocol::config::RevivalLease;
-use sublaunch_protocol::faults::parse_host_faults;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
@@ -54,7 +53,7 @@ impl Revival {
 
     fn options(&self, shim_faults: &str, host_faults: &str) -> LaunchOptions {
         let mut options = test_options(&self.scratch.root(), &bin("sublaunch-shim"));
-        options.host_faults = Some(HostHooks::from_entries(parse_host_faults(host_faults).unwrap()));
+        options.host_faults = Some(HostFaults::parse(host_faults).unwrap());
         options.hooks = self.hooks.clone();
         options.startup_timeout = Some(STARTUP_TIMEOUT);
         options.revival_lease = Some(RevivalLease {

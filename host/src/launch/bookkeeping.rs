@@ -8,7 +8,7 @@ use super::setup::Setup;
 use std::sync::Arc;
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::proof::{Candidate, ProcessTerminal};
@@ -46,15 +46,9 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
     let fail = |e: String| format!("Failed to persist initial async status: {e}");
     let context = ctx.clone();
     blocking(move || {
-        let options = context
-            .faults
-            .write_options(HostPoint::StatusInitial, context.policy.options(DocKind::InitialStatus));
+        let options = context.policy.options(DocKind::InitialStatus);
         let bytes = to_pretty_bytes(&status);
-        context.run.write_with(
-            names::STATUS,
-            &context.faults.payload(HostPoint::StatusInitial, &bytes),
-            &options,
-        )
+        (context.faults).write(&context.run, HostPoint::StatusInitial, names::STATUS, &bytes, &options)
     })
     .await
     .map_err(|e| fail(e.to_string()))?;
@@ -86,12 +80,9 @@ pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), String> {
     blocking(move || {
         let id = &context.run_id;
         let instance = &context.runner_process_instance_id;
-        let faults = &context.faults;
         let write = |name: &str, bytes: Vec<u8>, kind: DocKind| {
-            let options = faults.write_options(HostPoint::Sidecar, context.policy.options(kind));
-            context
-                .run
-                .write_with(name, &faults.payload(HostPoint::Sidecar, &bytes), &options)
+            let options = context.policy.options(kind);
+            (context.faults).write(&context.run, HostPoint::Sidecar, name, &bytes, &options)
         };
         write(
             names::PROCESS_TERMINAL_CANDIDATE,

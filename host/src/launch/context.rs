@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hooks::{HostHooks, HostPoint};
+use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::index::ActiveRunIndex;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::trust::TrustedRoot;
@@ -29,7 +29,7 @@ pub(crate) struct RunContext {
     /// Durability in force.
     pub policy: DurabilityPolicy,
     /// Host fault hooks (empty in production).
-    pub faults: HostHooks,
+    pub faults: HostFaults,
     /// The embedder's hooks.
     pub hooks: Arc<dyn LaunchHooks>,
     /// Os (clock, random, fs).
@@ -59,7 +59,7 @@ impl RunContext {
 }
 
 /// Sleeps for the `sleep:<ms>` faults of `point`.
-pub(crate) async fn fault_sleep(faults: &HostHooks, point: HostPoint) {
+pub(crate) async fn fault_sleep(faults: &HostFaults, point: HostPoint) {
     if let Some(duration) = faults.sleep_before(point) {
         tokio::time::sleep(duration).await;
     }

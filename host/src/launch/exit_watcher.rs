@@ -18,6 +18,7 @@ use std::os::unix::process::ExitStatusExt;
 use std::pin::Pin;
 use std::process::Child;
 use std::sync::{Arc, Mutex};
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::Clock;
 use sublaunch_protocol::proof::RunnerInstance;
 use tokio::sync::watch;
@@ -94,6 +95,7 @@ pub trait ProcessControl: Send + Sync + fmt::Debug {
 /// The real [`ProcessControl`]: owns the child and reaps it exactly once.
 pub struct ExitWatcher {
     pid: u32,
+    os: Arc<Os>,
     child: Arc<Mutex<Option<Child>>>,
     exit: watch::Receiver<Option<RunnerExit>>,
 }
@@ -109,18 +111,19 @@ impl fmt::Debug for ExitWatcher {
 
 impl ExitWatcher {
     /// Arms the watcher for a freshly spawned `child` (H12). `pidfd` is the child's pidfd when
-    /// the kernel supports it. Must be called inside a tokio runtime with I/O enabled.
-    pub fn arm(child: Child, pidfd: Option<OwnedFd>, clock: Arc<dyn Clock>) -> Self {
+    /// the kernel supports it; `os`'s clock stamps the exit and its processes capability sends
+    /// the signals. Must be called inside a tokio runtime with I/O enabled.
+    pub fn arm(child: Child, pidfd: Option<OwnedFd>, os: Arc<Os>) -> Self {
         let pid = child.id();
         let child = Arc::new(Mutex::new(Some(child)));
         let (tx, exit) = watch::channel(None);
-        let reaper = child.clone();
+        let (reaper, clock) = (child.clone(), os.clock.clone());
         tokio::spawn(async move {
             wait_until_exited(pid, pidfd).await;
             let observed = reap(&reaper, clock.as_ref()).await;
             let _ = tx.send(Some(observed));
         });
-        Self { pid, child, exit }
+        Self { pid, os, child, exit }
     }
 }
 
@@ -153,19 +156,19 @@ impl ProcessControl for ExitWatcher {
         if guard.is_none() {
             return SignalOutcome::AlreadyReaped;
         }
-        signal_group_of(self.pid, signal.os())
+        signal_group_of(self.os.as_ref(), self.pid, signal.os())
     }
 }
 
 /// Sends `signal` to the group led by `pid`; while the shim moves itself into its own session
 /// its group may briefly not exist (ESRCH), then the (still unreaped) pid itself is signalled.
-fn signal_group_of(pid: u32, signal: Signal) -> SignalOutcome {
+fn signal_group_of(os: &Os, pid: u32, signal: Signal) -> SignalOutcome {
     let Some(target) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
         return SignalOutcome::Failed(io::Error::other(format!("invalid pid {pid}")));
     };
-    match rustix::process::kill_process_group(target, signal) {
+    match os.processes.kill_group(target, signal) {
         Ok(()) => SignalOutcome::Sent,
-        Err(Errno::SRCH) => match rustix::process::kill_process(target, signal) {
+        Err(Errno::SRCH) => match os.processes.kill(target, signal) {
             Ok(()) => SignalOutcome::Sent,
             Err(e) => SignalOutcome::Failed(e.into()),
         },
@@ -288,7 +291,6 @@ pub fn signal_name(signal: i32) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::os::clock::SystemClock;
 
     fn runtime() -> tokio::runtime::Runtime {
         tokio::runtime::Builder::new_current_thread()
@@ -309,7 +311,7 @@ mod tests {
                 rustix::process::PidfdFlags::empty(),
             )
             .ok();
-            let watcher = ExitWatcher::arm(child, pidfd, Arc::new(SystemClock));
+            let watcher = ExitWatcher::arm(child, pidfd, Os::shared_default());
             let exit = watcher.wait_exit().await;
             assert_eq!(exit.exit_code, Some(42));
             assert_eq!(exit.signal, None);
@@ -326,7 +328,7 @@ mod tests {
                 .process_group(0)
                 .spawn()
                 .unwrap();
-            let watcher = ExitWatcher::arm(child, None, Arc::new(SystemClock));
+            let watcher = ExitWatcher::arm(child, None, Os::shared_default());
             assert!(watcher.exit().is_none());
             assert!(matches!(watcher.signal(TermSignal::Kill), SignalOutcome::Sent));
             let exit = watcher.wait_exit().await;

@@ -4,7 +4,6 @@
 use super::blocking::blocking;
 use super::context::RunContext;
 use super::exit_watcher::RunnerExit;
-use super::faults::run_dir_for;
 use super::options::HostEvent;
 use super::startup_failure;
 use std::path::Path;
@@ -12,7 +11,7 @@ use std::sync::Arc;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::events::has_run_started;
 use sublaunch_protocol::handshake::exited_before_commit_message;
-use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::SessionLeases;
 use sublaunch_protocol::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
@@ -56,12 +55,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
     let context = ctx.clone();
     let runner = exit.instance(&ctx.runner_process_instance_id);
     let outcome = blocking(move || {
-        let run = run_dir_for(
-            &context.run_path,
-            &context.os,
-            &context.faults,
-            &[HostPoint::Proof, HostPoint::Overlay],
-        )?;
+        let run = (context.faults).dir(&context.run, &[HostPoint::Proof, HostPoint::Overlay])?;
         let leases = SessionLeases::open(context.root.root(), context.policy);
         let lease_probe = |file: &str| match &leases {
             Ok(leases) => leases.probe(file),

@@ -17,7 +17,7 @@ use sublaunch_protocol::handshake::{
     ControlAction, ControlMessage, HostObservation, PollBackoff, StartupState, evaluate_host, evaluate_host_after_exit,
     exited_before_commit_message, exited_before_proceed_message, host_timeout_message,
 };
-use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::os::clock::Deadline;
 
@@ -160,9 +160,8 @@ impl Handshake<'_> {
         let ctx = self.ctx.clone();
         let bytes = to_pretty_bytes(&ControlMessage::new(action, token));
         blocking(move || {
-            let options = ctx.faults.write_options(point, ctx.policy.options(kind));
-            ctx.run
-                .write_with(action.file_name(), &ctx.faults.payload(point, &bytes), &options)
+            ctx.faults
+                .write(&ctx.run, point, action.file_name(), &bytes, &ctx.policy.options(kind))
         })
         .await
         .map_err(|e| format!("{}: {e}", action.write_failure_prefix()))

@@ -31,7 +31,6 @@ mod doorbell;
 pub mod environment;
 pub mod exit_watcher;
 mod failure;
-mod faults;
 mod finalize;
 mod handle;
 mod handshake;
@@ -57,7 +56,7 @@ pub use finalize::Finished;
 pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
 pub use ids::new_run_id;
 pub use options::{
-    ControlWrapper, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME,
+    DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME,
     default_shim_path,
 };
 pub use sequence::{Launched, launch};

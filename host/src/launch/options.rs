@@ -1,7 +1,6 @@
 //! What a caller hands [`super::launch`]: where and how to launch, and the embedder hooks
 //! (capacity, events) of host-and-shim.md H15/H18.
 
-use super::exit_watcher::ProcessControl;
 use crate::inputs::agents::AgentDef;
 use std::ffi::OsString;
 use std::fmt;
@@ -11,7 +10,7 @@ use std::time::Duration;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::handshake::TERMINATE_GRACE;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::layout::Layout;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::proof::ProcessTerminal;
@@ -94,9 +93,6 @@ pub struct NoHooks;
 
 impl LaunchHooks for NoHooks {}
 
-/// Wraps the runner's process control (tests inject signal failures, F27).
-pub type ControlWrapper = Arc<dyn Fn(Arc<dyn ProcessControl>) -> Arc<dyn ProcessControl> + Send + Sync>;
-
 /// Options of one launch. Nothing is read from the process environment: values the CLI takes
 /// from it come from [`LaunchOptions::environment`] (empty by default, so the shim and its
 /// agents get only what the caller put there).
@@ -133,13 +129,13 @@ pub struct LaunchOptions {
     pub hooks: Arc<dyn LaunchHooks>,
     /// Whether the doorbell socket is used (K14); off = legacy polling (F32).
     pub doorbell: bool,
-    /// Filesystem, clock and random os (default: the real OS, with the retry setting of the
-    /// environment).
+    /// The operating system's files, processes, clocks and randomness (default: the real
+    /// ones, with the retry setting of the environment).
     pub os: Option<Arc<Os>>,
     /// Which writes are fsynced (default: `SUBLAUNCH_DURABILITY`).
     pub durability: Option<DurabilityPolicy>,
     /// Host fault hooks (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
-    pub host_faults: Option<HostHooks>,
+    pub host_faults: Option<HostFaults>,
     /// The agents whose runners the launch may start (default: the built-ins).
     pub agents: Vec<AgentDef>,
     /// How the steps of a chain or parallel run are executed.
@@ -154,8 +150,6 @@ pub struct LaunchOptions {
     pub agent_umask: Option<u32>,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
-    /// Wraps the runner's process control (tests).
-    pub process_control: Option<ControlWrapper>,
 }
 
 impl Default for LaunchOptions {
@@ -184,7 +178,6 @@ impl Default for LaunchOptions {
             run_task: None,
             agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
-            process_control: None,
         }
     }
 }

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::handshake::host_state_timeout;
-use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::status::Status;
 use tokio::sync::{oneshot, watch};
@@ -121,11 +121,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
     };
     // H12: the watcher owns the child before anything else happens.
     let pid = spawned.child.id();
-    let watcher = ExitWatcher::arm(spawned.child, spawned.pidfd, setup.os.clock.clone());
-    let mut control: Arc<dyn ProcessControl> = Arc::new(watcher);
-    if let Some(wrap) = &options.process_control {
-        control = wrap(control);
-    }
+    let control: Arc<dyn ProcessControl> = Arc::new(ExitWatcher::arm(spawned.child, spawned.pidfd, setup.os.clone()));
     let (settled_tx, settled_rx) = oneshot::channel();
     let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
     let (finished_tx, finished_rx) = watch::channel(None);

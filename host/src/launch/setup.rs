@@ -14,7 +14,7 @@ use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::StepConfig;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::layout::{Layout, validate_run_id};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::trust::TrustedRoot;
@@ -27,7 +27,7 @@ pub(crate) struct Setup {
     pub layout: Layout,
     pub os: Arc<Os>,
     pub policy: DurabilityPolicy,
-    pub faults: HostHooks,
+    pub faults: HostFaults,
     pub shim: PathBuf,
     pub steps: Vec<StepConfig>,
     pub agents: Vec<(String, Option<String>)>,
@@ -47,7 +47,7 @@ impl Setup {
         };
         let faults = match &options.host_faults {
             Some(faults) => faults.clone(),
-            None => HostHooks::from_setting(options.environment.text(sublaunch_protocol::hooks::HOST_FAULT_VAR))?,
+            None => HostFaults::from_setting(options.environment.text(sublaunch_protocol::os::faults::HOST_FAULT_VAR))?,
         };
         let layout = match &options.layout {
             Some(layout) => absolute_layout(layout),

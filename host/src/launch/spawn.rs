@@ -14,7 +14,7 @@ use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::{errno, os_error};
-use sublaunch_protocol::hooks::{HostHooks, HostPoint};
+use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::procinfo;
 
@@ -22,16 +22,11 @@ use sublaunch_protocol::procinfo;
 pub(crate) fn write_config(
     root: &Dir,
     config: &RunnerConfig,
-    faults: &HostHooks,
+    faults: &HostFaults,
     policy: DurabilityPolicy,
 ) -> io::Result<()> {
-    let bytes = config.to_bytes();
-    let options = faults.write_options(HostPoint::Cfg, policy.options(DocKind::RunnerConfig));
-    root.write_with(
-        &names::runner_config(&config.id),
-        &faults.payload(HostPoint::Cfg, &bytes),
-        &options,
-    )
+    let name = names::runner_config(&config.id);
+    faults.write(root, HostPoint::Cfg, &name, &config.to_bytes(), &policy.options(DocKind::RunnerConfig))
 }
 
 /// H6: removes stale handshake files (absent is fine; any other error aborts).
@@ -43,7 +38,7 @@ pub(crate) fn delete_stale_handshake(run: &Dir) -> io::Result<()> {
 
 /// H7: opens `runner.stdout.log` / `runner.stderr.log` with
 /// `O_APPEND|O_CREAT|O_NOFOLLOW|O_CLOEXEC`, 0600 (a symlink fails with `ELOOP`).
-pub(crate) fn open_logs(run: &Dir, faults: &HostHooks) -> io::Result<(File, File)> {
+pub(crate) fn open_logs(run: &Dir, faults: &HostFaults) -> io::Result<(File, File)> {
     if let Some(error) = faults.step_error(HostPoint::Logs) {
         return Err(error);
     }

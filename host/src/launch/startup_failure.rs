@@ -6,10 +6,9 @@
 use super::blocking::blocking;
 use super::context::{RunContext, warn};
 use super::exit_watcher::ProcessControl;
-use super::faults::run_dir_for;
 use super::terminate::terminate_runner;
 use std::sync::Arc;
-use sublaunch_protocol::hooks::HostPoint;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// S5 under the status lock. Errors are reported, never returned: they must not replace the
@@ -32,12 +31,7 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
         keep_terminal_status,
     };
     let outcome = blocking(move || {
-        let run = run_dir_for(
-            &context.run_path,
-            &context.os,
-            &context.faults,
-            &[HostPoint::StartupFailure],
-        )?;
+        let run = context.faults.dir(&context.run, &[HostPoint::StartupFailure])?;
         Ok(persist_startup_failure(&run, &failure, context.policy))
     })
     .await;

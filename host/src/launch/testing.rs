@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Mutex;
 use sublaunch_contract::{LaunchPlan, PlanStep};
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hooks::HostHooks;
+use sublaunch_protocol::os::faults::HostFaults;
 
 /// A one-step plan running `task` with the built-in `shell` agent in `cwd`.
 pub fn shell_plan(task: &str, cwd: &Path) -> LaunchPlan {
@@ -19,7 +19,7 @@ pub fn test_options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
     // The tests' shims and agents see the test process's environment, as the CLI's would.
     options.environment = crate::Environment::from_process();
-    options.host_faults = Some(HostHooks::none());
+    options.host_faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
     options.session_id = Some("test-session".into());
     options.env.push((

@@ -36,69 +36,17 @@ pub enum Durability {
     Durable,
 }
 
-/// The syscall step at which a test hook raises an injected errno (§T `@write`, `@fsync`,
-/// `@rename`).
-#[cfg(feature = "test-hooks")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FaultStep {
-    /// Writing the temp file.
-    Write,
-    /// fsyncing the temp file (only reached by durable writes).
-    Fsync,
-    /// Renaming the temp file into place (every attempt fails).
-    Rename,
-}
-
-/// An errno injected at one step of an atomic write (test hooks only).
-#[cfg(feature = "test-hooks")]
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct InjectedFault {
-    /// The errno raised.
-    pub errno: Errno,
-    /// Where it is raised.
-    pub step: FaultStep,
-}
-
 /// Options of one atomic write.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WriteOptions {
     /// Whether the write is fsynced.
     pub durability: Durability,
-    #[cfg(feature = "test-hooks")]
-    fault: Option<InjectedFault>,
 }
 
 impl WriteOptions {
-    /// Options with `durability` and no fault.
-    #[allow(clippy::needless_update)] // the fault field exists only with `test-hooks`
+    /// Options with `durability`.
     pub fn new(durability: Durability) -> Self {
-        Self {
-            durability,
-            ..Self::default()
-        }
-    }
-
-    /// The same options with an injected fault (test hooks only).
-    #[cfg(feature = "test-hooks")]
-    #[must_use]
-    pub fn with_fault(mut self, fault: Option<InjectedFault>) -> Self {
-        self.fault = fault;
-        self
-    }
-
-    #[allow(clippy::unused_self, unused_variables)]
-    fn injected(&self, step: Step) -> Result<(), Errno> {
-        #[cfg(feature = "test-hooks")]
-        if let Some(fault) = self.fault {
-            let hit = matches!(
-                (fault.step, step),
-                (FaultStep::Write, Step::Write) | (FaultStep::Fsync, Step::Fsync) | (FaultStep::Rename, Step::Rename)
-            );
-            if hit {
-                return Err(fault.errno);
-            }
-        }
-        Ok(())
+        Self { durability }
     }
 }
 
@@ -106,13 +54,6 @@ impl From<Durability> for WriteOptions {
     fn from(durability: Durability) -> Self {
         Self::new(durability)
     }
-}
-
-#[derive(Clone, Copy)]
-enum Step {
-    Write,
-    Fsync,
-    Rename,
 }
 
 impl Dir {
@@ -128,20 +69,13 @@ impl Dir {
         let (temp, fd) = self.create_temp(name)?;
         let temp_path = self.join(&temp);
         let result = (|| {
-            options
-                .injected(Step::Write)
-                .map_err(|e| os_error(e, "write", &temp_path))?;
             write_all(self, &fd, bytes).map_err(|e| os_error(e, "write", &temp_path))?;
             if options.durability == Durability::Durable {
-                options
-                    .injected(Step::Fsync)
-                    .map_err(|e| os_error(e, "fsync", &temp_path))?;
                 retry_eintr(|| os.files.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
             }
             drop(fd);
             os.retry
                 .run(os.sleeper.as_ref(), || {
-                    options.injected(Step::Rename)?;
                     os.files
                         .renameat(self.fd(), Path::new(&temp), self.fd(), Path::new(name))
                 })

@@ -13,7 +13,7 @@
 //! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a);
 //! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3), [`ids`] (session and group ids, H8);
-//! * test hooks — [`hooks`] (always, inert in production) and `faults` (feature `test-hooks`).
+//! * fault injection of test builds — [`os::faults`] (inert in production).
 
 #![warn(missing_docs)]
 
@@ -25,10 +25,7 @@ pub mod doc;
 pub mod durability;
 pub mod errors;
 pub mod events;
-#[cfg(feature = "test-hooks")]
-pub mod faults;
 pub mod handshake;
-pub mod hooks;
 pub mod ids;
 pub mod index;
 pub mod layout;

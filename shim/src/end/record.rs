@@ -13,7 +13,7 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events::{self, StepOutcome};
-use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::proof::{Candidate, WriterRecord};
 use sublaunch_protocol::results::{
@@ -131,7 +131,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     let (mut state, mut error) = run_outcome(ends);
     let ended_wall = ctx.now_wall();
-    let duration_ms = crate::start::clock::elapsed_ms(sup.started.0, Instant::now());
+    let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started.0, Instant::now());
     for end in ends {
         apply_step(sup, end);
     }

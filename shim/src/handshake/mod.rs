@@ -22,7 +22,7 @@ use sublaunch_protocol::handshake::{
     ControlAction, HOST_CLOSED_MESSAGE, PollBackoff, ShimObservation, StartupReport, combine_shim, evaluate_shim,
     shim_control_timeout, shim_timeout_message,
 };
-use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
 use sublaunch_protocol::os::clock::Deadline;

@@ -3,7 +3,7 @@
 //! the test-parent monitor and the revival lease.
 
 use crate::handshake::doorbell::Doorbell;
-use crate::start::clock::ShimClock;
+use sublaunch_protocol::os::clock::ShiftedClock;
 use crate::start::faults::Faults;
 use crate::start::parent::ParentMonitor;
 use std::io;
@@ -73,7 +73,7 @@ pub struct Ctx {
     /// The os every directory handle uses.
     pub os: Arc<Os>,
     /// The clock inside `os` (for the `wallclock` hook).
-    pub clock: Arc<ShimClock>,
+    pub clock: Arc<ShiftedClock>,
     /// A4 durability policy.
     pub policy: DurabilityPolicy,
     /// Test hooks (empty in production builds).

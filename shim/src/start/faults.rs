@@ -11,7 +11,11 @@
 
 use crate::start::context::Ctx;
 use crate::start::signals;
-use sublaunch_protocol::hooks::{ShimAction, ShimHooks, ShimPoint};
+use std::path::PathBuf;
+use std::sync::Arc;
+use sublaunch_protocol::os::clock::ShiftedClock;
+use sublaunch_protocol::os::faults::{SHIM_FAULT_VAR, ShimAction, ShimFaults, ShimPoint};
+use sublaunch_protocol::os::files::Files;
 
 /// How the next record write is altered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -31,7 +35,7 @@ pub struct WriteModifier {
 /// The configured hooks plus the pending write modifier.
 #[derive(Clone, Debug, Default)]
 pub struct Faults {
-    hooks: ShimHooks,
+    hooks: ShimFaults,
     modifier: WriteModifier,
 }
 
@@ -39,7 +43,7 @@ impl Faults {
     /// The hooks from `SUBLAUNCH_SHIM_FAULT` (test-hooks builds; otherwise none).
     pub fn from_env() -> Result<Self, String> {
         Ok(Self {
-            hooks: ShimHooks::from_env()?,
+            hooks: ShimFaults::from_setting(std::env::var(SHIM_FAULT_VAR).ok().as_deref())?,
             modifier: WriteModifier::default(),
         })
     }
@@ -67,7 +71,7 @@ pub struct Parts<'a> {
     /// The doorbell (`close-doorbell`).
     pub doorbell: &'a mut crate::handshake::doorbell::Doorbell,
     /// The clock (`wallclock`).
-    pub clock: &'a crate::start::clock::ShimClock,
+    pub clock: &'a ShiftedClock,
     /// R4 while hanging.
     pub parent: &'a mut crate::start::parent::ParentMonitor,
     /// The lease, released by `exit:<n>`.
@@ -151,4 +155,30 @@ impl Ctx {
             point,
         )
     }
+}
+
+/// The flag-file variable of a simulated full disk.
+pub const DISK_FULL_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC";
+/// What the full disk fails (comma-separated; default `status,marker`).
+pub const DISK_FULL_TARGETS_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC_TARGETS";
+
+/// A simulated full disk for the A9/I7 rows (F42, F46; test-hooks builds): while the file
+/// named by `SUBLAUNCH_SHIM_TEST_ENOSPC` exists, creating the temp files of `status.json`
+/// (target `status`) or the run's active-run marker (target `marker`) fails with `ENOSPC`.
+#[cfg(feature = "test-hooks")]
+pub fn disk_full_files(run_id: &str) -> Option<Arc<dyn Files>> {
+    use sublaunch_protocol::os::faults::AtStep;
+    use sublaunch_protocol::os::faults::files::{FaultyFiles, Rule};
+    let flag = PathBuf::from(std::env::var_os(DISK_FULL_VAR).filter(|v| !v.is_empty())?);
+    let targets = std::env::var(DISK_FULL_TARGETS_VAR).unwrap_or_else(|_| "status,marker".into());
+    let documents = targets
+        .split(',')
+        .filter_map(|target| match target.trim() {
+            "status" => Some(sublaunch_protocol::layout::names::STATUS.to_owned()),
+            "marker" => Some(run_id.to_owned()),
+            _ => None,
+        })
+        .collect();
+    let rule = Rule::new(Some(documents), rustix::io::Errno::NOSPC, AtStep::Create).while_exists(flag);
+    Some(Arc::new(FaultyFiles::new(vec![rule])))
 }

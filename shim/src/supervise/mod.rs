@@ -35,7 +35,7 @@ use serde_json::json;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events;
-use sublaunch_protocol::hooks::ShimPoint;
+use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::lease::WriterState;
 use sublaunch_protocol::os::clock::Clock;
 use sublaunch_protocol::os::random::uuid_v4;
@@ -180,7 +180,7 @@ impl Supervisor {
                 ctx.set_writer(WriterState::None, None);
                 end.spawn_error = Some(error);
                 end.ended_wall = ctx.now_wall();
-                end.duration_ms = crate::start::clock::elapsed_ms(started, Instant::now());
+                end.duration_ms = sublaunch_protocol::os::clock::elapsed_ms(started, Instant::now());
                 return Err(Box::new(end));
             }
         };
@@ -379,7 +379,7 @@ impl Supervisor {
         end.stdout_bytes = child.io.stdout.total();
         end.stderr_bytes = child.io.stderr.total();
         end.ended_wall = ended_wall;
-        end.duration_ms = crate::start::clock::elapsed_ms(child.started, Instant::now());
+        end.duration_ms = sublaunch_protocol::os::clock::elapsed_ms(child.started, Instant::now());
         let outcome = child.killer.as_ref().and_then(|k| k.outcome().cloned());
         end.writer = Some(WriterRecord {
             process_instance_id: uuid_v4(ctx.os.random.as_ref()),

@@ -12,7 +12,7 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events::{self, EventLog};
-use sublaunch_protocol::hooks::{CORRUPT_PAYLOAD, ShimPoint};
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
 use sublaunch_protocol::status::{RunningUpdate, StepStatus};
@@ -80,7 +80,7 @@ impl Supervisor {
     /// `Subagent timed out after <ms>ms.`
     pub fn timeout_message(&self) -> String {
         let ms = self.deadline.map_or_else(
-            || crate::start::clock::elapsed_ms(self.started.0, Instant::now()),
+            || sublaunch_protocol::os::clock::elapsed_ms(self.started.0, Instant::now()),
             |(_, ms)| ms,
         );
         format!("Subagent timed out after {ms}ms.")

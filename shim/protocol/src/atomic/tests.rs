@@ -325,28 +325,3 @@ fn a6_mkdir_is_retried_only_when_enabled() {
     fs.fail_next(Op::Mkdir, [Errno::BUSY]);
     assert!(Dir::create_private_with(&tmp.path().join("y"), os_with(fs.clone()).shared()).is_err());
 }
-
-#[cfg(feature = "test-hooks")]
-#[test]
-fn t_injected_faults_fire_at_their_step_and_clean_up() {
-    for (step, durability, expect_error) in [
-        (FaultStep::Write, Durability::Atomic, true),
-        (FaultStep::Fsync, Durability::Durable, true),
-        (FaultStep::Fsync, Durability::Atomic, false),
-        (FaultStep::Rename, Durability::Atomic, true),
-    ] {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = Dir::open(tmp.path()).unwrap();
-        let options = WriteOptions::new(durability).with_fault(Some(InjectedFault {
-            errno: Errno::NOSPC,
-            step,
-        }));
-        let result = dir.write_with("status.json", b"{}", &options);
-        assert_eq!(result.is_err(), expect_error, "{step:?} {durability:?}");
-        if let Err(error) = result {
-            assert!(error.to_string().starts_with("ENOSPC"), "{error}");
-            assert!(!tmp.path().join("status.json").exists());
-        }
-        assert!(temp_files(tmp.path()).is_empty(), "{step:?}");
-    }
-}

@@ -3,8 +3,8 @@
 //! shorten or extend a wait (F56, F57).
 
 use std::fmt::Debug;
-use std::sync::Arc;
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// The clock seam: `monotonic()` for deadlines, `wall_ms()` for timestamps written to files.
@@ -31,18 +31,26 @@ impl Clock for SystemClock {
     }
 }
 
-/// A clock whose wall time is shifted by a fixed offset while its monotonic time is the inner
-/// clock's (the shim fault `wallclock:<±ms>`, F57).
+/// A clock whose wall time can be shifted while its monotonic time stays the inner clock's (the
+/// shim fault `wallclock:<±ms>`, F57, which may fire at any point of a run).
 #[derive(Debug)]
 pub struct ShiftedClock {
     inner: Arc<dyn Clock>,
-    shift_ms: i64,
+    shift_ms: AtomicI64,
 }
 
 impl ShiftedClock {
     /// Wraps `inner`, shifting its wall clock by `shift_ms` (may be negative).
     pub fn new(inner: Arc<dyn Clock>, shift_ms: i64) -> Self {
-        Self { inner, shift_ms }
+        Self {
+            inner,
+            shift_ms: AtomicI64::new(shift_ms),
+        }
+    }
+
+    /// Shifts the wall clock by `delta_ms` more (cumulative).
+    pub fn shift_wall(&self, delta_ms: i64) {
+        self.shift_ms.fetch_add(delta_ms, Ordering::Relaxed);
     }
 }
 
@@ -52,7 +60,7 @@ impl Clock for ShiftedClock {
     }
 
     fn wall_ms(&self) -> u64 {
-        shift(self.inner.wall_ms(), self.shift_ms)
+        shift(self.inner.wall_ms(), self.shift_ms.load(Ordering::Relaxed))
     }
 }
 
@@ -62,6 +70,11 @@ fn shift(ms: u64, by: i64) -> u64 {
     } else {
         ms.saturating_sub(by.unsigned_abs())
     }
+}
+
+/// Milliseconds between two monotonic instants (saturating at 0).
+pub fn elapsed_ms(from: Instant, to: Instant) -> u64 {
+    u64::try_from(to.saturating_duration_since(from).as_millis()).unwrap_or(u64::MAX)
 }
 
 /// A hand-driven clock for tests: time moves only through [`ManualClock::advance`] (both clocks)
@@ -209,6 +222,8 @@ mod tests {
         let shifted = ShiftedClock::new(inner.clone(), 3_600_000);
         assert_eq!(shifted.wall_ms(), 3_610_000);
         assert_eq!(shifted.monotonic(), inner.monotonic());
+        shifted.shift_wall(-3_600_000);
+        assert_eq!(shifted.wall_ms(), 10_000, "shifts add up");
         let back = ShiftedClock::new(inner, -20_000);
         assert_eq!(back.wall_ms(), 0, "saturates at the epoch");
     }

@@ -1,15 +1,20 @@
-//! The operating system as the run-file operations see it (§T), split by capability as
-//! wasmtime-wasi splits WASI: files, clocks, randomness and the sleeps between retries. Every
-//! directory handle carries one [`Os`]; tests swap a capability for a scripted one, and the
-//! fault hooks of test builds are one more implementation of the same capabilities.
+//! The operating system as host and shim see it (§T), split by capability as wasmtime-wasi
+//! splits WASI: files, processes, clocks, randomness and the sleeps between retries. Every
+//! directory handle carries one [`Os`]. Tests swap a capability for a scripted one, and the
+//! fault hooks of test builds ([`faults`]) are implementations of the same capabilities: a
+//! host errno fault is a [`files::Files`] that fails one document's write, a shifted wall
+//! clock is a [`clock::Clock`].
 
 pub mod clock;
+pub mod faults;
 pub mod files;
+pub mod processes;
 pub mod random;
 pub mod retry;
 
 use self::clock::{Clock, SystemClock};
 use self::files::{Files, RealFiles};
+use self::processes::{Processes, RealProcesses};
 use self::random::{OsRandom, RandomSource};
 use self::retry::{InvalidRetryTotal, RetryPolicy, Sleeper, ThreadSleeper};
 use std::sync::{Arc, OnceLock};
@@ -19,6 +24,8 @@ use std::sync::{Arc, OnceLock};
 pub struct Os {
     /// Filesystem calls.
     pub files: Arc<dyn Files>,
+    /// Signals to processes.
+    pub processes: Arc<dyn Processes>,
     /// Monotonic and wall clocks.
     pub clock: Arc<dyn Clock>,
     /// Random values for temp names and ids.
@@ -42,6 +49,7 @@ impl Os {
     pub fn system() -> Self {
         Self {
             files: Arc::new(RealFiles),
+            processes: Arc::new(RealProcesses),
             clock: Arc::new(SystemClock),
             random: Arc::new(OsRandom),
             sleeper: Arc::new(ThreadSleeper),
@@ -77,6 +85,13 @@ impl Os {
     #[must_use]
     pub fn with_files(mut self, files: Arc<dyn Files>) -> Self {
         self.files = files;
+        self
+    }
+
+    /// Replaces the processes capability.
+    #[must_use]
+    pub fn with_processes(mut self, processes: Arc<dyn Processes>) -> Self {
+        self.processes = processes;
         self
     }
 

@@ -1,159 +1,138 @@
-//! The test-hook facade (§T). The fault points and actions are plain data, always compiled, so
-//! host and shim code consult hooks without `cfg`; but only builds with the `test-hooks`
-//! feature read `SUBLAUNCH_HOST_FAULT` / `SUBLAUNCH_SHIM_FAULT` (see [`crate::faults`]) or
-//! inject anything into a write. In production [`HostHooks::from_env`] and
-//! [`ShimHooks::from_env`] return empty hooks without touching the environment.
+//! Fault injection (§T): the points of the host's and the shim's work where a test may inject
+//! a fault, and what the fault does. The points are plain data, always compiled, so host and
+//! shim consult them without `cfg`; only builds with the `test-hooks` feature parse
+//! `SUBLAUNCH_HOST_FAULT` / `SUBLAUNCH_SHIM_FAULT` ([`parse`]) or build the failing
+//! [`files::FaultyFiles`] a host errno fault writes through. Production builds hold no faults
+//! and never read the variables.
+
+#[cfg(feature = "test-hooks")]
+pub mod files;
+#[cfg(feature = "test-hooks")]
+pub mod parse;
 
 use crate::atomic::WriteOptions;
+use crate::dir::Dir;
 use rustix::io::Errno;
-use std::borrow::Cow;
 use std::io;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// The variable naming the host's fault points (test-hooks builds).
 pub const HOST_FAULT_VAR: &str = "SUBLAUNCH_HOST_FAULT";
+/// The variable naming the shim's fault points (test-hooks builds).
+pub const SHIM_FAULT_VAR: &str = "SUBLAUNCH_SHIM_FAULT";
 
-/// Host steps that accept faults (§T).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum HostPoint {
-    /// The cfg file write (H5).
-    Cfg,
-    /// Opening the runner logs (H7).
-    Logs,
-    /// The initial status (H13).
-    StatusInitial,
-    /// The active-run marker (H13/I3).
-    Index,
-    /// The lifecycle sidecars (H14).
-    Sidecar,
-    /// The capacity hook (H15).
-    Capacity,
-    /// The ack control (K6).
-    Ack,
-    /// The confirm control (K6).
-    Confirm,
-    /// The proceed control (H16).
-    Proceed,
-    /// The startup-failure persistence (S5).
-    StartupFailure,
-    /// The proof write (S7).
-    Proof,
-    /// The status overlay (S9).
-    Overlay,
+/// An enum of fault points with their names in the fault variables, in spec order.
+macro_rules! points {
+    ($(#[$meta:meta])* $name:ident { $($(#[$doc:meta])* $point:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $($(#[$doc])* $point,)*
+        }
+
+        impl $name {
+            /// All points, in spec order.
+            pub const ALL: &[Self] = &[$(Self::$point),*];
+
+            /// The name used in the fault variable.
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Self::$point => $text,)*
+                }
+            }
+        }
+    };
+}
+
+points! {
+    /// Host steps that accept faults.
+    HostPoint {
+        /// The cfg file write (H5).
+        Cfg = "cfg",
+        /// Opening the runner logs (H7).
+        Logs = "logs",
+        /// The initial status (H13).
+        StatusInitial = "status-initial",
+        /// The active-run marker (H13/I3).
+        Index = "index",
+        /// The lifecycle sidecars (H14).
+        Sidecar = "sidecar",
+        /// The capacity hook (H15).
+        Capacity = "capacity",
+        /// The ack control (K6).
+        Ack = "ack",
+        /// The confirm control (K6).
+        Confirm = "confirm",
+        /// The proceed control (H16).
+        Proceed = "proceed",
+        /// The startup-failure persistence (S5).
+        StartupFailure = "startup-failure",
+        /// The proof write (S7).
+        Proof = "proof",
+        /// The status overlay (S9).
+        Overlay = "overlay",
+    }
+}
+
+points! {
+    /// Shim steps that accept faults.
+    ShimPoint {
+        /// Process start.
+        Start = "start",
+        /// After reading the config.
+        AfterConfig = "after-config",
+        /// Before writing `ready`.
+        BeforeReady = "before-ready",
+        /// After writing `ready`.
+        AfterReady = "after-ready",
+        /// After writing `acknowledged`.
+        AfterAcknowledged = "after-acknowledged",
+        /// After writing `confirmed`.
+        AfterConfirmed = "after-confirmed",
+        /// Before consuming proceed.
+        BeforeCommit = "before-commit",
+        /// Right after commit.
+        AfterCommit = "after-commit",
+        /// Before the first running status.
+        BeforeFirstStatus = "before-first-status",
+        /// Before spawning the agent.
+        BeforeAgentSpawn = "before-agent-spawn",
+        /// After the agent exited.
+        AfterAgentExit = "after-agent-exit",
+        /// Before the result file.
+        BeforeResult = "before-result",
+        /// Before the final candidate.
+        BeforeCandidate = "before-candidate",
+        /// Before exiting.
+        BeforeExit = "before-exit",
+    }
 }
 
 impl HostPoint {
-    /// All points, in spec order.
-    pub const ALL: [Self; 12] = [
-        Self::Cfg,
-        Self::Logs,
-        Self::StatusInitial,
-        Self::Index,
-        Self::Sidecar,
-        Self::Capacity,
-        Self::Ack,
-        Self::Confirm,
-        Self::Proceed,
-        Self::StartupFailure,
-        Self::Proof,
-        Self::Overlay,
-    ];
-
-    /// The name used in `SUBLAUNCH_HOST_FAULT`.
-    pub fn as_str(self) -> &'static str {
+    /// The documents a fault of this point hits when the step writes several through one
+    /// handle; `None`: every document the step writes.
+    fn documents(self) -> Option<&'static [&'static str]> {
+        use crate::layout::names;
         match self {
-            Self::Cfg => "cfg",
-            Self::Logs => "logs",
-            Self::StatusInitial => "status-initial",
-            Self::Index => "index",
-            Self::Sidecar => "sidecar",
-            Self::Capacity => "capacity",
-            Self::Ack => "ack",
-            Self::Confirm => "confirm",
-            Self::Proceed => "proceed",
-            Self::StartupFailure => "startup-failure",
-            Self::Proof => "proof",
-            Self::Overlay => "overlay",
+            Self::StartupFailure => Some(&[
+                names::STATUS,
+                names::PROCESS_TERMINAL_CANDIDATE,
+                names::RUNNER_STARTUP_FAILURE,
+            ]),
+            Self::Proof => Some(&[names::PROCESS_TERMINAL]),
+            Self::Overlay => Some(&[names::STATUS]),
+            _ => None,
         }
     }
 }
 
-/// Shim steps that accept faults (§T).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ShimPoint {
-    /// Process start.
-    Start,
-    /// After reading the config.
-    AfterConfig,
-    /// Before writing `ready`.
-    BeforeReady,
-    /// After writing `ready`.
-    AfterReady,
-    /// After writing `acknowledged`.
-    AfterAcknowledged,
-    /// After writing `confirmed`.
-    AfterConfirmed,
-    /// Before consuming proceed.
-    BeforeCommit,
-    /// Right after commit.
-    AfterCommit,
-    /// Before the first running status.
-    BeforeFirstStatus,
-    /// Before spawning the agent.
-    BeforeAgentSpawn,
-    /// After the agent exited.
-    AfterAgentExit,
-    /// Before the result file.
-    BeforeResult,
-    /// Before the final candidate.
-    BeforeCandidate,
-    /// Before exiting.
-    BeforeExit,
-}
-
-impl ShimPoint {
-    /// All points, in spec order.
-    pub const ALL: [Self; 14] = [
-        Self::Start,
-        Self::AfterConfig,
-        Self::BeforeReady,
-        Self::AfterReady,
-        Self::AfterAcknowledged,
-        Self::AfterConfirmed,
-        Self::BeforeCommit,
-        Self::AfterCommit,
-        Self::BeforeFirstStatus,
-        Self::BeforeAgentSpawn,
-        Self::AfterAgentExit,
-        Self::BeforeResult,
-        Self::BeforeCandidate,
-        Self::BeforeExit,
-    ];
-
-    /// The name used in `SUBLAUNCH_SHIM_FAULT`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Start => "start",
-            Self::AfterConfig => "after-config",
-            Self::BeforeReady => "before-ready",
-            Self::AfterReady => "after-ready",
-            Self::AfterAcknowledged => "after-acknowledged",
-            Self::AfterConfirmed => "after-confirmed",
-            Self::BeforeCommit => "before-commit",
-            Self::AfterCommit => "after-commit",
-            Self::BeforeFirstStatus => "before-first-status",
-            Self::BeforeAgentSpawn => "before-agent-spawn",
-            Self::AfterAgentExit => "after-agent-exit",
-            Self::BeforeResult => "before-result",
-            Self::BeforeCandidate => "before-candidate",
-            Self::BeforeExit => "before-exit",
-        }
-    }
-}
-
-/// The syscall step of an errno host fault (`@write`, `@fsync`, `@rename`).
+/// The syscall step at which an errno fault is raised (`@write`, `@fsync`, `@rename`; a
+/// simulated full disk fails at `Create`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtStep {
+    /// Creating the file.
+    Create,
     /// Writing (the default).
     Write,
     /// fsync (only durable writes reach it).
@@ -210,32 +189,24 @@ pub enum ShimAction {
 /// The invalid JSON written by a `corrupt` action.
 pub const CORRUPT_PAYLOAD: &[u8] = b"{\"corrupt-by-test-hook\":";
 
-/// Host faults in force (empty in production builds).
+/// Host faults in force (none in production builds).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct HostHooks {
+pub struct HostFaults {
     entries: Vec<(HostPoint, HostAction)>,
 }
 
-impl HostHooks {
+impl HostFaults {
     /// No faults.
     pub fn none() -> Self {
         Self::default()
     }
 
-    /// Faults from `SUBLAUNCH_HOST_FAULT` (test-hooks builds); production builds return no
-    /// faults and never read the variable. An unparsable value is an error.
-    pub fn from_env() -> Result<Self, String> {
-        Self::from_setting(std::env::var(HOST_FAULT_VAR).ok().as_deref())
-    }
-
     /// Faults from a `SUBLAUNCH_HOST_FAULT` value (test-hooks builds; production builds
-    /// ignore it). An unparsable value is an error.
+    /// ignore it). An unparsable value is an error naming the entry.
     pub fn from_setting(value: Option<&str>) -> Result<Self, String> {
         #[cfg(feature = "test-hooks")]
         {
-            value
-                .map_or_else(|| Ok(Vec::new()), crate::faults::parse_host_faults)
-                .map(Self::from_entries)
+            value.map_or_else(|| Ok(Self::none()), Self::parse)
         }
         #[cfg(not(feature = "test-hooks"))]
         {
@@ -244,13 +215,13 @@ impl HostHooks {
         }
     }
 
-    /// Hooks from parsed entries.
-    pub fn from_entries(entries: Vec<(HostPoint, HostAction)>) -> Self {
-        Self { entries }
+    /// Faults from a `SUBLAUNCH_HOST_FAULT` value.
+    #[cfg(feature = "test-hooks")]
+    pub fn parse(spec: &str) -> Result<Self, String> {
+        parse::host_faults(spec).map(|entries| Self { entries })
     }
 
-    /// The actions at `point`.
-    pub fn actions(&self, point: HostPoint) -> impl Iterator<Item = &HostAction> {
+    fn actions(&self, point: HostPoint) -> impl Iterator<Item = &HostAction> {
         self.entries.iter().filter(move |(p, _)| *p == point).map(|(_, a)| a)
     }
 
@@ -263,77 +234,86 @@ impl HostHooks {
         (!total.is_zero()).then_some(total)
     }
 
-    /// The errno fault of `point`, if any.
-    pub fn errno_fault(&self, point: HostPoint) -> Option<(Errno, AtStep)> {
-        self.actions(point).find_map(|a| {
-            if let HostAction::Errno { errno, at } = a {
-                Some((*errno, *at))
-            } else {
-                None
-            }
+    fn errno_fault(&self, point: HostPoint) -> Option<(Errno, AtStep)> {
+        self.actions(point).find_map(|a| match a {
+            HostAction::Errno { errno, at } => Some((*errno, *at)),
+            _ => None,
         })
     }
 
-    /// The error to raise at a non-write step (`capacity`, `index`, `logs`) — any errno fault
-    /// of that point regardless of `@step`.
+    /// The error to raise at a step that writes no document (`capacity`, `index`, `logs`):
+    /// any errno fault of that point regardless of `@step`.
     pub fn step_error(&self, point: HostPoint) -> Option<io::Error> {
         self.errno_fault(point)
             .map(|(errno, _)| crate::errors::os_error(errno, "test-hook", std::path::Path::new(point.as_str())))
     }
 
-    /// `base` with the errno fault of `point` injected at its step (test-hooks builds only).
-    #[allow(unused_variables)]
-    pub fn write_options(&self, point: HostPoint, base: WriteOptions) -> WriteOptions {
-        #[cfg(feature = "test-hooks")]
-        if let Some((errno, at)) = self.errno_fault(point) {
-            let step = match at {
-                AtStep::Write => crate::atomic::FaultStep::Write,
-                AtStep::Fsync => crate::atomic::FaultStep::Fsync,
-                AtStep::Rename => crate::atomic::FaultStep::Rename,
-            };
-            return base.with_fault(Some(crate::atomic::InjectedFault { errno, step }));
+    /// Writes one document of the step `point` into `dir`: [`CORRUPT_PAYLOAD`] instead of
+    /// `bytes` under a `corrupt` action, and through failing files under an errno fault, so
+    /// the temp-file cleanup (A8) runs as in a real failure.
+    pub fn write(&self, dir: &Dir, point: HostPoint, name: &str, bytes: &[u8], options: &WriteOptions) -> io::Result<()> {
+        let corrupt = self.actions(point).any(|a| *a == HostAction::Corrupt);
+        let bytes = if corrupt { CORRUPT_PAYLOAD } else { bytes };
+        match self.failing_dir(dir, &[point])? {
+            Some(failing) => failing.write_with(name, bytes, options),
+            None => dir.write_with(name, bytes, options),
         }
-        base
     }
 
-    /// The bytes to write at `point`: [`CORRUPT_PAYLOAD`] under a `corrupt` action.
-    pub fn payload<'a>(&self, point: HostPoint, bytes: &'a [u8]) -> Cow<'a, [u8]> {
-        if self.actions(point).any(|a| *a == HostAction::Corrupt) {
-            Cow::Borrowed(CORRUPT_PAYLOAD)
-        } else {
-            Cow::Borrowed(bytes)
+    /// `dir` for a step covering `points` that writes several documents: a handle whose
+    /// files fail the documents of those points' errno faults, or `dir` itself.
+    pub fn dir(&self, dir: &Arc<Dir>, points: &[HostPoint]) -> io::Result<Arc<Dir>> {
+        Ok(self.failing_dir(dir, points)?.map_or_else(|| dir.clone(), Arc::new))
+    }
+
+    #[cfg(feature = "test-hooks")]
+    fn failing_dir(&self, dir: &Dir, points: &[HostPoint]) -> io::Result<Option<Dir>> {
+        let rules: Vec<files::Rule> = points
+            .iter()
+            .filter_map(|point| {
+                let (errno, at) = self.errno_fault(*point)?;
+                let documents = point.documents().map(|d| d.iter().map(|s| (*s).to_owned()).collect());
+                Some(files::Rule::new(documents, errno, at))
+            })
+            .collect();
+        if rules.is_empty() {
+            return Ok(None);
         }
+        let os = (**dir.os()).clone().with_files(Arc::new(files::FaultyFiles::new(rules)));
+        dir.with_os(Arc::new(os)).map(Some)
+    }
+
+    #[cfg(not(feature = "test-hooks"))]
+    #[allow(clippy::unnecessary_wraps, clippy::unused_self)]
+    fn failing_dir(&self, _dir: &Dir, _points: &[HostPoint]) -> io::Result<Option<Dir>> {
+        Ok(None)
     }
 }
 
-/// Shim faults in force (empty in production builds).
+/// Shim faults in force (none in production builds).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ShimHooks {
+pub struct ShimFaults {
     entries: Vec<(ShimPoint, ShimAction)>,
 }
 
-impl ShimHooks {
+impl ShimFaults {
     /// No faults.
     pub fn none() -> Self {
         Self::default()
     }
 
-    /// Faults from `SUBLAUNCH_SHIM_FAULT` (test-hooks builds); production builds return no
-    /// faults and never read the variable.
-    pub fn from_env() -> Result<Self, String> {
+    /// Faults from a `SUBLAUNCH_SHIM_FAULT` value (test-hooks builds; production builds
+    /// ignore it). An unparsable value is an error naming the entry.
+    pub fn from_setting(value: Option<&str>) -> Result<Self, String> {
         #[cfg(feature = "test-hooks")]
         {
-            crate::faults::shim_faults_from_env().map(Self::from_entries)
+            value.map_or_else(|| Ok(Self::none()), |v| parse::shim_faults(v).map(|entries| Self { entries }))
         }
         #[cfg(not(feature = "test-hooks"))]
         {
+            let _ = value;
             Ok(Self::none())
         }
-    }
-
-    /// Hooks from parsed entries.
-    pub fn from_entries(entries: Vec<(ShimPoint, ShimAction)>) -> Self {
-        Self { entries }
     }
 
     /// The actions at `point`, in the order given.
@@ -351,71 +331,5 @@ impl ShimHooks {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::atomic::Durability;
-
-    #[test]
-    fn t_empty_hooks_change_nothing() {
-        let hooks = HostHooks::none();
-        assert_eq!(hooks.sleep_before(HostPoint::Capacity), None);
-        assert_eq!(
-            hooks.write_options(HostPoint::Proceed, Durability::Durable.into()),
-            WriteOptions::new(Durability::Durable)
-        );
-        assert_eq!(&*hooks.payload(HostPoint::Cfg, b"{}"), b"{}");
-        assert!(hooks.step_error(HostPoint::Index).is_none());
-        assert!(ShimHooks::none().is_empty());
-    }
-
-    #[test]
-    fn t_host_hook_queries() {
-        let hooks = HostHooks::from_entries(vec![
-            (HostPoint::Logs, HostAction::Sleep(Duration::from_millis(300))),
-            (HostPoint::Cfg, HostAction::Corrupt),
-            (
-                HostPoint::Capacity,
-                HostAction::Errno {
-                    errno: Errno::PERM,
-                    at: AtStep::Write,
-                },
-            ),
-        ]);
-        assert_eq!(hooks.sleep_before(HostPoint::Logs), Some(Duration::from_millis(300)));
-        assert_eq!(&*hooks.payload(HostPoint::Cfg, b"{}"), CORRUPT_PAYLOAD);
-        assert!(serde_json::from_slice::<serde_json::Value>(CORRUPT_PAYLOAD).is_err());
-        assert!(
-            hooks
-                .step_error(HostPoint::Capacity)
-                .unwrap()
-                .to_string()
-                .starts_with("EPERM")
-        );
-    }
-
-    #[cfg(feature = "test-hooks")]
-    #[test]
-    fn f12_errno_fault_reaches_the_write() {
-        let tmp = tempfile::tempdir().unwrap();
-        let dir = crate::dir::Dir::open(tmp.path()).unwrap();
-        let hooks = HostHooks::from_entries(vec![(
-            HostPoint::Sidecar,
-            HostAction::Errno {
-                errno: Errno::IO,
-                at: AtStep::Fsync,
-            },
-        )]);
-        let strict =
-            crate::durability::DurabilityPolicy::strict().options(crate::durability::DocKind::InitialCandidate);
-        let error = dir
-            .write_with(
-                "process-terminal-candidate.json",
-                b"{}",
-                &hooks.write_options(HostPoint::Sidecar, strict),
-            )
-            .unwrap_err();
-        assert!(error.to_string().starts_with("EIO"), "{error}");
-        assert!(crate::testing::temp_files(tmp.path()).is_empty(), "temp file removed");
-    }
-}
+#[cfg(all(test, feature = "test-hooks"))]
+mod tests;

@@ -1,51 +1,36 @@
 //! Parsers of `SUBLAUNCH_SHIM_FAULT` and `SUBLAUNCH_HOST_FAULT` (§T), compiled only with the
 //! `test-hooks` feature: `<point>:<action>[;<point>:<action>…]`.
 
+use super::{AtStep, HOST_FAULT_VAR, HostAction, HostPoint, SHIM_FAULT_VAR, ShimAction, ShimPoint};
 use crate::errors::errno_from_name;
-use crate::hooks::{AtStep, HostAction, HostPoint, ShimAction, ShimPoint};
 use std::time::Duration;
 
-/// The shim fault variable.
-pub const SHIM_FAULT_ENV: &str = "SUBLAUNCH_SHIM_FAULT";
-/// The host fault variable.
-pub const HOST_FAULT_ENV: &str = "SUBLAUNCH_HOST_FAULT";
-
-/// Parses `SUBLAUNCH_HOST_FAULT` (unset or empty → no faults).
-pub fn host_faults_from_env() -> Result<Vec<(HostPoint, HostAction)>, String> {
-    std::env::var(HOST_FAULT_ENV).map_or_else(|_| Ok(Vec::new()), |v| parse_host_faults(&v))
+/// Parses a host fault specification (empty → no faults).
+pub fn host_faults(spec: &str) -> Result<Vec<(HostPoint, HostAction)>, String> {
+    parse(spec, HOST_FAULT_VAR, HostPoint::ALL, HostPoint::as_str, host_action)
 }
 
-/// Parses `SUBLAUNCH_SHIM_FAULT` (unset or empty → no faults).
-pub fn shim_faults_from_env() -> Result<Vec<(ShimPoint, ShimAction)>, String> {
-    std::env::var(SHIM_FAULT_ENV).map_or_else(|_| Ok(Vec::new()), |v| parse_shim_faults(&v))
+/// Parses a shim fault specification (empty → no faults).
+pub fn shim_faults(spec: &str) -> Result<Vec<(ShimPoint, ShimAction)>, String> {
+    parse(spec, SHIM_FAULT_VAR, ShimPoint::ALL, ShimPoint::as_str, shim_action)
 }
 
-/// Parses a host fault specification.
-pub fn parse_host_faults(spec: &str) -> Result<Vec<(HostPoint, HostAction)>, String> {
+fn parse<P: Copy, A>(
+    spec: &str,
+    variable: &str,
+    points: &[P],
+    name: fn(P) -> &'static str,
+    action: fn(&str) -> Option<A>,
+) -> Result<Vec<(P, A)>, String> {
     entries(spec)
-        .map(|(entry, point, action)| {
-            let error = |why: &str| format!("Invalid {HOST_FAULT_ENV} entry '{entry}': {why}.");
-            let point = HostPoint::ALL
-                .into_iter()
-                .find(|p| p.as_str() == point)
+        .map(|(entry, point, text)| {
+            let error = |why: &str| format!("Invalid {variable} entry '{entry}': {why}.");
+            let point = points
+                .iter()
+                .copied()
+                .find(|p| name(*p) == point)
                 .ok_or_else(|| error("unknown point"))?;
-            let action = parse_host_action(action).ok_or_else(|| error("unknown action"))?;
-            Ok((point, action))
-        })
-        .collect()
-}
-
-/// Parses a shim fault specification.
-pub fn parse_shim_faults(spec: &str) -> Result<Vec<(ShimPoint, ShimAction)>, String> {
-    entries(spec)
-        .map(|(entry, point, action)| {
-            let error = |why: &str| format!("Invalid {SHIM_FAULT_ENV} entry '{entry}': {why}.");
-            let point = ShimPoint::ALL
-                .into_iter()
-                .find(|p| p.as_str() == point)
-                .ok_or_else(|| error("unknown point"))?;
-            let action = parse_shim_action(action).ok_or_else(|| error("unknown action"))?;
-            Ok((point, action))
+            Ok((point, action(text).ok_or_else(|| error("unknown action"))?))
         })
         .collect()
 }
@@ -66,7 +51,7 @@ fn parse_ms(text: &str) -> Option<Duration> {
     text.parse::<u64>().ok().map(Duration::from_millis)
 }
 
-fn parse_host_action(action: &str) -> Option<HostAction> {
+fn host_action(action: &str) -> Option<HostAction> {
     if action == "corrupt" {
         return Some(HostAction::Corrupt);
     }
@@ -83,7 +68,7 @@ fn parse_host_action(action: &str) -> Option<HostAction> {
     errno_from_name(name).map(|errno| HostAction::Errno { errno, at })
 }
 
-fn parse_shim_action(action: &str) -> Option<ShimAction> {
+fn shim_action(action: &str) -> Option<ShimAction> {
     let (verb, arg) = action.split_once(':').map_or((action, None), |(v, a)| (v, Some(a)));
     Some(match (verb, arg) {
         ("exit", Some(code)) => ShimAction::Exit(code.parse().ok()?),
@@ -111,7 +96,7 @@ mod tests {
     #[test]
     fn t_host_faults_of_the_fault_matrix_parse() {
         assert_eq!(
-            parse_host_faults("status-initial:ENOSPC").unwrap(),
+            host_faults("status-initial:ENOSPC").unwrap(),
             vec![(
                 HostPoint::StatusInitial,
                 HostAction::Errno {
@@ -121,7 +106,7 @@ mod tests {
             )]
         );
         assert_eq!(
-            parse_host_faults("sidecar:EIO@fsync").unwrap(),
+            host_faults("sidecar:EIO@fsync").unwrap(),
             vec![(
                 HostPoint::Sidecar,
                 HostAction::Errno {
@@ -131,18 +116,18 @@ mod tests {
             )]
         );
         assert_eq!(
-            parse_host_faults("status-initial:ENOSPC;startup-failure:ENOSPC;proof:ENOSPC")
+            host_faults("status-initial:ENOSPC;startup-failure:ENOSPC;proof:ENOSPC")
                 .unwrap()
                 .len(),
             3,
             "F10"
         );
         assert_eq!(
-            parse_host_faults("logs:sleep:300").unwrap(),
+            host_faults("logs:sleep:300").unwrap(),
             vec![(HostPoint::Logs, HostAction::Sleep(Duration::from_millis(300)))]
         );
         assert_eq!(
-            parse_host_faults("cfg:corrupt; proceed:EACCES@rename ;").unwrap(),
+            host_faults("cfg:corrupt; proceed:EACCES@rename ;").unwrap(),
             vec![
                 (HostPoint::Cfg, HostAction::Corrupt),
                 (
@@ -154,21 +139,21 @@ mod tests {
                 ),
             ]
         );
-        assert_eq!(parse_host_faults("").unwrap(), vec![]);
+        assert_eq!(host_faults("").unwrap(), vec![]);
     }
 
     #[test]
     fn t_host_fault_errors_name_the_entry() {
         assert_eq!(
-            parse_host_faults("nowhere:EIO").unwrap_err(),
+            host_faults("nowhere:EIO").unwrap_err(),
             "Invalid SUBLAUNCH_HOST_FAULT entry 'nowhere:EIO': unknown point."
         );
         assert_eq!(
-            parse_host_faults("cfg:EWHAT").unwrap_err(),
+            host_faults("cfg:EWHAT").unwrap_err(),
             "Invalid SUBLAUNCH_HOST_FAULT entry 'cfg:EWHAT': unknown action."
         );
-        assert!(parse_host_faults("cfg:EIO@close").is_err());
-        assert!(parse_host_faults("cfg").is_err());
+        assert!(host_faults("cfg:EIO@close").is_err());
+        assert!(host_faults("cfg").is_err());
     }
 
     #[test]
@@ -235,10 +220,10 @@ mod tests {
             ),
         ];
         for (spec, point, action) in cases {
-            assert_eq!(parse_shim_faults(spec).unwrap(), vec![(point, action)], "{spec}");
+            assert_eq!(shim_faults(spec).unwrap(), vec![(point, action)], "{spec}");
         }
-        assert!(parse_shim_faults("start:exit").is_err());
-        assert!(parse_shim_faults("start:explode").is_err());
-        assert!(parse_shim_faults("somewhere:hang").is_err());
+        assert!(shim_faults("start:exit").is_err());
+        assert!(shim_faults("start:explode").is_err());
+        assert!(shim_faults("somewhere:hang").is_err());
     }
 }
