@@ -25,9 +25,9 @@ pub(crate) fn initial_status_document(
     let mut status = Status::initial(&InitialStatus {
         run_id: ctx.run_id.clone(),
         runner_process_instance_id: ctx.runner_process_instance_id.clone(),
-        session_id: ctx.session_id.clone(),
-        completion_owner_id: ctx.completion_owner_id.clone(),
-        tool_call_id: ctx.tool_call_id.clone(),
+        session_id: ctx.caller.session_id.clone(),
+        completion_owner_id: ctx.caller.completion_owner_id.clone(),
+        tool_call_id: ctx.caller.tool_call_id.clone(),
         mode: setup.mode.to_owned(),
         steps: setup.agents.clone(),
         pid,

@@ -6,7 +6,7 @@
 mod aliases;
 mod placement;
 
-use super::options::{LaunchOptions, WorkflowOptions};
+use super::options::{Caller, LaunchOptions, WorkflowOptions};
 use crate::inputs::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -187,12 +187,12 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
 
 /// The workflow section of the runner configuration: concurrency and failFast of parallel
 /// groups, and the run's task that `{task}` stands for.
-pub fn workflow_config(workflow: &WorkflowOptions, run_task: Option<&str>) -> WorkflowConfig {
+pub fn workflow_config(workflow: &WorkflowOptions) -> WorkflowConfig {
     WorkflowConfig {
         concurrency: workflow.concurrency.filter(|c| *c > 0),
         fail_fast: workflow.fail_fast,
         chain_dir: None,
-        task: run_task.map(str::to_owned),
+        task: workflow.task.clone(),
     }
 }
 
@@ -203,20 +203,16 @@ pub(crate) struct ConfigInputs<'a> {
     pub result_path: String,
     pub cwd: String,
     pub async_dir: String,
-    pub session_id: Option<String>,
-    pub completion_owner_id: Option<String>,
-    pub tool_call_id: Option<String>,
-    pub revival_lease: Option<RevivalLease>,
+    pub caller: &'a Caller,
     pub timeout_ms: Option<u64>,
     pub runner_process_instance_id: &'a str,
     pub workflow: &'a WorkflowOptions,
-    pub run_task: Option<&'a str>,
     pub agent_umask: Option<u32>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
 pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
-    let revival_lease = inputs.revival_lease.map(|mut lease| {
+    let revival_lease = inputs.caller.revival_lease.clone().map(|mut lease| {
         lease.run_id = inputs.run_id.to_owned();
         lease
     });
@@ -230,9 +226,9 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         result_path: inputs.result_path,
         cwd: inputs.cwd,
         async_dir: inputs.async_dir,
-        session_id: inputs.session_id,
-        completion_owner_id: inputs.completion_owner_id,
-        tool_call_id: inputs.tool_call_id,
+        session_id: inputs.caller.session_id.clone(),
+        completion_owner_id: inputs.caller.completion_owner_id.clone(),
+        tool_call_id: inputs.caller.tool_call_id.clone(),
         revival_lease,
         timeout_ms: inputs.timeout_ms,
         deadline_at: None,
@@ -240,7 +236,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         runner_process_instance_id: inputs.runner_process_instance_id.to_owned(),
         launch_barrier_token,
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
-        workflow: workflow_config(inputs.workflow, inputs.run_task),
+        workflow: workflow_config(inputs.workflow),
     }
 }
 

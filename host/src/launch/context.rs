@@ -1,7 +1,7 @@
 //! What every phase of one launch shares: the run's identity, its directory handles, the
 //! policies and hooks in force.
 
-use super::options::LaunchHooks;
+use super::options::{Caller, LaunchHooks};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,8 +16,6 @@ use sublaunch_protocol::trust::TrustedRoot;
 pub(crate) struct RunContext {
     /// The run id.
     pub run_id: String,
-    /// `<run>`.
-    pub run_path: PathBuf,
     /// `<run>` opened.
     pub run: Arc<Dir>,
     /// The verified root.
@@ -34,12 +32,8 @@ pub(crate) struct RunContext {
     pub hooks: Arc<dyn LaunchHooks>,
     /// Os (clock, random, fs).
     pub os: Arc<Os>,
-    /// The caller's session.
-    pub session_id: Option<String>,
-    /// The completion owner.
-    pub completion_owner_id: Option<String>,
-    /// The caller's tool call.
-    pub tool_call_id: Option<String>,
+    /// Who asked for the run.
+    pub caller: Caller,
     /// Number of steps.
     pub step_count: usize,
     /// X1 grace.

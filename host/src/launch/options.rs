@@ -30,6 +30,48 @@ pub struct WorkflowOptions {
     pub concurrency: Option<u32>,
     /// Stop a parallel group's remaining tasks as soon as one fails.
     pub fail_fast: bool,
+    /// The run-level task of a chain or parallel run (`sublaunch run --chain FILE --task T`):
+    /// the text `{task}` stands for in the steps' task texts, which the runner replaces (with
+    /// `{previous}` and `{chain_dir}`) when a step starts. `None` for single runs, whose task
+    /// is used verbatim.
+    pub task: Option<String>,
+}
+
+/// Who asks for the run: the identities the run records and reports (I1, K3).
+#[derive(Clone, Debug, Default)]
+pub struct Caller {
+    /// The caller's session id (the CLI passes `sublaunch-cli`).
+    pub session_id: Option<String>,
+    /// The completion owner (I1, embedders only).
+    pub completion_owner_id: Option<String>,
+    /// The caller's tool call (I1 alias, embedders only).
+    pub tool_call_id: Option<String>,
+    /// Revival: the session lease the shim takes (K3). Its `runId` is replaced by the run id.
+    pub revival_lease: Option<RevivalLease>,
+}
+
+/// How long the launch waits and the run may take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// The run's timeout (`timeoutMs`, R12).
+    pub run_ms: Option<u64>,
+    /// Host wait per handshake state (default: 10 000 ms, or the test override, K13).
+    pub startup: Option<Duration>,
+    /// How long [`super::LaunchHandle::committed`] waits for the shim to commit.
+    pub commit: Duration,
+    /// X1 grace after SIGTERM and after SIGKILL.
+    pub terminate_grace: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            run_ms: None,
+            startup: None,
+            commit: DEFAULT_COMMIT_TIMEOUT,
+            terminate_grace: TERMINATE_GRACE,
+        }
+    }
 }
 
 /// Host events delivered to [`LaunchHooks::event`] (H18, S7, S13).
@@ -109,22 +151,10 @@ pub struct LaunchOptions {
     /// The run id to use (default: a new `<agent>-<8 base36>` id). It must not name an
     /// existing run.
     pub run_id: Option<String>,
-    /// The caller's session id (the CLI passes `sublaunch-cli`).
-    pub session_id: Option<String>,
-    /// The completion owner (I1, embedders only).
-    pub completion_owner_id: Option<String>,
-    /// The caller's tool call (I1 alias, embedders only).
-    pub tool_call_id: Option<String>,
-    /// Revival: the session lease the shim takes (K3). Its `runId` is replaced by the run id.
-    pub revival_lease: Option<RevivalLease>,
-    /// The run's timeout (`timeoutMs`, R12).
-    pub timeout_ms: Option<u64>,
-    /// Host wait per handshake state (default: 10 000 ms, or the test override, K13).
-    pub startup_timeout: Option<Duration>,
-    /// How long [`super::LaunchHandle::committed`] waits for the shim to commit.
-    pub commit_timeout: Duration,
-    /// X1 grace after SIGTERM and after SIGKILL.
-    pub terminate_grace: Duration,
+    /// Who asks for the run.
+    pub caller: Caller,
+    /// How long the launch waits and the run may take.
+    pub timeouts: Timeouts,
     /// Capacity and event hooks.
     pub hooks: Arc<dyn LaunchHooks>,
     /// Whether the doorbell socket is used (K14); off = legacy polling (F32).
@@ -134,17 +164,12 @@ pub struct LaunchOptions {
     pub os: Option<Arc<Os>>,
     /// Which writes are fsynced (default: `SUBLAUNCH_DURABILITY`).
     pub durability: Option<DurabilityPolicy>,
-    /// Host fault hooks (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
-    pub host_faults: Option<HostFaults>,
+    /// Host faults (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
+    pub faults: Option<HostFaults>,
     /// The agents whose runners the launch may start (default: the built-ins).
     pub agents: Vec<AgentDef>,
     /// How the steps of a chain or parallel run are executed.
     pub workflow: WorkflowOptions,
-    /// The run-level task of a chain or parallel run (`sublaunch run --chain FILE --task T`):
-    /// the text `{task}` stands for in the steps' task texts, which the runner replaces (with
-    /// `{previous}` and `{chain_dir}`) when a step starts. `None` for single runs, whose task
-    /// is used verbatim.
-    pub run_task: Option<String>,
     /// The umask the agents get (default: this process's, read from `/proc/self/status`), so
     /// files a writer agent creates look like the user's own; the runner itself keeps 077.
     pub agent_umask: Option<u32>,
@@ -160,22 +185,15 @@ impl Default for LaunchOptions {
             shim: None,
             cwd: None,
             run_id: None,
-            session_id: None,
-            completion_owner_id: None,
-            tool_call_id: None,
-            revival_lease: None,
-            timeout_ms: None,
-            startup_timeout: None,
-            commit_timeout: DEFAULT_COMMIT_TIMEOUT,
-            terminate_grace: TERMINATE_GRACE,
+            caller: Caller::default(),
+            timeouts: Timeouts::default(),
             hooks: Arc::new(NoHooks),
             doorbell: true,
             os: None,
             durability: None,
-            host_faults: None,
+            faults: None,
             agents: crate::inputs::agents::builtins(),
             workflow: WorkflowOptions::default(),
-            run_task: None,
             agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
         }
@@ -189,8 +207,7 @@ impl fmt::Debug for LaunchOptions {
             .field("shim", &self.shim)
             .field("cwd", &self.cwd)
             .field("run_id", &self.run_id)
-            .field("session_id", &self.session_id)
-            .field("revival_lease", &self.revival_lease)
+            .field("caller", &self.caller)
             .field("doorbell", &self.doorbell)
             .finish_non_exhaustive()
     }

@@ -73,19 +73,14 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
         cwd: setup.cwd.clone(),
         async_dir: run.path().to_string_lossy().into_owned(),
-        session_id: options.session_id.clone(),
-        completion_owner_id: options.completion_owner_id.clone(),
-        tool_call_id: options.tool_call_id.clone(),
-        revival_lease: options.revival_lease.clone(),
-        timeout_ms: options.timeout_ms,
+        caller: &options.caller,
+        timeout_ms: options.timeouts.run_ms,
         runner_process_instance_id: &instance,
         workflow: &options.workflow,
-        run_task: options.run_task.as_deref(),
         agent_umask: options.agent_umask,
     });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),
-        run_path: run.path().to_owned(),
         run: Arc::new(run),
         root,
         cfg_path,
@@ -94,11 +89,9 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         faults: setup.faults.clone(),
         hooks: options.hooks.clone(),
         os: setup.os.clone(),
-        session_id: options.session_id.clone(),
-        completion_owner_id: options.completion_owner_id.clone(),
-        tool_call_id: options.tool_call_id.clone(),
+        caller: options.caller.clone(),
         step_count: setup.steps.len(),
-        terminate_grace: options.terminate_grace,
+        terminate_grace: options.timeouts.terminate_grace,
     });
     let record = PlanRecord {
         version: 1,
@@ -137,10 +130,10 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
     );
     let handle = LaunchHandle {
         run_id: run_id.clone(),
-        run_dir: ctx.run_path.clone(),
+        run_dir: ctx.run.path().to_owned(),
         commit: commit_rx,
         finished: finished_rx,
-        commit_timeout: options.commit_timeout,
+        commit_timeout: options.timeouts.commit,
     };
     let mut doorbell = host_doorbell;
     let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
@@ -151,15 +144,15 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             options.hooks.event(&HostEvent::AsyncStarted {
                 run_id: run_id.clone(),
                 pid,
-                session_id: options.session_id.clone(),
+                session_id: options.caller.session_id.clone(),
                 mode: setup.mode.to_owned(),
                 agents: plan.steps.iter().map(|s| s.agent.clone()).collect(),
-                async_dir: ctx.run_path.clone(),
+                async_dir: ctx.run.path().to_owned(),
             });
             Ok(Launched {
                 result_path: setup.layout.result_path(&run_id),
                 run_id,
-                run_dir: ctx.run_path.clone(),
+                run_dir: ctx.run.path().to_owned(),
                 pid,
                 runner_process_instance_id: instance,
                 handle,
@@ -224,7 +217,7 @@ async fn prepare_spawn(
         options.environment.vars(),
         &ShimEnv {
             cfg_path: &ctx.cfg_path,
-            session_id: options.session_id.as_deref(),
+            session_id: options.caller.session_id.as_deref(),
             doorbell: options.doorbell,
             root: setup.layout.root(),
             extra: &options.env,
@@ -274,7 +267,7 @@ async fn pre_commit(
         ctx,
         control,
         doorbell,
-        timeout: options.startup_timeout.unwrap_or_else(host_state_timeout),
+        timeout: options.timeouts.startup.unwrap_or_else(host_state_timeout),
     };
     match &config.launch_barrier_token {
         Some(token) => handshake.fresh_commit(token).await,

@@ -45,7 +45,7 @@ impl Setup {
                 .map_err(|e| e.to_string())?
                 .shared(),
         };
-        let faults = match &options.host_faults {
+        let faults = match &options.faults {
             Some(faults) => faults.clone(),
             None => HostFaults::from_setting(options.environment.text(sublaunch_protocol::os::faults::HOST_FAULT_VAR))?,
         };
@@ -127,9 +127,9 @@ impl Setup {
         let os = self.os.clone();
         let policy = self.policy;
         let now = os.clock.wall_ms();
-        let session_id = options.session_id.clone();
-        let owner = options.completion_owner_id.clone();
-        let tool_call = options.tool_call_id.clone();
+        let session_id = options.caller.session_id.clone();
+        let owner = options.caller.completion_owner_id.clone();
+        let tool_call = options.caller.tool_call_id.clone();
         let mode = self.mode;
         let cwd = self.cwd.clone();
         let agents = self.agents.clone();

@@ -19,8 +19,8 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
     let failure = StartupFailure {
         run_id: ctx.run_id.clone(),
         runner_process_instance_id: ctx.runner_process_instance_id.clone(),
-        session_id: ctx.session_id.clone(),
-        completion_owner_id: ctx.completion_owner_id.clone(),
+        session_id: ctx.caller.session_id.clone(),
+        completion_owner_id: ctx.caller.completion_owner_id.clone(),
         error: error.to_owned(),
         step_count: ctx.step_count,
         // The initial candidate (H14) names no session: a shim that dies before committing

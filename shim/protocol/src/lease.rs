@@ -221,7 +221,7 @@ impl SessionLeases {
                 .ensure_child(&candidate)
                 .and_then(|c| c.write_doc(names::LEASE_OWNER, &owner, &self.policy.options(DocKind::LeaseOwner)));
             if let Err(e) = prepared {
-                self.remove_lease_dir(&candidate);
+                remove_lease_dir(&self.dir, &candidate);
                 return Err(LeaseError::Io(e));
             }
             match self.dir.rename_to(&candidate, &self.dir, &id) {
@@ -233,37 +233,19 @@ impl SessionLeases {
                         leases: self.dir.try_clone().map_err(LeaseError::Io)?,
                     });
                 }
-                Err(e) if has_errno(&e, Errno::EXIST) || has_errno(&e, Errno::NOTEMPTY) => {
-                    self.remove_lease_dir(&candidate)
-                }
                 Err(e) => {
-                    self.remove_lease_dir(&candidate);
-                    return Err(LeaseError::Io(e));
+                    remove_lease_dir(&self.dir, &candidate);
+                    if !has_errno(&e, Errno::EXIST) && !has_errno(&e, Errno::NOTEMPTY) {
+                        return Err(LeaseError::Io(e));
+                    }
                 }
             }
-            let existing = self.dir.open_child(&id).map_err(LeaseError::Io)?;
-            let Some(existing) = existing else { continue };
-            let current = match existing.read_doc::<LeaseOwner>(names::LEASE_OWNER) {
-                Ok(ReadDoc::Present(owner)) => owner,
-                Ok(ReadDoc::Absent) => {
-                    return Err(LeaseError::Conflict(unreadable_owner_message(
-                        &request.canonical_session_file,
-                        "owner.json is missing",
-                    )));
-                }
-                Ok(ReadDoc::Corrupt(c)) => {
-                    return Err(LeaseError::Conflict(unreadable_owner_message(
-                        &request.canonical_session_file,
-                        &c.error,
-                    )));
-                }
-                Err(e) => {
-                    return Err(LeaseError::Conflict(unreadable_owner_message(
-                        &request.canonical_session_file,
-                        &e.to_string(),
-                    )));
-                }
+            let Some(existing) = self.dir.open_child(&id).map_err(LeaseError::Io)? else {
+                continue;
             };
+            let current = read_owner(&existing).map_err(|cause| {
+                LeaseError::Conflict(unreadable_owner_message(&request.canonical_session_file, &cause))
+            })?;
             if !is_stale(&current, me) {
                 return Err(LeaseError::Conflict(conflict_message(
                     &request.canonical_session_file,
@@ -277,9 +259,10 @@ impl SessionLeases {
                 Err(e) => last_conflict = Some(e.to_string()),
             }
         }
-        Err(LeaseError::Conflict(last_conflict.map_or_else(
-            || unreadable_owner_message(&request.canonical_session_file, "the lease kept changing"),
-            |cause| unreadable_owner_message(&request.canonical_session_file, &cause),
+        let cause = last_conflict.unwrap_or_else(|| "the lease kept changing".into());
+        Err(LeaseError::Conflict(unreadable_owner_message(
+            &request.canonical_session_file,
+            &cause,
         )))
     }
 
@@ -287,18 +270,22 @@ impl SessionLeases {
     pub fn probe(&self, canonical_session_file: &str) -> LeaseProbe {
         match self.dir.open_child(&lease_id(canonical_session_file)) {
             Ok(None) => LeaseProbe::Free,
-            Ok(Some(dir)) => match dir.read_doc::<LeaseOwner>(names::LEASE_OWNER) {
-                Ok(ReadDoc::Present(_)) => LeaseProbe::Owned,
-                Ok(ReadDoc::Absent) => LeaseProbe::Unreadable("owner.json is missing".into()),
-                Ok(ReadDoc::Corrupt(c)) => LeaseProbe::Unreadable(c.error),
-                Err(e) => LeaseProbe::Unreadable(e.to_string()),
+            Ok(Some(dir)) => match read_owner(&dir) {
+                Ok(_) => LeaseProbe::Owned,
+                Err(cause) => LeaseProbe::Unreadable(cause),
             },
             Err(e) => LeaseProbe::Unreadable(e.to_string()),
         }
     }
+}
 
-    fn remove_lease_dir(&self, name: &str) {
-        remove_lease_dir(&self.dir, name);
+/// The owner record of a lease directory, or why it cannot be read.
+fn read_owner(lease: &Dir) -> Result<LeaseOwner, String> {
+    match lease.read_doc::<LeaseOwner>(names::LEASE_OWNER) {
+        Ok(ReadDoc::Present(owner)) => Ok(owner),
+        Ok(ReadDoc::Absent) => Err("owner.json is missing".into()),
+        Ok(ReadDoc::Corrupt(c)) => Err(c.error),
+        Err(e) => Err(e.to_string()),
     }
 }
 
