@@ -80,12 +80,7 @@ impl TrustedRoot {
     /// Creates (0700) or verifies `<root>`, `<runs>` and `<results>` (H3).
     pub fn open(layout: &Layout, os: Arc<Os>) -> Result<Self, RootError> {
         let root_path = layout.root();
-        let untrusted = |reason: String| {
-            RootError::Untrusted(UntrustedRoot {
-                root: root_path.to_owned(),
-                reason,
-            })
-        };
+        let untrusted = |reason| untrusted(root_path, reason);
         if let Some(reason) = untrusted_ancestor(root_path)? {
             return Err(untrusted(reason));
         }
@@ -123,8 +118,8 @@ impl TrustedRoot {
         if let Some(reason) = judge(&stat, None) {
             return Err(untrusted(reason));
         }
-        let runs = trusted_child(&root, names::RUNS_DIR).map_err(|e| e.into_root_error(root_path))?;
-        let results = trusted_child(&root, names::RESULTS_DIR).map_err(|e| e.into_root_error(root_path))?;
+        let runs = trusted_child(&root, names::RUNS_DIR)?;
+        let results = trusted_child(&root, names::RESULTS_DIR)?;
         Ok(Self {
             layout: layout.clone(),
             root,
@@ -154,33 +149,25 @@ impl TrustedRoot {
     }
 }
 
-enum ChildError {
-    Untrusted(String),
-    Io(io::Error),
+/// The H3 refusal of `root` for `reason`.
+fn untrusted(root: &Path, reason: String) -> RootError {
+    RootError::Untrusted(UntrustedRoot {
+        root: root.to_owned(),
+        reason,
+    })
 }
 
-impl ChildError {
-    fn into_root_error(self, root: &Path) -> RootError {
-        match self {
-            Self::Untrusted(reason) => RootError::Untrusted(UntrustedRoot {
-                root: root.to_owned(),
-                reason,
-            }),
-            Self::Io(e) => RootError::Io(e),
-        }
-    }
-}
-
-fn trusted_child(root: &Dir, name: &str) -> Result<Dir, ChildError> {
-    if let Some(stat) = root.stat(name).map_err(ChildError::Io)?
+/// Creates (0700) or verifies `<root>/<name>`.
+fn trusted_child(root: &Dir, name: &str) -> Result<Dir, RootError> {
+    if let Some(stat) = root.stat(name)?
         && let Some(reason) = judge(&stat, Some(name))
     {
-        return Err(ChildError::Untrusted(reason));
+        return Err(untrusted(root.path(), reason));
     }
-    let dir = root.ensure_child(name).map_err(ChildError::Io)?;
-    let stat = fs::fstat(&dir).map_err(|e| ChildError::Io(os_error(e, "stat", dir.path())))?;
+    let dir = root.ensure_child(name)?;
+    let stat = fs::fstat(&dir).map_err(|e| os_error(e, "stat", dir.path()))?;
     match judge(&stat, Some(name)) {
-        Some(reason) => Err(ChildError::Untrusted(reason)),
+        Some(reason) => Err(untrusted(root.path(), reason)),
         None => Ok(dir),
     }
 }
