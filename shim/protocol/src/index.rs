@@ -281,8 +281,9 @@ impl ActiveRunIndex {
     }
 }
 
-/// Runs `op`, retrying up to [`CREATE_RETRIES`] times when it fails with ENOENT (I6 a).
-fn retry_enoent(mut op: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+/// Runs `op`, retrying up to [`CREATE_RETRIES`] times when it fails with ENOENT (I6 a): another
+/// process may have removed the then-empty directory.
+pub(crate) fn retry_enoent<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let mut attempt = 0;
     loop {
         match op() {

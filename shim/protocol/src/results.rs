@@ -5,6 +5,7 @@
 use crate::dir::Dir;
 use crate::durability::{DocKind, DurabilityPolicy};
 use crate::errors::{has_errno, os_error};
+use crate::index::retry_enoent;
 use crate::layout::{enc, names};
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -282,16 +283,6 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
         let _ = pending_root.remove_empty_dir(&session_dir);
     }
     Ok(report)
-}
-
-fn retry_enoent<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    let mut attempt = 0;
-    loop {
-        match op() {
-            Err(e) if has_errno(&e, Errno::NOENT) && attempt < crate::index::CREATE_RETRIES => attempt += 1,
-            other => return other,
-        }
-    }
 }
 
 #[cfg(test)]
