@@ -341,12 +341,7 @@ pub fn finalize(
         }
     }
     let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings);
-    if let Err(e) = events::append_once(
-        run,
-        &events::process_terminal(clock.wall_ms(), ctx.run_id, &proof.to_value()),
-    ) {
-        warnings.push(format!("Failed to append the process-terminal event: {e}"));
-    }
+    append_event(run, clock.wall_ms(), &proof, &mut warnings);
     Ok(FinalizeOutcome {
         proof,
         kind: FinalizeKind::Finalized,
@@ -384,5 +379,12 @@ pub(super) fn apply_overlay(
             warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
             false
         }
+    }
+}
+
+/// Appends `subagent.run.process_terminal` with `proof` (S7, S13); a failure is a warning.
+pub(super) fn append_event(run: &Dir, now: u64, proof: &ProcessTerminal, warnings: &mut Vec<String>) {
+    if let Err(e) = events::append_once(run, &events::process_terminal(now, &proof.run_id, &proof.to_value())) {
+        warnings.push(format!("Failed to append the process-terminal event: {e}"));
     }
 }

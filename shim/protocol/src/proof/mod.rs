@@ -23,10 +23,11 @@ use std::collections::BTreeMap;
 pub const PROOF_VERSION: u32 = 1;
 
 /// `processTerminal.state`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProofState {
     /// The host has not observed the runner's exit yet.
+    #[default]
     Pending,
     /// The run never started (startup failure, as written into status only).
     NotStarted,
@@ -189,7 +190,7 @@ pub struct CanonicalSession {
 
 /// `ProcessTerminalV1` (S6): `process-terminal.json`, `status.processTerminal` and the step
 /// proofs of S9.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessTerminal {
     /// Always 1.
@@ -233,14 +234,7 @@ impl ProcessTerminal {
             state,
             run_id: run_id.to_owned(),
             runner_process_instance_id: runner_process_instance_id.to_owned(),
-            child_index: None,
-            observed_at: None,
-            instances: None,
-            reason: None,
-            diagnostic: None,
-            resume_disposition: None,
-            canonical_session: None,
-            extra: Map::new(),
+            ..Self::default()
         }
     }
 
@@ -283,7 +277,7 @@ impl ProcessTerminal {
 }
 
 /// `process-terminal-candidate.json` (S8).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidate {
     /// Always 1.
@@ -319,12 +313,7 @@ impl Candidate {
             version: PROOF_VERSION,
             run_id: run_id.to_owned(),
             runner_process_instance_id: runner_process_instance_id.to_owned(),
-            writers: BTreeMap::new(),
-            expected_writers: None,
-            session_file: None,
-            revival_lease_token: None,
-            revival_lease_release_acknowledged: None,
-            extra: Map::new(),
+            ..Self::default()
         }
     }
 

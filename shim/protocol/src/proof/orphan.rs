@@ -2,11 +2,11 @@
 //! spawn, whose runner pid is dead (X3), becomes `unknown/observer-unavailable`; if the status
 //! is still active the run is also marked failed and the reason becomes `stale-repair`.
 
+use super::finalize::append_event;
 use super::{ProcessTerminal, ProofState, UnknownReason};
 use crate::dir::Dir;
 use crate::doc::ReadDoc;
 use crate::durability::{DocKind, DurabilityPolicy};
-use crate::events;
 use crate::index::ActiveRunIndex;
 use crate::layout::names;
 use crate::lock::StatusLock;
@@ -157,9 +157,7 @@ pub fn repair_orphan(
     if let Err(e) = write_status(run, &status, &policy.options(DocKind::TerminalStatus)) {
         warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
     }
-    if let Err(e) = events::append_once(run, &events::process_terminal(now, &pending.run_id, &proof.to_value())) {
-        warnings.push(format!("Failed to append the process-terminal event: {e}"));
-    }
+    append_event(run, now, &proof, &mut warnings);
     if status_repaired && let Some(index) = index {
         match index.release(
             &pending.run_id,
