@@ -313,7 +313,7 @@ impl Status {
     }
 
     /// The agent of the current step.
-    pub fn current_agent(&self) -> Option<&str> {
+    fn current_agent(&self) -> Option<&str> {
         let steps = self.steps.as_ref()?;
         let index = usize::try_from(self.current_step.unwrap_or(0)).ok()?;
         steps.get(index).or_else(|| steps.first())?.agent.as_deref()
@@ -534,13 +534,10 @@ pub enum StartupFailureOutcome {
 /// S5 (and R16/R8 with `keep_terminal_status`): persists a startup failure under the status
 /// lock.
 pub fn persist_startup_failure(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy) -> StartupFailureOutcome {
-    let lock = match StatusLock::acquire(run) {
-        Ok(lock) => lock,
-        Err(e) => return StartupFailureOutcome::Failed(e),
-    };
-    let outcome = persist_locked(run, failure, policy);
-    drop(lock);
-    outcome
+    match StatusLock::acquire(run) {
+        Ok(_lock) => persist_locked(run, failure, policy),
+        Err(e) => StartupFailureOutcome::Failed(e),
+    }
 }
 
 fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy) -> StartupFailureOutcome {
@@ -582,12 +579,10 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
         &failure.runner_process_instance_id,
         failure.step_count,
     );
-    if candidate.session_file.is_none() {
-        candidate.session_file.clone_from(&failure.session_file);
-    }
-    if candidate.revival_lease_token.is_none() {
-        candidate.revival_lease_token.clone_from(&failure.revival_lease_token);
-    }
+    candidate.session_file = candidate.session_file.or_else(|| failure.session_file.clone());
+    candidate.revival_lease_token = candidate
+        .revival_lease_token
+        .or_else(|| failure.revival_lease_token.clone());
     if let Err(e) = run.write_doc(
         names::PROCESS_TERMINAL_CANDIDATE,
         &candidate,
