@@ -60,7 +60,7 @@ fn main() {
     std::fs::write(&session, b"{}").unwrap();
     let revival = timed(SAMPLES, |_| {
         let mut opts = options(&revival_root, &shim);
-        opts.revival_lease = Some(RevivalLease {
+        opts.caller.revival_lease = Some(RevivalLease {
             session_file: session.to_string_lossy().into_owned(),
             run_id: String::new(),
             source_run_id: "bench-source".into(),
@@ -206,9 +206,9 @@ fn options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
     // The shim inherits this process's environment, as under the CLI.
     options.environment = sublaunch::Environment::from_process();
-    options.host_faults = Some(HostFaults::none());
+    options.faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
-    options.session_id = Some("bench".into());
+    options.caller.session_id = Some("bench".into());
     options
 }
 

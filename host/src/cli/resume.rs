@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::launch::plan_record::read_plan_record;
-use sublaunch::launch::{LaunchOptions, new_run_id};
+use sublaunch::launch::{Caller, LaunchOptions, new_run_id};
 use sublaunch::runs::RunWatcher;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::doc::ReadDoc;
@@ -78,14 +78,17 @@ pub fn run(args: Args) -> ExitCode {
         cwd: Some(PathBuf::from(&record.cwd)),
         // The agents as they are defined now, seen from the run's directory.
         agents: sublaunch::inputs::agents::discover(Path::new(&record.cwd), &environment).agents,
-        session_id: Some(CLI_SESSION_ID.into()),
-        revival_lease: Some(RevivalLease {
-            session_file: session_file.to_string_lossy().into_owned(),
-            run_id,
-            source_run_id: args.run_id.clone(),
-            parent_session_id: None,
-            extra: serde_json::Map::new(),
-        }),
+        caller: Caller {
+            session_id: Some(CLI_SESSION_ID.into()),
+            revival_lease: Some(RevivalLease {
+                session_file: session_file.to_string_lossy().into_owned(),
+                run_id,
+                source_run_id: args.run_id.clone(),
+                parent_session_id: None,
+                extra: serde_json::Map::new(),
+            }),
+            ..Caller::default()
+        },
         environment,
         ..LaunchOptions::default()
     };

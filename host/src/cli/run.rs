@@ -133,7 +133,7 @@ pub fn run(args: Args) -> ExitCode {
         other => return print_outcome(&other),
     };
     announce_project_overrides(&plan, &catalog);
-    let mut options = LaunchOptions {
+    let options = LaunchOptions {
         environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,

@@ -60,7 +60,7 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         }
         let outcome = context
             .index()?
-            .mark_checked(&context.run_id, context.tool_call_id.as_deref(), &context.run)?;
+            .mark_checked(&context.run_id, context.caller.tool_call_id.as_deref(), &context.run)?;
         if let Some(alias) = outcome.alias_error {
             warn(&format!(
                 "could not create the tool-call alias of run '{}': {alias}",

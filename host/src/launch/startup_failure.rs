@@ -49,7 +49,7 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
         let release = context.index()?.release(
             &context.run_id,
             &RunState::Failed,
-            context.tool_call_id.as_deref(),
+            context.caller.tool_call_id.as_deref(),
             Some(&context.run),
         );
         let _ = std::fs::remove_file(&context.cfg_path);

@@ -19,9 +19,9 @@ pub fn test_options(root: &Path, shim: &Path) -> LaunchOptions {
     let mut options = LaunchOptions::at(root, shim);
     // The tests' shims and agents see the test process's environment, as the CLI's would.
     options.environment = crate::Environment::from_process();
-    options.host_faults = Some(HostFaults::none());
+    options.faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
-    options.session_id = Some("test-session".into());
+    options.caller.session_id = Some("test-session".into());
     options.env.push((
         "SUBLAUNCH_TEST_PARENT_PID".into(),
         std::process::id().to_string().into(),

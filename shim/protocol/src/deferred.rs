@@ -34,6 +34,7 @@ pub enum Submitted {
     Dropped,
 }
 
+#[derive(Debug)]
 struct Pending<V> {
     value: V,
     kind: DeferredKind,
@@ -41,6 +42,7 @@ struct Pending<V> {
 }
 
 /// Newest-payload-per-key retry queue.
+#[derive(Debug)]
 pub struct Deferred<K: Ord + Clone, V> {
     pending: BTreeMap<K, Pending<V>>,
     terminal_written: bool,
@@ -52,15 +54,6 @@ impl<K: Ord + Clone, V> Default for Deferred<K, V> {
             pending: BTreeMap::new(),
             terminal_written: false,
         }
-    }
-}
-
-impl<K: Ord + Clone, V> std::fmt::Debug for Deferred<K, V> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Deferred")
-            .field("pending", &self.pending.len())
-            .field("terminal_written", &self.terminal_written)
-            .finish()
     }
 }
 

@@ -37,22 +37,9 @@ impl<T> ReadDoc<T> {
         }
     }
 
-    /// A reference to the document when present.
-    pub fn as_present(&self) -> Option<&T> {
-        match self {
-            Self::Present(v) => Some(v),
-            _ => None,
-        }
-    }
-
     /// Whether the file is absent.
     pub fn is_absent(&self) -> bool {
         matches!(self, Self::Absent)
-    }
-
-    /// Whether the file is corrupt.
-    pub fn is_corrupt(&self) -> bool {
-        matches!(self, Self::Corrupt(_))
     }
 
     /// Maps the present document.

@@ -10,6 +10,7 @@
 use crate::dir::Dir;
 use crate::layout::names;
 use crate::os::clock::Clock;
+use crate::status::LIFECYCLE_ARTIFACT_VERSION;
 use rustix::fd::AsFd;
 use rustix::io::Errno;
 use serde::Serialize;
@@ -24,8 +25,6 @@ pub const EVENTS_MAX_BYTES_ENV: &str = "SUBLAUNCH_ASYNC_EVENTS_MAX_BYTES";
 pub const DEFAULT_EVENTS_MAX_BYTES: u64 = 52_428_800;
 /// Bytes of the budget reserved for the truncation line.
 pub const RESERVED_BYTES: u64 = 512;
-/// `lifecycleArtifactVersion` of run-level events.
-pub const LIFECYCLE_ARTIFACT_VERSION: u32 = 3;
 
 /// The budget from the environment; a missing or non-integer value gives the default.
 pub fn max_bytes_from_env() -> u64 {
@@ -135,28 +134,17 @@ impl EventLog {
     }
 
     fn write_line(&mut self, line: &[u8]) -> AppendOutcome {
-        if self.file.is_none() {
-            match self.run.open_append(names::EVENTS) {
-                Ok(file) => self.file = Some(file),
-                Err(e) => {
-                    self.log(&format!(
-                        "Failed to append to {}: {e}",
-                        self.run.join(names::EVENTS).display()
-                    ));
-                    return AppendOutcome::Failed;
-                }
-            }
-        }
-        let Some(file) = &self.file else {
-            return AppendOutcome::Failed;
+        let file = match self.file.take() {
+            Some(file) => Ok(file),
+            None => self.run.open_append(names::EVENTS),
         };
-        match write_line_to(&self.run, file, line) {
+        // The file stays open once it was opened, whatever the write does.
+        match file.and_then(|file| write_line_to(&self.run, self.file.insert(file), line)) {
             Ok(()) => AppendOutcome::Written,
             Err(e) => {
                 self.log(&format!(
-                    "Failed to append to {}: {}",
-                    self.run.join(names::EVENTS).display(),
-                    crate::errors::os_error(e, "write", &self.run.join(names::EVENTS))
+                    "Failed to append to {}: {e}",
+                    self.run.join(names::EVENTS).display()
                 ));
                 AppendOutcome::Failed
             }
@@ -175,9 +163,7 @@ impl EventLog {
 /// Appends one event line to `<run>/events.jsonl` (open, one write, close): for the host
 /// finalizer's single `subagent.run.process_terminal` line. The caller logs an error.
 pub fn append_once(run: &Dir, event: &Event) -> io::Result<()> {
-    let file = run.open_append(names::EVENTS)?;
-    write_line_to(run, &file, &line_of(event))
-        .map_err(|e| crate::errors::os_error(e, "write", &run.join(names::EVENTS)))
+    write_line_to(run, &run.open_append(names::EVENTS)?, &line_of(event))
 }
 
 fn line_of(event: &Event) -> Vec<u8> {
@@ -188,7 +174,11 @@ fn line_of(event: &Event) -> Vec<u8> {
 
 /// One `write` for the whole line; a short write is completed, or, if that fails, followed by
 /// a newline so the next line starts clean (A10).
-fn write_line_to(run: &Dir, file: &std::fs::File, line: &[u8]) -> Result<(), Errno> {
+fn write_line_to(run: &Dir, file: &std::fs::File, line: &[u8]) -> io::Result<()> {
+    write_all_or_newline(run, file, line).map_err(|e| crate::errors::os_error(e, "write", &run.join(names::EVENTS)))
+}
+
+fn write_all_or_newline(run: &Dir, file: &std::fs::File, line: &[u8]) -> Result<(), Errno> {
     let fs = &run.os().files;
     let mut rest = line;
     let mut first = true;

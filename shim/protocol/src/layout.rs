@@ -152,11 +152,6 @@ impl Layout {
         self.root.join(names::RESULTS_DIR)
     }
 
-    /// `<root>/session-leases`.
-    pub fn session_leases(&self) -> PathBuf {
-        self.root.join(names::SESSION_LEASES_DIR)
-    }
-
     /// `<root>/async-cfg-<runId>.json`.
     pub fn runner_config(&self, run_id: &str) -> PathBuf {
         self.root.join(names::runner_config(run_id))

@@ -1,5 +1,6 @@
 use super::*;
 use crate::inputs::agents::{AgentSource, RunnerSpec};
+use sublaunch_protocol::config::RevivalLease;
 use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
 
