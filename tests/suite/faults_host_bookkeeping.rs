@@ -18,7 +18,7 @@ use sublaunch_tests::{assert_starts_with, bin};
 
 fn options(scratch: &Scratch, host_faults: &str, hooks: &Arc<RecordingHooks>) -> LaunchOptions {
     let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"));
-    options.host_faults = Some(HostFaults::parse(host_faults).unwrap());
+    options.faults = Some(HostFaults::parse(host_faults).unwrap());
     options.hooks = hooks.clone();
     options
 }

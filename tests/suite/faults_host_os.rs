@@ -110,9 +110,9 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
     let mut options = test_options(&scratch.root(), &bin("sublaunch-shim"))
         // The shim would otherwise give up waiting for proceed on its own.
         .with_env(CONTROL_TIMEOUT_ENV, "120000");
-    options.host_faults = Some(HostFaults::parse("proceed:EACCES").unwrap());
+    options.faults = Some(HostFaults::parse("proceed:EACCES").unwrap());
     options.hooks = hooks.clone();
-    options.terminate_grace = Duration::from_millis(100);
+    options.timeouts.terminate_grace = Duration::from_millis(100);
     options.os = Some(Os::system().with_processes(processes.clone()).shared());
     let plan = shell_plan("echo never", &scratch.work());
     let runtime = sublaunch::launch::runtime().unwrap();

@@ -53,10 +53,10 @@ impl Revival {
 
     fn options(&self, shim_faults: &str, host_faults: &str) -> LaunchOptions {
         let mut options = test_options(&self.scratch.root(), &bin("sublaunch-shim"));
-        options.host_faults = Some(HostFaults::parse(host_faults).unwrap());
+        options.faults = Some(HostFaults::parse(host_faults).unwrap());
         options.hooks = self.hooks.clone();
-        options.startup_timeout = Some(STARTUP_TIMEOUT);
-        options.revival_lease = Some(RevivalLease {
+        options.timeouts.startup = Some(STARTUP_TIMEOUT);
+        options.caller.revival_lease = Some(RevivalLease {
             session_file: self.session_file.to_string_lossy().into_owned(),
             run_id: String::new(),
             source_run_id: "source-run".into(),
@@ -386,7 +386,7 @@ fn f32_without_doorbell_the_shim_times_out_waiting_for_ack() {
 fn f34_corrupt_status_when_the_failure_is_persisted() {
     let r = Revival::new("f34");
     let mut opts = r.options("after-ready:hang", "");
-    opts.startup_timeout = Some(Duration::from_millis(1500));
+    opts.timeouts.startup = Some(Duration::from_millis(1500));
     let runs = r.scratch.runs();
     let corrupter = std::thread::spawn(move || {
         sublaunch_tests::launch_harness::wait_for("ready", Duration::from_secs(20), || {

@@ -90,7 +90,7 @@ fn h8_h10_the_shim_is_a_direct_child_in_its_own_session_with_a_clean_environment
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("sleep 2", &scratch.work());
     let mut opts = options(&scratch, &hooks);
-    opts.session_id = Some("parent-session".into());
+    opts.caller.session_id = Some("parent-session".into());
     let runtime = sublaunch::launch::runtime().unwrap();
     let launched = runtime.block_on(launch(&plan, opts)).expect("started");
     runtime.block_on(launched.handle.committed()).expect("committed");
@@ -141,7 +141,7 @@ fn k3_a_revival_runs_the_full_handshake_and_releases_the_lease() {
     let session = scratch.work().join("session.json");
     std::fs::write(&session, b"{}").unwrap();
     let mut opts = options(&scratch, &hooks);
-    opts.revival_lease = Some(RevivalLease {
+    opts.caller.revival_lease = Some(RevivalLease {
         session_file: session.to_string_lossy().into_owned(),
         run_id: String::new(),
         source_run_id: "source-run".into(),
@@ -188,7 +188,7 @@ fn f44_concurrent_launches_share_the_index_without_losing_entries() {
         let mut set = tokio::task::JoinSet::new();
         for i in 0..32 {
             let mut opts = test_options(&scratch.root(), &bin("sublaunch-shim"));
-            opts.tool_call_id = Some(if i % 2 == 0 {
+            opts.caller.tool_call_id = Some(if i % 2 == 0 {
                 "shared-call".into()
             } else {
                 format!("call-{i}")
