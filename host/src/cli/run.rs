@@ -84,7 +84,7 @@ pub fn run(args: Args) -> ExitCode {
     if args.chain.is_none() && (args.concurrency.is_some() || args.fail_fast) {
         return usage("--concurrency and --fail-fast need --chain".to_owned());
     }
-    let timeout_ms = match args.timeout.map(super::wait::seconds).transpose() {
+    let timeout_ms = match args.timeout.map(super::runs::seconds).transpose() {
         Ok(timeout) => timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         Err(message) => return usage(message),
     };
@@ -133,7 +133,7 @@ pub fn run(args: Args) -> ExitCode {
         other => return print_outcome(&other),
     };
     announce_project_overrides(&plan, &catalog);
-    let options = LaunchOptions {
+    let mut options = LaunchOptions {
         environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,

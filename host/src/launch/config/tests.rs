@@ -54,7 +54,7 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
     // and shim ship together, and the configuration's version says so).
     assert!(steps[0].command.is_none());
     assert_eq!(steps[0].task.as_deref(), Some("echo hi"));
-    assert_eq!(steps[0].adapter_spec().unwrap().id, "shell");
+    assert_eq!(steps[0].adapter.clone().unwrap().id, "shell");
     assert_eq!((steps[0].step_index, steps[0].task_index), (Some(0), None));
     assert_eq!(plan_mode(&plan), "single");
     let error = runner_steps(&plan, &options(vec![]), Path::new("/r"), "/w").unwrap_err();
@@ -74,7 +74,7 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     let pi = agent("scout", AdapterId::Pi, None);
     let table = AliasTable::parse(&json!({"anthropic/claude-haiku-4-5": ["haiku-2025"]}), "a").unwrap();
     let config = step_config(0, &s, Some(&pi), &table).unwrap();
-    let spec = config.adapter_spec().unwrap();
+    let spec = config.adapter.clone().unwrap();
     assert_eq!(spec.id, "pi");
     assert_eq!(spec.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
     assert_eq!(spec.thinking.as_deref(), Some("low"));
@@ -82,7 +82,7 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     assert_eq!(spec.tools, ["read", "grep"]);
     assert_eq!(config.command, None);
     assert_eq!((config.step_index, config.task_index), (Some(1), Some(2)));
-    assert!(config.is_structured());
+    assert!(config.structured);
     assert_eq!(config.output_schema.clone(), Some(json!({"type": "object"})));
     assert_eq!(
         config.model_check.clone(),
@@ -106,7 +106,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
     let mut claude = agent("c", AdapterId::ClaudeCodeWriter, Some(vec!["/opt/claude"]));
     claude.planner.model = Some(LooseString::Text("opus".into()));
     let config = step_config(0, &step("c", "t"), Some(&claude), &AliasTable::default()).unwrap();
-    let spec = config.adapter_spec().unwrap();
+    let spec = config.adapter.clone().unwrap();
     assert_eq!(
         (spec.id.as_str(), spec.program.as_deref(), spec.model.as_deref()),
         ("claude-code-writer", Some("/opt/claude"), Some("opus"))
@@ -115,7 +115,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
     let generic = agent("g", AdapterId::GenericCli, Some(vec!["tool", "--flag"]));
     let spec = step_config(0, &step("g", "t"), Some(&generic), &AliasTable::default())
         .unwrap()
-        .adapter_spec()
+        .adapter
         .unwrap();
     assert_eq!(
         (spec.id.as_str(), spec.argv.unwrap()),
@@ -130,24 +130,21 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
     let workflow = WorkflowOptions {
         concurrency: Some(2),
         fail_fast: true,
+        task: Some("the run's task".into()),
     };
-    let inputs = |lease| ConfigInputs {
+    let inputs = |caller| ConfigInputs {
         run_id: "r-1",
         steps: vec![],
         result_path: "/r/results/r-1.json".into(),
         cwd: "/w".into(),
         async_dir: "/r/runs/r-1".into(),
-        session_id: None,
-        completion_owner_id: None,
-        tool_call_id: None,
-        revival_lease: lease,
+        caller,
         timeout_ms: None,
         runner_process_instance_id: "uuid",
         workflow: &workflow,
-        run_task: Some("the run's task"),
         agent_umask: Some(0o022),
     };
-    let fresh = runner_config(inputs(None));
+    let fresh = runner_config(inputs(&Caller::default()));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
     assert_eq!(fresh.workflow.concurrency, Some(2));
     assert!(fresh.workflow.fail_fast);
@@ -159,7 +156,11 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         parent_session_id: None,
         extra: serde_json::Map::new(),
     };
-    let config = runner_config(inputs(Some(lease)));
+    let revival = Caller {
+        revival_lease: Some(lease),
+        ..Caller::default()
+    };
+    let config = runner_config(inputs(&revival));
     assert_eq!(config.launch_barrier_token, None);
     assert_eq!(config.revival_lease.unwrap().run_id, "r-1");
 }
