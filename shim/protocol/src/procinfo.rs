@@ -23,8 +23,6 @@ pub enum Liveness {
 pub trait ProcessOracle: Send + Sync + Debug {
     /// Liveness of `pid`; with `expected_identity`, a different current identity means `Dead`.
     fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness;
-    /// The current start identity of `pid`, if it exists.
-    fn start_identity(&self, pid: u32) -> Option<String>;
 }
 
 /// The real processes of this host.
@@ -40,10 +38,6 @@ impl ProcessOracle for SystemProcesses {
             // probe is all there is.
             ((liveness, _), _) => liveness,
         }
-    }
-
-    fn start_identity(&self, pid: u32) -> Option<String> {
-        start_identity(pid).ok().flatten()
     }
 }
 

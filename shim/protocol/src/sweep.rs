@@ -110,10 +110,6 @@ mod tests {
                 Liveness::Dead
             }
         }
-
-        fn start_identity(&self, _: u32) -> Option<String> {
-            None
-        }
     }
 
     #[test]

@@ -548,10 +548,6 @@ impl ProcessOracle for FixedOracle {
     fn liveness(&self, _pid: u32, _identity: Option<&str>) -> Liveness {
         self.0.clone()
     }
-
-    fn start_identity(&self, _pid: u32) -> Option<String> {
-        None
-    }
 }
 
 #[test]
