@@ -473,13 +473,8 @@ impl Doorbell {
             Self::State(s) => ("state", s),
             Self::Action(a) => ("action", a),
         };
-        let mut line = format!(
-            "{{\"v\":{DOORBELL_VERSION},\"{key}\":{}}}",
-            serde_json::to_string(value).unwrap_or_default()
-        )
-        .into_bytes();
-        line.push(b'\n');
-        line
+        let value = serde_json::to_string(value).unwrap_or_default();
+        format!("{{\"v\":{DOORBELL_VERSION},\"{key}\":{value}}}\n").into_bytes()
     }
 
     /// Decodes one line (without or with its newline); `None` for anything that is not a v1

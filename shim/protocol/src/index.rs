@@ -15,7 +15,7 @@ use crate::os::files::retry_eintr;
 use crate::status::{RunState, Status, read_status};
 use rustix::fs::{FileType, Mode, OFlags};
 use rustix::io::Errno;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::io;
 use std::path::Path;
 use std::time::Duration;
@@ -25,18 +25,14 @@ pub const CREATE_RETRIES: usize = 3;
 /// A marker of a terminal run is released after this age even without an observed proof (I5).
 pub const STALE_TERMINAL_MARKER: Duration = Duration::from_secs(24 * 3600);
 
-/// A terminal-run entry (I4).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// A terminal-run entry (I4): `version` 1, `endedAt` in wall ms.
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct TerminalRunEntry {
-    /// Always 1.
-    pub version: u32,
-    /// Run id.
-    pub run_id: String,
-    /// Session id.
-    pub session_id: String,
-    /// Wall ms of the end.
-    pub ended_at: u64,
+struct TerminalRunEntry<'a> {
+    version: u32,
+    run_id: &'a str,
+    session_id: &'a str,
+    ended_at: u64,
 }
 
 /// What [`ActiveRunIndex::mark`] did.
@@ -168,8 +164,8 @@ impl ActiveRunIndex {
     pub fn write_terminal_entry(&self, session_id: &str, run_id: &str, ended_at: u64) -> io::Result<()> {
         let entry = TerminalRunEntry {
             version: 1,
-            run_id: run_id.to_owned(),
-            session_id: session_id.to_owned(),
+            run_id,
+            session_id,
             ended_at,
         };
         let options = self.policy.options(DocKind::TerminalRunEntry);

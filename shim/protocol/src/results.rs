@@ -124,23 +124,18 @@ pub struct ResultPayload {
     pub extra: Map<String, Value>,
 }
 
-/// A result index entry (S11 step 3).
+/// A result index entry (S11 step 3): `version` 1, `file` the public file's name, `writtenAt`
+/// in wall ms, `asyncDir` the run directory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct ResultIndexEntry {
-    /// Always 1.
-    pub version: u32,
-    /// Run id.
-    pub run_id: String,
-    /// Session id.
-    pub session_id: String,
-    /// The public file's name (`<runId>.json`).
-    pub file: String,
-    /// Wall ms.
-    pub written_at: u64,
-    /// `<run>`.
+struct ResultIndexEntry {
+    version: u32,
+    run_id: String,
+    session_id: String,
+    file: String,
+    written_at: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub async_dir: Option<String>,
+    async_dir: Option<String>,
 }
 
 /// Publishing failed.

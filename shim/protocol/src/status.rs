@@ -495,20 +495,15 @@ pub struct StartupFailure {
     pub keep_terminal_status: bool,
 }
 
-/// `runner-startup-failure.json` (S5 ⊕).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// `runner-startup-failure.json` (S5 ⊕): `version` 1, `observedAt` in wall ms.
+#[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct StartupFailureRecord {
-    /// Always 1.
-    pub version: u32,
-    /// Run id.
-    pub run_id: String,
-    /// Runner instance id.
-    pub runner_process_instance_id: String,
-    /// The error.
-    pub error: String,
-    /// Wall ms.
-    pub observed_at: u64,
+struct StartupFailureRecord<'a> {
+    version: u32,
+    run_id: &'a str,
+    runner_process_instance_id: &'a str,
+    error: &'a str,
+    observed_at: u64,
 }
 
 /// What [`persist_startup_failure`] did. Errors are reported, never returned: they must not
@@ -600,9 +595,9 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
 fn unusable(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy, cause: String) -> StartupFailureOutcome {
     let record = StartupFailureRecord {
         version: 1,
-        run_id: failure.run_id.clone(),
-        runner_process_instance_id: failure.runner_process_instance_id.clone(),
-        error: failure.error.clone(),
+        run_id: &failure.run_id,
+        runner_process_instance_id: &failure.runner_process_instance_id,
+        error: &failure.error,
         observed_at: failure.now,
     };
     let record_error = run
