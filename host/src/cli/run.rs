@@ -11,7 +11,7 @@ use sublaunch::inputs::agents::{Catalog, discover};
 use sublaunch::inputs::chain::{ChainFile, read_chain_file};
 use sublaunch::inputs::registry::Registry;
 use sublaunch::inputs::settings::Settings;
-use sublaunch::launch::LaunchOptions;
+use sublaunch::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
 use sublaunch::request::{self, Inputs, RunSpec};
 
 /// Arguments of `sublaunch run`.
@@ -133,21 +133,29 @@ pub fn run(args: Args) -> ExitCode {
         other => return print_outcome(&other),
     };
     announce_project_overrides(&plan, &catalog);
-    let mut options = LaunchOptions {
+    let options = LaunchOptions {
         environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
         run_id: args.run_id,
-        session_id: Some(CLI_SESSION_ID.into()),
-        timeout_ms,
+        caller: Caller {
+            session_id: Some(CLI_SESSION_ID.into()),
+            ..Caller::default()
+        },
+        timeouts: Timeouts {
+            run_ms: timeout_ms,
+            ..Timeouts::default()
+        },
         agents: inputs.agents,
-        run_task: match work {
-            Work::Chain(_) => args.task,
-            Work::Single => None,
+        workflow: WorkflowOptions {
+            concurrency,
+            fail_fast,
+            task: match work {
+                Work::Chain(_) => args.task,
+                Work::Single => None,
+            },
         },
         ..LaunchOptions::default()
     };
-    options.workflow.concurrency = concurrency;
-    options.workflow.fail_fast = fail_fast;
     launch_and_report(
         &plan,
         options,
