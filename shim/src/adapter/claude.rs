@@ -13,56 +13,28 @@
 //! `{"type":"assistant"}` message stands in when the result event carries no text.
 
 use super::jsonl::{self, EventReader, JsonlParser};
+use super::push_option;
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
-use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
+use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
-use sublaunch_protocol::config::AdapterId;
 
-/// The Claude Code adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ClaudeAdapter {
-    /// `claude-code-writer`: edits are accepted without asking.
-    pub writer: bool,
-}
-
-impl Adapter for ClaudeAdapter {
-    fn id(&self) -> AdapterId {
-        if self.writer {
-            AdapterId::ClaudeCodeWriter
-        } else {
-            AdapterId::ClaudeCode
-        }
+/// The command of a step (`writer`: `claude-code-writer`, edits are accepted without asking).
+pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
+    let mut argv = input.argv("claude", &["-p", "--output-format", "stream-json", "--verbose"]);
+    push_option(&mut argv, "--model", input.model());
+    push_option(&mut argv, "--append-system-prompt", input.system_prompt());
+    let allowed = claude_allowed(input.tools(), writer);
+    push_option(
+        &mut argv,
+        "--allowedTools",
+        (!allowed.is_empty()).then(|| allowed.join(",")),
+    );
+    if writer {
+        push_option(&mut argv, "--permission-mode", Some("acceptEdits"));
+    } else {
+        push_option(&mut argv, "--disallowedTools", Some(CLAUDE_WRITE_TOOLS.join(",")));
     }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let mut argv = vec![
-            input.program("claude"),
-            "-p".into(),
-            "--output-format".into(),
-            "stream-json".into(),
-            "--verbose".into(),
-        ];
-        if let Some(model) = input.model() {
-            argv.extend(["--model".into(), model.to_owned()]);
-        }
-        if let Some(system) = input.system_prompt() {
-            argv.extend(["--append-system-prompt".into(), system.to_owned()]);
-        }
-        let allowed = claude_allowed(input.tools(), self.writer);
-        if !allowed.is_empty() {
-            argv.extend(["--allowedTools".into(), allowed.join(",")]);
-        }
-        if self.writer {
-            argv.extend(["--permission-mode".into(), "acceptEdits".into()]);
-        } else {
-            argv.extend(["--disallowedTools".into(), CLAUDE_WRITE_TOOLS.join(",")]);
-        }
-        Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
-    }
-
-    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(ResultEvents::parser("Claude Code"))
-    }
+    Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
 }
 
 /// Reads a stream of `system` / `assistant` / `user` / `result` events (Claude Code's and
@@ -145,6 +117,7 @@ impl EventReader for ResultEvents {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::OutputParser;
 
     fn run(lines: &[&str]) -> Extracted {
         let mut p = ResultEvents::parser("Claude Code");

@@ -12,58 +12,32 @@
 //! `agent_message`. A `turn.failed` or `error` event fails the step with its message.
 
 use super::jsonl::{self, EventReader, JsonlParser};
-use super::{Adapter, AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine, StepInput};
+use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::io::Read;
-use sublaunch_protocol::config::AdapterId;
-
-/// The Codex adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CodexAdapter {
-    /// `codex-exec-writer`: the sandbox allows writes in the workspace.
-    pub writer: bool,
-}
 
 /// `last-message-<n>.txt`: where Codex writes step `n`'s final message.
 pub fn last_message_name(index: usize) -> String {
     format!("last-message-{index}.txt")
 }
 
-impl Adapter for CodexAdapter {
-    fn id(&self) -> AdapterId {
-        if self.writer {
-            AdapterId::CodexExecWriter
-        } else {
-            AdapterId::CodexExec
-        }
-    }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let name = last_message_name(input.index);
-        input
-            .run
-            .remove(&name)
-            .map_err(|e| format!("cannot remove a stale {name}: {e}"))?;
-        let mut argv = vec![
-            input.program("codex"),
-            "exec".into(),
-            "--json".into(),
-            "--skip-git-repo-check".into(),
-            "--sandbox".into(),
-            if self.writer { "workspace-write" } else { "read-only" }.into(),
-            "--output-last-message".into(),
-            input.run_path(&name),
-        ];
-        if let Some(model) = input.model() {
-            argv.extend(["-m".into(), model.to_owned()]);
-        }
-        argv.push("-".into());
-        Ok(input.agent_command(argv, Some(input.prompt_with_system().into_bytes())))
-    }
-
-    fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(CodexEvents::parser(input.run_path(&last_message_name(input.index))))
-    }
+/// The command of a step (`writer`: `codex-exec-writer`, the sandbox allows writes in the
+/// workspace).
+pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
+    let name = last_message_name(input.index);
+    input
+        .run
+        .remove(&name)
+        .map_err(|e| format!("cannot remove a stale {name}: {e}"))?;
+    let sandbox = if writer { "workspace-write" } else { "read-only" };
+    let mut argv = input.argv(
+        "codex",
+        &["exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox],
+    );
+    push_option(&mut argv, "--output-last-message", Some(input.run_path(&name)));
+    push_option(&mut argv, "-m", input.model());
+    argv.push("-".into());
+    Ok(input.agent_command(argv, Some(input.prompt_with_system().into_bytes())))
 }
 
 /// Reads `codex exec --json` events.
@@ -163,6 +137,7 @@ fn read_bounded(path: &str) -> Result<Option<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::OutputParser;
 
     #[test]
     fn the_last_message_file_wins_then_the_last_agent_message() {

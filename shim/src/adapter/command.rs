@@ -8,59 +8,45 @@
 //! to `$SUBLAUNCH_PROMPT`, `$SUBLAUNCH_MODEL`, `$SUBLAUNCH_THINKING` and `$SUBLAUNCH_CWD`
 //! instead, and the values travel in the environment.
 
-use super::{Adapter, AgentCommand, OutputParser, ScriptValues, StepInput, TextParser};
-use sublaunch_protocol::config::AdapterId;
+use super::{AgentCommand, ScriptValues, StepInput};
 
-/// The `command` adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CommandAdapter;
-
-impl Adapter for CommandAdapter {
-    fn id(&self) -> AdapterId {
-        AdapterId::Command
-    }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let template = input
-            .spec
-            .and_then(|s| s.argv.as_ref())
-            .filter(|a| !a.is_empty())
-            .ok_or_else(|| {
-                format!(
-                    "Step {} uses the command adapter without an argv template.",
-                    input.index
-                )
-            })?;
-        let values = [
-            ("task", input.task),
-            ("model", input.model().unwrap_or("")),
-            ("thinking", input.thinking().unwrap_or("")),
-            ("cwd", input.cwd),
-        ];
-        let script_at = shell_script_index(template);
-        let mut argv = Vec::with_capacity(template.len());
-        let mut data = std::collections::BTreeMap::new();
-        for (i, arg) in template.iter().enumerate() {
-            if Some(i) == script_at {
-                let mut script_values = ScriptValues::default();
-                for ((name, value), variable) in values.iter().zip(SCRIPT_VARIABLES) {
-                    script_values.push(name, variable, value);
-                }
-                let (script, env) = script_values.apply(arg)?;
-                argv.push(script);
-                data = env;
-            } else {
-                argv.push(fill_template(arg, &values));
+/// The command of a step.
+pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
+    let template = input
+        .spec
+        .and_then(|s| s.argv.as_ref())
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| {
+            format!(
+                "Step {} uses the command adapter without an argv template.",
+                input.index
+            )
+        })?;
+    let values = [
+        ("task", input.task),
+        ("model", input.model().unwrap_or("")),
+        ("thinking", input.thinking().unwrap_or("")),
+        ("cwd", input.cwd),
+    ];
+    let script_at = shell_script_index(template);
+    let mut argv = Vec::with_capacity(template.len());
+    let mut data = std::collections::BTreeMap::new();
+    for (i, arg) in template.iter().enumerate() {
+        if Some(i) == script_at {
+            let mut script_values = ScriptValues::default();
+            for ((name, value), variable) in values.iter().zip(SCRIPT_VARIABLES) {
+                script_values.push(name, variable, value);
             }
+            let (script, env) = script_values.apply(arg)?;
+            argv.push(script);
+            data = env;
+        } else {
+            argv.push(fill_template(arg, &values));
         }
-        let mut command = input.agent_command(argv, None);
-        command.env.extend(data);
-        Ok(command)
     }
-
-    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(TextParser)
-    }
+    let mut command = input.agent_command(argv, None);
+    command.env.extend(data);
+    Ok(command)
 }
 
 /// The variables a shell script in a template reads `{task}`, `{model}`, `{thinking}` and

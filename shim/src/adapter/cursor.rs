@@ -11,55 +11,26 @@
 //! over 128 KiB cannot be one argument and fails before the spawn. The output is the `result`
 //! event's text; `is_error: true` or no result event fails the step.
 
-use super::claude::ResultEvents;
-use super::{ARG_LIMIT, Adapter, AgentCommand, OutputParser, StepInput};
-use sublaunch_protocol::config::AdapterId;
+use super::{ARG_LIMIT, AgentCommand, StepInput, push_option};
 
-/// The Cursor adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct CursorAdapter {
-    /// `cursor-agent-writer`: `--force`.
-    pub writer: bool,
-}
-
-impl Adapter for CursorAdapter {
-    fn id(&self) -> AdapterId {
-        if self.writer {
-            AdapterId::CursorAgentWriter
-        } else {
-            AdapterId::CursorAgent
-        }
+/// The command of a step (`writer`: `cursor-agent-writer`, `--force`).
+pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
+    let mut argv = input.argv("cursor-agent", &["-p", "--output-format", "stream-json"]);
+    push_option(&mut argv, "--model", input.model());
+    if writer {
+        argv.push("--force".into());
     }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let mut argv = vec![
-            input.program("cursor-agent"),
-            "-p".into(),
-            "--output-format".into(),
-            "stream-json".into(),
-        ];
-        if let Some(model) = input.model() {
-            argv.extend(["--model".into(), model.to_owned()]);
-        }
-        if self.writer {
-            argv.push("--force".into());
-        }
-        let mut prompt = input.prompt_with_system();
-        if prompt.starts_with('-') {
-            prompt.insert(0, ' ');
-        }
-        if prompt.len() > ARG_LIMIT {
-            return Err(format!(
-                "The prompt of step {} is {} bytes; cursor-agent takes its prompt as one argument, which may have at most {ARG_LIMIT} bytes.",
-                input.index + 1,
-                prompt.len()
-            ));
-        }
-        argv.push(prompt);
-        Ok(input.agent_command(argv, None))
+    let mut prompt = input.prompt_with_system();
+    if prompt.starts_with('-') {
+        prompt.insert(0, ' ');
     }
-
-    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(ResultEvents::parser("cursor-agent"))
+    if prompt.len() > ARG_LIMIT {
+        return Err(format!(
+            "The prompt of step {} is {} bytes; cursor-agent takes its prompt as one argument, which may have at most {ARG_LIMIT} bytes.",
+            input.index + 1,
+            prompt.len()
+        ));
     }
+    argv.push(prompt);
+    Ok(input.agent_command(argv, None))
 }

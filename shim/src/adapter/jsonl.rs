@@ -136,10 +136,7 @@ impl<R: EventReader> OutputParser for JsonlParser<R> {
 
     fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
         match self.oversized {
-            Some(len) => Extracted {
-                failure: Some(oversized(self.reader.program(), len)),
-                ..Extracted::default()
-            },
+            Some(len) => Extracted::failed(oversized(self.reader.program(), len)),
             None => self.reader.extract(stdout_tail),
         }
     }

@@ -1,6 +1,6 @@
 //! Agent adapters: how a step's command line is built and how the agent's output is read.
 //!
-//! Each adapter (one module each) turns a step — its [`AdapterSpec`] from the runner
+//! Each adapter (one module each, dispatched by [`command`] and [`parser`]) turns a step — its [`AdapterSpec`] from the runner
 //! configuration and its task after `{task}`/`{previous}`/`{chain_dir}` substitution — into an
 //! [`AgentCommand`] (argv, environment, cwd, standard input), and gives an [`OutputParser`]
 //! that reads the agent's stdout line by line and extracts the step's final output:
@@ -16,13 +16,12 @@
 //! | `cursor-agent[-writer]` | `cursor-agent -p --output-format stream-json …` | argv | `result` event |
 //!
 //! A step without an adapter (configurations written before adapters existed) runs its
-//! `command.argv` verbatim through [`ShellAdapter`].
+//! `command.argv` verbatim through the `shell` adapter.
 
 mod claude;
 mod codex;
 mod command;
 mod cursor;
-mod generic;
 mod jsonl;
 mod pi;
 mod script_refs;
@@ -30,14 +29,8 @@ mod shell;
 mod text;
 mod tools;
 
-pub use claude::ClaudeAdapter;
-pub use codex::CodexAdapter;
-pub use command::{CommandAdapter, fill_template};
-pub use cursor::CursorAdapter;
-pub use generic::GenericCliAdapter;
-pub use pi::PiAdapter;
+pub use command::fill_template;
 pub use script_refs::ScriptValues;
-pub use shell::ShellAdapter;
 pub use text::{TEXT_LINE_RETAIN, TextParser};
 
 use std::collections::BTreeMap;
@@ -90,6 +83,16 @@ pub struct Extracted {
     pub failure: Option<String>,
     /// The model the agent said it used (pi's assistant messages).
     pub reported_model: Option<String>,
+}
+
+impl Extracted {
+    /// Nothing extracted: the agent failed with `message`.
+    pub fn failed(message: String) -> Self {
+        Self {
+            failure: Some(message),
+            ..Self::default()
+        }
+    }
 }
 
 /// Reads one step's stdout.
@@ -154,12 +157,13 @@ impl StepInput<'_> {
             .unwrap_or_default()
     }
 
-    /// The program: the spec's replacement, else `default`.
-    pub fn program(&self, default: &str) -> String {
-        self.spec
-            .and_then(|s| s.program.clone())
-            .filter(|p| !p.is_empty())
-            .unwrap_or_else(|| default.to_owned())
+    /// The program (the spec's replacement, else `default`) followed by `args`.
+    pub fn argv(&self, default: &str, args: &[&str]) -> Vec<String> {
+        let program = self.spec.and_then(|s| s.program.as_deref()).filter(|p| !p.is_empty());
+        std::iter::once(program.unwrap_or(default))
+            .chain(args.iter().copied())
+            .map(str::to_owned)
+            .collect()
     }
 
     /// The agent's system prompt, when it has a non-blank one.
@@ -206,41 +210,60 @@ impl StepInput<'_> {
     }
 }
 
-/// An agent kind.
-pub trait Adapter {
-    /// The adapter's id.
-    fn id(&self) -> AdapterId;
-    /// The command of one step.
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String>;
-    /// A parser for one run of the step.
-    fn parser(&self, input: &StepInput<'_>) -> Box<dyn OutputParser>;
-}
-
-/// The adapter named `id` (one of [`sublaunch_protocol::config::runnable_adapters`]).
-pub fn by_id(id: &str) -> Option<Box<dyn Adapter>> {
-    Some(match AdapterId::from_id(id)? {
-        AdapterId::Shell => Box::new(ShellAdapter),
-        AdapterId::Command => Box::new(CommandAdapter),
-        AdapterId::GenericCli => Box::new(GenericCliAdapter),
-        AdapterId::Pi => Box::new(PiAdapter),
-        AdapterId::ClaudeCode => Box::new(ClaudeAdapter { writer: false }),
-        AdapterId::ClaudeCodeWriter => Box::new(ClaudeAdapter { writer: true }),
-        AdapterId::CodexExec => Box::new(CodexAdapter { writer: false }),
-        AdapterId::CodexExecWriter => Box::new(CodexAdapter { writer: true }),
-        AdapterId::CursorAgent => Box::new(CursorAdapter { writer: false }),
-        AdapterId::CursorAgentWriter => Box::new(CursorAdapter { writer: true }),
-        AdapterId::ExternalJob => return None,
-    })
-}
-
 /// The adapter of step `index`: the configured one, else the `shell` adapter running the
 /// step's `command.argv`.
-pub fn for_step(cfg: &RunnerConfig, index: usize) -> Box<dyn Adapter> {
+pub fn for_step(cfg: &RunnerConfig, index: usize) -> AdapterId {
     cfg.steps
         .get(index)
-        .and_then(StepConfig::adapter_spec)
-        .and_then(|spec| by_id(&spec.id))
-        .unwrap_or_else(|| Box::new(ShellAdapter))
+        .and_then(|step| step.adapter.as_ref())
+        .and_then(|spec| AdapterId::from_id(&spec.id))
+        .filter(|id| id.is_runnable())
+        .unwrap_or(AdapterId::Shell)
+}
+
+/// The command of one step run by adapter `id`.
+pub fn command(id: AdapterId, input: &StepInput<'_>) -> Result<AgentCommand, String> {
+    let writer = id.is_writer();
+    match id {
+        AdapterId::Shell | AdapterId::ExternalJob => shell::command(input),
+        AdapterId::Command => command::command(input),
+        AdapterId::GenericCli => external_cli(input),
+        AdapterId::Pi => pi::command(input),
+        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => claude::command(input, writer),
+        AdapterId::CodexExec | AdapterId::CodexExecWriter => codex::command(input, writer),
+        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => cursor::command(input, writer),
+    }
+}
+
+/// A parser for one run of a step by adapter `id`.
+pub fn parser(id: AdapterId, input: &StepInput<'_>) -> Box<dyn OutputParser> {
+    match id {
+        AdapterId::Pi => Box::new(pi::PiParser::default()),
+        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => Box::new(claude::ResultEvents::parser("Claude Code")),
+        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => Box::new(claude::ResultEvents::parser("cursor-agent")),
+        AdapterId::CodexExec | AdapterId::CodexExecWriter => Box::new(codex::CodexEvents::parser(
+            input.run_path(&codex::last_message_name(input.index)),
+        )),
+        AdapterId::Shell | AdapterId::Command | AdapterId::GenericCli | AdapterId::ExternalJob => Box::new(TextParser),
+    }
+}
+
+/// The generic external CLI (`runner: {type: external-cli}` without an adapter, upstream's
+/// one-shot stdin runner): the agent file's argv as given, the task on standard input.
+fn external_cli(input: &StepInput<'_>) -> Result<AgentCommand, String> {
+    let argv = input
+        .spec
+        .and_then(|s| s.argv.clone())
+        .filter(|a| !a.is_empty())
+        .ok_or_else(|| format!("Step {} uses an external CLI without a command.", input.index))?;
+    Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
+}
+
+/// Appends `flag value` to `argv` when there is a value.
+fn push_option(argv: &mut Vec<String>, flag: &str, value: Option<impl Into<String>>) {
+    if let Some(value) = value {
+        argv.extend([flag.to_owned(), value.into()]);
+    }
 }
 
 /// Refuses an argv the kernel would reject (`E2BIG` for one argument over 128 KiB) with a

@@ -14,55 +14,33 @@
 //! argument may be (128 KiB) goes to pi's standard input instead, which pi reads as the prompt.
 
 use super::jsonl::{self, EventReader, JsonlParser};
-use super::{ARG_LIMIT, Adapter, AgentCommand, Extracted, OutputParser, ParsedLine, StepInput};
+use super::{ARG_LIMIT, AgentCommand, Extracted, ParsedLine, StepInput, push_option};
 use serde_json::Value;
-use sublaunch_protocol::config::AdapterId;
 
-/// The `pi` adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PiAdapter;
-
-impl Adapter for PiAdapter {
-    fn id(&self) -> AdapterId {
-        AdapterId::Pi
+/// The command of a step.
+pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
+    let mut argv = input.argv("pi", &["--mode", "json", "-p", "--no-session"]);
+    push_option(&mut argv, "--model", input.model());
+    push_option(&mut argv, "--thinking", input.thinking());
+    push_option(
+        &mut argv,
+        "--tools",
+        (!input.tools().is_empty()).then(|| input.tools().join(",")),
+    );
+    if let Some(system) = input.system_prompt() {
+        let path = input.write_file(&format!("system-prompt-{}.md", input.index), system.as_bytes())?;
+        push_option(&mut argv, "--append-system-prompt", Some(path));
     }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        let mut argv = vec![
-            input.program("pi"),
-            "--mode".into(),
-            "json".into(),
-            "-p".into(),
-            "--no-session".into(),
-        ];
-        if let Some(model) = input.model() {
-            argv.extend(["--model".into(), model.to_owned()]);
+    let mut stdin = None;
+    if input.task.len() > ARG_LIMIT {
+        stdin = Some(input.task.as_bytes().to_vec());
+    } else {
+        if input.task.starts_with('-') {
+            argv.push("--".into());
         }
-        if let Some(thinking) = input.thinking() {
-            argv.extend(["--thinking".into(), thinking.to_owned()]);
-        }
-        if !input.tools().is_empty() {
-            argv.extend(["--tools".into(), input.tools().join(",")]);
-        }
-        if let Some(system) = input.system_prompt() {
-            let path = input.write_file(&format!("system-prompt-{}.md", input.index), system.as_bytes())?;
-            argv.extend(["--append-system-prompt".into(), path]);
-        }
-        let mut stdin = None;
-        if input.task.len() > ARG_LIMIT {
-            stdin = Some(input.task.as_bytes().to_vec());
-        } else {
-            if input.task.starts_with('-') {
-                argv.push("--".into());
-            }
-            argv.push(input.task.to_owned());
-        }
-        Ok(input.agent_command(argv, stdin))
+        argv.push(input.task.to_owned());
     }
-
-    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(PiParser::default())
-    }
+    Ok(input.agent_command(argv, stdin))
 }
 
 /// Reads pi's JSON event stream.
@@ -95,7 +73,7 @@ impl EventReader for PiEvents {
 
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let Some(message) = &self.last else {
-            return failure(format!(
+            return Extracted::failed(format!(
                 "pi ended without an assistant message (expected `--mode json` events on stdout). Output ended with: {}",
                 jsonl::excerpt(stdout_tail)
             ));
@@ -123,16 +101,10 @@ impl EventReader for PiEvents {
     }
 }
 
-fn failure(message: String) -> Extracted {
-    Extracted {
-        failure: Some(message),
-        ..Extracted::default()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::adapter::OutputParser;
 
     fn feed(parser: &mut PiParser, lines: &[&str]) {
         for line in lines {

@@ -2,54 +2,33 @@
 //! step's cwd; stdout is untrusted plain text. A step without an adapter but with a
 //! `command` runs that argv as it is (the runner's tests start programs this way).
 
-use super::{Adapter, AgentCommand, OutputParser, StepInput, TextParser};
-use sublaunch_protocol::config::AdapterId;
+use super::{AgentCommand, StepInput};
 
-/// The `shell` adapter.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ShellAdapter;
-
-impl Adapter for ShellAdapter {
-    fn id(&self) -> AdapterId {
-        AdapterId::Shell
+/// The command of a step.
+pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
+    if input.spec.is_none() {
+        let command = input
+            .step
+            .command
+            .as_ref()
+            .filter(|c| !c.argv.is_empty())
+            .ok_or_else(|| format!("Step {} has no command to run.", input.index))?;
+        let mut agent_command = input.agent_command(command.argv.clone(), None);
+        agent_command.env = command.env.clone();
+        return Ok(agent_command);
     }
-
-    fn command(&self, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-        if input.spec.is_none() {
-            let command = input
-                .step
-                .command
-                .as_ref()
-                .filter(|c| !c.argv.is_empty())
-                .ok_or_else(|| format!("Step {} has no command to run.", input.index))?;
-            let mut agent_command = input.agent_command(command.argv.clone(), None);
-            agent_command.env = command.env.clone();
-            return Ok(agent_command);
-        }
-        // A chain's values reach the script in its environment; a single run's task is the
-        // script exactly as the user wrote it.
-        let mut env = input.env();
-        let script = match input.script_values {
-            Some(values) => {
-                let (script, data) = values.apply(input.step.task.as_deref().unwrap_or(input.task))?;
-                env.extend(data);
-                script
-            }
-            None => input.task.to_owned(),
-        };
-        Ok(AgentCommand {
-            // `--` ends sh's options, so a script that starts with `-` is still the script.
-            argv: vec![input.program("sh"), "-c".into(), "--".into(), script],
-            env,
-            cwd: input.cwd.to_owned(),
-            stdin: None,
-            clear_env: false,
-        })
-    }
-
-    fn parser(&self, _input: &StepInput<'_>) -> Box<dyn OutputParser> {
-        Box::new(TextParser)
-    }
+    // A chain's values reach the script in its environment; a single run's task is the
+    // script exactly as the user wrote it.
+    let (script, data) = match input.script_values {
+        Some(values) => values.apply(input.step.task.as_deref().unwrap_or(input.task))?,
+        None => (input.task.to_owned(), Default::default()),
+    };
+    // `--` ends sh's options, so a script that starts with `-` is still the script.
+    let mut argv = input.argv("sh", &["-c", "--"]);
+    argv.push(script);
+    let mut command = input.agent_command(argv, None);
+    command.env.extend(data);
+    Ok(command)
 }
 
 #[cfg(test)]
@@ -73,7 +52,7 @@ mod tests {
             cwd: "/tmp",
             run: &run,
         };
-        let command = ShellAdapter.command(&input).unwrap();
+        let command = super::command(&input).unwrap();
         assert_eq!(command.argv, ["sh", "-c", "--", "echo hi"]);
         assert_eq!((command.cwd.as_str(), command.stdin), ("/tmp", None));
         let mut custom = step.clone();
@@ -91,16 +70,11 @@ mod tests {
             cwd: "/tmp",
             run: &run,
         };
-        assert_eq!(ShellAdapter.command(&input).unwrap().argv, ["/bin/agent", "x"]);
+        assert_eq!(super::command(&input).unwrap().argv, ["/bin/agent", "x"]);
         let mut bare = custom.clone();
         bare.command = None;
         let input = StepInput { step: &bare, ..input };
-        assert!(
-            ShellAdapter
-                .command(&input)
-                .unwrap_err()
-                .contains("has no command to run")
-        );
+        assert!(super::command(&input).unwrap_err().contains("has no command to run"));
     }
 
     #[test]
@@ -120,7 +94,7 @@ mod tests {
             cwd: "/tmp",
             run: &run,
         };
-        let command = ShellAdapter.command(&input).unwrap();
+        let command = super::command(&input).unwrap();
         assert_eq!(command.argv, ["sh", "-c", "--", "echo got \"${SUBLAUNCH_PREVIOUS}\""]);
         assert_eq!(command.env["SUBLAUNCH_PREVIOUS"], "$(touch /tmp/PWNED)");
     }

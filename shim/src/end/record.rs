@@ -5,16 +5,16 @@
 
 use crate::end::step_end::StepEnd;
 use crate::start::context::Ctx;
-use crate::supervise::book::Written;
 use crate::supervise::run::Supervisor;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
+use sublaunch_protocol::deferred::Submitted;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events::{self, StepOutcome};
-use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::proof::{Candidate, WriterRecord};
 use sublaunch_protocol::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
@@ -69,7 +69,7 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
 }
 
 fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
-    let mut event = events::step_finished(
+    let event = end.with_position(events::step_finished(
         outcome_of(&end.state()),
         ctx.now_wall(),
         &ctx.cfg.id,
@@ -77,26 +77,18 @@ fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
         &end.agent,
         end.exit_code(),
         end.duration_ms,
-    );
-    if let Some(step) = end.position.0 {
-        event = event.with("planStepIndex", step);
+    ));
+    match end.error() {
+        Some(error) => event.with("error", error),
+        None => event,
     }
-    if let Some(task) = end.position.1 {
-        event = event.with("taskIndex", task);
-    }
-    if let Some(error) = end.error() {
-        event = event.with("error", error);
-    }
-    event
 }
 
 /// Closes a step whose end is not the run's last: status and `subagent.step.<outcome>`.
 pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
     apply_step(sup, end);
     sup.book.status.last_update = Some(ctx.now_wall());
-    if let Err(e) = sup.book.write(DocKind::RunningStatus) {
-        eprintln!("sublaunch-shim: cannot update status.json: {e}");
-    }
+    sup.book.update();
     if end.ran() {
         sup.events.append(&step_event(ctx, end));
     }
@@ -137,12 +129,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
 
     // 1. Terminal status (durable), then the index (I4, I7).
-    sup.book.status.mark_terminal(state.clone(), ended_wall, error.clone());
-    let mut status_landed = write_terminal(sup);
-    sup.book.terminal_written();
-    if !status_landed && sup.book.pending() {
-        status_landed = sup.book.flush(Instant::now() + FLUSH_LIMIT);
-    }
+    let mut status_landed = write_terminal(sup, &state, ended_wall, error.as_deref());
     if let Err(e) = sup.book.release(&state) {
         eprintln!("sublaunch-shim: cannot release the active-run marker: {e}");
     }
@@ -155,9 +142,8 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
         Err(message) => {
             eprintln!("sublaunch-shim: {message}");
             state = RunState::Failed;
+            status_landed = write_terminal(sup, &state, ended_wall, Some(&message));
             error = Some(message);
-            sup.book.status.mark_terminal(state.clone(), ended_wall, error.clone());
-            status_landed = write_terminal(sup) || (sup.book.pending() && sup.book.flush(Instant::now() + FLUSH_LIMIT));
             false
         }
     };
@@ -196,11 +182,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     if !sup.book.flush(Instant::now() + FLUSH_LIMIT) {
         eprintln!("sublaunch-shim: some status writes never found storage capacity");
     }
-    let clock = ctx.clock.clone();
-    let stragglers = crate::supervise::tree::sweep(&mut sup.reaper, None, None, &move || {
-        use sublaunch_protocol::os::clock::Clock;
-        clock.wall_ms()
-    });
+    let stragglers = crate::supervise::tree::sweep(&mut sup.reaper, None, None);
     if stragglers.killed > 0 {
         eprintln!(
             "sublaunch-shim: killed {} adopted descendant(s) at the end of the run",
@@ -216,15 +198,22 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
 }
 
-fn write_terminal(sup: &mut Supervisor) -> bool {
-    match sup.book.write(DocKind::TerminalStatus) {
-        Ok(Written::Now) => true,
-        Ok(Written::Deferred | Written::Dropped) => false,
-        Err(e) => {
+/// Marks the status terminal and writes it, waiting for capacity when the write was deferred
+/// (A9); returns whether it landed. Pending marks are dropped from now on (I7).
+fn write_terminal(sup: &mut Supervisor, state: &RunState, ended_wall: u64, error: Option<&str>) -> bool {
+    let book = &mut sup.book;
+    book.status
+        .mark_terminal(state.clone(), ended_wall, error.map(str::to_owned));
+    let landed = match book.write(DocKind::TerminalStatus) {
+        Submitted::Done => true,
+        Submitted::Deferred | Submitted::Dropped => false,
+        Submitted::Failed(e) => {
             eprintln!("sublaunch-shim: cannot write the terminal status: {e}");
             false
         }
-    }
+    };
+    book.terminal_written();
+    landed || (book.pending() && book.flush(Instant::now() + FLUSH_LIMIT))
 }
 
 fn publish(ctx: &mut Ctx, payload: &Value) -> Result<(), String> {
@@ -317,38 +306,29 @@ fn result_payload(
 /// `results[i]` of one step (S11 plus the workflow fields: `stepIndex`, `taskIndex`,
 /// `adapter`, `structured`, `structuredErrors`, `outputTruncated`, `reportedModel`, `skipped`).
 fn step_result(end: &StepEnd) -> StepResult {
-    let mut extra = Map::new();
-    if let Some(step) = end.position.0 {
-        extra.insert("stepIndex".into(), json!(step));
-    }
-    if let Some(task) = end.position.1 {
-        extra.insert("taskIndex".into(), json!(task));
-    }
-    extra.insert("adapter".into(), json!(end.adapter));
-    if let Some(value) = &end.structured {
-        extra.insert("structured".into(), value.clone());
-    }
-    if !end.structured_errors.is_empty() {
-        extra.insert("structuredErrors".into(), json!(end.structured_errors));
-    }
-    if end.output_truncated {
-        extra.insert("outputTruncated".into(), json!(true));
-    }
-    if let Some(model) = &end.reported_model {
-        extra.insert("reportedModel".into(), json!(model));
-    }
-    if !end.ran() {
-        extra.insert("skipped".into(), json!(true));
-    }
-    if let Some(remote) = &end.remote {
-        extra.insert(
-            "machine".into(),
-            json!({"id": remote.machine, "target": remote.target, "cwd": remote.cwd}),
-        );
-        if let Some(git) = &remote.git {
-            extra.insert("remoteGit".into(), git.clone());
-        }
-    }
+    let remote = end.remote.as_ref();
+    let fields = [
+        ("stepIndex", end.position.0.map(Value::from)),
+        ("taskIndex", end.position.1.map(Value::from)),
+        ("adapter", Some(json!(end.adapter))),
+        ("structured", end.structured.clone()),
+        (
+            "structuredErrors",
+            (!end.structured_errors.is_empty()).then(|| json!(end.structured_errors)),
+        ),
+        ("outputTruncated", end.output_truncated.then_some(Value::Bool(true))),
+        ("reportedModel", end.reported_model.as_ref().map(|model| json!(model))),
+        ("skipped", (!end.ran()).then_some(Value::Bool(true))),
+        (
+            "machine",
+            remote.map(|r| json!({"id": r.machine, "target": r.target, "cwd": r.cwd})),
+        ),
+        ("remoteGit", remote.and_then(|r| r.git.clone())),
+    ];
+    let extra = fields
+        .into_iter()
+        .filter_map(|(key, value)| Some((key.to_owned(), value?)))
+        .collect();
     StepResult {
         agent: end.agent.clone(),
         output: end.output.clone(),
@@ -376,7 +356,8 @@ fn step_result(end: &StepEnd) -> StepResult {
     }
 }
 
-fn read_candidate(ctx: &Ctx, run: &Dir) -> Candidate {
+/// The run's final candidate as it stands, else a fresh one.
+pub fn read_candidate(ctx: &Ctx, run: &Dir) -> Candidate {
     match run.read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE) {
         Ok(ReadDoc::Present(candidate)) => candidate,
         _ => Candidate::initial(&ctx.cfg.id, &ctx.cfg.runner_process_instance_id),

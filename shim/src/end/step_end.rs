@@ -4,6 +4,7 @@
 use crate::supervise::reaper::ExitInfo;
 use crate::supervise::tree::{GroupOutcome, SweepOutcome, pid_list};
 use serde_json::Value;
+use sublaunch_protocol::events::Event;
 use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
 use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
 
@@ -121,6 +122,17 @@ impl StepEnd {
             Some(task) => format!("step {step}, task {} ('{}')", task + 1, self.agent),
             None => format!("step {step} ('{}')", self.agent),
         }
+    }
+
+    /// `event` with the plan position of a child of a chain or group.
+    pub fn with_position(&self, mut event: Event) -> Event {
+        if let Some(step) = self.position.0 {
+            event = event.with("planStepIndex", step);
+        }
+        if let Some(task) = self.position.1 {
+            event = event.with("taskIndex", task);
+        }
+        event
     }
 
     /// The S4 facts.

@@ -5,10 +5,8 @@
 
 use crate::start::context::Ctx;
 use serde_json::json;
-use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::layout::names;
-use sublaunch_protocol::proof::Candidate;
 
 /// `<run>/session.json`: what `sublaunch resume` needs to revive this run.
 pub const SESSION_FILE: &str = "session.json";
@@ -27,10 +25,7 @@ pub fn commit(ctx: &mut Ctx) {
                 }
             }
             if let Some(held) = &ctx.lease {
-                let mut candidate = match run.read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE) {
-                    Ok(ReadDoc::Present(c)) => c,
-                    _ => Candidate::initial(&ctx.cfg.id, &ctx.cfg.runner_process_instance_id),
-                };
+                let mut candidate = crate::end::record::read_candidate(ctx, &run);
                 candidate.session_file = Some(held.session_file.clone());
                 candidate.revival_lease_token = Some(held.lease.token().to_owned());
                 if let Err(e) = run.write_doc(

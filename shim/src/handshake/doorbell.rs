@@ -43,11 +43,7 @@ impl Doorbell {
     /// The `pollfd` to wait on, while the doorbell is open and not at EOF.
     pub fn pollfd(&self) -> Option<libc::pollfd> {
         let fd = self.fd.as_ref().filter(|_| !self.eof)?;
-        Some(libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        Some(crate::supervise::output::poll_in(fd.as_raw_fd()))
     }
 
     /// Reads whatever is available; returns the host messages (wake-ups only). Sets

@@ -22,10 +22,10 @@ use sublaunch_protocol::handshake::{
     ControlAction, HOST_CLOSED_MESSAGE, PollBackoff, ShimObservation, StartupReport, combine_shim, evaluate_shim,
     shim_control_timeout, shim_timeout_message,
 };
-use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
 use sublaunch_protocol::os::clock::Deadline;
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{SystemProcesses, hostname, own_start_identity};
 
 /// How often the control file is re-read although the doorbell is silent.

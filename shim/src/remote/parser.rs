@@ -146,10 +146,7 @@ impl OutputParser for RemoteParser {
 
     fn finish(&mut self, _stdout_tail: &[u8], _tail_cut: bool) -> Extracted {
         if !self.state.borrow().ready {
-            return Extracted {
-                failure: Some(never_ready(&self.machine, &self.cwd)),
-                ..Extracted::default()
-            };
+            return Extracted::failed(never_ready(&self.machine, &self.cwd));
         }
         self.end_capture();
         let tail: Vec<u8> = self.tail.iter().copied().collect();

@@ -22,7 +22,7 @@ pub const ACTIVITY_INTERVAL: Duration = Duration::from_millis(1_000);
 
 /// Keys of deferred writes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Key {
+enum Key {
     /// `status.json`.
     Status,
     /// `.active-runs/<runId>`.
@@ -31,30 +31,42 @@ pub enum Key {
 
 /// A deferred operation.
 #[derive(Clone, Debug)]
-pub enum Op {
+enum Op {
     /// Write these status bytes.
     Status(Vec<u8>, WriteOptions),
     /// Create-or-touch the marker (I2 + I7 check).
     Mark,
 }
 
-/// The outcome of a write.
+/// Where the operations land: the run's `status.json` and its marker in the active-run index.
 #[derive(Debug)]
-pub enum Written {
-    /// On disk.
-    Now,
-    /// Capacity error: queued for retry (A9).
-    Deferred,
-    /// Dropped (a mark after the terminal state).
-    Dropped,
-}
-
-/// Status and marker writer.
-pub struct StatusBook {
+struct Target {
     run: Dir,
     index: Option<ActiveRunIndex>,
     run_id: String,
     tool_call_id: Option<String>,
+}
+
+impl Target {
+    fn apply(&self, op: &Op) -> io::Result<()> {
+        match (op, &self.index) {
+            (Op::Status(bytes, options), _) => self.run.write_with(names::STATUS, bytes, options),
+            (Op::Mark, Some(index)) => {
+                let outcome = index.mark_checked(&self.run_id, self.tool_call_id.as_deref(), &self.run)?;
+                if let Some(e) = outcome.alias_error {
+                    eprintln!("sublaunch-shim: cannot create the tool-call alias: {e}");
+                }
+                Ok(())
+            }
+            (Op::Mark, None) => Ok(()),
+        }
+    }
+}
+
+/// Status and marker writer.
+#[derive(Debug)]
+pub struct StatusBook {
+    target: Target,
     policy: DurabilityPolicy,
     deferred: Deferred<Key, Op>,
     /// The in-memory status (authoritative during the shim's window).
@@ -63,41 +75,22 @@ pub struct StatusBook {
     dirty: bool,
 }
 
-impl std::fmt::Debug for StatusBook {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StatusBook")
-            .field("run", &self.run.path())
-            .field("deferred", &self.deferred)
-            .finish_non_exhaustive()
-    }
-}
-
-/// What the base status was at commit.
-#[derive(Debug)]
-pub enum Base {
-    /// The host's document.
-    Host,
-    /// None on disk: starting from `{}`.
-    Absent,
-    /// Corrupt or unreadable (a planted symlink, F38): starting from `{}`; the reason.
-    Replaced(String),
-}
-
 impl StatusBook {
-    /// Reads the base status of the run (never failing: a corrupt or unreadable document is
-    /// replaced by the shim's own, which the next write puts in place atomically, A5).
+    /// Reads the base status of the run (never failing: a corrupt or unreadable document, a
+    /// planted symlink (F38), is replaced by the shim's own, which the next write puts in place
+    /// atomically, A5); the second value says why the base was replaced.
     pub fn open(
         run: Dir,
         runs: Option<&Dir>,
         run_id: &str,
         tool_call_id: Option<String>,
         policy: DurabilityPolicy,
-    ) -> (Self, Base) {
-        let (status, base) = match read_status(&run) {
-            Ok(ReadDoc::Present(status)) => (status, Base::Host),
-            Ok(ReadDoc::Absent) => (Status::default(), Base::Absent),
-            Ok(ReadDoc::Corrupt(c)) => (Status::default(), Base::Replaced(format!("corrupt: {}", c.error))),
-            Err(e) => (Status::default(), Base::Replaced(e.to_string())),
+    ) -> (Self, Option<String>) {
+        let (status, replaced) = match read_status(&run) {
+            Ok(ReadDoc::Present(status)) => (status, None),
+            Ok(ReadDoc::Absent) => (Status::default(), None),
+            Ok(ReadDoc::Corrupt(c)) => (Status::default(), Some(format!("corrupt: {}", c.error))),
+            Err(e) => (Status::default(), Some(e.to_string())),
         };
         let index = runs.and_then(|runs| match ActiveRunIndex::new(runs, policy) {
             Ok(index) => Some(index),
@@ -107,64 +100,64 @@ impl StatusBook {
             }
         });
         let book = Self {
-            run,
-            index,
-            run_id: run_id.to_owned(),
-            tool_call_id,
+            target: Target {
+                run,
+                index,
+                run_id: run_id.to_owned(),
+                tool_call_id,
+            },
             policy,
             deferred: Deferred::default(),
             status,
             last_write: None,
             dirty: false,
         };
-        (book, base)
+        (book, replaced)
     }
 
     /// The run directory handle.
     pub fn run(&self) -> &Dir {
-        &self.run
+        &self.target.run
     }
 
-    /// Writes the in-memory status as `kind` now (or defers it on a capacity error).
-    pub fn write(&mut self, kind: DocKind) -> io::Result<Written> {
+    /// Writes the in-memory status as `kind` now (or defers it on a capacity error, A9).
+    pub fn write(&mut self, kind: DocKind) -> Submitted {
         let bytes = to_pretty_bytes(&self.status);
         self.write_bytes(bytes, kind)
     }
 
+    /// Writes the running status now, logging a failure.
+    pub fn update(&mut self) {
+        if let Submitted::Failed(e) = self.write(DocKind::RunningStatus) {
+            eprintln!("sublaunch-shim: cannot update status.json: {e}");
+        }
+    }
+
     /// Writes `bytes` as the status (the `corrupt` test hook passes invalid JSON).
-    pub fn write_bytes(&mut self, bytes: Vec<u8>, kind: DocKind) -> io::Result<Written> {
+    pub fn write_bytes(&mut self, bytes: Vec<u8>, kind: DocKind) -> Submitted {
         let options = self.policy.options(kind);
         self.dirty = false;
         self.last_write = Some(Instant::now());
-        let run = &self.run;
-        match self.deferred.submit(
-            Key::Status,
-            DeferredKind::Write,
-            Op::Status(bytes, options),
-            Instant::now(),
-            |op| apply(run, self.index.as_ref(), &self.run_id, self.tool_call_id.as_deref(), op),
-        ) {
-            Submitted::Done => Ok(Written::Now),
-            Submitted::Deferred => Ok(Written::Deferred),
-            Submitted::Dropped => Ok(Written::Dropped),
-            Submitted::Failed(e) => Err(e),
-        }
+        let op = Op::Status(bytes, options);
+        self.deferred
+            .submit(Key::Status, DeferredKind::Write, op, Instant::now(), |op| {
+                self.target.apply(op)
+            })
     }
 
     /// I2 + I7: create-or-touch the marker, re-checking the status afterwards (deferred on a
     /// capacity error; dropped after the terminal state). Other errors are logged.
     pub fn mark(&mut self) {
-        if self.index.is_none() {
+        if self.target.index.is_none() {
             return;
         }
-        let run = &self.run;
-        match self
+        let submitted = self
             .deferred
             .submit(Key::Mark, DeferredKind::Mark, Op::Mark, Instant::now(), |op| {
-                apply(run, self.index.as_ref(), &self.run_id, self.tool_call_id.as_deref(), op)
-            }) {
-            Submitted::Failed(e) => eprintln!("sublaunch-shim: cannot mark the run active: {e}"),
-            Submitted::Done | Submitted::Deferred | Submitted::Dropped => {}
+                self.target.apply(op)
+            });
+        if let Submitted::Failed(e) = submitted {
+            eprintln!("sublaunch-shim: cannot mark the run active: {e}");
         }
     }
 
@@ -177,8 +170,9 @@ impl StatusBook {
     /// I4: releases the marker and aliases, writing the terminal-run entry.
     pub fn release(&mut self, state: &RunState) -> io::Result<()> {
         self.deferred.terminal_written();
-        let Some(index) = &self.index else { return Ok(()) };
-        let outcome = index.release(&self.run_id, state, self.tool_call_id.as_deref(), Some(&self.run))?;
+        let target = &self.target;
+        let Some(index) = &target.index else { return Ok(()) };
+        let outcome = index.release(&target.run_id, state, target.tool_call_id.as_deref(), Some(&target.run))?;
         for warning in outcome.warnings {
             eprintln!("sublaunch-shim: {warning}");
         }
@@ -203,21 +197,12 @@ impl StatusBook {
 
     /// Retries due deferred writes and performs a due coalesced activity write.
     pub fn tick(&mut self, now: Instant) {
-        let run = &self.run;
-        let index = self.index.as_ref();
-        let run_id = &self.run_id;
-        let tool_call = self.tool_call_id.as_deref();
-        for (key, e) in self
-            .deferred
-            .retry_due(now, |_, op| apply(run, index, run_id, tool_call, op))
-        {
+        let target = &self.target;
+        for (key, e) in self.deferred.retry_due(now, |_, op| target.apply(op)) {
             eprintln!("sublaunch-shim: deferred {key:?} write failed: {e}");
         }
-        if self.dirty
-            && self.last_write.is_none_or(|t| now >= t + ACTIVITY_INTERVAL)
-            && let Err(e) = self.write(DocKind::RunningStatus)
-        {
-            eprintln!("sublaunch-shim: cannot update status.json: {e}");
+        if self.dirty && self.last_write.is_none_or(|t| now >= t + ACTIVITY_INTERVAL) {
+            self.update();
         }
     }
 
@@ -243,27 +228,5 @@ impl StatusBook {
             let wake = self.deferred.next_due().unwrap_or(now).min(until);
             crate::start::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
         }
-    }
-}
-
-fn apply(
-    run: &Dir,
-    index: Option<&ActiveRunIndex>,
-    run_id: &str,
-    tool_call_id: Option<&str>,
-    op: &Op,
-) -> io::Result<()> {
-    match op {
-        Op::Status(bytes, options) => run.write_with(names::STATUS, bytes, options),
-        Op::Mark => match index {
-            Some(index) => {
-                let outcome = index.mark_checked(run_id, tool_call_id, run)?;
-                if let Some(e) = outcome.alias_error {
-                    eprintln!("sublaunch-shim: cannot create the tool-call alias: {e}");
-                }
-                Ok(())
-            }
-            None => Ok(()),
-        },
     }
 }

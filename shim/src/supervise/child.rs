@@ -82,8 +82,6 @@ pub struct ChildRun {
     pub started: Instant,
     /// Wall ms at start.
     pub started_wall: u64,
-    /// The task it was given (after substitution).
-    pub task: String,
     /// Its output.
     pub io: ChildIo,
     /// When its exit was reaped.

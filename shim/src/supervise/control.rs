@@ -2,6 +2,7 @@
 //! plus a safety poll. A control file is consumed (removed) when seen; its content is not
 //! interpreted.
 
+use crate::supervise::output::poll_in;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
@@ -58,11 +59,7 @@ impl ControlInbox {
 
     /// The inotify descriptor to wait on.
     pub fn pollfd(&self) -> Option<libc::pollfd> {
-        self.inotify.as_ref().map(|fd| libc::pollfd {
-            fd: fd.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        self.inotify.as_ref().map(|fd| poll_in(fd.as_raw_fd()))
     }
 
     /// When the next safety poll is due.

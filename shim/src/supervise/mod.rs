@@ -33,11 +33,9 @@ use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_m
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events;
-use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::lease::WriterState;
-use sublaunch_protocol::os::clock::Clock;
+use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::proof::WriterRecord;
 
@@ -102,17 +100,11 @@ impl Supervisor {
 
     /// The end of step `index` when it never runs (`reason`: `Not run: …`).
     pub fn not_run(ctx: &Ctx, index: usize, reason: &str) -> StepEnd {
-        let step = ctx.cfg.steps.get(index);
         StepEnd {
-            index,
-            agent: ctx.agent_name(index),
-            position: step.map_or((None, None), |s| (s.step_index, s.task_index)),
-            adapter: adapter::for_step(&ctx.cfg, index).id().to_string(),
             not_run: Some(reason.to_owned()),
             closed: true,
-            started_wall: ctx.now_wall(),
             ended_wall: ctx.now_wall(),
-            ..StepEnd::default()
+            ..step_end(ctx, index, ctx.now_wall())
         }
     }
 
@@ -125,18 +117,10 @@ impl Supervisor {
         task: &str,
         script_values: Option<&ScriptValues>,
     ) -> Result<ChildRun, Box<StepEnd>> {
-        let agent = ctx.agent_name(index);
         let adapter = adapter::for_step(&ctx.cfg, index);
         let started = Instant::now();
         let step = ctx.cfg.steps[index].clone();
-        let mut end = StepEnd {
-            index,
-            agent: agent.clone(),
-            started_wall: ctx.now_wall(),
-            position: (step.step_index, step.task_index),
-            adapter: adapter.id().to_string(),
-            ..StepEnd::default()
-        };
+        let mut end = step_end(ctx, index, ctx.now_wall());
         if let Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeAgentSpawn) {
             self.stop_signal(signal);
         }
@@ -146,10 +130,10 @@ impl Supervisor {
             return Err(Box::new(end));
         }
         self.step_running(ctx, index, end.started_wall);
-        self.events
-            .append(&step_started_event(ctx.now_wall(), &ctx.cfg.id, &end));
+        let event = events::step_started(ctx.now_wall(), &ctx.cfg.id, end.index, &end.agent);
+        self.events.append(&end.with_position(event));
         ctx.set_writer(WriterState::Spawning, None);
-        let spec = step.adapter_spec();
+        let spec = step.adapter.clone();
         let cwd = ctx.cfg.step_cwd(index).to_owned();
         let input = StepInput {
             index,
@@ -160,14 +144,13 @@ impl Supervisor {
             cwd: &cwd,
             run: self.book.run(),
         };
-        let parser = adapter.parser(&input);
-        let built = adapter
-            .command(&input)
-            .and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
+        let parser = adapter::parser(adapter, &input);
+        let built =
+            adapter::command(adapter, &input).and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
         let (built, parser, remote) = match (built, step.placement.clone()) {
-            (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter.id(), parser) {
+            (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter, parser) {
                 Ok((command, parser, remote)) => (Ok(command), parser, Some(remote)),
-                Err(error) => (Err(error), adapter.parser(&input), None),
+                Err(error) => (Err(error), adapter::parser(adapter, &input), None),
             },
             (built, _) => (built, parser, None),
         };
@@ -189,18 +172,17 @@ impl Supervisor {
         self.reaper.watch(pid);
         self.note_pid(ctx, index, pid);
         let io = ChildIo::new(
-            Pipe::new(spawned.stdout, Stream::Stdout, parser.line_retain_limit()),
-            Pipe::new(spawned.stderr, Stream::Stderr, TEXT_LINE_RETAIN),
+            Pipe::new(spawned.stdout, parser.line_retain_limit()),
+            Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
             parser,
             OutputLog::open(self.run_dir(), index, self.log_cap),
         );
         Ok(ChildRun {
             index,
-            agent,
+            agent: end.agent,
             pid,
             started,
             started_wall: end.started_wall,
-            task: task.to_owned(),
             io,
             exit_seen: None,
             killer: None,
@@ -218,9 +200,7 @@ impl Supervisor {
     pub fn turn(&mut self, ctx: &mut Ctx, running: &mut [ChildRun]) {
         let now = Instant::now();
         let escalate = self.take_signals();
-        let clock = ctx.clock.clone();
-        let wall = move || clock.wall_ms();
-        self.reaper.reap(&wall);
+        self.reaper.reap();
         self.absorb_control(now, self.control_woken);
         for child in running.iter_mut() {
             self.advance(ctx, child, now, escalate);
@@ -280,8 +260,6 @@ impl Supervisor {
 
     /// Moves one agent on: exit, ladders (X4, X6, X9), the X7 guard, the X8 sweep.
     fn advance(&mut self, ctx: &Ctx, child: &mut ChildRun, now: Instant, escalate: bool) {
-        let clock = ctx.clock.clone();
-        let wall = move || clock.wall_ms();
         let pid = child.pid;
         if child.exit_seen.is_none() && self.reaper.exit_of(pid).is_some() {
             child.exit_seen = Some(now);
@@ -325,7 +303,7 @@ impl Supervisor {
             child.killer = Some(TreeKiller::start(pid, Ladder::Cleanup, now));
         }
         if let Some(k) = &mut child.killer
-            && k.tick(now, wall()).is_some()
+            && k.tick(now, ctx.now_wall()).is_some()
         {
             let done_at = *child.killer_done_at.get_or_insert(now);
             if child.exit_seen.is_none() {
@@ -339,7 +317,7 @@ impl Supervisor {
                     child.exit_seen = Some(now);
                 }
             } else if child.swept.is_none() {
-                child.swept = Some(sweep(&mut self.reaper, Some(pid), Some(pid), &wall));
+                child.swept = Some(sweep(&mut self.reaper, Some(pid), Some(pid)));
             }
         }
     }
@@ -349,15 +327,10 @@ impl Supervisor {
         let step = ctx.cfg.steps[child.index].clone();
         let ended_wall = ctx.now_wall();
         let mut end = StepEnd {
-            index: child.index,
-            agent: child.agent.clone(),
             pid: Some(child.pid),
-            started_wall: child.started_wall,
-            position: (step.step_index, step.task_index),
-            adapter: adapter::for_step(&ctx.cfg, child.index).id().to_string(),
-            ..StepEnd::default()
+            exit: self.reaper.exit_of(child.pid).cloned(),
+            ..step_end(ctx, child.index, child.started_wall)
         };
-        end.exit = self.reaper.exit_of(child.pid).cloned();
         self.apply_requests_to(&mut end);
         end.cancel = child.cancel.take();
         end.protocol = child.protocol.take();
@@ -408,9 +381,7 @@ impl Supervisor {
             step.started_at = Some(wall);
             step.agent.get_or_insert_with(|| ctx.agent_name(index));
         }
-        if let Err(e) = self.book.write(DocKind::RunningStatus) {
-            eprintln!("sublaunch-shim: cannot update status.json: {e}");
-        }
+        self.book.update();
     }
 
     fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
@@ -419,9 +390,7 @@ impl Supervisor {
             step.extra
                 .insert("externalProcess".into(), json!({"pid": pid, "startedAt": wall}));
         }
-        if let Err(e) = self.book.write(DocKind::RunningStatus) {
-            eprintln!("sublaunch-shim: cannot update status.json: {e}");
-        }
+        self.book.update();
     }
 
     /// Reads what `stream` has (bounded per wake so signals and timers stay responsive).
@@ -475,15 +444,15 @@ impl Supervisor {
             Stream::Stderr => &mut io.stderr,
         };
         if wants_lines {
-            pipe.split(data, |line, full| {
+            pipe.lines.push(data, |line, full| {
                 emit_line(events, parser.as_mut(), stream, line, full, &origin);
             });
         } else {
-            pipe.skip(data);
+            pipe.lines.skip(data);
         }
-        if stream == Stream::Stdout && pipe.pending() > PROTOCOL_LINE_LIMIT {
-            let message = protocol_limit_message(pipe.pending());
-            pipe.abandon();
+        if stream == Stream::Stdout && pipe.lines.pending() > PROTOCOL_LINE_LIMIT {
+            let message = protocol_limit_message(pipe.lines.pending());
+            pipe.lines.abandon();
             io.protocol_failed = true;
             eprintln!("sublaunch-shim: {message}");
             child.protocol.get_or_insert(message);
@@ -509,9 +478,9 @@ impl Supervisor {
             return;
         }
         if skip {
-            pipe.abandon();
+            pipe.lines.abandon();
         } else {
-            pipe.finish(|line, full| {
+            pipe.lines.finish(|line, full| {
                 emit_line(events, parser.as_mut(), stream, line, full, &origin);
             });
         }
@@ -525,24 +494,27 @@ impl Supervisor {
                 let _ = rustix::process::kill_process_group(p, rustix::process::Signal::KILL);
             }
         }
-        let clock = ctx.clock.clone();
-        let _ = sweep(&mut self.reaper, None, pids.first().copied(), &move || clock.wall_ms());
+        let _ = sweep(&mut self.reaper, None, pids.first().copied());
         ctx.release_lease();
         crate::end::exit::report("the test parent process exited.");
         std::process::exit(crate::end::exit::RECORDING_FAILED);
     }
 }
 
-/// `subagent.step.started`, with the plan position of a child of a chain or group.
-pub fn step_started_event(ts: u64, run_id: &str, end: &StepEnd) -> events::Event {
-    let mut event = events::step_started(ts, run_id, end.index, &end.agent);
-    if let Some(step) = end.position.0 {
-        event = event.with("planStepIndex", step);
+/// The end of step `index`, started at `started_wall`, as far as it is known before it runs.
+fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
+    StepEnd {
+        index,
+        agent: ctx.agent_name(index),
+        position: ctx
+            .cfg
+            .steps
+            .get(index)
+            .map_or((None, None), |s| (s.step_index, s.task_index)),
+        adapter: adapter::for_step(&ctx.cfg, index).to_string(),
+        started_wall,
+        ..StepEnd::default()
     }
-    if let Some(task) = end.position.1 {
-        event = event.with("taskIndex", task);
-    }
-    event
 }
 
 /// An OS spawn error, saying which program and, when it was not found, where it was looked for.

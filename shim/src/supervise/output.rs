@@ -25,29 +25,32 @@ pub enum Read {
     Empty,
 }
 
+/// A `pollfd` waiting for `fd` to be readable.
+pub fn poll_in(fd: i32) -> libc::pollfd {
+    libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    }
+}
+
 /// A pipe from the agent.
 #[derive(Debug)]
 pub struct Pipe {
     fd: Option<OwnedFd>,
-    stream: Stream,
-    splitter: LineSplitter,
+    /// Splits what is read into lines (R11 bounds).
+    pub lines: LineSplitter,
     total: u64,
 }
 
 impl Pipe {
     /// Wraps a non-blocking read end, keeping at most `retain` bytes of a line.
-    pub fn new(fd: OwnedFd, stream: Stream, retain: usize) -> Self {
+    pub fn new(fd: OwnedFd, retain: usize) -> Self {
         Self {
             fd: Some(fd),
-            stream,
-            splitter: LineSplitter::new(retain),
+            lines: LineSplitter::new(retain),
             total: 0,
         }
-    }
-
-    /// Which stream this is.
-    pub fn stream(&self) -> Stream {
-        self.stream
     }
 
     /// Whether the shim still reads it.
@@ -67,11 +70,7 @@ impl Pipe {
 
     /// The `pollfd` while open.
     pub fn pollfd(&self) -> Option<libc::pollfd> {
-        self.raw_fd().map(|fd| libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
-        })
+        self.raw_fd().map(poll_in)
     }
 
     /// One non-blocking read into `buf`.
@@ -91,34 +90,9 @@ impl Pipe {
         }
     }
 
-    /// Splits `data` into lines (see [`LineSplitter::push`]).
-    pub fn split(&mut self, data: &[u8], on_line: impl FnMut(&[u8], usize)) {
-        self.splitter.push(data, on_line);
-    }
-
-    /// Counts `data` towards the open line without splitting it.
-    pub fn skip(&mut self, data: &[u8]) {
-        self.splitter.skip(data);
-    }
-
-    /// Bytes of the open line.
-    pub fn pending(&self) -> usize {
-        self.splitter.pending()
-    }
-
-    /// Forgets the open line.
-    pub fn abandon(&mut self) {
-        self.splitter.abandon();
-    }
-
-    /// Delivers the unterminated last line.
-    pub fn finish(&mut self, on_line: impl FnMut(&[u8], usize)) {
-        self.splitter.finish(on_line);
-    }
-
     /// Closes the read end (EOF, or the X7 guard).
     pub fn close(&mut self) {
         self.fd = None;
-        self.splitter.abandon();
+        self.lines.abandon();
     }
 }

@@ -4,7 +4,6 @@
 //! The agent's status is kept; adopted processes are just reaped.
 
 use std::collections::BTreeMap;
-use std::time::Instant;
 use sublaunch_protocol::procinfo::ProcStat;
 
 /// How a child ended.
@@ -14,10 +13,6 @@ pub struct ExitInfo {
     pub code: Option<i32>,
     /// Signal number when a signal killed it.
     pub signal: Option<i32>,
-    /// Wall ms when the shim reaped it.
-    pub at_wall: u64,
-    /// Monotonic instant of the reaping.
-    pub at: Instant,
 }
 
 impl ExitInfo {
@@ -59,9 +54,8 @@ impl Reaper {
             .collect()
     }
 
-    /// Reaps every child that has exited; returns the pids of the non-agent ones.
-    pub fn reap(&mut self, wall_ms: impl Fn() -> u64) -> Vec<u32> {
-        let mut others = Vec::new();
+    /// Reaps every child that has exited, keeping how the watched agents ended.
+    pub fn reap(&mut self) {
         loop {
             // SAFETY: waitid into a zeroed local siginfo_t; si_pid/si_status read the union
             // members waitid fills for CLD_* codes.
@@ -85,14 +79,9 @@ impl Reaper {
                 *slot = Some(ExitInfo {
                     code: exited.then_some(status),
                     signal: (!exited).then_some(status),
-                    at_wall: wall_ms(),
-                    at: Instant::now(),
                 });
-            } else {
-                others.push(pid);
             }
         }
-        others
     }
 }
 

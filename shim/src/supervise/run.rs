@@ -4,16 +4,17 @@
 
 use crate::start::context::Ctx;
 use crate::start::faults::Fired;
-use crate::supervise::book::{Base, StatusBook, Written};
+use crate::supervise::book::StatusBook;
 use crate::supervise::control::ControlInbox;
 use crate::supervise::reaper::Reaper;
 use std::time::{Duration, Instant};
+use sublaunch_protocol::deferred::Submitted;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::events::{self, EventLog};
-use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
 use sublaunch_protocol::status::{RunningUpdate, StepStatus};
 
@@ -110,14 +111,14 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
 fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
     let run = ctx.open_run().map_err(|e| e.to_string())?;
     let runs = Dir::open_with(&ctx.paths.runs, ctx.os.clone()).ok();
-    let (mut book, base) = StatusBook::open(
+    let (mut book, replaced) = StatusBook::open(
         run.try_clone().map_err(|e| e.to_string())?,
         runs.as_ref(),
         &ctx.cfg.id,
         ctx.cfg.tool_call_id.clone(),
         ctx.policy,
     );
-    if let Base::Replaced(why) = &base {
+    if let Some(why) = &replaced {
         eprintln!("sublaunch-shim: status.json was unusable ({why}); writing a fresh one");
     }
     let now = ctx.now_wall();
@@ -184,9 +185,9 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
             to_pretty_bytes(&book.status)
         };
         match book.write_bytes(bytes, DocKind::RunningStatus) {
-            Ok(Written::Now | Written::Dropped) => {}
-            Ok(Written::Deferred) => eprintln!("sublaunch-shim: status.json write deferred (storage full)"),
-            Err(e) => return Err(format!("cannot write status.json: {e}")),
+            Submitted::Done | Submitted::Dropped => {}
+            Submitted::Deferred => eprintln!("sublaunch-shim: status.json write deferred (storage full)"),
+            Submitted::Failed(e) => return Err(format!("cannot write status.json: {e}")),
         }
     }
     book.mark();

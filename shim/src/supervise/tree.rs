@@ -63,7 +63,6 @@ pub enum GroupOutcome {
 pub struct TreeKiller {
     pgid: u32,
     ladder: Ladder,
-    started: Instant,
     schedule: VecDeque<(Instant, Signal)>,
     kill_sent: Option<Instant>,
     outcome: Option<GroupOutcome>,
@@ -93,7 +92,6 @@ impl TreeKiller {
         Self {
             pgid,
             ladder,
-            started: now,
             schedule,
             kill_sent: None,
             outcome: None,
@@ -103,11 +101,6 @@ impl TreeKiller {
     /// The ladder in use.
     pub fn ladder(&self) -> Ladder {
         self.ladder
-    }
-
-    /// When the ladder started.
-    pub fn started(&self) -> Instant {
-        self.started
     }
 
     /// The outcome, once decided.
@@ -203,12 +196,7 @@ const SWEEP_WAIT: Duration = Duration::from_millis(1_000);
 /// a parallel group keep running) and the ssh ControlMasters of placed steps
 /// ([`crate::remote::masters`]), then verifies that nothing of `agent_pgid` — and, when no
 /// agent runs any more, nothing of the shim's session — lives.
-pub fn sweep(
-    reaper: &mut Reaper,
-    agent: Option<u32>,
-    agent_pgid: Option<u32>,
-    wall_ms: &dyn Fn() -> u64,
-) -> SweepOutcome {
+pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -> SweepOutcome {
     let me = std::process::id();
     let mut outcome = SweepOutcome::default();
     let mut killed: Vec<u32> = Vec::new();
@@ -223,7 +211,7 @@ pub fn sweep(
             || crate::remote::masters::is_kept_master(pid)
     };
     for _ in 0..SWEEP_ROUNDS {
-        reaper.reap(wall_ms);
+        reaper.reap();
         let live = spared(reaper);
         let victims: Vec<u32> = children_of_self()
             .into_iter()
@@ -246,7 +234,7 @@ pub fn sweep(
         }
         let until = Instant::now() + SWEEP_WAIT;
         loop {
-            reaper.reap(wall_ms);
+            reaper.reap();
             let left = children_of_self();
             if victims.iter().all(|v| !left.contains(v)) || Instant::now() >= until {
                 break;
@@ -254,7 +242,7 @@ pub fn sweep(
             signals::wait(&mut [], Some(Duration::from_millis(10)));
         }
     }
-    reaper.reap(wall_ms);
+    reaper.reap();
     outcome.killed = u32::try_from(killed.len()).unwrap_or(u32::MAX);
     let live = spared(reaper);
     let session = sublaunch_protocol::ids::own_session().filter(|sid| *sid == me && live.is_empty());
