@@ -100,7 +100,6 @@ fn cell(text: &str) -> String {
 }
 
 fn print_table(rows: &[(&AgentDef, bool)], catalog: &Catalog) {
-    let header = ["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"].map(str::to_owned);
     let table: Vec<[String; 5]> = rows
         .iter()
         .map(|(agent, shadowed)| {
@@ -123,21 +122,7 @@ fn print_table(rows: &[(&AgentDef, bool)], catalog: &Catalog) {
             .map(cell)
         })
         .collect();
-    let widths: Vec<usize> = (0..4)
-        .map(|i| {
-            table
-                .iter()
-                .chain([&header])
-                .map(|r| r[i].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    for row in std::iter::once(&header).chain(table.iter()) {
-        let mut line: Vec<String> = row[..4].iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        line.push(row[4].clone());
-        say!("{}", line.join("  ").trim_end());
-    }
+    super::print_table(["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"], &table);
 }
 
 fn text(value: &LooseString) -> String {

@@ -122,11 +122,7 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                 eprintln!("{}", super::terminal_text::for_terminal(error));
             }
         }
-        if state == Some(RunState::Complete) {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        }
+        super::runs::outcome_code(state.as_ref())
     })
 }
 
@@ -141,9 +137,5 @@ async fn report_failure(failure: &LaunchFailure) -> ExitCode {
 /// Gives the supervising task a moment to finalize a run whose shim is exiting, so the proof
 /// is written before the CLI (the only observer) exits.
 async fn settle(handle: &LaunchHandle) {
-    let _ = tokio_timeout(FINALIZE_GRACE, handle.finished()).await;
-}
-
-async fn tokio_timeout<F: std::future::Future>(after: Duration, future: F) -> Option<F::Output> {
-    launch::tokio::time::timeout(after, future).await.ok()
+    let _ = launch::tokio::time::timeout(FINALIZE_GRACE, handle.finished()).await;
 }

@@ -3,7 +3,7 @@
 //! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5).
 
 use super::runs::say;
-use super::runs::{agents, duration, elapsed, now_ms, open_store, state_name, status_of, summary_json};
+use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_name, status_of, summary_json};
 use std::process::ExitCode;
 use sublaunch_protocol::os::clock::iso8601_utc;
 
@@ -24,8 +24,7 @@ pub fn run(args: Args) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let report = store.reconcile_all();
-    for warning in &report.warnings {
+    for warning in store.reconcile_all() {
         eprintln!("sublaunch list: warning: {warning}");
     }
     let ids = if args.all {
@@ -35,10 +34,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let ids = match ids {
         Ok(ids) => ids,
-        Err(e) => {
-            eprintln!("sublaunch list: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fail("list", e),
     };
     let mut rows = Vec::new();
     for id in ids {
@@ -80,13 +76,6 @@ pub fn run(args: Args) -> ExitCode {
             ],
         })
         .collect();
-    let header = ["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"].map(str::to_owned);
-    let widths: Vec<usize> = (0..5)
-        .map(|i| table.iter().chain([&header]).map(|r| r[i].len()).max().unwrap_or(0))
-        .collect();
-    for row in std::iter::once(&header).chain(table.iter()) {
-        let line: Vec<String> = row.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
-        say!("{}", line.join("  ").trim_end());
-    }
+    super::print_table(["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"], &table);
     ExitCode::SUCCESS
 }

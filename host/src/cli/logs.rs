@@ -5,7 +5,7 @@
 //! is printed line by line with escape sequences and control characters neutralised
 //! ([`super::terminal_text`]); `--raw` prints the bytes as they are.
 
-use super::runs::{find_run, open_store, status_of};
+use super::runs::{async_runtime, fail, open_run, status_of};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -32,30 +32,20 @@ pub struct Args {
 
 /// Runs `sublaunch logs`.
 pub fn run(args: Args) -> ExitCode {
-    let store = match open_store("logs") {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    let run = match find_run(&store, &args.run_id, "logs") {
-        Ok(run) => run,
-        Err(code) => return code,
-    };
+    logs(&args).unwrap_or_else(|code| code)
+}
+
+fn logs(args: &Args) -> Result<ExitCode, ExitCode> {
+    let (store, run) = open_run(&args.run_id, "logs")?;
     let mut streams = Streams::new(!args.raw);
-    if let Err(e) = streams.copy_new_output(&run, !args.follow) {
-        eprintln!("sublaunch logs: {e}");
-        return ExitCode::FAILURE;
-    }
+    streams
+        .copy_new_output(&run, !args.follow)
+        .map_err(|e| fail("logs", e))?;
     if !args.follow {
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
-    let runtime = match sublaunch::launch::runtime() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sublaunch logs: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(follow(&Arc::new(store), &Arc::new(run), streams))
+    let runtime = async_runtime("logs")?;
+    Ok(runtime.block_on(follow(&Arc::new(store), &Arc::new(run), streams)))
 }
 
 async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, mut streams: Streams) -> ExitCode {
@@ -64,24 +54,11 @@ async fn follow(store: &Arc<RunStore>, run: &Arc<Dir>, mut streams: Streams) -> 
         // Ends only once the run is terminal; the final copy catches the last bytes.
         let ended = look_and_watch(store, run, &mut watcher).await.is_some();
         let dir = run.clone();
-        let copied = tokio::task::spawn_blocking(move || {
-            let result = streams.copy_new_output(&dir, ended);
-            (result, streams)
-        })
-        .await;
-        let result = match copied {
-            Ok((result, moved)) => {
-                streams = moved;
-                result
-            }
-            Err(e) => {
-                eprintln!("sublaunch logs: {e}");
-                return ExitCode::FAILURE;
-            }
-        };
-        if let Err(e) = result {
-            eprintln!("sublaunch logs: {e}");
-            return ExitCode::FAILURE;
+        let copied = tokio::task::spawn_blocking(move || (streams.copy_new_output(&dir, ended), streams)).await;
+        match copied {
+            Ok((Ok(()), moved)) => streams = moved,
+            Ok((Err(e), _)) => return fail("logs", e),
+            Err(e) => return fail("logs", e),
         }
         if ended {
             return ExitCode::SUCCESS;

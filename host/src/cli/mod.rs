@@ -129,6 +129,27 @@ pub fn load_planner() -> Result<Planner, PlanError> {
     })
 }
 
+/// Prints `header` and `rows` as columns two spaces apart, every column but the last padded
+/// to its widest cell (counted in characters).
+pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
+    let header = header.map(str::to_owned);
+    let widths: Vec<usize> = (0..N)
+        .map(|i| {
+            rows.iter()
+                .chain([&header])
+                .map(|r| r[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for row in std::iter::once(&header).chain(rows) {
+        let (last, padded) = row.split_last().expect("a table has columns");
+        let mut line: Vec<String> = padded.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        line.push(last.clone());
+        runs::say!("{}", line.join("  ").trim_end());
+    }
+}
+
 /// A single-threaded runtime for the commands that wait on processes and files.
 pub fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()

@@ -4,7 +4,7 @@
 //! ready → ack → acknowledged → confirm → confirmed → proceed (K3).
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
-use super::runs::{find_run, open_store, state_name, status_of};
+use super::runs::{fail, open_run, state_name, status_of};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -33,41 +33,27 @@ pub struct Args {
 
 /// Runs `sublaunch resume`.
 pub fn run(args: Args) -> ExitCode {
-    let store = match open_store("resume") {
-        Ok(store) => store,
+    let (store, source) = match open_run(&args.run_id, "resume") {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
-    let source = match find_run(&store, &args.run_id, "resume") {
-        Ok(run) => run,
-        Err(code) => return code,
-    };
+    let source_id = &args.run_id;
     store.reconcile_run(&source);
     if let Some(status) = status_of(&source).filter(|s| !s.is_terminal()) {
-        eprintln!(
-            "sublaunch resume: run '{}' is still {}; wait for it or stop it first",
-            args.run_id,
-            state_name(&status)
+        let state = state_name(&status);
+        return fail(
+            "resume",
+            format_args!("run '{source_id}' is still {state}; wait for it or stop it first"),
         );
-        return ExitCode::FAILURE;
     }
-    let record = match read_plan_record(&source) {
-        Ok(ReadDoc::Present(record)) => record,
-        Ok(_) | Err(_) => {
-            eprintln!(
-                "sublaunch resume: run '{}' cannot be resumed: its launch plan is missing or unreadable",
-                args.run_id
-            );
-            return ExitCode::FAILURE;
-        }
+    let Ok(ReadDoc::Present(record)) = read_plan_record(&source) else {
+        let why = "its launch plan is missing or unreadable";
+        return fail("resume", format_args!("run '{source_id}' cannot be resumed: {why}"));
     };
     let session_file = source.join(SESSION_FILE);
     if !session_file.is_file() {
-        eprintln!(
-            "sublaunch resume: run '{}' cannot be resumed: it has no session file ({})",
-            args.run_id,
-            session_file.display()
-        );
-        return ExitCode::FAILURE;
+        let why = format!("it has no session file ({})", session_file.display());
+        return fail("resume", format_args!("run '{source_id}' cannot be resumed: {why}"));
     }
     wait_for_source_shim(&source);
     let agent = record.plan.steps.first().map_or("run", |s| s.agent.as_str());

@@ -4,6 +4,7 @@
 use super::EXIT_USAGE;
 use serde_json::{Value, json};
 use std::process::ExitCode;
+use std::time::Duration;
 use sublaunch::launch::reconcile::RunStore;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
@@ -23,35 +24,58 @@ pub(crate) use say;
 /// Exit code of a wait that ran out of time (like timeout(1)).
 pub const EXIT_TIMEOUT: u8 = 124;
 
+/// Prints `sublaunch <command>: <error>` and gives exit 1.
+pub fn fail(command: &str, error: impl std::fmt::Display) -> ExitCode {
+    eprintln!("sublaunch {command}: {error}");
+    ExitCode::FAILURE
+}
+
 /// Opens the run store of the environment's root, or prints why not (exit 1).
 pub fn open_store(command: &str) -> Result<RunStore, ExitCode> {
     let env = super::environment();
-    let layout = env.layout(std::env::current_dir().ok().as_deref()).map_err(|e| {
-        eprintln!("sublaunch {command}: {e}");
-        ExitCode::FAILURE
-    })?;
-    RunStore::open(&layout, &env).map_err(|e| {
-        eprintln!("sublaunch {command}: {e}");
-        ExitCode::FAILURE
-    })
+    let layout = env
+        .layout(std::env::current_dir().ok().as_deref())
+        .map_err(|e| fail(command, e))?;
+    RunStore::open(&layout, &env).map_err(|e| fail(command, e))
 }
 
-/// The run directory of `run_id`; an invalid or unknown id is a usage error (exit 2).
-pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<Dir, ExitCode> {
+/// The run store and the run directory of `run_id`; an invalid or unknown id is a usage
+/// error (exit 2).
+pub fn open_run(run_id: &str, command: &str) -> Result<(RunStore, Dir), ExitCode> {
+    let store = open_store(command)?;
     if let Err(e) = validate_run_id(run_id) {
         eprintln!("sublaunch {command}: {e}");
         return Err(ExitCode::from(EXIT_USAGE));
     }
     match store.run_dir(run_id) {
-        Ok(Some(run)) => Ok(run),
+        Ok(Some(run)) => Ok((store, run)),
         Ok(None) => {
             eprintln!("sublaunch {command}: unknown run '{run_id}'");
             Err(ExitCode::from(EXIT_USAGE))
         }
-        Err(e) => {
-            eprintln!("sublaunch {command}: cannot open run '{run_id}': {e}");
-            Err(ExitCode::FAILURE)
-        }
+        Err(e) => Err(fail(command, format_args!("cannot open run '{run_id}': {e}"))),
+    }
+}
+
+/// The async runtime of a command that waits, or prints why not (exit 1).
+pub fn async_runtime(command: &str) -> Result<sublaunch::launch::tokio::runtime::Runtime, ExitCode> {
+    sublaunch::launch::runtime().map_err(|e| fail(command, e))
+}
+
+/// A `--timeout SECS` value; a negative or non-finite number is a usage error (exit 2).
+pub fn timeout_arg(secs: Option<f64>, command: &str) -> Result<Option<Duration>, ExitCode> {
+    secs.map(seconds).transpose().map_err(|message| {
+        eprintln!("sublaunch {command}: {message}");
+        ExitCode::from(EXIT_USAGE)
+    })
+}
+
+/// A non-negative number of seconds.
+pub fn seconds(value: f64) -> Result<Duration, String> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(Duration::from_secs_f64(value))
+    } else {
+        Err(format!("invalid number of seconds: {value}"))
     }
 }
 

@@ -2,7 +2,7 @@
 //! died unobserved (S13).
 
 use super::runs::say;
-use super::runs::{describe, find_run, now_ms, open_store, raw_status, status_of};
+use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
 use std::process::ExitCode;
 
 /// Arguments of `sublaunch status`.
@@ -17,15 +17,11 @@ pub struct Args {
 
 /// Runs `sublaunch status`.
 pub fn run(args: Args) -> ExitCode {
-    let store = match open_store("status") {
-        Ok(store) => store,
+    let (store, run) = match open_run(&args.run_id, "status") {
+        Ok(opened) => opened,
         Err(code) => return code,
     };
-    let run = match find_run(&store, &args.run_id, "status") {
-        Ok(run) => run,
-        Err(code) => return code,
-    };
-    for warning in store.reconcile_run(&run).warnings {
+    for warning in store.reconcile_run(&run) {
         eprintln!("sublaunch status: warning: {warning}");
     }
     if args.json {
@@ -34,10 +30,7 @@ pub fn run(args: Args) -> ExitCode {
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
             }
-            Err(e) => {
-                eprintln!("sublaunch status: run '{}': {e}", args.run_id);
-                ExitCode::FAILURE
-            }
+            Err(e) => fail("status", format_args!("run '{}': {e}", args.run_id)),
         };
     }
     match status_of(&run) {
@@ -47,8 +40,7 @@ pub fn run(args: Args) -> ExitCode {
         }
         None => {
             let why = raw_status(&run).err().unwrap_or_default();
-            eprintln!("sublaunch status: run '{}': {why}", args.run_id);
-            ExitCode::FAILURE
+            fail("status", format_args!("run '{}': {why}", args.run_id))
         }
     }
 }

@@ -3,8 +3,7 @@
 //! Exit 0 once the run is terminal (stopped, or ended otherwise), 1 if it did not end in time.
 
 use super::runs::say;
-use super::runs::{find_run, open_store, state_name, status_of};
-use super::wait::seconds;
+use super::runs::{async_runtime, fail, open_run, state_name, status_of, timeout_arg};
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -28,24 +27,15 @@ pub struct Args {
 
 /// Runs `sublaunch stop`.
 pub fn run(args: Args) -> ExitCode {
-    let limit = match args.timeout.map(seconds).transpose() {
-        Ok(limit) => limit.unwrap_or(DEFAULT_STOP_WAIT),
-        Err(message) => {
-            eprintln!("sublaunch stop: {message}");
-            return ExitCode::from(super::EXIT_USAGE);
-        }
-    };
-    let store = match open_store("stop") {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    let run = match find_run(&store, &args.run_id, "stop") {
-        Ok(run) => run,
-        Err(code) => return code,
-    };
+    stop(&args).unwrap_or_else(|code| code)
+}
+
+fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
+    let limit = timeout_arg(args.timeout, "stop")?.unwrap_or(DEFAULT_STOP_WAIT);
+    let (store, run) = open_run(&args.run_id, "stop")?;
     if let Some(status) = status_of(&run).filter(|s| s.is_terminal()) {
         say!("{}: {} (already ended)", args.run_id, state_name(&status));
-        return ExitCode::SUCCESS;
+        return Ok(ExitCode::SUCCESS);
     }
     let request = json!({
         "version": 1,
@@ -62,29 +52,25 @@ pub fn run(args: Args) -> ExitCode {
         )
     });
     if let Err(e) = written {
-        eprintln!("sublaunch stop: cannot request the stop of '{}': {e}", args.run_id);
-        return ExitCode::FAILURE;
+        return Err(fail(
+            "stop",
+            format_args!("cannot request the stop of '{}': {e}", args.run_id),
+        ));
     }
-    let runtime = match sublaunch::launch::runtime() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sublaunch stop: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    let runtime = async_runtime("stop")?;
     let (store, run) = (Arc::new(store), Arc::new(run));
-    match runtime.block_on(wait_terminal(&store, &run, Some(limit))) {
+    Ok(match runtime.block_on(wait_terminal(&store, &run, Some(limit))) {
         WaitEnd::Terminal(status) => {
             say!("{}: {}", args.run_id, state_name(&status));
             ExitCode::SUCCESS
         }
-        WaitEnd::TimedOut => {
-            eprintln!(
-                "sublaunch stop: run '{}' did not record its end within {}s",
+        WaitEnd::TimedOut => fail(
+            "stop",
+            format_args!(
+                "run '{}' did not record its end within {}s",
                 args.run_id,
                 limit.as_secs_f64()
-            );
-            ExitCode::FAILURE
-        }
-    }
+            ),
+        ),
+    })
 }

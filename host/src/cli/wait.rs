@@ -4,11 +4,10 @@
 
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
-use super::runs::{EXIT_TIMEOUT, find_run, open_store, outcome_code, state_name};
+use super::runs::{EXIT_TIMEOUT, async_runtime, open_run, outcome_code, state_name, timeout_arg};
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Duration;
 use sublaunch::launch::tokio;
 use sublaunch::runs::{WaitEnd, wait_terminal};
 
@@ -27,28 +26,13 @@ pub struct Args {
 
 /// Runs `sublaunch wait`.
 pub fn run(args: Args) -> ExitCode {
-    let limit = match args.timeout.map(seconds).transpose() {
-        Ok(limit) => limit,
-        Err(message) => {
-            eprintln!("sublaunch wait: {message}");
-            return ExitCode::from(super::EXIT_USAGE);
-        }
-    };
-    let store = match open_store("wait") {
-        Ok(store) => store,
-        Err(code) => return code,
-    };
-    let run = match find_run(&store, &args.run_id, "wait") {
-        Ok(run) => run,
-        Err(code) => return code,
-    };
-    let runtime = match sublaunch::launch::runtime() {
-        Ok(runtime) => runtime,
-        Err(e) => {
-            eprintln!("sublaunch wait: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    wait(&args).unwrap_or_else(|code| code)
+}
+
+fn wait(args: &Args) -> Result<ExitCode, ExitCode> {
+    let limit = timeout_arg(args.timeout, "wait")?;
+    let (store, run) = open_run(&args.run_id, "wait")?;
+    let runtime = async_runtime("wait")?;
     let (store, run) = (Arc::new(store), Arc::new(run));
     let mut progress = Progress::new(run.clone(), &args.run_id, Style::detect(args.json));
     let (end, snapshot) = runtime.block_on(async {
@@ -58,7 +42,7 @@ pub fn run(args: Args) -> ExitCode {
         };
         (end, progress.finish().await)
     });
-    match end {
+    Ok(match end {
         WaitEnd::Terminal(status) => {
             if args.json {
                 say!(
@@ -84,14 +68,5 @@ pub fn run(args: Args) -> ExitCode {
             eprintln!("sublaunch wait: run '{}' is still active", args.run_id);
             ExitCode::from(EXIT_TIMEOUT)
         }
-    }
-}
-
-/// A non-negative number of seconds.
-pub fn seconds(value: f64) -> Result<Duration, String> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(format!("invalid number of seconds: {value}"))
-    }
+    })
 }

@@ -24,36 +24,14 @@
 //! runner when the step starts; any other `{name}` is an error here.
 
 use crate::inputs::agents::Catalog;
+use crate::inputs::config_files::FileError;
 use serde::Deserialize;
 use serde_json::Value;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use sublaunch_contract::{LooseString, Mode, Step, Task, ThinkingSetting};
 
 /// The placeholders a chain step's task text may use.
 pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
-
-/// A chain file that cannot be used: which file, where in it, what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ChainFileError {
-    /// The file.
-    pub path: PathBuf,
-    /// The JSON path inside the document (`steps[1].parallel[0].agent`), when known.
-    pub at: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for ChainFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.at {
-            Some(at) => write!(f, "{}: {at}: {}", self.path.display(), self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
-        }
-    }
-}
-
-impl std::error::Error for ChainFileError {}
 
 /// One step (or task of a group) of a chain file.
 #[derive(Clone, Debug, Default, PartialEq, Deserialize)]
@@ -140,23 +118,16 @@ pub struct ChainWorkflow {
 }
 
 /// Reads and parses the chain file at `path`.
-pub fn read_chain_file(path: &Path) -> Result<ChainFile, ChainFileError> {
-    let text = crate::inputs::config_files::read_text(path).map_err(|problem| ChainFileError {
-        path: path.to_owned(),
-        at: None,
-        message: format!("the chain file {}", problem.problem),
-    })?;
+pub fn read_chain_file(path: &Path) -> Result<ChainFile, FileError> {
+    let text = crate::inputs::config_files::read_text(path)
+        .map_err(|problem| FileError::new(path, None, format!("the chain file {}", problem.problem)))?;
     parse_chain_file(path, &text)
 }
 
 /// Parses a chain file: JSON when the name ends in `.json` (or, for other names, the text
 /// starts with `{`), YAML otherwise.
-pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, ChainFileError> {
-    let fail = |at: Option<String>, message: String| ChainFileError {
-        path: path.to_owned(),
-        at,
-        message,
-    };
+pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError> {
+    let fail = |at: Option<String>, message: String| FileError::new(path, at, message);
     let extension = path.extension().and_then(|e| e.to_str()).unwrap_or("");
     let json = match extension {
         "json" => true,
@@ -199,8 +170,8 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, ChainFileE
 fn from_value<T: serde::de::DeserializeOwned>(
     value: Value,
     prefix: &str,
-    fail: &impl Fn(Option<String>, String) -> ChainFileError,
-) -> Result<T, ChainFileError> {
+    fail: &impl Fn(Option<String>, String) -> FileError,
+) -> Result<T, FileError> {
     serde_path_to_error::deserialize(value).map_err(|e| {
         let inner = e.path().to_string();
         let at = match (prefix.is_empty(), inner == ".") {
@@ -215,16 +186,12 @@ fn from_value<T: serde::de::DeserializeOwned>(
 }
 
 impl ChainFile {
-    fn error(&self, at: impl Into<String>, message: impl Into<String>) -> ChainFileError {
-        ChainFileError {
-            path: self.path.clone(),
-            at: Some(at.into()),
-            message: message.into(),
-        }
+    fn error(&self, at: impl Into<String>, message: impl Into<String>) -> FileError {
+        FileError::new(&self.path, Some(at.into()), message)
     }
 
     /// Checks what needs no agents: steps present, groups not empty, concurrency ≥ 1.
-    fn check_shape(&self) -> Result<(), ChainFileError> {
+    fn check_shape(&self) -> Result<(), FileError> {
         if self.steps.is_empty() {
             return Err(self.error("steps", "a chain file needs at least one step"));
         }
@@ -270,7 +237,7 @@ impl ChainFile {
     /// Checks the file against the agents and the run's task: every agent is known and
     /// loadable, every task text uses only [`CHAIN_PLACEHOLDERS`], `{previous}` only where a
     /// step ran before, `{task}` only when the run has a task.
-    pub fn check(&self, catalog: &Catalog, run_task: Option<&str>) -> Result<(), ChainFileError> {
+    pub fn check(&self, catalog: &Catalog, run_task: Option<&str>) -> Result<(), FileError> {
         for (at, task, after_previous) in self.tasks() {
             catalog
                 .require(&task.agent)
@@ -326,7 +293,7 @@ impl ChainFile {
     /// The run's concurrency and fail-fast: the file's top-level values, else the values its
     /// groups set (the launcher applies one value to every group, so groups that set
     /// different values are an error unless a top-level value overrides them).
-    pub fn workflow(&self) -> Result<ChainWorkflow, ChainFileError> {
+    pub fn workflow(&self) -> Result<ChainWorkflow, FileError> {
         Ok(ChainWorkflow {
             concurrency: match self.concurrency {
                 Some(value) => Some(value),
@@ -339,11 +306,11 @@ impl ChainFile {
         })
     }
 
-    fn group_value<T: PartialEq + Copy + fmt::Display>(
+    fn group_value<T: PartialEq + Copy + std::fmt::Display>(
         &self,
         key: &str,
         get: impl Fn(&ChainGroup) -> Option<T>,
-    ) -> Result<Option<T>, ChainFileError> {
+    ) -> Result<Option<T>, FileError> {
         let mut found: Option<(usize, T)> = None;
         for (index, step) in self.steps.iter().enumerate() {
             let ChainStep::Group(group) = step else { continue };
@@ -445,7 +412,7 @@ pub fn placeholders(text: &str) -> Vec<&str> {
 mod tests {
     use super::*;
 
-    fn parse(name: &str, text: &str) -> Result<ChainFile, ChainFileError> {
+    fn parse(name: &str, text: &str) -> Result<ChainFile, FileError> {
         parse_chain_file(Path::new(name), text)
     }
 

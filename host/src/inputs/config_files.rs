@@ -32,6 +32,37 @@ impl std::fmt::Display for FileProblem {
 
 impl std::error::Error for FileProblem {}
 
+/// A configuration file (an agent or chain file) that cannot be used: which file, where in
+/// it, what is wrong. Shown as `<path>: <at>: <message>`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileError {
+    /// The file.
+    pub path: PathBuf,
+    /// Where in the file: a frontmatter field or a JSON path (`steps[1].agent`), when known.
+    pub at: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl FileError {
+    /// The error `message` about `path`, at `at`.
+    pub fn new(path: &Path, at: Option<String>, message: impl Into<String>) -> Self {
+        let (path, message) = (path.to_owned(), message.into());
+        Self { path, at, message }
+    }
+}
+
+impl std::fmt::Display for FileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.at {
+            Some(at) => write!(f, "{}: {at}: {}", self.path.display(), self.message),
+            None => write!(f, "{}: {}", self.path.display(), self.message),
+        }
+    }
+}
+
+impl std::error::Error for FileError {}
+
 /// Reads `file` whole; `Ok(None)` when it does not exist. Anything but a regular file of at
 /// most [`FILE_LIMIT`] bytes is refused.
 pub fn read_bytes(file: &Path) -> Result<Option<Vec<u8>>, FileProblem> {

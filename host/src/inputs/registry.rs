@@ -50,11 +50,7 @@ struct Layer {
 impl Registry {
     /// The registry in effect for `cwd`, with `extra` (`--models FILE`) on top.
     pub fn load(cwd: &Path, extra: Option<&Path>, env: &crate::Environment) -> anyhow::Result<Self> {
-        let mut layers = vec![Layer {
-            source: "built-in".into(),
-            replace: false,
-            models: parse_layer(Path::new("<built-in models.json>"), BUILTIN.as_bytes())?.1,
-        }];
+        let mut layers = vec![builtin_layer()];
         let mut files: Vec<PathBuf> = Vec::new();
         if let Some(dir) = env.config_dir() {
             files.push(dir.join("models.json"));
@@ -77,13 +73,7 @@ impl Registry {
 
     /// Only the built-in registry.
     pub fn builtin() -> Self {
-        let (_, models) =
-            parse_layer(Path::new("<built-in>"), BUILTIN.as_bytes()).expect("the built-in registry is valid");
-        Self::from_layers(vec![Layer {
-            source: "built-in".into(),
-            replace: false,
-            models,
-        }])
+        Self::from_layers(vec![builtin_layer()])
     }
 
     fn from_layers(layers: Vec<Layer>) -> Self {
@@ -108,6 +98,16 @@ impl Registry {
     /// The entries as the planner's `availableModels`.
     pub fn models(&self) -> Vec<ModelEntry> {
         self.entries.iter().map(|e| e.model.clone()).collect()
+    }
+}
+
+/// The registry compiled into this binary (`host/data/models.json`, checked by a test).
+fn builtin_layer() -> Layer {
+    let (_, models) = parse_layer(Path::new("<built-in>"), BUILTIN.as_bytes()).expect("the built-in registry is valid");
+    Layer {
+        source: "built-in".into(),
+        replace: false,
+        models,
     }
 }
 

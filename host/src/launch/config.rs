@@ -130,7 +130,7 @@ pub fn step_config(
         },
     };
     config.model.clone_from(&step.model);
-    config.set_adapter_spec(Some(adapter_spec(step, agent)));
+    config.adapter = Some(adapter_spec(step, agent));
     config.set_position(step.step_index, step.task_index);
     if step.structured {
         let schema = match step.output_schema.as_deref() {

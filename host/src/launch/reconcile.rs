@@ -19,36 +19,10 @@ use sublaunch_protocol::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::layout::{Layout, validate_run_id};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, ProofState, repair_orphan};
+use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
 use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
 use sublaunch_protocol::sweep::sweep_root;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
-
-/// What one reconciliation changed.
-#[derive(Debug, Default)]
-pub struct Reconciled {
-    /// The proof written for an orphaned run (S13).
-    pub orphan_proof: Option<ProcessTerminal>,
-    /// The status was marked failed (stale repair or a dead launching host).
-    pub status_repaired: bool,
-    /// Non-fatal problems.
-    pub warnings: Vec<String>,
-}
-
-/// What a full pass changed.
-#[derive(Debug, Default)]
-pub struct Report {
-    /// Runs whose proof or status was repaired.
-    pub repaired: Vec<String>,
-    /// Phantom markers released (I5).
-    pub phantoms_released: Vec<String>,
-    /// Markers of terminal runs released (I5).
-    pub markers_released: Vec<String>,
-    /// Orphan temp files and staging directories removed (A12).
-    pub swept: usize,
-    /// Non-fatal problems.
-    pub warnings: Vec<String>,
-}
 
 /// The runs under one root, seen by a process that did not spawn them.
 pub struct RunStore {
@@ -120,12 +94,11 @@ impl RunStore {
         Ok(ids)
     }
 
-    /// S13 and the dead-launcher repair for one run.
-    pub fn reconcile_run(&self, run: &Dir) -> Reconciled {
-        let mut out = Reconciled::default();
-        match self.repair_unspawned(run) {
-            Ok(repaired) => out.status_repaired |= repaired,
-            Err(e) => out.warnings.push(e.to_string()),
+    /// S13 and the dead-launcher repair for one run; returns the non-fatal problems.
+    pub fn reconcile_run(&self, run: &Dir) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Err(e) = self.repair_unspawned(run) {
+            warnings.push(e.to_string());
         }
         let request = OrphanRequest {
             spawned_here: false,
@@ -134,37 +107,35 @@ impl RunStore {
         };
         match repair_orphan(run, &request, Some(&self.index), self.policy) {
             Ok(Some(outcome)) => {
-                out.status_repaired |= outcome.status_repaired;
-                out.warnings.extend(outcome.warnings);
+                warnings.extend(outcome.warnings);
                 if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str()) {
                     self.hooks.event(&HostEvent::ProcessTerminal {
                         run_id: run_id.to_owned(),
-                        proof: outcome.proof.clone(),
+                        proof: outcome.proof,
                     });
                 }
-                out.orphan_proof = Some(outcome.proof);
             }
             Ok(None) => {}
-            Err(e) => out.warnings.push(e.to_string()),
+            Err(e) => warnings.push(e.to_string()),
         }
-        out
+        warnings
     }
 
     /// A `queued` status without a pid whose launching host is dead: the launch died before a
     /// shim existed (or before it was recorded). Marked failed, proof not-started.
-    fn repair_unspawned(&self, run: &Dir) -> io::Result<bool> {
+    fn repair_unspawned(&self, run: &Dir) -> io::Result<()> {
         let Ok(ReadDoc::Present(status)) = read_status(run) else {
-            return Ok(false);
+            return Ok(());
         };
-        if !self.launcher_died(&status) {
-            return Ok(false);
+        if !launcher_died(self.oracle.as_ref(), &status) {
+            return Ok(());
         }
         let now = run.os().clock.wall_ms();
         let oracle = self.oracle.clone();
         let policy = self.policy;
         let result = modify_status(run, false, |status| {
-            if !launcher_died_with(&*oracle, status) {
-                return (Change::Keep, false);
+            if !launcher_died(&*oracle, status) {
+                return (Change::Keep, ());
             }
             let host = status.extra.get(LAUNCH_HOST_PID).and_then(Value::as_u64).unwrap_or(0);
             status.mark_terminal(
@@ -183,48 +154,37 @@ impl RunStore {
             if let (Some(run_id), Some(instance)) = (status.run_id.clone(), instance) {
                 status.process_terminal = Some(ProcessTerminal::not_started(&run_id, &instance).to_value());
             }
-            (Change::Write(policy.options(DocKind::TerminalStatus)), true)
+            (Change::Write(policy.options(DocKind::TerminalStatus)), ())
         });
         match result {
-            Ok(repaired) => Ok(repaired),
             Err(sublaunch_protocol::status::ModifyError::Io(e)) => Err(e),
-            Err(_) => Ok(false),
+            _ => Ok(()),
         }
     }
 
-    fn launcher_died(&self, status: &Status) -> bool {
-        launcher_died_with(self.oracle.as_ref(), status)
-    }
-
-    /// A full pass: sweep (A12), every run (S13), every marker (I5).
-    pub fn reconcile_all(&self) -> Report {
-        let mut report = Report::default();
-        let sweep = sweep_root(&self.root, self.oracle.as_ref());
-        report.swept += sweep.removed.len();
-        report.warnings.extend(sweep.errors);
-        report.swept += self.sweep_hidden_dirs();
+    /// A full pass: sweep (A12), every run (S13), every marker (I5); returns the non-fatal
+    /// problems.
+    pub fn reconcile_all(&self) -> Vec<String> {
+        let mut warnings = sweep_root(&self.root, self.oracle.as_ref()).errors;
+        self.sweep_hidden_dirs();
         match self.run_ids() {
             Ok(ids) => {
                 for id in ids {
                     if let Ok(Some(run)) = self.root.runs().open_child(&id) {
-                        let outcome = self.reconcile_run(&run);
-                        if outcome.status_repaired || outcome.orphan_proof.is_some() {
-                            report.repaired.push(id);
-                        }
-                        report.warnings.extend(outcome.warnings);
+                        warnings.extend(self.reconcile_run(&run));
                     }
                 }
             }
-            Err(e) => report.warnings.push(e.to_string()),
+            Err(e) => warnings.push(e.to_string()),
         }
-        if let Err(e) = self.reconcile_markers(&mut report) {
-            report.warnings.push(e.to_string());
+        if let Err(e) = self.reconcile_markers(&mut warnings) {
+            warnings.push(e.to_string());
         }
-        report
+        warnings
     }
 
-    /// I5 for every marker; returns nothing, fills `report`.
-    fn reconcile_markers(&self, report: &mut Report) -> io::Result<()> {
+    /// I5 for every marker; the release's warnings go to `warnings`.
+    fn reconcile_markers(&self, warnings: &mut Vec<String>) -> io::Result<()> {
         let Some(markers) = self.index.list()? else {
             return Ok(());
         };
@@ -239,12 +199,10 @@ impl RunStore {
             match judge_marker(run.is_some(), status.as_ref(), age) {
                 MarkerVerdict::Phantom => {
                     self.index.release(&marker.run_id, &RunState::Failed, None, None)?;
-                    report.phantoms_released.push(marker.run_id);
                 }
                 MarkerVerdict::ReleaseTerminal(state) => {
                     let outcome = self.index.release(&marker.run_id, &state, None, run.as_ref())?;
-                    report.warnings.extend(outcome.warnings);
-                    report.markers_released.push(marker.run_id);
+                    warnings.extend(outcome.warnings);
                 }
                 MarkerVerdict::Active | MarkerVerdict::TerminalPending => {}
             }
@@ -270,24 +228,22 @@ impl RunStore {
         Ok(out)
     }
 
-    /// Staging and removal directories of launch hosts that died (see `run_dir`).
-    fn sweep_hidden_dirs(&self) -> usize {
+    /// Removes the staging and removal directories of launch hosts that died (see `run_dir`).
+    fn sweep_hidden_dirs(&self) {
         let runs = self.root.runs();
-        let Ok(entries) = runs.entries() else { return 0 };
-        let mut removed = 0;
+        let Ok(entries) = runs.entries() else { return };
         for entry in entries.into_iter().filter(|e| e.file_type == FileType::Directory) {
             let Some(name) = entry.name.to_str() else { continue };
             let Some(pid) = hidden_dir_pid(name) else { continue };
             if pid != std::process::id() && self.oracle.liveness(pid, None) == Liveness::Dead {
                 run_dir::remove_hidden(runs, name);
-                removed += 1;
             }
         }
-        removed
     }
 }
 
-fn launcher_died_with(oracle: &dyn ProcessOracle, status: &Status) -> bool {
+/// Whether the launch host of a `queued` run without a shim pid has died.
+fn launcher_died(oracle: &dyn ProcessOracle, status: &Status) -> bool {
     if status.state != Some(RunState::Queued) || status.pid.is_some() {
         return false;
     }
@@ -301,9 +257,4 @@ fn launcher_died_with(oracle: &dyn ProcessOracle, status: &Status) -> bool {
     };
     let identity = status.extra.get(LAUNCH_HOST_START_IDENTITY).and_then(Value::as_str);
     host != std::process::id() && oracle.liveness(host, identity) == Liveness::Dead
-}
-
-/// Whether the run's proof is still `pending` (nobody observed the shim's exit yet).
-pub fn proof_pending(status: &Status) -> bool {
-    status.proof_state() == Some(ProofState::Pending)
 }

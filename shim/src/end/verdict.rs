@@ -29,7 +29,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         end.validation = Some(error);
         return;
     }
-    if !step.is_structured() {
+    if !step.structured {
         return;
     }
     let schema = step.output_schema.clone().unwrap_or_else(|| json!({}));

@@ -227,7 +227,6 @@ fn cut(text: &str, width: usize) -> String {
     out
 }
 
-/// The terminal's width in columns (stderr's, else `$COLUMNS`, else 80).
 /// The terminal indicatif draws the live block on: ANSI cursor movement and line clearing
 /// written to the renderer's output.
 struct WriterTerm {
@@ -242,12 +241,14 @@ impl fmt::Debug for WriterTerm {
 }
 
 impl WriterTerm {
-    fn write(&self, text: &str) -> std::io::Result<()> {
-        let mut out = self
-            .out
+    fn out(&self) -> std::io::Result<std::sync::MutexGuard<'_, Box<dyn Write + Send>>> {
+        self.out
             .lock()
-            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
-        out.write_all(text.as_bytes())
+            .map_err(|_| std::io::Error::other("output lock poisoned"))
+    }
+
+    fn write(&self, text: &str) -> std::io::Result<()> {
+        self.out()?.write_all(text.as_bytes())
     }
 
     fn cursor(&self, n: usize, code: char) -> std::io::Result<()> {
@@ -293,14 +294,11 @@ impl TermLike for WriterTerm {
     }
 
     fn flush(&self) -> std::io::Result<()> {
-        let mut out = self
-            .out
-            .lock()
-            .map_err(|_| std::io::Error::other("output lock poisoned"))?;
-        out.flush()
+        self.out()?.flush()
     }
 }
 
+/// The terminal's width in columns (stderr's, else `$COLUMNS`, else 80).
 fn terminal_width() -> usize {
     rustix::termios::tcgetwinsize(std::io::stderr())
         .ok()

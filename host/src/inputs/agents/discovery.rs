@@ -7,8 +7,9 @@
 //! reported in [`Catalog::untrusted`].
 
 use super::trust::{self, Untrusted};
-use super::{AgentDef, AgentFileError, AgentSource, Scope, builtins, parse_agent_file};
+use super::{AgentDef, AgentSource, Scope, builtins, parse_agent_file};
 use crate::environment::Environment;
+use crate::inputs::config_files::FileError;
 use std::path::{Path, PathBuf};
 
 /// Every agent known for a working directory.
@@ -19,7 +20,7 @@ pub struct Catalog {
     /// Definitions hidden by an earlier one of the same name.
     pub shadowed: Vec<AgentDef>,
     /// Files that could not be read as agents.
-    pub problems: Vec<AgentFileError>,
+    pub problems: Vec<FileError>,
     /// Locations and files left out because someone else could have written them.
     pub untrusted: Vec<Untrusted>,
 }
@@ -126,11 +127,7 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
                 scope: *scope,
             };
             let parsed = crate::inputs::config_files::read_text(&path)
-                .map_err(|problem| AgentFileError {
-                    path: path.clone(),
-                    field: None,
-                    message: problem.problem,
-                })
+                .map_err(|problem| FileError::new(&path, None, problem.problem))
                 .and_then(|text| parse_agent_file(&path, &text, source));
             match parsed {
                 Ok(agent) => catalog.add(agent),

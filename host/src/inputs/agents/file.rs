@@ -15,40 +15,14 @@
 //! ```
 
 use super::{AdapterId, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS};
+use crate::inputs::config_files::FileError;
 use serde_json::{Map, Value};
-use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel, ThinkingSetting};
 
-/// A malformed agent file: which file, which field, what is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AgentFileError {
-    /// The file.
-    pub path: PathBuf,
-    /// The frontmatter field, when the problem is in one.
-    pub field: Option<String>,
-    /// What is wrong.
-    pub message: String,
-}
-
-impl fmt::Display for AgentFileError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.field {
-            Some(field) => write!(f, "{}: {field}: {}", self.path.display(), self.message),
-            None => write!(f, "{}: {}", self.path.display(), self.message),
-        }
-    }
-}
-
-impl std::error::Error for AgentFileError {}
-
 /// Parses the agent file at `path` (with content `text`).
-pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<AgentDef, AgentFileError> {
-    let fail = |field: Option<&str>, message: String| AgentFileError {
-        path: path.to_owned(),
-        field: field.map(str::to_owned),
-        message,
-    };
+pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<AgentDef, FileError> {
+    let fail = |field: Option<&str>, message: String| FileError::new(path, field.map(str::to_owned), message);
     let (yaml, body) = split_frontmatter(text).ok_or_else(|| {
         fail(
             None,
@@ -129,21 +103,21 @@ fn split_frontmatter(text: &str) -> Option<(&str, &str)> {
     None
 }
 
-struct Fields<'a, F: Fn(Option<&str>, String) -> AgentFileError> {
+struct Fields<'a, F: Fn(Option<&str>, String) -> FileError> {
     fields: &'a Map<String, Value>,
     fail: &'a F,
 }
 
-impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
+impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
     fn get(&self, key: &str) -> Option<&Value> {
         self.fields.get(key).filter(|v| !v.is_null())
     }
 
-    fn wrong(&self, key: &str, expected: &str, got: &Value) -> AgentFileError {
+    fn wrong(&self, key: &str, expected: &str, got: &Value) -> FileError {
         (self.fail)(Some(key), format!("expected {expected}, got {got}"))
     }
 
-    fn string(&self, key: &str) -> Result<Option<String>, AgentFileError> {
+    fn string(&self, key: &str) -> Result<Option<String>, FileError> {
         match self.get(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.trim().to_owned())),
@@ -152,7 +126,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     }
 
     /// A thinking level name (T1), trimmed.
-    fn level(&self, key: &str) -> Result<Option<String>, AgentFileError> {
+    fn level(&self, key: &str) -> Result<Option<String>, FileError> {
         let Some(text) = self.string(key)? else { return Ok(None) };
         if ThinkingLevel::from_name(&text).is_none() {
             return Err((self.fail)(
@@ -163,7 +137,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
         Ok(Some(text))
     }
 
-    fn thinking(&self, key: &str) -> Result<Option<ThinkingSetting>, AgentFileError> {
+    fn thinking(&self, key: &str) -> Result<Option<ThinkingSetting>, FileError> {
         match self.get(key) {
             Some(Value::Bool(false)) => Ok(Some(ThinkingSetting::Disabled)),
             Some(Value::String(s)) if s.trim().is_empty() => Ok(Some(ThinkingSetting::Disabled)),
@@ -174,7 +148,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     }
 
     /// `machine`: a saved machine's id or label; `false` means none.
-    fn machine(&self) -> Result<Option<LooseString>, AgentFileError> {
+    fn machine(&self) -> Result<Option<LooseString>, FileError> {
         match self.get("machine") {
             None | Some(Value::Bool(false)) => Ok(None),
             Some(Value::String(s)) => Ok(Some(LooseString::Text(s.clone()))),
@@ -184,7 +158,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
 
     /// `outputSchema`: a JSON Schema object (checked in depth by the planner), also written
     /// as a string holding JSON; `false` means none.
-    fn schema(&self) -> Result<Option<String>, AgentFileError> {
+    fn schema(&self) -> Result<Option<String>, FileError> {
         match self.get("outputSchema") {
             None | Some(Value::Bool(false)) => Ok(None),
             Some(schema @ Value::Object(_)) => Ok(Some(schema.to_string())),
@@ -201,7 +175,7 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     }
 
     /// A list written as a YAML sequence or a comma-separated string.
-    fn list(&self, key: &str) -> Result<Vec<String>, AgentFileError> {
+    fn list(&self, key: &str) -> Result<Vec<String>, FileError> {
         match self.get(key) {
             None => Ok(Vec::new()),
             Some(Value::String(s)) => Ok(s
@@ -210,20 +184,23 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
                 .filter(|t| !t.is_empty())
                 .map(str::to_owned)
                 .collect()),
-            Some(Value::Array(items)) => items
-                .iter()
-                .map(|item| {
-                    item.as_str()
-                        .map(str::to_owned)
-                        .ok_or_else(|| self.wrong(key, "strings", item))
-                })
-                .collect(),
+            Some(Value::Array(items)) => self.strings(key, items),
             Some(other) => Err(self.wrong(key, "a list or a comma-separated string", other)),
         }
     }
 
+    /// The items of the sequence `key`, each a string.
+    fn strings(&self, key: &str, items: &[Value]) -> Result<Vec<String>, FileError> {
+        let text = |item: &Value| {
+            item.as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| self.wrong(key, "strings", item))
+        };
+        items.iter().map(text).collect()
+    }
+
     /// `runner: {type, adapter, command, args}`.
-    fn runner(&self) -> Result<RunnerSpec, AgentFileError> {
+    fn runner(&self) -> Result<RunnerSpec, FileError> {
         let Some(runner) = self.get("runner") else {
             return Ok(RunnerSpec::adapter(AdapterId::Pi));
         };
@@ -270,18 +247,11 @@ impl<F: Fn(Option<&str>, String) -> AgentFileError> Fields<'_, F> {
     }
 
     /// `runner.command` (a list, or a string split on whitespace) plus `runner.args`.
-    fn command(&self, runner: &Map<String, Value>) -> Result<Option<Vec<String>>, AgentFileError> {
-        let strings = |key: &str, value: &Value| -> Result<Vec<String>, AgentFileError> {
+    fn command(&self, runner: &Map<String, Value>) -> Result<Option<Vec<String>>, FileError> {
+        let strings = |key: &str, value: &Value| -> Result<Vec<String>, FileError> {
             match value {
                 Value::String(s) => Ok(s.split_whitespace().map(str::to_owned).collect()),
-                Value::Array(items) => items
-                    .iter()
-                    .map(|i| {
-                        i.as_str()
-                            .map(str::to_owned)
-                            .ok_or_else(|| self.wrong(key, "strings", i))
-                    })
-                    .collect(),
+                Value::Array(items) => self.strings(key, items),
                 other => Err(self.wrong(key, "a list of strings or a string", other)),
             }
         };
@@ -333,7 +303,7 @@ fn levels() -> String {
 mod tests {
     use super::*;
 
-    fn parse(text: &str) -> Result<AgentDef, AgentFileError> {
+    fn parse(text: &str) -> Result<AgentDef, FileError> {
         parse_agent_file(Path::new("/agents/reviewer.md"), text, AgentSource::BuiltIn)
     }
 
@@ -420,7 +390,7 @@ mod tests {
         ];
         for (text, field, fragment) in cases {
             let error = parse(text).unwrap_err();
-            assert_eq!(error.field.as_deref(), field, "{text:?}: {error}");
+            assert_eq!(error.at.as_deref(), field, "{text:?}: {error}");
             assert!(error.to_string().contains(fragment), "{text:?}: {error}");
             assert!(error.to_string().starts_with("/agents/reviewer.md: "), "{error}");
         }
@@ -452,7 +422,7 @@ mod tests {
             None
         );
         let error = parse("---\noutputSchema: 'not json'\n---\n").unwrap_err();
-        assert_eq!(error.field.as_deref(), Some("outputSchema"));
+        assert_eq!(error.at.as_deref(), Some("outputSchema"));
     }
 
     #[test]

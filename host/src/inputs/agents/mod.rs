@@ -17,7 +17,7 @@ mod trust;
 
 pub use builtin::builtins;
 pub use discovery::{Catalog, discover, discover_in};
-pub use file::{AgentFileError, parse_agent_file};
+pub use file::parse_agent_file;
 pub use program::{MissingProgram, locate_program};
 pub use runner::{AdapterId, RunnerSpec, TEMPLATE_PLACEHOLDERS};
 pub use trust::Untrusted;

@@ -145,7 +145,7 @@ fn shell_step_and_run_level_command() {
     let step = StepConfig::shell("echo hi; exit 3", "/w", BTreeMap::from([("A".into(), "1".into())]));
     // The shell adapter runs the task; the step carries no command of its own.
     assert!(step.command.is_none());
-    let adapter = step.adapter_spec().unwrap();
+    let adapter = step.adapter.clone().unwrap();
     assert_eq!((adapter.id.as_str(), &adapter.env["A"]), ("shell", &json!("1")));
     assert_eq!(step.runner, Some(json!({"type": "external-cli", "adapter": "shell"})));
     let mut v = valid();

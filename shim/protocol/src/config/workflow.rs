@@ -1,6 +1,4 @@
-//! What the runner configuration says about adapters and workflows, kept in the
-//! `extra` maps of [`StepConfig`] and [`RunnerConfig`] so older readers and writers are
-//! unaffected:
+//! What the runner configuration says about adapters and workflows:
 //!
 //! ```json
 //! { "workflow": {"concurrency": 2, "failFast": true, "chainDir": "<run>/chain"},
@@ -102,25 +100,10 @@ pub struct WorkflowConfig {
 }
 
 impl StepConfig {
-    /// The step's adapter, if the host named one.
-    pub fn adapter_spec(&self) -> Option<AdapterSpec> {
-        self.adapter.clone()
-    }
-
-    /// Sets (or clears) the adapter.
-    pub fn set_adapter_spec(&mut self, spec: Option<AdapterSpec>) {
-        self.adapter = spec;
-    }
-
     /// Sets the plan position (`stepIndex`, `taskIndex`).
     pub fn set_position(&mut self, step_index: u32, task_index: Option<u32>) {
         self.step_index = Some(step_index);
         self.task_index = task_index;
-    }
-
-    /// Whether the step's final output must be JSON that validates against its schema.
-    pub fn is_structured(&self) -> bool {
-        self.structured
     }
 
     /// Sets the structured-output contract (`structured` + `outputSchema`).
