@@ -206,86 +206,40 @@ async fn wait_nowait(pid: u32) {
 /// Reaps the exited child under the lock and records how it ended.
 async fn reap(child: &Mutex<Option<Child>>, clock: &dyn Clock) -> RunnerExit {
     loop {
-        let outcome = {
+        let waiting = {
             let mut guard = child.lock().unwrap_or_else(|p| p.into_inner());
-            let result = match guard.as_mut() {
-                Some(c) => c.try_wait(),
-                None => Err(io::Error::from(io::ErrorKind::NotFound)),
-            };
-            match result {
-                Ok(Some(status)) => {
+            match guard.as_mut().map(Child::try_wait) {
+                // A spurious wake-up (cannot happen with pidfd or WNOWAIT): wait again.
+                Some(Ok(None)) => guard.as_ref().map(Child::id),
+                ended => {
                     *guard = None;
-                    Some(RunnerExit {
-                        exit_code: status.code(),
-                        signal: status.signal().map(signal_name),
+                    // Without a status the child was reaped by someone else (an embedder's
+                    // waitpid(-1)): how it ended is lost.
+                    let status = ended.and_then(Result::ok).flatten();
+                    return RunnerExit {
+                        exit_code: status.and_then(|s| s.code()),
+                        signal: status.and_then(|s| s.signal()).map(signal_name),
                         close_observed_at: clock.wall_ms(),
-                    })
-                }
-                Ok(None) => None,
-                Err(_) => {
-                    // Reaped by someone else (an embedder's waitpid(-1)): the status is lost.
-                    *guard = None;
-                    Some(RunnerExit {
-                        exit_code: None,
-                        signal: None,
-                        close_observed_at: clock.wall_ms(),
-                    })
+                    };
                 }
             }
         };
-        match outcome {
-            Some(exit) => return exit,
-            // A spurious wake-up (cannot happen with pidfd or WNOWAIT): wait again.
-            None => {
-                let pid = child.lock().unwrap_or_else(|p| p.into_inner()).as_ref().map(Child::id);
-                match pid {
-                    Some(pid) => wait_nowait(pid).await,
-                    None => continue,
-                }
-            }
+        if let Some(pid) = waiting {
+            wait_nowait(pid).await;
         }
     }
 }
 
 /// The conventional name of a signal number (`9` → `SIGKILL`).
 pub fn signal_name(signal: i32) -> String {
-    const NAMES: &[(i32, &str)] = &[
-        (1, "SIGHUP"),
-        (2, "SIGINT"),
-        (3, "SIGQUIT"),
-        (4, "SIGILL"),
-        (5, "SIGTRAP"),
-        (6, "SIGABRT"),
-        (7, "SIGBUS"),
-        (8, "SIGFPE"),
-        (9, "SIGKILL"),
-        (10, "SIGUSR1"),
-        (11, "SIGSEGV"),
-        (12, "SIGUSR2"),
-        (13, "SIGPIPE"),
-        (14, "SIGALRM"),
-        (15, "SIGTERM"),
-        (16, "SIGSTKFLT"),
-        (17, "SIGCHLD"),
-        (18, "SIGCONT"),
-        (19, "SIGSTOP"),
-        (20, "SIGTSTP"),
-        (21, "SIGTTIN"),
-        (22, "SIGTTOU"),
-        (23, "SIGURG"),
-        (24, "SIGXCPU"),
-        (25, "SIGXFSZ"),
-        (26, "SIGVTALRM"),
-        (27, "SIGPROF"),
-        (28, "SIGWINCH"),
-        (29, "SIGIO"),
-        (30, "SIGPWR"),
-        (31, "SIGSYS"),
+    // Linux's signals 1 to 31, in order.
+    const NAMES: [&str; 31] = [
+        "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2", "PIPE", "ALRM",
+        "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF",
+        "WINCH", "IO", "PWR", "SYS",
     ];
-    NAMES
-        .iter()
-        .find(|(n, _)| *n == signal)
-        .map_or_else(|| format!("SIG{signal}"), |(_, name)| (*name).to_owned())
+    let known = usize::try_from(signal).ok().and_then(|n| NAMES.get(n.checked_sub(1)?));
+    known.map_or_else(|| format!("SIG{signal}"), |name| format!("SIG{name}"))
 }
 
 #[cfg(test)]
