@@ -150,14 +150,6 @@ pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
     }
 }
 
-/// A single-threaded runtime for the commands that wait on processes and files.
-pub fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime")
-}
-
 /// H9: descriptors this process inherited above stdio are marked close-on-exec, so a shim
 /// (spawned without `pre_exec`) inherits only its stdio and the doorbell.
 fn mark_inherited_descriptors_cloexec() {

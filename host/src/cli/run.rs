@@ -178,7 +178,7 @@ fn build_request(work: &Work, args: &Args, inputs: &Inputs) -> anyhow::Result<Pl
         cwd: args.cwd.clone(),
         max_thinking: args.max_thinking.clone(),
     };
-    let runtime = super::runtime();
+    let runtime = sublaunch::launch::runtime().expect("a tokio runtime");
     match work {
         Work::Single => runtime.block_on(request::build(&spec, inputs)),
         Work::Chain(chain) => {
