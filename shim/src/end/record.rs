@@ -5,7 +5,7 @@
 
 use crate::end::step_end::StepEnd;
 use crate::start::context::Ctx;
-use crate::supervise::run::Supervisor;
+use crate::supervise::Supervisor;
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::deferred::Submitted;
@@ -123,7 +123,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     let (mut state, mut error) = run_outcome(ends);
     let ended_wall = ctx.now_wall();
-    let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started.0, Instant::now());
+    let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());
     for end in ends {
         apply_step(sup, end);
     }
@@ -321,9 +321,9 @@ fn step_result(end: &StepEnd) -> StepResult {
         ("skipped", (!end.ran()).then_some(Value::Bool(true))),
         (
             "machine",
-            remote.map(|r| json!({"id": r.machine, "target": r.target, "cwd": r.cwd})),
+            remote.map(|r| json!({"id": r.placement.machine, "target": r.placement.target, "cwd": r.placement.cwd})),
         ),
-        ("remoteGit", remote.and_then(|r| r.git.clone())),
+        ("remoteGit", remote.and_then(|r| r.state.git.clone())),
     ];
     let extra = fields
         .into_iter()

@@ -1,9 +1,11 @@
 //! How one step ended (R13, S4): the facts the terminal state is derived from, the failure
 //! texts, and the writer record's `processTree`.
 
+use crate::remote::parser::RemoteState;
 use crate::supervise::reaper::ExitInfo;
 use crate::supervise::tree::{GroupOutcome, SweepOutcome, pid_list};
 use serde_json::Value;
+use sublaunch_protocol::config::Placement;
 use sublaunch_protocol::events::Event;
 use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
 use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
@@ -76,18 +78,12 @@ pub struct StepEnd {
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct RemoteEnd {
-    /// The machine's catalog id.
-    pub machine: String,
-    /// The ssh target.
-    pub target: String,
-    /// The directory on the machine.
-    pub cwd: String,
-    /// Whether the remote shell reached READY.
-    pub ready: bool,
-    /// `remoteGit`, when the machine's directory is a work tree.
-    pub git: Option<Value>,
+    /// The machine, its ssh target and directory.
+    pub placement: Placement,
+    /// Whether the remote shell reached READY, and `remoteGit` when its directory is a work tree.
+    pub state: RemoteState,
 }
 
 impl StepEnd {
@@ -195,7 +191,7 @@ impl StepEnd {
     }
 
     fn exit_failure(&self) -> String {
-        let head = match self.exit.as_ref() {
+        let mut text = match self.exit.as_ref() {
             Some(ExitInfo { code: Some(code), .. }) => format!("Subagent exited with code {code}."),
             Some(exit) => format!(
                 "Subagent was terminated by signal {}.",
@@ -203,14 +199,13 @@ impl StepEnd {
             ),
             None => "Subagent exit could not be observed.".to_owned(),
         };
-        let tail = stderr_excerpt(&self.stderr_tail);
-        let mut text = head;
-        if let Some(remote) = self.remote.as_ref().filter(|r| !r.ready) {
-            text = format!(
-                "{text} {}",
-                crate::remote::parser::never_ready(&remote.machine, &remote.cwd)
-            );
+        if let Some(RemoteEnd { placement, state }) = &self.remote
+            && !state.ready
+        {
+            let never_ready = crate::remote::parser::never_ready(&placement.machine, &placement.cwd);
+            text = format!("{text} {never_ready}");
         }
+        let tail = stderr_excerpt(&self.stderr_tail);
         if !tail.is_empty() {
             text = format!("{text}\n\n{tail}");
         }
@@ -222,13 +217,13 @@ impl StepEnd {
 
     /// P-H12: the operator hint of a failed placed step.
     fn remote_hint(&self, stderr: &str) -> Option<String> {
-        let remote = self.remote.as_ref()?;
+        let RemoteEnd { placement, state } = self.remote.as_ref()?;
         crate::remote::hint::failure_hint(&crate::remote::hint::HintInput {
-            machine: &remote.machine,
-            target: &remote.target,
-            cwd: &remote.cwd,
+            machine: &placement.machine,
+            target: &placement.target,
+            cwd: &placement.cwd,
             adapter: &self.adapter,
-            ready: remote.ready,
+            ready: state.ready,
             exit_code: self.exit.as_ref().and_then(|e| e.code),
             stderr,
         })
@@ -252,28 +247,23 @@ fn stderr_excerpt(tail: &[u8]) -> String {
 
 /// R13 `processTree` from the ladder and the X8 sweep.
 pub fn process_tree(pgid: u32, outcome: Option<GroupOutcome>, sweep: &SweepOutcome) -> ProcessTree {
-    match outcome {
+    let (reason, diagnostic) = match outcome {
         Some(GroupOutcome::Empty { verified_at }) if sweep.survivors.is_empty() => {
-            ProcessTree::observed(pgid, verified_at, Some(sweep.killed))
+            return ProcessTree::observed(pgid, verified_at, Some(sweep.killed));
         }
-        Some(GroupOutcome::Empty { .. }) => ProcessTree::Unknown {
-            reason: "verification-failed".into(),
-            diagnostic: Some(format!(
-                "processes of the run survived SIGKILL: {}",
-                pid_list(&sweep.survivors)
-            )),
-        },
-        Some(GroupOutcome::SignalFailed(diagnostic)) => ProcessTree::Unknown {
-            reason: "signal-failed".into(),
-            diagnostic: Some(diagnostic),
-        },
-        Some(GroupOutcome::VerificationFailed(diagnostic)) => ProcessTree::Unknown {
-            reason: "verification-failed".into(),
-            diagnostic: Some(diagnostic),
-        },
-        None => ProcessTree::Unknown {
-            reason: "verification-failed".into(),
-            diagnostic: Some(format!("process group {pgid} was never verified")),
-        },
+        Some(GroupOutcome::Empty { .. }) => (
+            "verification-failed",
+            format!("processes of the run survived SIGKILL: {}", pid_list(&sweep.survivors)),
+        ),
+        Some(GroupOutcome::SignalFailed(diagnostic)) => ("signal-failed", diagnostic),
+        Some(GroupOutcome::VerificationFailed(diagnostic)) => ("verification-failed", diagnostic),
+        None => (
+            "verification-failed",
+            format!("process group {pgid} was never verified"),
+        ),
+    };
+    ProcessTree::Unknown {
+        reason: reason.into(),
+        diagnostic: Some(diagnostic),
     }
 }

@@ -4,6 +4,7 @@
 //! ends: the request `{"schema", "text"}` on its stdin, the verdict on its stdout.
 
 use crate::end::structured::{self, StructuredError};
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::process::Command;
@@ -39,48 +40,59 @@ pub fn check(text: &str, schema: &Value) -> Result<Value, StructuredError> {
     if !finished.status.success() {
         return Err(unavailable(format!("failed ({})", finished.status)));
     }
-    let out = finished.stdout;
-    let verdict: Value = serde_json::from_slice(&out).map_err(|e| unavailable(format!("answered garbage: {e}")))?;
-    decode(&verdict).unwrap_or_else(|| Err(unavailable("answered an unknown verdict".into())))
+    let verdict: Value =
+        serde_json::from_slice(&finished.stdout).map_err(|e| unavailable(format!("answered garbage: {e}")))?;
+    match serde_json::from_value(verdict) {
+        Ok(Verdict::Ok(value)) => Ok(value),
+        Ok(Verdict::NotJson(cause)) => Err(StructuredError::NotJson(cause)),
+        Ok(Verdict::BadSchema(cause)) => Err(StructuredError::BadSchema(cause)),
+        Ok(Verdict::Invalid(errors)) => Err(StructuredError::Invalid(
+            errors.into_iter().map(|e| (e.path, e.message)).collect(),
+        )),
+        Err(_) => Err(unavailable("answered an unknown verdict".into())),
+    }
+}
+
+/// The validator's answer: `{"ok": <value>}`, `{"notJson": <cause>}`, `{"badSchema": <cause>}`
+/// or `{"invalid": [{"path", "message"}, …]}`.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Verdict {
+    /// The parsed structured output.
+    Ok(Value),
+    /// No JSON was found.
+    NotJson(String),
+    /// The schema cannot be compiled (or the request was not understood).
+    BadSchema(String),
+    /// Every schema violation.
+    Invalid(Vec<Violation>),
+}
+
+/// One schema violation.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Violation {
+    /// The JSON path of the offending value.
+    pub path: String,
+    /// What is wrong with it.
+    pub message: String,
 }
 
 /// The validator's side: the verdict on one request.
-pub fn verdict(request: &[u8]) -> Value {
+pub fn verdict(request: &[u8]) -> Verdict {
     let Ok(request) = serde_json::from_slice::<Value>(request) else {
-        return json!({"badSchema": "the validation request is not JSON"});
+        return Verdict::BadSchema("the validation request is not JSON".into());
     };
     let text = request.get("text").and_then(Value::as_str).unwrap_or_default();
     let schema = request.get("schema").cloned().unwrap_or_else(|| json!({}));
     match structured::check(text, &schema) {
-        Ok(value) => json!({"ok": value}),
-        Err(StructuredError::NotJson(cause)) => json!({"notJson": cause}),
-        Err(StructuredError::BadSchema(cause) | StructuredError::Unavailable(cause)) => json!({"badSchema": cause}),
-        Err(StructuredError::Invalid(errors)) => {
-            json!({"invalid": errors.iter().map(|(p, m)| json!({"path": p, "message": m})).collect::<Vec<_>>()})
-        }
+        Ok(value) => Verdict::Ok(value),
+        Err(StructuredError::NotJson(cause)) => Verdict::NotJson(cause),
+        Err(StructuredError::BadSchema(cause) | StructuredError::Unavailable(cause)) => Verdict::BadSchema(cause),
+        Err(StructuredError::Invalid(errors)) => Verdict::Invalid(
+            errors
+                .into_iter()
+                .map(|(path, message)| Violation { path, message })
+                .collect(),
+        ),
     }
-}
-
-fn decode(verdict: &Value) -> Option<Result<Value, StructuredError>> {
-    let object = verdict.as_object()?;
-    if let Some(value) = object.get("ok") {
-        return Some(Ok(value.clone()));
-    }
-    if let Some(cause) = object.get("notJson").and_then(Value::as_str) {
-        return Some(Err(StructuredError::NotJson(cause.to_owned())));
-    }
-    if let Some(cause) = object.get("badSchema").and_then(Value::as_str) {
-        return Some(Err(StructuredError::BadSchema(cause.to_owned())));
-    }
-    let errors = object.get("invalid")?.as_array()?;
-    let pairs = errors
-        .iter()
-        .map(|e| {
-            Some((
-                e.get("path")?.as_str()?.to_owned(),
-                e.get("message")?.as_str()?.to_owned(),
-            ))
-        })
-        .collect::<Option<Vec<_>>>()?;
-    Some(Err(StructuredError::Invalid(pairs)))
 }

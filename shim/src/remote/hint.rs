@@ -34,12 +34,8 @@ pub fn failure_hint(input: &HintInput<'_>) -> Option<String> {
                 input.machine, input.cwd
             )
         });
-    match (cause, writer) {
-        (None, None) => None,
-        (Some(c), None) => Some(c),
-        (None, Some(w)) => Some(w),
-        (Some(c), Some(w)) => Some(format!("{c} {w}")),
-    }
+    let parts: Vec<String> = [cause, writer].into_iter().flatten().collect();
+    (!parts.is_empty()).then(|| parts.join(" "))
 }
 
 fn cause(input: &HintInput<'_>) -> Option<String> {

@@ -3,7 +3,7 @@
 //! standard input), same output parsing, same stop and exit records.
 //!
 //! * [`wrap`] turns the adapter's [`AgentCommand`] into `ssh <options> <target> "sh -c '…'"`
-//!   with only the P-H6 variables in its environment ([`ssh_options`], [`script`]);
+//!   with only the P-H6 variables in its environment ([`ssh_argv`], [`script`]);
 //! * [`parser::RemoteParser`] drops everything before the READY marker (banners, rc-file
 //!   noise), takes the process group, final-message and git lines out of the stream, and hands
 //!   the rest to the adapter's own parser;
@@ -27,8 +27,9 @@ use sublaunch_protocol::config::Placement;
 /// The host variables the `ssh` process gets (P-H6); nothing else, in particular no API keys.
 pub const SSH_ENV: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SSH_AUTH_SOCK"];
 
-/// The ssh options of every connection (P-H5, with P-H4's hardening), up to the target.
-pub fn ssh_options(placement: &Placement) -> Vec<String> {
+/// `ssh <options> <target> "sh -c Q(script)"` (P-H7), with the options of every connection
+/// (P-H5, with P-H4's hardening).
+pub fn ssh_argv(placement: &Placement, script: &str) -> Vec<String> {
     let mut argv = vec!["ssh".to_owned(), "-T".to_owned()];
     if let Some(config) = &placement.ssh_config {
         argv.extend(["-F".to_owned(), config.clone()]);
@@ -50,6 +51,7 @@ pub fn ssh_options(placement: &Placement) -> Vec<String> {
     ] {
         argv.extend(["-o".to_owned(), option.to_owned()]);
     }
+    argv.extend([placement.target.clone(), format!("sh -c {}", script::quote(script))]);
     argv
 }
 
@@ -146,23 +148,15 @@ pub fn wrap(
         .filter(|(name, _)| name.starts_with("SUBLAUNCH_"))
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
-    let remote = script::remote_command(&script::script(
-        markers,
-        &placement.cwd,
-        &exports,
-        &command.argv,
-        &files,
-    ));
-    if remote.len() > ARG_LIMIT {
+    let script = script::script(markers, &placement.cwd, &exports, &command.argv, &files);
+    let argv = ssh_argv(placement, &script);
+    let remote = argv.last().map_or(0, String::len);
+    if remote > ARG_LIMIT {
         return Err(format!(
-            "The command for machine '{}' is {} bytes; a remote command is at most 128 KiB (long tasks go on standard input for pi, claude and codex).",
-            placement.machine,
-            remote.len()
+            "The command for machine '{}' is {remote} bytes; a remote command is at most 128 KiB (long tasks go on standard input for pi, claude and codex).",
+            placement.machine
         ));
     }
-    let mut argv = ssh_options(placement);
-    argv.push(placement.target.clone());
-    argv.push(remote);
     let capture = files.into_iter().find_map(|f| match f {
         RemoteFile::Capture(path) => Some(path),
         RemoteFile::Upload { .. } => None,

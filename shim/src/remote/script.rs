@@ -172,11 +172,6 @@ pub fn script(markers: &Markers, cwd: &str, exports: &[(&str, &str)], argv: &[St
     statements.join("; ")
 }
 
-/// The remote command element of P-H7: `sh -c Q(script)`.
-pub fn remote_command(script: &str) -> String {
-    format!("sh -c {}", quote(script))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,7 +2,6 @@
 //! ssh (through the machine's ControlMaster, so it costs one round trip) sends SIGTERM to the
 //! remote process group, then SIGKILL to what is left after the grace.
 
-use super::script::quote;
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::time::Duration;
@@ -27,9 +26,7 @@ pub fn stop_script(pgid: u32) -> String {
 /// Ends remote process group `pgid` of `placement`'s machine; waits (at most 15 s) for the
 /// stop connection. The error says why it could not.
 pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
-    let mut argv = super::ssh_options(placement);
-    argv.push(placement.target.clone());
-    argv.push(format!("sh -c {}", quote(&stop_script(pgid))));
+    let argv = super::ssh_argv(placement, &stop_script(pgid));
     let mut command = Command::new(&argv[0]);
     command
         .args(&argv[1..])

@@ -21,19 +21,22 @@ pub mod streams;
 pub mod tree;
 
 use crate::adapter::{self, ParsedLine, ScriptValues, StepInput, TEXT_LINE_RETAIN};
-use crate::end::step_end::{STOP_BY_USER_MESSAGE, StepEnd, process_tree};
+use crate::end::step_end::{RemoteEnd, STOP_BY_USER_MESSAGE, StepEnd, process_tree};
 use crate::start::context::Ctx;
 use crate::start::faults::Fired;
 use crate::start::signals;
+use crate::supervise::book::StatusBook;
 use crate::supervise::child::{ChildIo, ChildRun};
+use crate::supervise::control::{ControlInbox, ControlRequest};
 use crate::supervise::output::{Pipe, Stream};
 use crate::supervise::reaper::ExitInfo;
-use crate::supervise::run::Supervisor;
+use crate::supervise::reaper::Reaper;
 use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::events;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::events::{self, EventLog};
 use sublaunch_protocol::lease::WriterState;
 use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::random::uuid_v4;
@@ -46,11 +49,70 @@ pub const GUARD_TOTAL: Duration = Duration::from_millis(8_000);
 /// If the agent cannot be reaped after its ladder failed, give up after this long.
 const REAP_GIVE_UP: Duration = Duration::from_secs(10);
 
+/// What has been asked of the run (signals X9, control inbox R12, deadline R12).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Requests {
+    /// A stop request, with its message (the first one wins).
+    pub stop: Option<String>,
+    /// The deadline passed or a timeout control arrived.
+    pub timed_out: bool,
+    /// An interrupt (SIGUSR2, interrupt control).
+    pub interrupted: bool,
+}
+
+impl Requests {
+    /// Whether no further step may start.
+    pub fn ends_run(&self) -> bool {
+        self.stop.is_some() || self.timed_out || self.interrupted
+    }
+}
+
+/// The post-commit state shared by the steps and the recorder.
+#[derive(Debug)]
+pub struct Supervisor {
+    /// `status.json` and the active-run marker.
+    pub book: StatusBook,
+    /// `events.jsonl`.
+    pub events: EventLog,
+    /// R12 control inbox.
+    pub control: ControlInbox,
+    /// The reaper of every child.
+    pub reaper: Reaper,
+    /// Pending requests.
+    pub requests: Requests,
+    /// The run deadline (monotonic) and the `<ms>` of its message.
+    pub deadline: Option<(Instant, u64)>,
+    /// When the run started.
+    pub started: Instant,
+    /// `SUBLAUNCH_OUTPUT_LOG_MAX_BYTES`.
+    pub log_cap: u64,
+    /// The control inbox's inotify descriptor woke the last wait.
+    pub control_woken: bool,
+}
+
 impl Supervisor {
-    /// Lets pending (blocked) signals in and records them, without waiting.
-    fn absorb_signals(&mut self) -> bool {
-        signals::wait(&mut [], Some(Duration::ZERO));
-        self.take_signals()
+    /// The `<run>` handle.
+    pub fn run_dir(&self) -> &Dir {
+        self.book.run()
+    }
+
+    /// Handles a stop signal (X9): the first stop message wins; returns whether the run was
+    /// already stopping (a second signal skips the grace).
+    pub fn stop_signal(&mut self, signal: i32) -> bool {
+        let already = self.requests.stop.is_some() || self.requests.timed_out;
+        if self.requests.stop.is_none() {
+            self.requests.stop = Some(format!("Subagent stopped: runner received {}.", signals::name(signal)));
+        }
+        already
+    }
+
+    /// `Subagent timed out after <ms>ms.`
+    pub fn timeout_message(&self) -> String {
+        let ms = self.deadline.map_or_else(
+            || sublaunch_protocol::os::clock::elapsed_ms(self.started, Instant::now()),
+            |(_, ms)| ms,
+        );
+        format!("Subagent timed out after {ms}ms.")
     }
 
     /// Records the signals received so far; returns whether a stop signal should skip the
@@ -70,13 +132,13 @@ impl Supervisor {
     fn absorb_control(&mut self, now: Instant, woken: bool) {
         for request in self.control.check(now, woken) {
             match request {
-                crate::supervise::control::ControlRequest::Stop => {
+                ControlRequest::Stop => {
                     self.requests
                         .stop
                         .get_or_insert_with(|| STOP_BY_USER_MESSAGE.to_owned());
                 }
-                crate::supervise::control::ControlRequest::Timeout => self.requests.timed_out = true,
-                crate::supervise::control::ControlRequest::Interrupt => self.requests.interrupted = true,
+                ControlRequest::Timeout => self.requests.timed_out = true,
+                ControlRequest::Interrupt => self.requests.interrupted = true,
             }
         }
         if self.deadline.is_some_and(|(at, _)| now >= at) {
@@ -93,7 +155,9 @@ impl Supervisor {
     /// Checks the run's requests before a step starts (signals, control inbox, deadline);
     /// returns whether the run is ending.
     pub fn run_is_ending(&mut self) -> bool {
-        self.absorb_signals();
+        // Let pending (blocked) signals in and record them, without waiting.
+        signals::wait(&mut [], Some(Duration::ZERO));
+        self.take_signals();
         self.absorb_control(Instant::now(), true);
         self.requests.ends_run()
     }
@@ -337,15 +401,9 @@ impl Supervisor {
         let tail = child.io.stdout_tail.bytes();
         let tail_cut = child.io.stdout.total() > tail.len() as u64;
         let extracted = child.io.parser.finish(&tail, tail_cut);
-        end.remote = child.remote.as_ref().map(|r| {
-            let state = r.state.borrow();
-            crate::end::step_end::RemoteEnd {
-                machine: r.placement.machine.clone(),
-                target: r.placement.target.clone(),
-                cwd: r.placement.cwd.clone(),
-                ready: state.ready,
-                git: state.git.clone(),
-            }
+        end.remote = child.remote.as_ref().map(|r| RemoteEnd {
+            placement: r.placement.clone(),
+            state: r.state.borrow().clone(),
         });
         crate::end::verdict::judge(&mut end, &step, extracted);
         end.stderr_tail = child.io.stderr_tail.bytes();

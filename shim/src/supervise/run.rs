@@ -4,6 +4,8 @@
 
 use crate::start::context::Ctx;
 use crate::start::faults::Fired;
+use crate::supervise::Requests;
+use crate::supervise::Supervisor;
 use crate::supervise::book::StatusBook;
 use crate::supervise::control::ControlInbox;
 use crate::supervise::reaper::Reaper;
@@ -17,76 +19,6 @@ use sublaunch_protocol::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
 use sublaunch_protocol::status::{RunningUpdate, StepStatus};
-
-/// What has been asked of the run (signals X9, control inbox R12, deadline R12).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Requests {
-    /// A stop request, with its message (the first one wins).
-    pub stop: Option<String>,
-    /// The deadline passed or a timeout control arrived.
-    pub timed_out: bool,
-    /// An interrupt (SIGUSR2, interrupt control).
-    pub interrupted: bool,
-}
-
-impl Requests {
-    /// Whether no further step may start.
-    pub fn ends_run(&self) -> bool {
-        self.stop.is_some() || self.timed_out || self.interrupted
-    }
-}
-
-/// The post-commit state shared by the steps and the recorder.
-#[derive(Debug)]
-pub struct Supervisor {
-    /// `status.json` and the active-run marker.
-    pub book: StatusBook,
-    /// `events.jsonl`.
-    pub events: EventLog,
-    /// R12 control inbox.
-    pub control: ControlInbox,
-    /// The reaper of every child.
-    pub reaper: Reaper,
-    /// Pending requests.
-    pub requests: Requests,
-    /// The run deadline (monotonic) and the `<ms>` of its message.
-    pub deadline: Option<(Instant, u64)>,
-    /// When the run started (monotonic / wall).
-    pub started: (Instant, u64),
-    /// `SUBLAUNCH_OUTPUT_LOG_MAX_BYTES`.
-    pub log_cap: u64,
-    /// The control inbox's inotify descriptor woke the last wait.
-    pub control_woken: bool,
-}
-
-impl Supervisor {
-    /// The `<run>` handle.
-    pub fn run_dir(&self) -> &Dir {
-        self.book.run()
-    }
-
-    /// Handles a stop signal (X9): the first stop message wins; returns whether the run was
-    /// already stopping (a second signal skips the grace).
-    pub fn stop_signal(&mut self, signal: i32) -> bool {
-        let already = self.requests.stop.is_some() || self.requests.timed_out;
-        if self.requests.stop.is_none() {
-            self.requests.stop = Some(format!(
-                "Subagent stopped: runner received {}.",
-                crate::start::signals::name(signal)
-            ));
-        }
-        already
-    }
-
-    /// `Subagent timed out after <ms>ms.`
-    pub fn timeout_message(&self) -> String {
-        let ms = self.deadline.map_or_else(
-            || sublaunch_protocol::os::clock::elapsed_ms(self.started.0, Instant::now()),
-            |(_, ms)| ms,
-        );
-        format!("Subagent timed out after {ms}ms.")
-    }
-}
 
 /// Runs everything after commit; returns the exit code. `stop` is a stop signal a test hook
 /// consumed while hanging at `after-commit`.
@@ -202,13 +134,13 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         &ctx.cfg.cwd,
         ctx.pid,
     ));
-    let started = (Instant::now(), now);
+    let started = Instant::now();
     let deadline = ctx.cfg.effective_timeout(now).map(|budget| {
         let ms = ctx
             .cfg
             .timeout_ms
             .unwrap_or_else(|| u64::try_from(budget.as_millis()).unwrap_or(u64::MAX));
-        (started.0 + budget.min(Duration::from_secs(10 * 365 * 86_400)), ms)
+        (started + budget.min(Duration::from_secs(10 * 365 * 86_400)), ms)
     });
     Ok(Supervisor {
         control: ControlInbox::open(&run),

@@ -20,8 +20,8 @@ pub mod placeholders;
 
 use crate::end::step_end::StepEnd;
 use crate::start::context::Ctx;
+use crate::supervise::Supervisor;
 use crate::supervise::child::ChildRun;
-use crate::supervise::run::Supervisor;
 use groups::{Group, groups};
 use placeholders::{Values, aggregate};
 use std::collections::VecDeque;
