@@ -106,10 +106,10 @@ fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
     };
     let session_file = canonical_session_file(std::path::Path::new(&revival.session_file))
         .map_or_else(|_| revival.session_file.clone(), |p| p.to_string_lossy().into_owned());
-    let root = sublaunch_protocol::dir::Dir::create_private_with(&ctx.paths.root, ctx.os.clone())
-        .map_err(|e| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}")))?;
-    let leases = SessionLeases::open(&root, ctx.policy)
-        .map_err(|e| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}")))?;
+    let unopened =
+        |e: std::io::Error| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}"));
+    let root = sublaunch_protocol::dir::Dir::create_private_with(&ctx.paths.root, ctx.os.clone()).map_err(unopened)?;
+    let leases = SessionLeases::open(&root, ctx.policy).map_err(unopened)?;
     let request = LeaseRequest {
         canonical_session_file: session_file.clone(),
         run_id: revival.run_id.clone(),

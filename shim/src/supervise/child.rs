@@ -45,12 +45,13 @@ impl ChildIo {
         }
     }
 
-    /// The pipe of `stream`.
-    pub fn pipe(&mut self, stream: Stream) -> &mut Pipe {
-        match stream {
+    /// The pipe of `stream`, with the parser (borrowed together).
+    pub fn pipe_and_parser(&mut self, stream: Stream) -> (&mut Pipe, &mut dyn OutputParser) {
+        let pipe = match stream {
             Stream::Stdout => &mut self.stdout,
             Stream::Stderr => &mut self.stderr,
-        }
+        };
+        (pipe, self.parser.as_mut())
     }
 
     /// Whether either pipe is still read.

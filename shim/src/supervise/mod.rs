@@ -455,7 +455,7 @@ impl Supervisor {
     fn drain(&mut self, ctx: &Ctx, child: &mut ChildRun, stream: Stream) {
         let mut buf = [0u8; 64 * 1024];
         for _ in 0..16 {
-            match child.io.pipe(stream).read(&mut buf) {
+            match child.io.pipe_and_parser(stream).0.read(&mut buf) {
                 crate::supervise::output::Read::Data(n) => {
                     let failed_before = child.io.protocol_failed;
                     self.on_data(ctx, child, stream, &buf[..n]);
@@ -496,14 +496,10 @@ impl Supervisor {
             wall,
         };
         let events = &mut self.events;
-        let parser = &mut io.parser;
-        let pipe = match stream {
-            Stream::Stdout => &mut io.stdout,
-            Stream::Stderr => &mut io.stderr,
-        };
+        let (pipe, parser) = io.pipe_and_parser(stream);
         if wants_lines {
             pipe.lines.push(data, |line, full| {
-                emit_line(events, parser.as_mut(), stream, line, full, &origin);
+                emit_line(events, parser, stream, line, full, &origin);
             });
         } else {
             pipe.lines.skip(data);
@@ -527,11 +523,7 @@ impl Supervisor {
         };
         let skip = stream == Stream::Stdout && io.protocol_failed;
         let events = &mut self.events;
-        let parser = &mut io.parser;
-        let pipe = match stream {
-            Stream::Stdout => &mut io.stdout,
-            Stream::Stderr => &mut io.stderr,
-        };
+        let (pipe, parser) = io.pipe_and_parser(stream);
         if !pipe.is_open() {
             return;
         }
@@ -539,7 +531,7 @@ impl Supervisor {
             pipe.lines.abandon();
         } else {
             pipe.lines.finish(|line, full| {
-                emit_line(events, parser.as_mut(), stream, line, full, &origin);
+                emit_line(events, parser, stream, line, full, &origin);
             });
         }
         pipe.close();
