@@ -13,7 +13,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
 use sublaunch_protocol::config::{
-    AdapterSpec, CONFIG_VERSION, ModelCheck, RevivalLease, RunnerConfig, StepConfig, WorkflowConfig,
+    AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig,
 };
 
 pub use aliases::{AliasTable, aliases_for};

@@ -132,6 +132,19 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         fail_fast: true,
         task: Some("the run's task".into()),
     };
+    let (fresh_caller, revival) = (
+        Caller::default(),
+        Caller {
+            revival_lease: Some(RevivalLease {
+                session_file: "/s".into(),
+                run_id: String::new(),
+                source_run_id: "src".into(),
+                parent_session_id: None,
+                extra: serde_json::Map::new(),
+            }),
+            ..Caller::default()
+        },
+    );
     let inputs = |caller| ConfigInputs {
         run_id: "r-1",
         steps: vec![],
@@ -144,22 +157,11 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         workflow: &workflow,
         agent_umask: Some(0o022),
     };
-    let fresh = runner_config(inputs(&Caller::default()));
+    let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
     assert_eq!(fresh.workflow.concurrency, Some(2));
     assert!(fresh.workflow.fail_fast);
     assert_eq!(fresh.workflow.task.as_deref(), Some("the run's task"));
-    let lease = RevivalLease {
-        session_file: "/s".into(),
-        run_id: String::new(),
-        source_run_id: "src".into(),
-        parent_session_id: None,
-        extra: serde_json::Map::new(),
-    };
-    let revival = Caller {
-        revival_lease: Some(lease),
-        ..Caller::default()
-    };
     let config = runner_config(inputs(&revival));
     assert_eq!(config.launch_barrier_token, None);
     assert_eq!(config.revival_lease.unwrap().run_id, "r-1");
