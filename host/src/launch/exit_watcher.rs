@@ -20,6 +20,7 @@ use std::process::Child;
 use std::sync::{Arc, Mutex};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::Clock;
+use sublaunch_protocol::os::processes::signal_name;
 use sublaunch_protocol::proof::RunnerInstance;
 use tokio::sync::watch;
 
@@ -230,18 +231,6 @@ async fn reap(child: &Mutex<Option<Child>>, clock: &dyn Clock) -> RunnerExit {
     }
 }
 
-/// The conventional name of a signal number (`9` → `SIGKILL`).
-pub fn signal_name(signal: i32) -> String {
-    // Linux's signals 1 to 31, in order.
-    const NAMES: [&str; 31] = [
-        "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV", "USR2", "PIPE", "ALRM",
-        "TERM", "STKFLT", "CHLD", "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ", "VTALRM", "PROF",
-        "WINCH", "IO", "PWR", "SYS",
-    ];
-    let known = usize::try_from(signal).ok().and_then(|n| NAMES.get(n.checked_sub(1)?));
-    known.map_or_else(|| format!("SIG{signal}"), |name| format!("SIG{name}"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,12 +278,6 @@ mod tests {
             assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
             assert_eq!(exit.exit_code, None);
         });
-    }
-
-    #[test]
-    fn signal_names() {
-        assert_eq!(signal_name(15), "SIGTERM");
-        assert_eq!(signal_name(64), "SIG64");
     }
 
     use std::os::unix::process::CommandExt;
