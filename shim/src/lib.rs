@@ -33,9 +33,9 @@ pub(crate) mod workflow;
 use start::context::{Ctx, Paths};
 use std::sync::Arc;
 use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{ShiftedClock, SystemClock};
 use sublaunch_protocol::os::faults::ShimPoint;
-use sublaunch_protocol::os::Os;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {

@@ -3,7 +3,6 @@
 //! the test-parent monitor and the revival lease.
 
 use crate::handshake::doorbell::Doorbell;
-use sublaunch_protocol::os::clock::ShiftedClock;
 use crate::start::faults::Faults;
 use crate::start::parent::ParentMonitor;
 use std::io;
@@ -15,6 +14,7 @@ use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::layout::{Layout, names};
 use sublaunch_protocol::lease::{Lease, WriterState};
 use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::clock::ShiftedClock;
 use sublaunch_protocol::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// The directories of one run.
