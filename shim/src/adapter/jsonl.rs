@@ -74,8 +74,7 @@ pub fn oversized(program: &str, len: usize) -> String {
 pub fn excerpt(tail: &[u8]) -> String {
     let text = String::from_utf8_lossy(tail);
     let text = text.trim();
-    let start = text.len().saturating_sub(1_000);
-    let mut start = start;
+    let mut start = text.len().saturating_sub(1_000);
     while !text.is_char_boundary(start) {
         start += 1;
     }

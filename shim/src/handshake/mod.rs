@@ -242,17 +242,13 @@ pub fn fail(ctx: &mut Ctx, error: &PreCommitError) -> i32 {
         Ok(()) => ctx.doorbell.ring("error"),
         Err(e) => eprintln!("sublaunch-shim: cannot publish the startup error: {e}"),
     }
-    if *error == PreCommitError::HostVanished {
-        persist_host_vanished(ctx, &message);
+    // R8: no observer will record this run, so the shim writes the S5 shape itself.
+    if *error == PreCommitError::HostVanished
+        && let Ok(run) = ctx.open_run()
+    {
+        ctx.persist_startup_failure(&run, &message, false);
     }
     ctx.release_lease();
     eprintln!("Subagent runner error: {message}");
     error.exit_code()
-}
-
-/// R8: no observer will record this run, so the shim writes the S5 shape itself.
-fn persist_host_vanished(ctx: &Ctx, message: &str) {
-    if let Ok(run) = ctx.open_run() {
-        ctx.persist_startup_failure(&run, message, false);
-    }
 }

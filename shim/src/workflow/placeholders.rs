@@ -41,9 +41,7 @@ impl Values {
             ],
         )
     }
-}
 
-impl Values {
     /// The values as a shell script receives them: in environment variables.
     pub fn script_values(&self) -> ScriptValues {
         let mut values = ScriptValues::default();
