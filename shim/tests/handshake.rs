@@ -49,7 +49,7 @@ fn plant_owner(root: &Root, session: &Path, pid: u32, token: &str) -> PathBuf {
         .write_doc(
             names::LEASE_OWNER,
             &owner,
-            &DurabilityPolicy::standard().options(DocKind::LeaseOwner),
+            DurabilityPolicy::standard().for_kind(DocKind::LeaseOwner),
         )
         .unwrap();
     dir
@@ -113,7 +113,7 @@ fn k15_confirm_is_accepted_from_the_ack_file() {
         .write_doc(
             names::RUNNER_STARTUP_ACK,
             &json!({"action": "confirm", "token": token}),
-            &DurabilityPolicy::standard().options(DocKind::HandshakeControl),
+            DurabilityPolicy::standard().for_kind(DocKind::HandshakeControl),
         )
         .unwrap();
     run.wait_report("confirmed");
@@ -351,7 +351,7 @@ fn k9_bad_controls() {
             .write_doc(
                 names::RUNNER_STARTUP_PROCEED,
                 &control,
-                &DurabilityPolicy::standard().options(DocKind::Proceed),
+                DurabilityPolicy::standard().for_kind(DocKind::Proceed),
             )
             .unwrap();
         assert_eq!(run.wait_exit(LONG).code(), Some(3));

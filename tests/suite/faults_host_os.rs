@@ -2,14 +2,14 @@
 //! (signals refused with EPERM and no exit), through the `ProcessControl` seam and through a
 //! real launch whose `Os` refuses every signal.
 
+use rustix::io::Errno;
+use rustix::process::{Pid, Signal};
 use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sublaunch::launch::exit_watcher::ExitFuture;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
-use rustix::io::Errno;
-use rustix::process::{Pid, Signal};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::os::processes::Processes;
@@ -121,7 +121,11 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
         .expect_err("the proceed write fails");
     assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
     assert!(!failure.termination_observed(), "terminationObserved:false");
-    assert_eq!(*processes.refused.lock().unwrap(), 2, "SIGTERM then SIGKILL were attempted");
+    assert_eq!(
+        *processes.refused.lock().unwrap(),
+        2,
+        "SIGTERM then SIGKILL were attempted"
+    );
     let run = scratch.run_dir(failure.run_id().unwrap());
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_eq!(hooks.snapshot().capacity_used(), 0, "capacity rolled back");

@@ -48,7 +48,7 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
         control.write_doc(
             names::CONTROL_STOP,
             &request,
-            &super::environment().durability().options(DocKind::ControlFile),
+            super::environment().durability().for_kind(DocKind::ControlFile),
         )
     });
     if let Err(e) = written {

@@ -8,8 +8,8 @@ use super::setup::Setup;
 use std::sync::Arc;
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::status::InitialStatus;
@@ -46,9 +46,9 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
     let fail = |e: String| format!("Failed to persist initial async status: {e}");
     let context = ctx.clone();
     blocking(move || {
-        let options = context.policy.options(DocKind::InitialStatus);
+        let options = context.policy.for_kind(DocKind::InitialStatus);
         let bytes = to_pretty_bytes(&status);
-        (context.faults).write(&context.run, HostPoint::StatusInitial, names::STATUS, &bytes, &options)
+        (context.faults).write(&context.run, HostPoint::StatusInitial, names::STATUS, &bytes, options)
     })
     .await
     .map_err(|e| fail(e.to_string()))?;
@@ -58,9 +58,10 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         if let Some(error) = context.faults.step_error(HostPoint::Index) {
             return Err(error);
         }
-        let outcome = context
-            .index()?
-            .mark_checked(&context.run_id, context.caller.tool_call_id.as_deref(), &context.run)?;
+        let outcome =
+            context
+                .index()?
+                .mark_checked(&context.run_id, context.caller.tool_call_id.as_deref(), &context.run)?;
         if let Some(alias) = outcome.alias_error {
             warn(&format!(
                 "could not create the tool-call alias of run '{}': {alias}",
@@ -81,8 +82,8 @@ pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), String> {
         let id = &context.run_id;
         let instance = &context.runner_process_instance_id;
         let write = |name: &str, bytes: Vec<u8>, kind: DocKind| {
-            let options = context.policy.options(kind);
-            (context.faults).write(&context.run, HostPoint::Sidecar, name, &bytes, &options)
+            let options = context.policy.for_kind(kind);
+            (context.faults).write(&context.run, HostPoint::Sidecar, name, &bytes, options)
         };
         write(
             names::PROCESS_TERMINAL_CANDIDATE,

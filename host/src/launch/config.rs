@@ -12,9 +12,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
-use sublaunch_protocol::config::{
-    AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig,
-};
+use sublaunch_protocol::config::{AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig};
 
 pub use aliases::{AliasTable, aliases_for};
 pub use placement::{CONTROL_DIR_ENV, Placer, SSH_CONFIG_ENV, control_dir};

@@ -7,9 +7,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::index::ActiveRunIndex;
 use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::trust::TrustedRoot;
 
 /// One launch's shared state.

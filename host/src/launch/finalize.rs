@@ -11,9 +11,9 @@ use std::sync::Arc;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::events::has_run_started;
 use sublaunch_protocol::handshake::exited_before_commit_message;
-use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::SessionLeases;
+use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
 use sublaunch_protocol::status::{Status, read_status};
 

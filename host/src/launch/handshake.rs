@@ -17,9 +17,9 @@ use sublaunch_protocol::handshake::{
     ControlAction, ControlMessage, HostObservation, PollBackoff, StartupState, evaluate_host, evaluate_host_after_exit,
     exited_before_commit_message, exited_before_proceed_message, host_timeout_message,
 };
-use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::os::clock::Deadline;
+use sublaunch_protocol::os::faults::HostPoint;
 
 /// How long the commit check waits for the exit of a shim whose doorbell reached EOF.
 const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);
@@ -161,7 +161,7 @@ impl Handshake<'_> {
         let bytes = to_pretty_bytes(&ControlMessage::new(action, token));
         blocking(move || {
             ctx.faults
-                .write(&ctx.run, point, action.file_name(), &bytes, &ctx.policy.options(kind))
+                .write(&ctx.run, point, action.file_name(), &bytes, ctx.policy.for_kind(kind))
         })
         .await
         .map_err(|e| format!("{}: {e}", action.write_failure_prefix()))

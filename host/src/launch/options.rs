@@ -10,9 +10,9 @@ use std::time::Duration;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::handshake::TERMINATE_GRACE;
-use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::layout::Layout;
 use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::proof::ProcessTerminal;
 
 /// The environment variable naming the shim executable.

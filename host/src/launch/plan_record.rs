@@ -30,7 +30,7 @@ pub struct PlanRecord {
 
 /// Writes the record (atomic, private).
 pub(crate) fn write_plan_record(run: &Dir, record: &PlanRecord, policy: DurabilityPolicy) -> io::Result<()> {
-    run.write_doc(LAUNCH_PLAN_FILE, record, &policy.options(DocKind::Other))
+    run.write_doc(LAUNCH_PLAN_FILE, record, policy.for_kind(DocKind::Other))
 }
 
 /// Reads the record of a run (A11: absent / corrupt / present).

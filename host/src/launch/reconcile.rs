@@ -154,7 +154,7 @@ impl RunStore {
             if let (Some(run_id), Some(instance)) = (status.run_id.clone(), instance) {
                 status.process_terminal = Some(ProcessTerminal::not_started(&run_id, &instance).to_value());
             }
-            (Change::Write(policy.options(DocKind::TerminalStatus)), ())
+            (Change::Write(policy.for_kind(DocKind::TerminalStatus)), ())
         });
         match result {
             Err(sublaunch_protocol::status::ModifyError::Io(e)) => Err(e),

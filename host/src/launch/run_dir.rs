@@ -92,7 +92,7 @@ pub(crate) fn add_host_identity(status: &mut Status) {
 pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: DurabilityPolicy) -> io::Result<Option<Dir>> {
     let staging = hidden_name(runs, run_id, STAGING_SUFFIX);
     let dir = runs.ensure_child(&staging)?;
-    if let Err(e) = write_status(&dir, status, &policy.options(DocKind::RunningStatus)) {
+    if let Err(e) = write_status(&dir, status, policy.for_kind(DocKind::RunningStatus)) {
         remove_hidden(runs, &staging);
         return Err(e);
     }

@@ -14,9 +14,9 @@ use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::StepConfig;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::layout::{Layout, validate_run_id};
 use sublaunch_protocol::os::Os;
+use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::trust::TrustedRoot;
 
 /// Attempts at a fresh random run id before giving up.

@@ -14,8 +14,8 @@ use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::{errno, os_error};
-use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::procinfo;
 
 /// H5: writes `<root>/async-cfg-<runId>.json` privately and atomically.
@@ -26,7 +26,13 @@ pub(crate) fn write_config(
     policy: DurabilityPolicy,
 ) -> io::Result<()> {
     let name = names::runner_config(&config.id);
-    faults.write(root, HostPoint::Cfg, &name, &config.to_bytes(), &policy.options(DocKind::RunnerConfig))
+    faults.write(
+        root,
+        HostPoint::Cfg,
+        &name,
+        &config.to_bytes(),
+        policy.for_kind(DocKind::RunnerConfig),
+    )
 }
 
 /// H6: removes stale handshake files (absent is fine; any other error aborts).

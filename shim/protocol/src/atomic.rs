@@ -36,41 +36,16 @@ pub enum Durability {
     Durable,
 }
 
-/// Options of one atomic write.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Whether the write is fsynced.
-    pub durability: Durability,
-}
-
-impl WriteOptions {
-    /// Options with `durability`.
-    pub fn new(durability: Durability) -> Self {
-        Self { durability }
-    }
-}
-
-impl From<Durability> for WriteOptions {
-    fn from(durability: Durability) -> Self {
-        Self::new(durability)
-    }
-}
-
 impl Dir {
-    /// Atomically replaces `name` in this directory with `bytes`, mode 0600.
+    /// Atomically replaces `name` in this directory with `bytes`, mode 0600 (A1–A8).
     pub fn write(&self, name: &str, bytes: &[u8], durability: Durability) -> io::Result<()> {
-        self.write_with(name, bytes, &WriteOptions::new(durability))
-    }
-
-    /// Atomically replaces `name` with `bytes` per `options` (A1–A8).
-    pub fn write_with(&self, name: &str, bytes: &[u8], options: &WriteOptions) -> io::Result<()> {
         crate::dir::check_name(name, self.path())?;
         let os = self.os().clone();
         let (temp, fd) = self.create_temp(name)?;
         let temp_path = self.join(&temp);
         let result = (|| {
             write_all(self, &fd, bytes).map_err(|e| os_error(e, "write", &temp_path))?;
-            if options.durability == Durability::Durable {
+            if durability == Durability::Durable {
                 retry_eintr(|| os.files.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
             }
             drop(fd);
@@ -86,7 +61,7 @@ impl Dir {
             let _ = retry_eintr(|| os.files.unlinkat(self.fd(), Path::new(&temp)));
             return Err(error);
         }
-        if options.durability == Durability::Durable {
+        if durability == Durability::Durable {
             self.sync()?;
         }
         Ok(())

@@ -92,7 +92,10 @@ impl Dir {
 
     /// Another handle on this directory that works through `os`.
     pub fn with_os(&self, os: Arc<Os>) -> io::Result<Self> {
-        Ok(Self { os, ..self.try_clone()? })
+        Ok(Self {
+            os,
+            ..self.try_clone()?
+        })
     }
 
     /// Opens the existing subdirectory `name` (no symlink followed); `Ok(None)` when absent.

@@ -2,7 +2,7 @@
 //! (upstream `JSON.stringify(v, null, 2)`); read as Absent / Corrupt / Present (A11) — a
 //! corrupt document is never mistaken for an empty one.
 
-use crate::atomic::WriteOptions;
+use crate::atomic::Durability;
 use crate::dir::Dir;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -81,8 +81,8 @@ impl Dir {
     }
 
     /// Atomically writes `value` as pretty JSON to `name` (A-rules).
-    pub fn write_doc<T: Serialize + ?Sized>(&self, name: &str, value: &T, options: &WriteOptions) -> io::Result<()> {
-        self.write_with(name, &to_pretty_bytes(value), options)
+    pub fn write_doc<T: Serialize + ?Sized>(&self, name: &str, value: &T, durability: Durability) -> io::Result<()> {
+        self.write(name, &to_pretty_bytes(value), durability)
     }
 }
 
@@ -96,12 +96,8 @@ mod tests {
     fn writes_two_space_pretty_without_trailing_newline() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = Dir::open(tmp.path()).unwrap();
-        dir.write_doc(
-            "a.json",
-            &json!({"state": "pending", "version": 1}),
-            &Durability::Atomic.into(),
-        )
-        .unwrap();
+        dir.write_doc("a.json", &json!({"state": "pending", "version": 1}), Durability::Atomic)
+            .unwrap();
         assert_eq!(
             std::fs::read_to_string(tmp.path().join("a.json")).unwrap(),
             "{\n  \"state\": \"pending\",\n  \"version\": 1\n}"

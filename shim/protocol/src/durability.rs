@@ -5,7 +5,7 @@
 //! (terminal status, process-terminal record, result payload and indexes). With
 //! `SUBLAUNCH_DURABILITY=strict` every write is durable.
 
-use crate::atomic::{Durability, WriteOptions};
+use crate::atomic::Durability;
 
 /// The environment variable selecting strict durability.
 pub const DURABILITY_ENV: &str = "SUBLAUNCH_DURABILITY";
@@ -111,11 +111,6 @@ impl DurabilityPolicy {
         } else {
             Durability::Atomic
         }
-    }
-
-    /// Write options for `kind`.
-    pub fn options(self, kind: DocKind) -> WriteOptions {
-        WriteOptions::new(self.for_kind(kind))
     }
 }
 

@@ -168,10 +168,10 @@ impl ActiveRunIndex {
             session_id,
             ended_at,
         };
-        let options = self.policy.options(DocKind::TerminalRunEntry);
+        let options = self.policy.for_kind(DocKind::TerminalRunEntry);
         retry_enoent(|| {
             let dir = self.runs.ensure_path(&[names::TERMINAL_RUNS_DIR, &enc(session_id)])?;
-            dir.write_doc(&names::terminal_run_entry(ended_at, run_id), &entry, &options)
+            dir.write_doc(&names::terminal_run_entry(ended_at, run_id), &entry, options)
         })
     }
 

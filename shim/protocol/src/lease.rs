@@ -219,7 +219,7 @@ impl SessionLeases {
             let prepared = self
                 .dir
                 .ensure_child(&candidate)
-                .and_then(|c| c.write_doc(names::LEASE_OWNER, &owner, &self.policy.options(DocKind::LeaseOwner)));
+                .and_then(|c| c.write_doc(names::LEASE_OWNER, &owner, self.policy.for_kind(DocKind::LeaseOwner)));
             if let Err(e) = prepared {
                 remove_lease_dir(&self.dir, &candidate);
                 return Err(LeaseError::Io(e));
@@ -377,7 +377,7 @@ impl Lease {
         dir.write_doc(
             names::LEASE_OWNER,
             &self.owner,
-            &self.policy.options(DocKind::LeaseOwner),
+            self.policy.for_kind(DocKind::LeaseOwner),
         )
     }
 

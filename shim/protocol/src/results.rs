@@ -200,14 +200,14 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
         .and_then(|f| f.to_str())
         .ok_or_else(|| ResultError::Io(os_error(Errno::INVAL, "open", request.result_path)))?;
     let payload = crate::doc::to_pretty_bytes(request.payload);
-    let durable = policy.options(DocKind::ResultPayload);
+    let durable = policy.for_kind(DocKind::ResultPayload);
     let pending_name = format!("{}.json", enc(request.run_id));
     let session_dir = enc(session_id);
 
     // Step 2: the pending copy (create retried on ENOENT: another run may rmdir the session dir).
     let pending = retry_enoent(|| {
         let dir = results.ensure_path(&[names::RESULT_PENDING_DIR, &session_dir])?;
-        dir.write_with(&pending_name, &payload, &durable)?;
+        dir.write(&pending_name, &payload, durable)?;
         Ok(dir)
     })
     .map_err(ResultError::Io)?;
@@ -221,14 +221,14 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
         written_at: results.os().clock.wall_ms(),
         async_dir: request.async_dir.map(str::to_owned),
     };
-    let index_options = policy.options(DocKind::ResultIndex);
+    let index_options = policy.for_kind(DocKind::ResultIndex);
     let write_entry = |components: &[&str]| {
         retry_enoent(|| {
             let mut path = vec![names::RESULT_INDEX_DIR];
             path.extend_from_slice(components);
             results
                 .ensure_path(&path)?
-                .write_doc(&pending_name, &entry, &index_options)
+                .write_doc(&pending_name, &entry, index_options)
         })
     };
     if let Err(e) = write_entry(&[names::RESULT_INDEX_SESSIONS_DIR, &session_dir]) {
@@ -260,12 +260,12 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
     let promoted = public_dir.and_then(|public| {
         match pending.rename_to(&pending_name, &public, file) {
             Err(e) if has_errno(&e, Errno::XDEV) => {
-                public.write_with(file, &payload, &durable)?;
+                public.write(file, &payload, durable)?;
                 let _ = pending.remove(&pending_name);
             }
             other => other?,
         }
-        if durable.durability == crate::atomic::Durability::Durable {
+        if durable == crate::atomic::Durability::Durable {
             public.sync()?;
         }
         Ok(())

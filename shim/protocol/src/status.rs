@@ -1,7 +1,7 @@
 //! `status.json` (S1–S5, R16): typed, preserving every field it does not know (W9), with the
 //! locked read-modify-write helper and the startup-failure persistence.
 
-use crate::atomic::WriteOptions;
+use crate::atomic::Durability;
 use crate::dir::Dir;
 use crate::doc::{Corrupt, ReadDoc};
 use crate::durability::{DocKind, DurabilityPolicy};
@@ -404,8 +404,8 @@ pub fn read_status(run: &Dir) -> io::Result<ReadDoc<Status>> {
 }
 
 /// Writes `status.json` (no lock: for the owner of the current single-writer window, S1).
-pub fn write_status(run: &Dir, status: &Status, options: &WriteOptions) -> io::Result<()> {
-    run.write_doc(names::STATUS, status, options)
+pub fn write_status(run: &Dir, status: &Status, durability: Durability) -> io::Result<()> {
+    run.write_doc(names::STATUS, status, durability)
 }
 
 /// Why a locked modification did not happen.
@@ -435,7 +435,7 @@ impl std::error::Error for ModifyError {}
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Change {
     /// Write the modified document with these options.
-    Write(WriteOptions),
+    Write(Durability),
     /// Leave the file alone.
     Keep,
 }
@@ -465,7 +465,7 @@ pub fn modify_status_locked<T>(
     };
     let (change, value) = f(&mut status);
     if let Change::Write(options) = change {
-        write_status(run, &status, &options).map_err(ModifyError::Io)?;
+        write_status(run, &status, options).map_err(ModifyError::Io)?;
     }
     Ok(value)
 }
@@ -560,7 +560,7 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
             status.process_terminal =
                 Some(ProcessTerminal::not_started(&failure.run_id, &failure.runner_process_instance_id).to_value());
         }
-        if let Err(e) = write_status(run, &status, &policy.options(DocKind::TerminalStatus)) {
+        if let Err(e) = write_status(run, &status, policy.for_kind(DocKind::TerminalStatus)) {
             return StartupFailureOutcome::Failed(e);
         }
     }
@@ -581,7 +581,7 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
     if let Err(e) = run.write_doc(
         names::PROCESS_TERMINAL_CANDIDATE,
         &candidate,
-        &policy.options(DocKind::FinalCandidate),
+        policy.for_kind(DocKind::FinalCandidate),
     ) {
         return StartupFailureOutcome::Failed(e);
     }
@@ -604,7 +604,7 @@ fn unusable(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy, cause
         .write_doc(
             names::RUNNER_STARTUP_FAILURE,
             &record,
-            &policy.options(DocKind::StartupFailureRecord),
+            policy.for_kind(DocKind::StartupFailureRecord),
         )
         .err();
     StartupFailureOutcome::StatusUnusable { cause, record_error }

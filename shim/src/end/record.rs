@@ -227,7 +227,7 @@ fn publish(ctx: &mut Ctx, payload: &Value) -> Result<(), String> {
     if modifier.corrupt {
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("result.json");
         return results
-            .write_with(name, CORRUPT_PAYLOAD, &ctx.policy.options(DocKind::ResultPayload))
+            .write(name, CORRUPT_PAYLOAD, ctx.policy.for_kind(DocKind::ResultPayload))
             .map_err(|e| fail(&e));
     }
     let async_dir = ctx.cfg.async_dir.clone();
@@ -389,10 +389,10 @@ fn write_candidate(ctx: &mut Ctx, run: &Dir, ends: &[StepEnd]) {
     } else {
         to_pretty_bytes(&candidate)
     };
-    if let Err(e) = run.write_with(
+    if let Err(e) = run.write(
         names::PROCESS_TERMINAL_CANDIDATE,
         &bytes,
-        &ctx.policy.options(DocKind::FinalCandidate),
+        ctx.policy.for_kind(DocKind::FinalCandidate),
     ) {
         eprintln!("sublaunch-shim: cannot write the final candidate: {e}");
     }
@@ -405,7 +405,7 @@ pub fn acknowledge_release(ctx: &Ctx, run: &Dir, released: bool) {
     if let Err(e) = run.write_doc(
         names::PROCESS_TERMINAL_CANDIDATE,
         &candidate,
-        &ctx.policy.options(DocKind::FinalCandidate),
+        ctx.policy.for_kind(DocKind::FinalCandidate),
     ) {
         eprintln!("sublaunch-shim: cannot acknowledge the lease release: {e}");
     }

@@ -31,7 +31,7 @@ pub fn commit(ctx: &mut Ctx) {
                 if let Err(e) = run.write_doc(
                     names::PROCESS_TERMINAL_CANDIDATE,
                     &candidate,
-                    &ctx.policy.options(DocKind::InitialCandidate),
+                    ctx.policy.for_kind(DocKind::InitialCandidate),
                 ) {
                     eprintln!("sublaunch-shim: cannot record the session lease in the candidate: {e}");
                 }
@@ -39,7 +39,7 @@ pub fn commit(ctx: &mut Ctx) {
             if let Err(e) = run.write_doc(
                 SESSION_FILE,
                 &session_document(ctx),
-                &ctx.policy.options(DocKind::Other),
+                ctx.policy.for_kind(DocKind::Other),
             ) {
                 eprintln!("sublaunch-shim: cannot write {SESSION_FILE}: {e}");
             }

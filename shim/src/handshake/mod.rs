@@ -155,10 +155,10 @@ fn write_report(ctx: &mut Ctx, mut report: StartupReport) -> Result<(), PreCommi
         };
         ctx.open_run()
             .and_then(|run| {
-                run.write_with(
+                run.write(
                     names::RUNNER_STARTUP,
                     &bytes,
-                    &ctx.policy.options(DocKind::StartupReport),
+                    ctx.policy.for_kind(DocKind::StartupReport),
                 )
             })
             .map_err(|e| {
@@ -236,7 +236,7 @@ pub fn fail(ctx: &mut Ctx, error: &PreCommitError) -> i32 {
         run.write_doc(
             names::RUNNER_STARTUP,
             &report,
-            &ctx.policy.options(DocKind::StartupReport),
+            ctx.policy.for_kind(DocKind::StartupReport),
         )
     }) {
         Ok(()) => ctx.doorbell.ring("error"),

@@ -8,7 +8,7 @@
 
 use std::io;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::atomic::WriteOptions;
+use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::deferred::{Deferred, DeferredKind, Submitted};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
@@ -33,7 +33,7 @@ enum Key {
 #[derive(Clone, Debug)]
 enum Op {
     /// Write these status bytes.
-    Status(Vec<u8>, WriteOptions),
+    Status(Vec<u8>, Durability),
     /// Create-or-touch the marker (I2 + I7 check).
     Mark,
 }
@@ -50,7 +50,7 @@ struct Target {
 impl Target {
     fn apply(&self, op: &Op) -> io::Result<()> {
         match (op, &self.index) {
-            (Op::Status(bytes, options), _) => self.run.write_with(names::STATUS, bytes, options),
+            (Op::Status(bytes, durability), _) => self.run.write(names::STATUS, bytes, *durability),
             (Op::Mark, Some(index)) => {
                 let outcome = index.mark_checked(&self.run_id, self.tool_call_id.as_deref(), &self.run)?;
                 if let Some(e) = outcome.alias_error {
@@ -135,7 +135,7 @@ impl StatusBook {
 
     /// Writes `bytes` as the status (the `corrupt` test hook passes invalid JSON).
     pub fn write_bytes(&mut self, bytes: Vec<u8>, kind: DocKind) -> Submitted {
-        let options = self.policy.options(kind);
+        let options = self.policy.for_kind(kind);
         self.dirty = false;
         self.last_write = Some(Instant::now());
         let op = Op::Status(bytes, options);

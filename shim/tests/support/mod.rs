@@ -238,7 +238,7 @@ impl Root {
             now: wall_ms(),
         });
         run_dir
-            .write_doc(names::STATUS, &initial, &policy.options(DocKind::InitialStatus))
+            .write_doc(names::STATUS, &initial, policy.for_kind(DocKind::InitialStatus))
             .unwrap();
         let runs = Dir::open(&self.runs()).unwrap();
         ActiveRunIndex::new(&runs, policy)
@@ -249,14 +249,14 @@ impl Root {
             .write_doc(
                 names::PROCESS_TERMINAL_CANDIDATE,
                 &Candidate::initial(&id, &instance),
-                &policy.options(DocKind::InitialCandidate),
+                policy.for_kind(DocKind::InitialCandidate),
             )
             .unwrap();
         run_dir
             .write_doc(
                 names::PROCESS_TERMINAL,
                 &ProcessTerminal::pending(&id, &instance),
-                &policy.options(DocKind::PendingProof),
+                policy.for_kind(DocKind::PendingProof),
             )
             .unwrap();
         for planted in &spec.plant {
@@ -479,7 +479,7 @@ impl Launched {
             .write_doc(
                 action.file_name(),
                 &ControlMessage::new(action, token),
-                &DurabilityPolicy::standard().options(DocKind::Proceed),
+                DurabilityPolicy::standard().for_kind(DocKind::Proceed),
             )
             .unwrap();
         if let Some(host) = &mut self.host {

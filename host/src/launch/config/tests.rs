@@ -1,8 +1,8 @@
 use super::*;
 use crate::inputs::agents::{AgentSource, RunnerSpec};
-use sublaunch_protocol::config::RevivalLease;
 use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
+use sublaunch_protocol::config::RevivalLease;
 
 fn step(agent: &str, task: &str) -> PlanStep {
     PlanStep::local(agent, task, "/w")

@@ -62,7 +62,7 @@ fn i2_marker_symlink_is_not_followed() {
 fn i4_release_removes_marker_alias_and_empty_alias_dir_and_records_terminal_entry() {
     let (_tmp, runs, index) = setup();
     let run = runs.ensure_child("r1").unwrap();
-    run.write_doc("status.json", &json!({"runId": "r1", "state": "complete", "sessionId": "s/1", "toolCallId": "tc", "endedAt": 1_795_999_088_717u64}), &Durability::Atomic.into())
+    run.write_doc("status.json", &json!({"runId": "r1", "state": "complete", "sessionId": "s/1", "toolCallId": "tc", "endedAt": 1_795_999_088_717u64}), Durability::Atomic)
         .unwrap();
     index.mark("r1", Some("tc")).unwrap();
     index.mark("r2", Some("tc")).unwrap();
@@ -102,7 +102,7 @@ fn i4_no_terminal_entry_when_the_status_has_another_state_or_no_session() {
     run.write_doc(
         "status.json",
         &json!({"state": "running", "sessionId": "s"}),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     index.mark("r1", None).unwrap();
@@ -112,7 +112,7 @@ fn i4_no_terminal_entry_when_the_status_has_another_state_or_no_session() {
             .unwrap()
             .terminal_entry_written
     );
-    run.write_doc("status.json", &json!({"state": "failed"}), &Durability::Atomic.into())
+    run.write_doc("status.json", &json!({"state": "failed"}), Durability::Atomic)
         .unwrap();
     assert!(
         !index
@@ -140,11 +140,11 @@ fn i4_alias_removal_falls_back_to_a_scan() {
 fn i7_a_mark_after_the_terminal_status_is_withdrawn() {
     let (_tmp, runs, index) = setup();
     let run = runs.ensure_child("r1").unwrap();
-    run.write_doc("status.json", &json!({"state": "running"}), &Durability::Atomic.into())
+    run.write_doc("status.json", &json!({"state": "running"}), Durability::Atomic)
         .unwrap();
     assert!(!index.mark_checked("r1", Some("tc"), &run).unwrap().withdrawn);
     assert!(runs.join(".active-runs/r1").exists());
-    run.write_doc("status.json", &json!({"state": "complete"}), &Durability::Atomic.into())
+    run.write_doc("status.json", &json!({"state": "complete"}), Durability::Atomic)
         .unwrap();
     index.release("r1", &RunState::Complete, None, Some(&run)).unwrap();
     // A deferred (capacity) retry of the running mark arrives late:

@@ -309,7 +309,7 @@ pub fn finalize(
         run.path(),
         ctx,
     );
-    if let Err(e) = run.write_doc(names::PROCESS_TERMINAL, &proof, &policy.options(DocKind::FinalProof)) {
+    if let Err(e) = run.write_doc(names::PROCESS_TERMINAL, &proof, policy.for_kind(DocKind::FinalProof)) {
         let mut failed = ProcessTerminal::unknown(
             ctx.run_id,
             ctx.runner_process_instance_id,
@@ -369,7 +369,7 @@ pub(super) fn apply_overlay(
         if *status == before {
             (Change::Keep, ())
         } else {
-            (Change::Write(policy.options(DocKind::TerminalStatus)), ())
+            (Change::Write(policy.for_kind(DocKind::TerminalStatus)), ())
         }
     });
     match result {

@@ -140,7 +140,7 @@ pub fn repair_orphan(
         OrphanDecision::StaleRepair(_) => UnknownReason::StaleRepair,
     };
     let proof = ProcessTerminal::unknown(&pending.run_id, &pending.runner_process_instance_id, reason, None);
-    run.write_doc(names::PROCESS_TERMINAL, &proof, &policy.options(DocKind::FinalProof))?;
+    run.write_doc(names::PROCESS_TERMINAL, &proof, policy.for_kind(DocKind::FinalProof))?;
     let mut warnings = Vec::new();
     let now = run.os().clock.wall_ms();
     let candidate = run
@@ -154,7 +154,7 @@ pub fn repair_orphan(
     } else {
         false
     };
-    if let Err(e) = write_status(run, &status, &policy.options(DocKind::TerminalStatus)) {
+    if let Err(e) = write_status(run, &status, policy.for_kind(DocKind::TerminalStatus)) {
         warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
     }
     append_event(run, now, &proof, &mut warnings);

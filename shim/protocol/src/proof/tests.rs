@@ -319,18 +319,17 @@ fn host_bookkeeping(run: &Dir) {
         now: 1_000,
         ..Default::default()
     });
-    run.write_doc("status.json", &status, &Durability::Atomic.into())
-        .unwrap();
+    run.write_doc("status.json", &status, Durability::Atomic).unwrap();
     run.write_doc(
         "process-terminal-candidate.json",
         &Candidate::initial(RUN, RP),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     run.write_doc(
         "process-terminal.json",
         &ProcessTerminal::pending(RUN, RP),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
 }
@@ -398,16 +397,12 @@ fn f35_corrupt_proof_is_preserved_and_recomputed_and_emitted_once() {
     host_bookkeeping(&run);
     let mut candidate = Candidate::initial(RUN, RP);
     candidate.set_step_writers(0, &[writer(0, ProcessTree::observed(77, 4_500, None))]);
-    run.write_doc(
-        "process-terminal-candidate.json",
-        &candidate,
-        &Durability::Atomic.into(),
-    )
-    .unwrap();
+    run.write_doc("process-terminal-candidate.json", &candidate, Durability::Atomic)
+        .unwrap();
     run.write_doc(
         "status.json",
         &json!({"runId": RUN, "state": "complete", "steps": [{"agent": "shell", "status": "complete"}]}),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     std::fs::write(run.join("process-terminal.json"), br#"{"version":1,"state":"bogus"}"#).unwrap();
@@ -557,7 +552,7 @@ fn f33_s13_dead_runner_of_a_terminal_run_gets_observer_unavailable_once() {
     run.write_doc(
         "status.json",
         &json!({"runId": RUN, "state": "complete", "pid": 4242, "endedAt": 9}),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();

@@ -226,12 +226,12 @@ fn s5_keeps_fields_final_proofs_and_candidate_lease_fields() {
     let (_tmp, run) = run_dir();
     let observed = json!({"version": 1, "state": "observed", "runId": "r", "runnerProcessInstanceId": "rp-1", "observedAt": 5,
         "instances": [{"kind": "runner", "processInstanceId": "rp-1", "closeObservedAt": 5, "exitCode": 1, "signal": null}]});
-    run.write_doc("status.json", &json!({"runId": "r", "state": "running", "pidNamespaceScope": "pid:[1]", "custom": 1, "processTerminal": observed}), &Durability::Atomic.into())
+    run.write_doc("status.json", &json!({"runId": "r", "state": "running", "pidNamespaceScope": "pid:[1]", "custom": 1, "processTerminal": observed}), Durability::Atomic)
         .unwrap();
     run.write_doc(
         "process-terminal-candidate.json",
         &json!({"version": 1, "runId": "r", "runnerProcessInstanceId": "rp-1", "writers": {}, "sessionFile": "/s.jsonl", "revivalLeaseToken": "T", "other": true}),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     persist_startup_failure(&run, &failure("r"), DurabilityPolicy::standard());
@@ -255,7 +255,7 @@ fn r16_never_overwrites_a_terminal_status() {
     run.write_doc(
         "status.json",
         &json!({"runId": "r", "state": "complete"}),
-        &Durability::Atomic.into(),
+        Durability::Atomic,
     )
     .unwrap();
     let mut f = failure("r");
@@ -285,7 +285,7 @@ fn a11_modify_refuses_corrupt_and_absent_documents() {
     std::fs::write(run.join("status.json"), b"{trunc").unwrap();
     let result = modify_status(&run, true, |s| {
         s.state = Some(RunState::Failed);
-        (Change::Write(Durability::Atomic.into()), ())
+        (Change::Write(Durability::Atomic), ())
     });
     assert!(matches!(result, Err(ModifyError::Corrupt(_))));
     assert_eq!(std::fs::read(run.join("status.json")).unwrap(), b"{trunc");
@@ -297,7 +297,7 @@ fn w9_modify_keeps_other_writers_fields() {
     std::fs::write(run.join("status.json"), PEER_RUNNING).unwrap();
     modify_status(&run, false, |s| {
         s.state = Some(RunState::Stopped);
-        (Change::Write(Durability::Atomic.into()), ())
+        (Change::Write(Durability::Atomic), ())
     })
     .unwrap();
     let mut expected: Value = serde_json::from_str(PEER_RUNNING).unwrap();

@@ -50,7 +50,11 @@ impl Rule {
             (Some(documents), Some(document)) => documents.iter().any(|d| d == document),
             (Some(_), None) => false,
         };
-        chosen && self.while_exists.as_ref().is_none_or(|flag| flag.symlink_metadata().is_ok())
+        chosen
+            && self
+                .while_exists
+                .as_ref()
+                .is_none_or(|flag| flag.symlink_metadata().is_ok())
     }
 }
 
@@ -103,7 +107,8 @@ impl Files for FaultyFiles {
                 .into_iter()
                 .find_map(|at| self.rule(name, at));
             if let Some(rule) = rule {
-                self.open_files().insert(fd.as_raw_fd(), (name.to_owned(), rule.clone()));
+                self.open_files()
+                    .insert(fd.as_raw_fd(), (name.to_owned(), rule.clone()));
             }
         }
         Ok(fd)

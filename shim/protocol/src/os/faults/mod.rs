@@ -10,7 +10,7 @@ pub mod files;
 #[cfg(feature = "test-hooks")]
 pub mod parse;
 
-use crate::atomic::WriteOptions;
+use crate::atomic::Durability;
 use crate::dir::Dir;
 use rustix::io::Errno;
 use std::io;
@@ -251,12 +251,19 @@ impl HostFaults {
     /// Writes one document of the step `point` into `dir`: [`CORRUPT_PAYLOAD`] instead of
     /// `bytes` under a `corrupt` action, and through failing files under an errno fault, so
     /// the temp-file cleanup (A8) runs as in a real failure.
-    pub fn write(&self, dir: &Dir, point: HostPoint, name: &str, bytes: &[u8], options: &WriteOptions) -> io::Result<()> {
+    pub fn write(
+        &self,
+        dir: &Dir,
+        point: HostPoint,
+        name: &str,
+        bytes: &[u8],
+        durability: Durability,
+    ) -> io::Result<()> {
         let corrupt = self.actions(point).any(|a| *a == HostAction::Corrupt);
         let bytes = if corrupt { CORRUPT_PAYLOAD } else { bytes };
         match self.failing_dir(dir, &[point])? {
-            Some(failing) => failing.write_with(name, bytes, options),
-            None => dir.write_with(name, bytes, options),
+            Some(failing) => failing.write(name, bytes, durability),
+            None => dir.write(name, bytes, durability),
         }
     }
 
@@ -279,7 +286,9 @@ impl HostFaults {
         if rules.is_empty() {
             return Ok(None);
         }
-        let os = (**dir.os()).clone().with_files(Arc::new(files::FaultyFiles::new(rules)));
+        let os = (**dir.os())
+            .clone()
+            .with_files(Arc::new(files::FaultyFiles::new(rules)));
         dir.with_os(Arc::new(os)).map(Some)
     }
 
@@ -307,7 +316,10 @@ impl ShimFaults {
     pub fn from_setting(value: Option<&str>) -> Result<Self, String> {
         #[cfg(feature = "test-hooks")]
         {
-            value.map_or_else(|| Ok(Self::none()), |v| parse::shim_faults(v).map(|entries| Self { entries }))
+            value.map_or_else(
+                || Ok(Self::none()),
+                |v| parse::shim_faults(v).map(|entries| Self { entries }),
+            )
         }
         #[cfg(not(feature = "test-hooks"))]
         {

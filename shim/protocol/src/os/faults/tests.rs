@@ -19,7 +19,7 @@ fn t_no_faults_change_nothing() {
     assert_eq!(faults.sleep_before(HostPoint::Capacity), None);
     assert!(faults.step_error(HostPoint::Index).is_none());
     faults
-        .write(&run, HostPoint::Cfg, "cfg.json", b"{}", &Durability::Durable.into())
+        .write(&run, HostPoint::Cfg, "cfg.json", b"{}", Durability::Durable)
         .unwrap();
     assert_eq!(std::fs::read(tmp.path().join("cfg.json")).unwrap(), b"{}");
     assert!(Arc::ptr_eq(&faults.dir(&run, HostPoint::ALL).unwrap(), &run));
@@ -32,7 +32,7 @@ fn t_sleep_corrupt_and_step_errors() {
     let faults = host("logs:sleep:300;logs:sleep:200;cfg:corrupt;capacity:EPERM");
     assert_eq!(faults.sleep_before(HostPoint::Logs), Some(Duration::from_millis(500)));
     faults
-        .write(&dir(tmp.path()), HostPoint::Cfg, "cfg.json", b"{}", &Durability::Atomic.into())
+        .write(&dir(tmp.path()), HostPoint::Cfg, "cfg.json", b"{}", Durability::Atomic)
         .unwrap();
     let written = std::fs::read(tmp.path().join("cfg.json")).unwrap();
     assert_eq!(written, CORRUPT_PAYLOAD);
@@ -51,7 +51,7 @@ fn f12_an_errno_fault_fires_at_its_step_and_leaves_no_temp_file() {
     ] {
         let tmp = tempfile::tempdir().unwrap();
         let run = dir(tmp.path());
-        let result = host(spec).write(&run, HostPoint::Sidecar, "process-terminal.json", b"{}", &durability.into());
+        let result = host(spec).write(&run, HostPoint::Sidecar, "process-terminal.json", b"{}", durability);
         assert_eq!(result.is_err(), fails, "{spec} {durability:?}");
         if let Err(error) = result {
             assert!(error.to_string().starts_with("ENOSPC"), "{error}");
@@ -67,7 +67,9 @@ fn multi_document_steps_fail_only_their_documents() {
     let tmp = tempfile::tempdir().unwrap();
     let run = dir(tmp.path());
     let proof = host("proof:ENOSPC").dir(&run, &[HostPoint::Proof]).unwrap();
-    let error = proof.write("process-terminal.json", b"{}", Durability::Atomic).unwrap_err();
+    let error = proof
+        .write("process-terminal.json", b"{}", Durability::Atomic)
+        .unwrap_err();
     assert!(error.to_string().starts_with("ENOSPC"), "{error}");
     proof.write("status.json", b"{\"a\":1}", Durability::Durable).unwrap();
 
@@ -75,7 +77,10 @@ fn multi_document_steps_fail_only_their_documents() {
     let error = overlay.write("status.json", b"{}", Durability::Durable).unwrap_err();
     assert!(error.to_string().starts_with("EIO"), "{error}");
     assert_eq!(std::fs::read(tmp.path().join("status.json")).unwrap(), b"{\"a\":1}");
-    let left: Vec<_> = std::fs::read_dir(tmp.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let left: Vec<_> = std::fs::read_dir(tmp.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(left, ["status.json"]);
 }
 
@@ -86,7 +91,11 @@ fn f42_a_full_disk_fails_creation_only_while_the_flag_exists() {
     std::fs::write(&flag, "").unwrap();
     let run_dir = tmp.path().join("run");
     std::fs::create_dir(&run_dir).unwrap();
-    let rule = Rule::new(Some(vec!["status.json".into(), "run-1".into()]), Errno::NOSPC, AtStep::Create);
+    let rule = Rule::new(
+        Some(vec!["status.json".into(), "run-1".into()]),
+        Errno::NOSPC,
+        AtStep::Create,
+    );
     let files = FaultyFiles::new(vec![rule.while_exists(flag.clone())]);
     let os = crate::os::Os::system().with_files(Arc::new(files)).shared();
     let run = Dir::open_with(&run_dir, os).unwrap();
