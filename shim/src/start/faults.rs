@@ -11,11 +11,8 @@
 
 use crate::start::context::Ctx;
 use crate::start::signals;
-use std::path::PathBuf;
-use std::sync::Arc;
 use sublaunch_protocol::os::clock::ShiftedClock;
 use sublaunch_protocol::os::faults::{SHIM_FAULT_VAR, ShimAction, ShimFaults, ShimPoint};
-use sublaunch_protocol::os::files::Files;
 
 /// How the next record write is altered.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -166,7 +163,9 @@ pub const DISK_FULL_TARGETS_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC_TARGETS";
 /// named by `SUBLAUNCH_SHIM_TEST_ENOSPC` exists, creating the temp files of `status.json`
 /// (target `status`) or the run's active-run marker (target `marker`) fails with `ENOSPC`.
 #[cfg(feature = "test-hooks")]
-pub fn disk_full_files(run_id: &str) -> Option<Arc<dyn Files>> {
+pub fn disk_full_files(run_id: &str) -> Option<std::sync::Arc<dyn sublaunch_protocol::os::files::Files>> {
+    use std::path::PathBuf;
+    use std::sync::Arc;
     use sublaunch_protocol::os::faults::AtStep;
     use sublaunch_protocol::os::faults::files::{FaultyFiles, Rule};
     let flag = PathBuf::from(std::env::var_os(DISK_FULL_VAR).filter(|v| !v.is_empty())?);

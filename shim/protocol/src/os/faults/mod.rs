@@ -109,6 +109,7 @@ points! {
     }
 }
 
+#[cfg(feature = "test-hooks")]
 impl HostPoint {
     /// The documents a fault of this point hits when the step writes several through one
     /// handle; `None`: every document the step writes.
