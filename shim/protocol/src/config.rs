@@ -36,47 +36,36 @@ pub struct CommandSpec {
 }
 
 /// One step of the run.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepConfig {
     /// Agent name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The task text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
     /// The step's cwd.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Model, when the adapter has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The runner descriptor (`{type:"external-cli", adapter:"shell"}` …), kept raw.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<Value>,
     /// The command the shim spawns for this step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSpec>,
     /// Which adapter runs the step and what it needs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<AdapterSpec>,
     /// The plan's `stepIndex` (the request step this child belongs to).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_index: Option<u32>,
     /// The plan's `taskIndex` (present for the tasks of a parallel group).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task_index: Option<u32>,
     /// The final output must be JSON that validates against `output_schema`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub structured: bool,
     /// The output schema (a JSON Schema object), when structured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_schema: Option<Value>,
     /// The model a pi child must report.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_check: Option<ModelCheck>,
     /// Where the step runs, when the plan placed it on a machine.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub placement: Option<Placement>,
 }
 
@@ -119,6 +108,7 @@ pub struct RevivalLease {
 pub const CONFIG_VERSION: u32 = 1;
 
 /// The runner configuration (H5).
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunnerConfig {
@@ -135,34 +125,25 @@ pub struct RunnerConfig {
     /// `<run>`.
     pub async_dir: String,
     /// Session id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// Completion owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_owner_id: Option<String>,
     /// Tool call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// Revival: the lease to take.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revival_lease: Option<RevivalLease>,
     /// Run timeout in ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
     /// Absolute deadline, wall epoch ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deadline_at: Option<u64>,
     /// A run-level command (used by steps without their own).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<CommandSpec>,
     /// H4.
     pub runner_process_instance_id: String,
     /// Fresh launches: the proceed token (H4).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub launch_barrier_token: Option<String>,
     /// The umask the agents run with: the launching process's, so files a writer agent
     /// creates look like files the user creates (the shim itself keeps 077 for run files).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent_umask: Option<u32>,
     /// How the children of a chain or parallel run are executed.
     #[serde(default)]

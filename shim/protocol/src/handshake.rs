@@ -163,25 +163,21 @@ impl ControlAction {
 
 /// `runner-startup.json` (K2). `token` is kept raw: the host must tell a missing or non-string
 /// token from a wrong one (K4).
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StartupReport {
     /// The state string.
     pub state: String,
     /// The token (string; `null` only from a faulty shim).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Value>,
     /// The shim's pid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// `ready`: the lease owner object.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<Value>,
     /// `error`: the message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<Value>,
     /// `identified`: the namespace scope.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_namespace_scope: Option<String>,
     /// Fields of other writers.
     #[serde(flatten)]

@@ -39,6 +39,7 @@ pub enum WriterState {
 }
 
 /// `owner.json` (K2 lease owner object).
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LeaseOwner {
@@ -53,23 +54,19 @@ pub struct LeaseOwner {
     /// The run being revived.
     pub source_run_id: String,
     /// Parent session, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
     /// The holder's pid.
     pub pid: u32,
     /// The holder's host name.
     pub hostname: String,
     /// The holder's start identity (X3).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_start_identity: Option<String>,
     /// Writer state.
     #[serde(default)]
     pub writer_state: WriterState,
     /// The agent's pid while running.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_pid: Option<u32>,
     /// The agent's start identity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub writer_process_start_identity: Option<String>,
     /// ISO 8601 acquisition time.
     pub acquired_at: String,

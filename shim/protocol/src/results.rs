@@ -41,6 +41,7 @@ pub struct ProtocolError {
 }
 
 /// One element of `results[]`.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResult {
@@ -51,24 +52,18 @@ pub struct StepResult {
     /// Whether there was output.
     pub output_state: OutputState,
     /// Failure text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Protocol failure.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol_error: Option<ProtocolError>,
     /// Success.
     pub success: bool,
     /// The agent's exit code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// The signal that ended the agent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_signal: Option<String>,
     /// Timed out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<bool>,
     /// Stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<bool>,
     /// Fields of other writers / adapters.
     #[serde(flatten)]
@@ -76,6 +71,7 @@ pub struct StepResult {
 }
 
 /// The result payload (S11 minimum plus preserved extras).
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResultPayload {
@@ -108,16 +104,12 @@ pub struct ResultPayload {
     /// Session id.
     pub session_id: String,
     /// Completion owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_owner_id: Option<String>,
     /// Failure text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// Timed out.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timed_out: Option<bool>,
     /// Stopped.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<bool>,
     /// Fields of other writers / adapters.
     #[serde(flatten)]

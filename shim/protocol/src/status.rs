@@ -99,35 +99,27 @@ impl<'de> Deserialize<'de> for RunState {
 }
 
 /// One element of `status.steps`.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepStatus {
     /// Agent name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// `pending` | `running` | `complete` | `failed` | `stopped` | `paused`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// Model, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// Wall ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<u64>,
     /// Wall ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
     /// Duration in ms (monotonic).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
     /// The agent's exit code.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     /// The step's error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The step proof (S9).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_terminal: Option<Value>,
     /// Fields of other writers.
     #[serde(flatten)]
@@ -135,71 +127,51 @@ pub struct StepStatus {
 }
 
 /// `status.json` (S2–S5). `None` fields are omitted; unknown fields live in `extra`.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Status {
     /// Always 3 when written by this crate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lifecycle_artifact_version: Option<u32>,
     /// The run id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     /// The caller's session.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     /// The completion owner.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub completion_owner_id: Option<String>,
     /// The caller's tool call.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
     /// `single` | `chain` | `parallel`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     /// The run state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub state: Option<RunState>,
     /// Wall ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub started_at: Option<u64>,
     /// Wall ms of the last write.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_update: Option<u64>,
     /// Wall ms of the last agent activity.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_activity_at: Option<u64>,
     /// Wall ms of the end.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ended_at: Option<u64>,
     /// The shim's pid.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
     /// Target of `/proc/self/ns/pid` of the writer of `pid` (H13).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_namespace_scope: Option<String>,
     /// ⊕ Start identity of `pid` (`linux:<ticks>`, X3), so S13 detects pid reuse.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pid_start_identity: Option<String>,
     /// The run's cwd.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
     /// Index of the current step.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_step: Option<u32>,
     /// Number of steps.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_step_count: Option<u32>,
     /// Per-step status.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<Vec<StepStatus>>,
     /// `<run>/output-0.log`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_file: Option<String>,
     /// The failure text.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// The run proof (S6), kept raw so an odd value never makes the status unreadable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process_terminal: Option<Value>,
     /// Fields of other writers.
     #[serde(flatten)]

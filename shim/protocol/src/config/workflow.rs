@@ -26,25 +26,21 @@ pub fn runnable_adapters() -> impl Iterator<Item = AdapterId> {
 }
 
 /// `steps[i].adapter`: which adapter runs the step and what it needs.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdapterSpec {
     /// The id of one of [`runnable_adapters`].
     pub id: String,
     /// The program to start instead of the adapter's default (`claude`, `codex`, …).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub program: Option<String>,
     /// `command`: the argv template; `external-cli`: the program and its arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub argv: Option<Vec<String>>,
     /// The model handed to the program (without a thinking suffix).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model: Option<String>,
     /// The thinking level handed to the program.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
     /// The agent's system prompt (empty: none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system_prompt: Option<String>,
     /// Tools the agent may use (empty: the program's default).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -82,20 +78,18 @@ pub struct ModelCheck {
 }
 
 /// `workflow`: how the children of a chain or parallel run are executed.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct WorkflowConfig {
     /// Tasks of a parallel group running at once (absent: all of them).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub concurrency: Option<u32>,
     /// Stop a group's other tasks as soon as one fails.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fail_fast: bool,
     /// The shared artifacts directory `{chain_dir}` (default `<asyncDir>/chain`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain_dir: Option<String>,
     /// The run's task `{task}` (default: the first step's task).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<String>,
 }
 

@@ -190,6 +190,7 @@ pub struct CanonicalSession {
 
 /// `ProcessTerminalV1` (S6): `process-terminal.json`, `status.processTerminal` and the step
 /// proofs of S9.
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProcessTerminal {
@@ -202,25 +203,18 @@ pub struct ProcessTerminal {
     /// The runner instance (H4).
     pub runner_process_instance_id: String,
     /// Step proofs only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub child_index: Option<u32>,
     /// Observed proofs: the runner's close time.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<u64>,
     /// Observed (and finalized unknown) proofs: runner record then writer records.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instances: Option<Vec<Instance>>,
     /// Unknown proofs: why.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<UnknownReason>,
     /// Unknown proofs: details.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnostic: Option<String>,
     /// Resume disposition.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resume_disposition: Option<ResumeDisposition>,
     /// Revival runs: the canonical session outcome.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical_session: Option<CanonicalSession>,
     /// Fields of other writers.
     #[serde(flatten)]
@@ -277,6 +271,7 @@ impl ProcessTerminal {
 }
 
 /// `process-terminal-candidate.json` (S8).
+#[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Candidate {
@@ -290,16 +285,12 @@ pub struct Candidate {
     #[serde(default)]
     pub writers: BTreeMap<String, Vec<Value>>,
     /// Expected number of writer attempts per step index.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected_writers: Option<BTreeMap<String, u32>>,
     /// Revival: the canonical session file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_file: Option<String>,
     /// Revival: the lease token.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revival_lease_token: Option<String>,
     /// Revival: true only if the lease release succeeded (X11).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revival_lease_release_acknowledged: Option<bool>,
     /// Fields of other writers.
     #[serde(flatten)]
