@@ -16,21 +16,14 @@ pub const FILE_LIMIT: u64 = 1024 * 1024;
 pub const YAML_DEPTH_LIMIT: usize = 64;
 
 /// A configuration file that cannot be used, and why. Shown as `<path> <problem>`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{} {problem}", path.display())]
 pub struct FileProblem {
     /// The file.
     pub path: PathBuf,
     /// What is wrong, phrased to follow the path (`is not a regular file`).
     pub problem: String,
 }
-
-impl std::fmt::Display for FileProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.path.display(), self.problem)
-    }
-}
-
-impl std::error::Error for FileProblem {}
 
 /// A configuration file (an agent or chain file) that cannot be used: which file, where in
 /// it, what is wrong. Shown as `<path>: <at>: <message>`.

@@ -20,43 +20,23 @@ pub enum CommitState {
 }
 
 /// Why [`LaunchHandle::committed`] did not confirm the commit.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CommitError {
     /// The run did not start; the text is the startup error.
+    #[error("{0}")]
     Failed(String),
     /// The shim neither committed nor exited in time.
+    #[error("Timed out after {}ms waiting for the async runner to commit.", .0.as_millis())]
     TimedOut(Duration),
     /// The supervising task is gone (the runtime shut down).
+    #[error("The launch supervisor stopped before the runner committed.")]
     Abandoned,
 }
 
-impl fmt::Display for CommitError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Failed(error) => f.write_str(error),
-            Self::TimedOut(after) => write!(
-                f,
-                "Timed out after {}ms waiting for the async runner to commit.",
-                after.as_millis()
-            ),
-            Self::Abandoned => f.write_str("The launch supervisor stopped before the runner committed."),
-        }
-    }
-}
-
-impl std::error::Error for CommitError {}
-
 /// The supervising task ended without finalizing (the runtime shut down).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("The launch supervisor stopped before the run was finalized.")]
 pub struct Abandoned;
-
-impl fmt::Display for Abandoned {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("The launch supervisor stopped before the run was finalized.")
-    }
-}
-
-impl std::error::Error for Abandoned {}
 
 /// A handle on one launch's supervision. Clones share it; dropping every handle does not stop
 /// the supervision (the exit watcher still finalizes the run).

@@ -151,16 +151,9 @@ pub struct RunnerConfig {
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
 pub struct ConfigError(pub String);
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ConfigError {}
 
 fn invalid(detail: impl fmt::Display) -> ConfigError {
     ConfigError(format!("Invalid runner configuration: {detail}"))

@@ -53,20 +53,13 @@ pub fn errno_from_name(name: &str) -> Option<Errno> {
 
 /// An OS error annotated with the operation and path it happened on. `io::Error::raw_os_error`
 /// of the wrapping error is lost by `io::Error::new`, so the code is kept here (see [`errno`]).
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
 pub struct OsErrorWithPath {
     /// The errno.
     pub code: i32,
     message: String,
 }
-
-impl std::fmt::Display for OsErrorWithPath {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-impl std::error::Error for OsErrorWithPath {}
 
 /// Builds the error for `errno` raised by `op` (`open`, `write`, `fsync`, `rename` …) on `path`.
 pub fn os_error(errno: Errno, op: &str, path: &Path) -> io::Error {

@@ -7,7 +7,6 @@
 
 use crate::atomic::sha256_hex;
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Environment variable naming the root explicitly.
@@ -114,16 +113,9 @@ pub struct Layout {
 }
 
 /// Why no root could be determined.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Cannot determine the sublaunch state directory: set SUBLAUNCH_ROOT, XDG_STATE_HOME or HOME.")]
 pub struct NoRoot;
-
-impl fmt::Display for NoRoot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Cannot determine the sublaunch state directory: set SUBLAUNCH_ROOT, XDG_STATE_HOME or HOME.")
-    }
-}
-
-impl std::error::Error for NoRoot {}
 
 impl Layout {
     /// A layout rooted at `root` (used as given).
@@ -257,21 +249,14 @@ fn is_portable(name: &str) -> bool {
 }
 
 /// Why a run id was refused.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid run id '{}': {reason}.", id.escape_debug())]
 pub struct InvalidRunId {
     /// The refused id.
     pub id: String,
     /// The reason.
     pub reason: &'static str,
 }
-
-impl fmt::Display for InvalidRunId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Invalid run id '{}': {}.", self.id.escape_debug(), self.reason)
-    }
-}
-
-impl std::error::Error for InvalidRunId {}
 
 /// Maximum run-id length in bytes.
 pub const MAX_RUN_ID_LEN: usize = 128;

@@ -18,7 +18,6 @@ use crate::proof::LeaseProbe;
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -129,24 +128,15 @@ pub struct LeaseIdentity<'a> {
 }
 
 /// Acquisition failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum LeaseError {
     /// Another live owner holds it (the R6a conflict text).
+    #[error("{0}")]
     Conflict(String),
     /// Filesystem failure.
+    #[error(transparent)]
     Io(io::Error),
 }
-
-impl fmt::Display for LeaseError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Conflict(m) => f.write_str(m),
-            Self::Io(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for LeaseError {}
 
 /// The lease directory name for a canonical session path.
 pub fn lease_id(canonical_session_file: &str) -> String {

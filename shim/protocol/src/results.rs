@@ -131,24 +131,15 @@ struct ResultIndexEntry {
 }
 
 /// Publishing failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ResultError {
     /// No session id (S11 step 1).
+    #[error("Cannot write async result '{0}' without a sessionId.")]
     MissingSession(String),
     /// A fatal write failed.
+    #[error(transparent)]
     Io(io::Error),
 }
-
-impl fmt::Display for ResultError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::MissingSession(path) => write!(f, "Cannot write async result '{path}' without a sessionId."),
-            Self::Io(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ResultError {}
 
 /// The status error after a failed result write: `Failed to write result file <path>: <cause>`.
 pub fn result_write_failure(path: &Path, cause: &dyn fmt::Display) -> String {

@@ -381,27 +381,18 @@ pub fn write_status(run: &Dir, status: &Status, durability: Durability) -> io::R
 }
 
 /// Why a locked modification did not happen.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ModifyError {
     /// `status.json` does not exist.
+    #[error("status.json does not exist")]
     Absent,
     /// `status.json` is corrupt; it was left byte-identical.
+    #[error("status.json is corrupt: {}", .0.error)]
     Corrupt(Corrupt),
     /// Reading, locking or writing failed.
+    #[error(transparent)]
     Io(io::Error),
 }
-
-impl fmt::Display for ModifyError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Absent => f.write_str("status.json does not exist"),
-            Self::Corrupt(c) => write!(f, "status.json is corrupt: {}", c.error),
-            Self::Io(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for ModifyError {}
 
 /// What the closure of [`modify_status`] decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

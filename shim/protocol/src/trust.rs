@@ -14,13 +14,13 @@ use crate::layout::{Layout, names};
 use crate::os::Os;
 use rustix::fs::{self, AtFlags, FileType};
 use rustix::io::Errno;
-use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// The refusal of H3.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("Refusing untrusted temp root '{}': {reason}", root.display())]
 pub struct UntrustedRoot {
     /// The root that was refused.
     pub root: PathBuf,
@@ -28,43 +28,15 @@ pub struct UntrustedRoot {
     pub reason: String,
 }
 
-impl fmt::Display for UntrustedRoot {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Refusing untrusted temp root '{}': {}",
-            self.root.display(),
-            self.reason
-        )
-    }
-}
-
-impl std::error::Error for UntrustedRoot {}
-
 /// Opening the root failed.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum RootError {
     /// The root (or `runs`/`results`) exists but cannot be trusted (H3).
+    #[error(transparent)]
     Untrusted(UntrustedRoot),
     /// Creating or opening failed.
-    Io(io::Error),
-}
-
-impl fmt::Display for RootError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Untrusted(e) => e.fmt(f),
-            Self::Io(e) => e.fmt(f),
-        }
-    }
-}
-
-impl std::error::Error for RootError {}
-
-impl From<io::Error> for RootError {
-    fn from(e: io::Error) -> Self {
-        Self::Io(e)
-    }
+    #[error(transparent)]
+    Io(#[from] io::Error),
 }
 
 /// The opened, verified root with its `runs` and `results` directories.

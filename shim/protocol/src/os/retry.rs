@@ -6,7 +6,7 @@
 //! `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` clamps its total while keeping its nine entries.
 
 use rustix::io::Errno;
-use std::fmt::{self, Debug};
+use std::fmt::Debug;
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -56,19 +56,9 @@ impl Sleeper for RecordingSleeper {
 }
 
 /// The error for an invalid `SUBLAUNCH_FS_RETRY_MAX_TOTAL_MS` (F41).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{MAX_TOTAL_ENV} must be a non-negative integer number of milliseconds.")]
 pub struct InvalidRetryTotal;
-
-impl fmt::Display for InvalidRetryTotal {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{MAX_TOTAL_ENV} must be a non-negative integer number of milliseconds."
-        )
-    }
-}
-
-impl std::error::Error for InvalidRetryTotal {}
 
 /// When and how long renames and mkdirs are retried (A7).
 #[derive(Clone, Debug, PartialEq, Eq)]
