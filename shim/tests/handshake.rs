@@ -224,6 +224,11 @@ fn f31_host_killed_mid_handshake() {
     );
     assert_eq!(run.candidate()["expectedWriters"], json!({"0": 0}));
     assert!(!lease_dir(&root, &session).exists(), "lease free");
+    let marker = run.root.join("runs").join(".active-runs").join(&run.cfg.id);
+    assert!(
+        !marker.exists(),
+        "no observer will release the marker, so the shim does (X12)"
+    );
     assert!(
         run.stderr()
             .contains("Subagent runner error: Host closed the startup channel before proceed.")
@@ -434,6 +439,32 @@ fn f61_sigkill_after_commit_keeps_the_lease_until_reclaimed() {
     let proof = proof_json(&run.finalize(None));
     assert_eq!(proof["state"], "unknown");
     assert_eq!(proof["reason"], "canonical-session-lease-active");
+    assert_eq!(
+        run.status()["state"],
+        "running",
+        "the finalized proof alone leaves the status"
+    );
+    // The host's initial status names the shim (H13); this harness writes it before the spawn.
+    let mut recorded = run.status();
+    recorded["pid"] = serde_json::json!(run.pid);
+    std::fs::write(run.run.join("status.json"), recorded.to_string()).unwrap();
+    let repaired = run.reconcile().expect("the next reconciliation repairs the run");
+    assert!(!repaired.proof_written, "the proof is kept");
+    let status = run.status();
+    assert_eq!(status["state"], "failed");
+    let error = status["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(&format!(
+            "Async runner process {} exited or disappeared before writing a result.",
+            status["pid"]
+        )),
+        "{error}"
+    );
+    assert_eq!(
+        proof_json(&serde_json::from_value(status["processTerminal"].clone()).unwrap())["reason"],
+        "canonical-session-lease-active"
+    );
+    assert!(run.reconcile().is_none(), "once");
 
     let mut next = root.launch(Spec::shell("echo again").revival(&session));
     next.complete_revival();

@@ -235,6 +235,11 @@ fn f31_revival_host_killed_after_ready() {
         "zero-writer candidate: {candidate}"
     );
     assert!(!run.join("output-0.log").exists(), "no agent");
+    let marker = scratch.runs().join(".active-runs").join(run.file_name().unwrap());
+    assert!(
+        !marker.exists(),
+        "a launch that never committed leaves no active-run marker (X12)"
+    );
 }
 
 /// H8 when the launching host's session and group are led from outside its pid namespace

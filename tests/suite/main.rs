@@ -6,6 +6,7 @@
 mod adapters_cli;
 mod agents_cli;
 mod chains_cli;
+mod crash_truth;
 mod docs;
 mod embedders;
 mod faults_host_bookkeeping;

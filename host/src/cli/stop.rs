@@ -4,6 +4,7 @@
 
 use super::runs::say;
 use super::runs::{async_runtime, fail, open_run, state_name, status_of, timeout_arg};
+use super::terminal_text::for_terminal;
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use sublaunch::runs::{WaitEnd, wait_terminal};
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::layout::names;
+use sublaunch_protocol::status::RunState;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
 const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);
@@ -61,7 +63,16 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
     let (store, run) = (Arc::new(store), Arc::new(run));
     Ok(match runtime.block_on(wait_terminal(&store, &run, Some(limit))) {
         WaitEnd::Terminal(status) => {
-            say!("{}: {}", args.run_id, state_name(&status));
+            // A run that ended otherwise than by this stop says how (a dead runner, and the
+            // agent processes it left that were ended).
+            match status
+                .error
+                .as_deref()
+                .filter(|_| status.state != Some(RunState::Stopped))
+            {
+                Some(error) => say!("{}: {}: {}", args.run_id, state_name(&status), for_terminal(error)),
+                None => say!("{}: {}", args.run_id, state_name(&status)),
+            }
             ExitCode::SUCCESS
         }
         WaitEnd::TimedOut => fail(

@@ -54,6 +54,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
     ctx.fault_sleep(HostPoint::Overlay).await;
     let context = ctx.clone();
     let runner = exit.instance(&ctx.runner_process_instance_id);
+    let (runner_exit_code, runner_signal) = (exit.exit_code, exit.signal.clone());
     let outcome = blocking(move || {
         let run = (context.faults).dir(&context.run, &[HostPoint::Proof, HostPoint::Overlay])?;
         let leases = SessionLeases::open(context.root.root(), context.policy);
@@ -70,8 +71,25 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
             session_file_exists: &session_file_exists,
         };
         let index = context.index().ok();
-        let outcome = proof::finalize(&run, &finalize_context, index.as_ref(), context.policy)?;
-        let status = read_status(&context.run).ok().and_then(ReadDoc::present);
+        let mut outcome = proof::finalize(&run, &finalize_context, index.as_ref(), context.policy)?;
+        let mut status = read_status(&context.run).ok().and_then(ReadDoc::present);
+        // The runner died after committing and before it ended the run: this host saw it, so
+        // it says so, ends the agents it left and releases the marker (X8, I4).
+        if let Some(pid) = status.as_ref().filter(|s| s.is_active()).and_then(|s| s.pid) {
+            let tail = proof::stderr_tail(&context.run);
+            let message = proof::runner_death_message(pid, runner_exit_code, runner_signal.as_deref(), tail.as_deref());
+            match proof::fail_dead_run(&context.run, message, index.as_ref(), context.policy) {
+                Ok(Some(repair)) => {
+                    outcome.warnings.extend(repair.warnings);
+                    if repair.agents_ended > 0 {
+                        log::info!("ended {} agent process(es) the runner left behind", repair.agents_ended);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => outcome.warnings.push(format!("Failed to mark the run failed: {e}")),
+            }
+            status = read_status(&context.run).ok().and_then(ReadDoc::present);
+        }
         Ok((outcome, status))
     })
     .await;

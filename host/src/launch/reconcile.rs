@@ -6,7 +6,7 @@
 //! temp files and staging directories are swept.
 
 use super::options::{HostEvent, LaunchHooks, NoHooks};
-use super::run_dir::{self, LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY, hidden_dir_pid};
+use super::run_dir::{self, hidden_dir_pid};
 use rustix::fs::FileType;
 use serde_json::Value;
 use std::io;
@@ -21,6 +21,7 @@ use sublaunch_protocol::os::Os;
 use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
 use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
 use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
+use sublaunch_protocol::status::{LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY};
 use sublaunch_protocol::sweep::sweep_root;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
@@ -108,7 +109,18 @@ impl RunStore {
         match repair_orphan(run, &request, Some(&self.index), self.policy) {
             Ok(Some(outcome)) => {
                 warnings.extend(outcome.warnings);
-                if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str()) {
+                if let Some(repair) = outcome.repaired {
+                    warnings.extend(repair.warnings);
+                    if repair.agents_ended > 0 {
+                        log::info!(
+                            "ended {} agent process(es) a dead runner left behind",
+                            repair.agents_ended
+                        );
+                    }
+                }
+                if outcome.proof_written
+                    && let Some(run_id) = run.path().file_name().and_then(|n| n.to_str())
+                {
                     self.hooks.event(&HostEvent::ProcessTerminal {
                         run_id: run_id.to_owned(),
                         proof: outcome.proof,

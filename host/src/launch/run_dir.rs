@@ -14,12 +14,10 @@ use sublaunch_protocol::errors::os_error;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::proof::ProcessTerminal;
-use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
+use sublaunch_protocol::status::{
+    LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY, LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status,
+};
 
-/// Status field naming the pid of the host that is launching the run (sublaunch addition).
-pub const LAUNCH_HOST_PID: &str = "launchHostPid";
-/// Status field with that host's start identity (X3).
-pub const LAUNCH_HOST_START_IDENTITY: &str = "launchHostStartIdentity";
 /// Suffix of a staging directory (`.<runId>.<pid>.<rand>.creating`).
 pub const STAGING_SUFFIX: &str = ".creating";
 /// Suffix of a directory being removed (`.<runId>.<pid>.<rand>.removing`).

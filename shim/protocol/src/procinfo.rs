@@ -124,6 +124,31 @@ pub fn start_identity(pid: u32) -> io::Result<Option<String>> {
     Ok(ProcStat::read(pid)?.as_ref().map(identity_of))
 }
 
+/// The live processes of one agent's process group: group `pgid` in session `session`, started
+/// no earlier than its leader (`since`, clock ticks after boot). A group id is the pid of the
+/// process that made the group; once the group and that pid are gone, a new process may get the
+/// same number and make a new group, but that group cannot be in the runner's session, and the
+/// check on the start time rules out a session id reused the same way. Linux only (`/proc`);
+/// elsewhere nothing is found.
+pub fn group_members(pgid: u32, session: u32, since: u64) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            ProcStat::read(*pid).ok().flatten().is_some_and(|stat| {
+                stat.pgrp == pgid && stat.session == session && stat.start_time >= since && !stat.is_zombie()
+            })
+        })
+        .collect()
+}
+
+/// The clock ticks of a `linux:<starttime>` start identity.
+pub fn start_ticks(identity: &str) -> Option<u64> {
+    identity.strip_prefix("linux:")?.parse().ok()
+}
+
 /// The start identity a stat line gives: `linux:<starttime>`.
 fn identity_of(stat: &ProcStat) -> String {
     format!("linux:{}", stat.start_time)

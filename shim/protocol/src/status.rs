@@ -304,6 +304,14 @@ impl Status {
         self.state.as_ref().is_some_and(RunState::is_active)
     }
 
+    /// The host that launched the run: its pid and start identity (`launchHostPid`,
+    /// `launchHostStartIdentity`), when recorded.
+    pub fn launch_host(&self) -> Option<(u32, Option<&str>)> {
+        let pid = self.extra.get(LAUNCH_HOST_PID)?.as_u64()?;
+        let identity = self.extra.get(LAUNCH_HOST_START_IDENTITY).and_then(Value::as_str);
+        Some((u32::try_from(pid).ok()?, identity))
+    }
+
     /// Whether the state is terminal.
     pub fn is_terminal(&self) -> bool {
         self.state.as_ref().is_some_and(RunState::is_terminal)
@@ -379,6 +387,11 @@ pub fn read_status(run: &Dir) -> io::Result<ReadDoc<Status>> {
 pub fn write_status(run: &Dir, status: &Status, durability: Durability) -> io::Result<()> {
     run.write_doc(names::STATUS, status, durability)
 }
+
+/// The status field naming the pid of the host that launched the run.
+pub const LAUNCH_HOST_PID: &str = "launchHostPid";
+/// The status field naming that host's start identity (X3).
+pub const LAUNCH_HOST_START_IDENTITY: &str = "launchHostStartIdentity";
 
 /// Why a locked modification did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -243,10 +243,12 @@ pub fn fail(ctx: &mut Ctx, error: &PreCommitError) -> i32 {
         Err(e) => eprintln!("sublaunch-shim: cannot publish the startup error: {e}"),
     }
     // R8: no observer will record this run, so the shim writes the S5 shape itself.
+    // Nor release its active-run marker (X12): the shim does that too.
     if *error == PreCommitError::HostVanished
         && let Ok(run) = ctx.open_run()
     {
         ctx.persist_startup_failure(&run, &message, false);
+        ctx.release_marker(&run);
     }
     ctx.release_lease();
     eprintln!("Subagent runner error: {message}");

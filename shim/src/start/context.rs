@@ -10,12 +10,16 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::index::ActiveRunIndex;
 use sublaunch_protocol::layout::{Layout, names};
 use sublaunch_protocol::lease::{Lease, WriterState};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::ShiftedClock;
-use sublaunch_protocol::status::{StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use sublaunch_protocol::status::{
+    RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure, read_status,
+};
 
 /// The directories of one run.
 #[derive(Clone, Debug)]
@@ -112,6 +116,22 @@ impl Ctx {
                 eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
             }
             StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
+        }
+    }
+
+    /// Removes the run's active-run marker (I4) once its status is terminal; problems are
+    /// reported on stderr.
+    pub fn release_marker(&self, run: &Dir) {
+        let released = Dir::open_with(&self.paths.runs, self.os.clone())
+            .and_then(|runs| ActiveRunIndex::new(&runs, self.policy))
+            .and_then(|index| {
+                let state = read_status(run).ok().and_then(ReadDoc::present).and_then(|s| s.state);
+                let state = state.filter(RunState::is_terminal).unwrap_or(RunState::Failed);
+                index.release(&self.cfg.id, &state, self.cfg.tool_call_id.as_deref(), Some(run))
+            });
+        match released {
+            Ok(outcome) => outcome.warnings.iter().for_each(|w| eprintln!("sublaunch-shim: {w}")),
+            Err(e) => eprintln!("sublaunch-shim: cannot release the active-run marker: {e}"),
         }
     }
 

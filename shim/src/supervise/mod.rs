@@ -445,8 +445,13 @@ impl Supervisor {
     fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
         let wall = ctx.now_wall();
         if let Some(step) = self.book.status.steps.as_mut().and_then(|s| s.get_mut(index)) {
-            step.extra
-                .insert("externalProcess".into(), json!({"pid": pid, "startedAt": wall}));
+            // The start identity lets whoever finds this runner dead end the agent's group
+            // without ever signalling a process that reused the pid (X8).
+            let identity = sublaunch_protocol::procinfo::start_identity(pid).ok().flatten();
+            step.extra.insert(
+                "externalProcess".into(),
+                json!({"pid": pid, "startedAt": wall, "startIdentity": identity}),
+            );
         }
         self.book.update();
     }

@@ -1,9 +1,10 @@
 //! R10: spawning the agent as the shim's own child in a new process group.
 //!
-//! `std::process::Command` on its `posix_spawn` path: `process_group(0)` (pgid = agent pid),
-//! stdin `/dev/null` (or, for adapters that deliver the prompt there, a sealed in-memory file
-//! holding it, so the shim never writes to a pipe the agent may not read), stdout and stderr
-//! pipes, no `pre_exec`. Every other descriptor of the shim
+//! `std::process::Command` with `process_group(0)` (pgid = agent pid), stdin `/dev/null` (or,
+//! for adapters that deliver the prompt there, a sealed in-memory file holding it, so the shim
+//! never writes to a pipe the agent may not read), stdout and stderr pipes. The agent is told to
+//! die with the shim (`PR_SET_PDEATHSIG`, X8): a `pre_exec` step, so fork+exec instead of
+//! `posix_spawn`, which costs the small shim little. Every other descriptor of the shim
 //! is CLOEXEC (hygiene + every fd the shim opens), so the agent gets exactly 0, 1, 2 (F63).
 //! The spawn runs with an empty signal mask. The agent is never waited for through `std`: the
 //! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::supervise::reaper`]).
@@ -52,6 +53,15 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
     for (key, value) in &command.env {
         cmd.env(key, value);
     }
+    let shim = rustix::process::getpid();
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
+    // getppid(2) and _exit(2), which are async-signal-safe.
+    unsafe {
+        cmd.pre_exec(move || {
+            die_with(shim);
+            Ok(())
+        });
+    }
     let mut child = crate::start::signals::unblocked(|| with_umask(umask, || cmd.spawn()))?;
     let pid = child.id();
     let stdout = OwnedFd::from(child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?);
@@ -62,6 +72,20 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
         rustix::io::ioctl_fionbio(fd, true)?;
     }
     Ok(Spawned { pid, stdout, stderr })
+}
+
+/// In the forked agent: SIGKILL when the shim dies. The signal follows the thread that forked,
+/// and the shim has one thread. Had the shim died before the request took effect, the agent
+/// would have been re-parented already, so it leaves at once.
+fn die_with(shim: rustix::process::Pid) {
+    // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+    }
+    if rustix::process::getppid() != Some(shim) {
+        // SAFETY: _exit is async-signal-safe and ends the child without running destructors.
+        unsafe { libc::_exit(1) };
+    }
 }
 
 /// Runs `f` with the process umask set to `mask`, then restores the shim's. The child that

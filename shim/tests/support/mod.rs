@@ -675,6 +675,21 @@ impl Launched {
         let index = ActiveRunIndex::new(&runs, policy).unwrap();
         finalize(&run, &ctx, Some(&index), policy).unwrap().proof
     }
+
+    /// What a later lister's reconciliation does with this run (S13), judging liveness by the
+    /// real process table.
+    pub fn reconcile(&self) -> Option<sublaunch_protocol::proof::OrphanOutcome> {
+        let run = Dir::open(&self.run).unwrap();
+        let runs = Dir::open(&self.root.join("runs")).unwrap();
+        let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+        let oracle = sublaunch_protocol::procinfo::SystemProcesses;
+        let request = sublaunch_protocol::proof::OrphanRequest {
+            spawned_here: false,
+            oracle: &oracle,
+            own_pid_namespace: None,
+        };
+        sublaunch_protocol::proof::repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard()).unwrap()
+    }
 }
 
 /// The JSON of a proof.

@@ -10,7 +10,8 @@ mod validate;
 
 pub use finalize::{ExistingProof, FinalizeContext, FinalizeOutcome, LeaseProbe, decide, finalize, judge_existing};
 pub use orphan::{
-    OrphanDecision, OrphanOutcome, OrphanRequest, decide_orphan, repair_orphan, stale_repair_message, stderr_tail,
+    DeadRunRepair, OrphanDecision, OrphanOutcome, OrphanRequest, decide_orphan, end_leftover_agents, fail_dead_run,
+    leftover_agents, repair_orphan, runner_death_message, stale_repair_message, stderr_tail,
 };
 pub use overlay::{overlay, step_proof};
 pub use validate::validate_stored_proof;

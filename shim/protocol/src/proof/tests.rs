@@ -565,7 +565,7 @@ fn f33_s13_dead_runner_of_a_terminal_run_gets_observer_unavailable_once() {
     let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
         .unwrap()
         .unwrap();
-    assert!(!outcome.status_repaired);
+    assert!(outcome.repaired.is_none());
     assert_eq!(
         read(&run, "process-terminal.json"),
         json!({"version": 1, "state": "unknown", "runId": RUN, "runnerProcessInstanceId": RP, "reason": "observer-unavailable"})
@@ -599,7 +599,7 @@ fn s13_stale_repair_of_a_running_run_quotes_the_stderr_tail() {
     let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
         .unwrap()
         .unwrap();
-    assert!(outcome.status_repaired);
+    assert!(outcome.repaired.is_some());
     assert_eq!(outcome.proof.reason, Some(UnknownReason::StaleRepair));
     let status = read(&run, "status.json");
     assert_eq!(status["state"], "failed");
@@ -641,4 +641,153 @@ fn s13_no_action_for_live_own_or_foreign_namespace_runners() {
     assert!(
         matches!(decide_orphan(&pending, &status, &req(false, dead, None), Some("boom")), OrphanDecision::StaleRepair(m) if m.ends_with("Runner stderr tail:\nboom"))
     );
+}
+
+/// Alive for the listed pids, dead for every other.
+#[derive(Debug)]
+struct AliveOnly(Vec<u32>);
+
+impl ProcessOracle for AliveOnly {
+    fn liveness(&self, pid: u32, _identity: Option<&str>) -> Liveness {
+        if self.0.contains(&pid) {
+            Liveness::Alive
+        } else {
+            Liveness::Dead
+        }
+    }
+}
+
+fn with_launch_host(mut status: Status, host: u32) -> Status {
+    status.extra.insert(crate::status::LAUNCH_HOST_PID.into(), json!(host));
+    status
+}
+
+#[test]
+fn s13_a_live_launching_host_keeps_the_proof_and_a_dead_one_does_not() {
+    let (_tmp, _runs, run) = run_dir(Os::system());
+    host_bookkeeping(&run);
+    let status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
+    let status = with_launch_host(status, 777);
+    let pending = ProcessTerminal::pending(RUN, RP);
+    let request = |oracle| OrphanRequest {
+        spawned_here: false,
+        oracle,
+        own_pid_namespace: None,
+    };
+    let host_alive = AliveOnly(vec![777]);
+    assert_eq!(
+        decide_orphan(&pending, &status, &request(&host_alive), None),
+        OrphanDecision::NotOrphan("the launching host observes the runner")
+    );
+    let all_dead = AliveOnly(vec![]);
+    assert!(matches!(
+        decide_orphan(&pending, &status, &request(&all_dead), None),
+        OrphanDecision::StaleRepair(_)
+    ));
+}
+
+#[test]
+fn a_final_proof_with_an_active_status_and_a_dead_runner_fails_the_run_and_keeps_the_proof() {
+    let (_tmp, runs, run) = run_dir(Os::system());
+    host_bookkeeping(&run);
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    index.mark(RUN, None).unwrap();
+    let proof = ProcessTerminal::unknown(RUN, RP, UnknownReason::WriterCloseUnverified, None);
+    run.write_doc("process-terminal.json", &proof, Durability::Atomic)
+        .unwrap();
+    let request = |oracle| OrphanRequest {
+        spawned_here: false,
+        oracle,
+        own_pid_namespace: None,
+    };
+    let alive = AliveOnly(vec![4242]);
+    assert!(
+        repair_orphan(&run, &request(&alive), Some(&index), DurabilityPolicy::standard())
+            .unwrap()
+            .is_none()
+    );
+    let dead = AliveOnly(vec![]);
+    let outcome = repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
+        .unwrap()
+        .unwrap();
+    assert!(!outcome.proof_written);
+    assert_eq!(outcome.proof, proof);
+    assert_eq!(
+        read(&run, "process-terminal.json")["reason"],
+        "writer-close-unverified",
+        "the proof is kept"
+    );
+    let status = read(&run, "status.json");
+    assert_eq!(status["state"], "failed");
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Async runner process 4242 exited or disappeared")
+    );
+    assert!(!runs.join(".active-runs").join(RUN).exists(), "marker released");
+    assert!(
+        repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
+            .unwrap()
+            .is_none(),
+        "a failed run with a final proof is left alone"
+    );
+}
+
+/// A process group leading its own session, like an agent under a runner that is gone:
+/// `sh` backgrounds one sleep and becomes another.
+fn detached_group() -> (u32, String) {
+    let mut child = std::process::Command::new("setsid")
+        .args(["sh", "-c", "sleep 60 & exec sleep 60"])
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let identity = crate::procinfo::start_identity(pid).unwrap().unwrap();
+    // Reap in the background so the killed leader does not linger as our zombie.
+    std::thread::spawn(move || child.wait());
+    (pid, identity)
+}
+
+fn status_with_agent(session: u32, pgid: u32, identity: &str) -> Status {
+    serde_json::from_value(json!({
+        "runId": RUN, "state": "running", "pid": session,
+        "steps": [{"agent": "a", "status": "running", "externalProcess": {"pid": pgid, "startIdentity": identity}}]
+    }))
+    .unwrap()
+}
+
+#[test]
+fn x8_the_agents_of_a_dead_runner_are_found_by_group_session_and_start_time_and_ended() {
+    let (pid, identity) = detached_group();
+    let status = status_with_agent(pid, pid, &identity);
+    let members = wait_until(|| Some(leftover_agents(&status)).filter(|m| m.len() == 2));
+    assert!(members.contains(&pid), "{members:?}");
+    let later = format!("linux:{}", crate::procinfo::start_ticks(&identity).unwrap() + 1_000_000);
+    assert!(
+        leftover_agents(&status_with_agent(pid, pid, &later)).is_empty(),
+        "a group started after the record is not ours"
+    );
+    assert!(
+        leftover_agents(&status_with_agent(pid + 1, pid, &identity)).is_empty(),
+        "another session is not ours"
+    );
+    assert_eq!(end_leftover_agents(&status, &crate::os::processes::RealProcesses), 2);
+    wait_until(|| leftover_agents(&status).is_empty().then_some(()));
+    for member in members {
+        let alive = crate::procinfo::ProcStat::read(member)
+            .unwrap()
+            .is_some_and(|s| !s.is_zombie());
+        assert!(!alive, "{member} ended");
+    }
+}
+
+fn wait_until<T>(mut probe: impl FnMut() -> Option<T>) -> T {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        if let Some(value) = probe() {
+            return value;
+        }
+        assert!(std::time::Instant::now() < deadline, "condition not reached in 10 s");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
