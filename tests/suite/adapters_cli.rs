@@ -275,3 +275,68 @@ fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
         "{end}"
     );
 }
+
+/// X5: agents that print their terminal event and then linger (pi, Claude Code and Codex all
+/// may) are drained: SIGTERM 1 s after the event, SIGKILL 3 s later for one that ignores it.
+/// A clean final answer makes the step complete; the lingering processes are gone.
+#[test]
+fn x5_an_agent_lingering_after_its_terminal_event_is_drained_and_its_answer_kept() {
+    let scratch = Scratch::new("adapter-drain");
+    let bin = scratch.path().join("lingering-bin");
+    // Each fake leaves a background sleep in its group and writes the pids it started.
+    let linger = |name: &str, events: &str, ignore_term: bool| {
+        let trap = if ignore_term { "trap '' TERM\n" } else { "" };
+        format!(
+            "#!/bin/sh\n{trap}cat >/dev/null\nsleep 300 &\necho $$ $! > {name}.pids\n{events}\nwhile :; do sleep 1; done\n"
+        )
+    };
+    executable(
+        &bin.join("claude"),
+        &linger(
+            "claude",
+            r#"echo '{"type":"result","subtype":"success","is_error":false,"result":"done by claude"}'"#,
+            false,
+        ),
+    );
+    executable(
+        &bin.join("codex"),
+        &linger(
+            "codex",
+            r#"out=; prev=; for a; do [ "$prev" = --output-last-message ] && out=$a; prev=$a; done
+printf 'done by codex' > "$out"
+echo '{"type":"turn.completed","usage":{}}'"#,
+            true,
+        ),
+    );
+    executable(
+        &bin.join("pi"),
+        &linger(
+            "pi",
+            r#"echo '{"type":"message_end","message":{"role":"assistant","model":"m","content":[{"type":"text","text":"done by pi"}],"stopReason":"stop"}}'
+echo '{"type":"agent_end","messages":[]}'"#,
+            false,
+        ),
+    );
+    for (agent, answer) in [
+        ("claude", "done by claude"),
+        ("codex", "done by codex"),
+        ("pi", "done by pi"),
+    ] {
+        // The run's own timeout turns a missing drain into a failure instead of a hang.
+        let end = run_json(
+            &scratch,
+            &bin,
+            &["--agent", agent, "--task", "answer", "--timeout", "30"],
+        );
+        assert_eq!(end["state"], "complete", "{agent}: {end}");
+        let results = step_results(&scratch, &end);
+        assert_eq!(results[0]["output"], answer, "{agent}: {results:?}");
+        let pids = recorded(&scratch, agent, "pids");
+        for pid in pids.split_whitespace().map(|p| p.parse::<u32>().unwrap()) {
+            assert!(
+                !sublaunch_tests::launch_harness::pid_alive(pid),
+                "{agent}: {pid} was drained"
+            );
+        }
+    }
+}

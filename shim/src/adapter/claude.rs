@@ -84,6 +84,10 @@ impl EventReader for ResultEvents {
         ParsedLine::Event(value)
     }
 
+    fn settled(&self) -> bool {
+        self.result.is_some()
+    }
+
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let program = self.program;
         let mut out = Extracted {

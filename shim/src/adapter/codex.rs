@@ -46,6 +46,7 @@ pub struct CodexEvents {
     last_message_file: String,
     last_agent_message: Option<String>,
     failure: Option<String>,
+    turn_ended: bool,
 }
 
 impl CodexEvents {
@@ -77,7 +78,9 @@ impl EventReader for CodexEvents {
                 }
             }
             "item.updated" => return ParsedLine::Ignore,
+            "turn.completed" => self.turn_ended = true,
             "turn.failed" | "error" => {
+                self.turn_ended |= jsonl::kind(&value) == "turn.failed";
                 let message = value
                     .get("error")
                     .and_then(|e| e.get("message"))
@@ -89,6 +92,10 @@ impl EventReader for CodexEvents {
             _ => {}
         }
         ParsedLine::Event(value)
+    }
+
+    fn settled(&self) -> bool {
+        self.turn_ended
     }
 
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {

@@ -89,6 +89,8 @@ pub trait EventReader {
     fn event(&mut self, value: Value) -> ParsedLine;
     /// The step's output once stdout ended (every JSON line was within bounds).
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted;
+    /// Whether the terminal event has been read (X5).
+    fn settled(&self) -> bool;
 }
 
 /// An [`EventReader`] as an [`OutputParser`]: lines that are JSON objects are events, other
@@ -131,6 +133,10 @@ impl<R: EventReader> OutputParser for JsonlParser<R> {
                 ParsedLine::Ignore
             }
         }
+    }
+
+    fn settled(&self) -> bool {
+        self.reader.settled()
     }
 
     fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {

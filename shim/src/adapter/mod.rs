@@ -106,6 +106,11 @@ pub trait OutputParser {
     fn tail_bytes(&self) -> usize;
     /// One complete line without its newline (`full_len` ≥ `line.len()`).
     fn stdout_line(&mut self, line: &[u8], full_len: usize) -> ParsedLine;
+    /// Whether the agent printed its terminal event: it has nothing more to say, and one
+    /// that lingers is drained (X5).
+    fn settled(&self) -> bool {
+        false
+    }
     /// The step's output, given the last bytes of stdout (`tail_cut`: older bytes were
     /// dropped from the tail).
     fn finish(&mut self, stdout_tail: &[u8], tail_cut: bool) -> Extracted;

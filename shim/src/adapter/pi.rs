@@ -47,6 +47,7 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 #[derive(Debug, Default)]
 pub struct PiEvents {
     last: Option<Value>,
+    ended: bool,
 }
 
 /// pi's output parser.
@@ -60,6 +61,7 @@ impl EventReader for PiEvents {
     fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "message_update" => return ParsedLine::Ignore,
+            "agent_end" | "agent_settled" => self.ended = true,
             "message_end" | "turn_end" => {
                 let message = value.get("message");
                 if message.and_then(|m| m.get("role")).and_then(Value::as_str) == Some("assistant") {
@@ -69,6 +71,10 @@ impl EventReader for PiEvents {
             _ => {}
         }
         ParsedLine::Event(value)
+    }
+
+    fn settled(&self) -> bool {
+        self.ended
     }
 
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {

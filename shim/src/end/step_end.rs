@@ -34,6 +34,8 @@ pub struct StepEnd {
     pub timeout: Option<String>,
     /// Interrupted (R12).
     pub interrupted: bool,
+    /// Signalled by the final drain after its terminal event (X5): not a failure by itself.
+    pub drained: bool,
     /// Protocol failure message (R11).
     pub protocol: Option<String>,
     /// The writer record (R13); `None` when no agent ran.
@@ -89,7 +91,8 @@ pub struct RemoteEnd {
 impl StepEnd {
     /// Whether the agent's end was caused by a request of ours.
     fn requested(&self) -> bool {
-        self.stop.is_some()
+        self.drained
+            || self.stop.is_some()
             || self.cancel.is_some()
             || self.timeout.is_some()
             || self.interrupted

@@ -10,6 +10,10 @@ use serde_json::json;
 use sublaunch_protocol::config::StepConfig;
 use sublaunch_protocol::status::{RunState, derive_terminal_state};
 
+/// The failure of an agent drained (X5) without a clean final answer.
+pub const DRAIN_FAILURE: &str =
+    "Subagent process did not exit within 1000ms after its terminal event. Forcing termination.";
+
 /// Records `extracted` into `end` and judges it against `step`'s contracts.
 pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     end.output = extracted.output;
@@ -20,7 +24,11 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     }
     let label = end.label();
     if let Some(failure) = extracted.failure {
-        end.validation = Some(failure);
+        end.validation = Some(if end.drained {
+            format!("{DRAIN_FAILURE}\n{failure}")
+        } else {
+            failure
+        });
         return;
     }
     if let Some(check) = step.model_check.clone()

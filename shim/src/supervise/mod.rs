@@ -335,6 +335,8 @@ impl Supervisor {
             Some(Ladder::Protocol)
         } else if self.requests.interrupted {
             Some(Ladder::Interrupt)
+        } else if child.exit_seen.is_none() && child.io.parser.settled() {
+            Some(Ladder::Drain)
         } else {
             None
         };
@@ -343,8 +345,13 @@ impl Supervisor {
         }
         match (&child.killer, wanted) {
             (None, Some(ladder)) => child.killer = Some(TreeKiller::start(pid, ladder, now)),
+            // A request outranks the milder ladders: interrupt, and the drain of an agent that
+            // already answered.
             (Some(k), Some(ladder))
-                if k.ladder() == Ladder::Interrupt && ladder != Ladder::Interrupt && k.outcome().is_none() =>
+                if matches!(k.ladder(), Ladder::Interrupt | Ladder::Drain)
+                    && ladder != k.ladder()
+                    && ladder != Ladder::Drain
+                    && k.outcome().is_none() =>
             {
                 child.killer = Some(TreeKiller::start(pid, ladder, now));
             }
@@ -396,6 +403,10 @@ impl Supervisor {
             ..step_end(ctx, child.index, child.started_wall)
         };
         self.apply_requests_to(&mut end);
+        end.drained = child
+            .killer
+            .as_ref()
+            .is_some_and(|k| k.ladder() == Ladder::Drain && k.signalled());
         end.cancel = child.cancel.take();
         end.protocol = child.protocol.take();
         let tail = child.io.stdout_tail.bytes();

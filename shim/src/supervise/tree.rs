@@ -6,7 +6,9 @@
 //! never reach a stranger). Ladders:
 //! * stop / timeout / cleanup after a natural exit (X4): SIGTERM, SIGKILL after 3 000 ms;
 //! * protocol limit (X6): SIGTERM, SIGKILL after 3 000 ms;
-//! * interrupt (X6): SIGINT, SIGTERM after 1 000 ms, SIGKILL 3 000 ms later.
+//! * interrupt (X6): SIGINT, SIGTERM after 1 000 ms, SIGKILL 3 000 ms later;
+//! * final drain (X5): an agent still running 1 000 ms after its terminal event gets SIGTERM,
+//!   SIGKILL 3 000 ms later.
 //!
 //! After SIGKILL the group must be empty within 1 000 ms, else the tree is
 //! `unknown/verification-failed`. A second stop signal skips the grace (X9).
@@ -26,6 +28,8 @@ use std::time::{Duration, Instant};
 pub const TERM_GRACE: Duration = Duration::from_millis(3_000);
 /// Time allowed for the group to empty after SIGKILL (X4).
 pub const KILL_WAIT: Duration = Duration::from_millis(1_000);
+/// Final drain: how long an agent may linger after its terminal event before SIGTERM (X5).
+pub const DRAIN_GRACE: Duration = Duration::from_millis(1_000);
 /// Interrupt ladder: SIGINT, then SIGTERM after this (X6).
 pub const INTERRUPT_GRACE: Duration = Duration::from_millis(1_000);
 /// How often group emptiness is re-checked while a ladder runs (between SIGCHLDs).
@@ -42,6 +46,8 @@ pub enum Ladder {
     Interrupt,
     /// Lingering group members after a natural exit (X4 "finish after writer close").
     Cleanup,
+    /// The agent printed its terminal event but has not exited (X5).
+    Drain,
 }
 
 /// How the group ended.
@@ -64,6 +70,7 @@ pub struct TreeKiller {
     pgid: u32,
     ladder: Ladder,
     schedule: VecDeque<(Instant, Signal)>,
+    signalled: bool,
     kill_sent: Option<Instant>,
     outcome: Option<GroupOutcome>,
 }
@@ -83,6 +90,10 @@ impl TreeKiller {
             Ladder::Stop | Ladder::Protocol | Ladder::Cleanup => {
                 VecDeque::from([(now, Signal::TERM), (now + TERM_GRACE, Signal::KILL)])
             }
+            Ladder::Drain => VecDeque::from([
+                (now + DRAIN_GRACE, Signal::TERM),
+                (now + DRAIN_GRACE + TERM_GRACE, Signal::KILL),
+            ]),
             Ladder::Interrupt => VecDeque::from([
                 (now, Signal::INT),
                 (now + INTERRUPT_GRACE, Signal::TERM),
@@ -93,6 +104,7 @@ impl TreeKiller {
             pgid,
             ladder,
             schedule,
+            signalled: false,
             kill_sent: None,
             outcome: None,
         }
@@ -101,6 +113,11 @@ impl TreeKiller {
     /// The ladder in use.
     pub fn ladder(&self) -> Ladder {
         self.ladder
+    }
+
+    /// Whether a signal was sent to the group.
+    pub fn signalled(&self) -> bool {
+        self.signalled
     }
 
     /// The outcome, once decided.
@@ -131,6 +148,7 @@ impl TreeKiller {
             let Some(pid) = i32::try_from(self.pgid).ok().and_then(Pid::from_raw) else {
                 break;
             };
+            self.signalled = true;
             match rustix::process::kill_process_group(pid, signal) {
                 Ok(()) | Err(Errno::SRCH) => {}
                 Err(e) if signal == Signal::KILL => {
