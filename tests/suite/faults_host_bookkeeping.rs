@@ -226,6 +226,25 @@ fn f15_fsync_error_on_the_proceed_file() {
     assert_clean(&scratch);
 }
 
+/// K8 with A4: the directory fsync fails after the proceed file was renamed into place. The
+/// launch fails, and the proceed file is gone, so the shim never starts the agent.
+#[test]
+fn k8_a_proceed_whose_directory_fsync_fails_is_removed() {
+    let scratch = Scratch::new("k8-dirfsync");
+    let hooks = Arc::new(RecordingHooks::default());
+    let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EIO@dirfsync", &hooks));
+    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
+    let id = run_id(&failure);
+    let run = scratch.run_dir(&id);
+    assert!(
+        !run.join("runner-startup-proceed.json").exists(),
+        "no proceed file afterwards"
+    );
+    assert_eq!(status(&run).unwrap()["state"], "failed");
+    assert_no_start(&scratch, &id, &hooks);
+    assert_clean(&scratch);
+}
+
 #[test]
 fn f16_shim_exits_before_the_host_writes_proceed() {
     let scratch = Scratch::new("f16");

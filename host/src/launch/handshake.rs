@@ -160,8 +160,15 @@ impl Handshake<'_> {
         let ctx = self.ctx.clone();
         let bytes = to_pretty_bytes(&ControlMessage::new(action, token));
         blocking(move || {
-            ctx.faults
-                .write(&ctx.run, point, action.file_name(), &bytes, ctx.policy.for_kind(kind))
+            let written = ctx
+                .faults
+                .write(&ctx.run, point, action.file_name(), &bytes, ctx.policy.for_kind(kind));
+            // K8: a failed proceed must not be left behind. A write can fail after its rename
+            // (the directory fsync, A4), with the file already visible to the shim.
+            if written.is_err() && action == ControlAction::Proceed {
+                let _ = ctx.run.remove(action.file_name());
+            }
+            written
         })
         .await
         .map_err(|e| format!("{}: {e}", action.write_failure_prefix()))

@@ -8,6 +8,7 @@ use rustix::fs::RenameFlags;
 use rustix::io::Errno;
 use serde_json::json;
 use std::io;
+use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::os_error;
@@ -112,6 +113,10 @@ pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: Durabili
             remove_hidden(runs, &staging);
             return Err(os_error(e, "rename", &runs.join(run_id)));
         }
+    }
+    // A4: the run's name in <runs> is as durable as the initial status written in it.
+    if policy.for_kind(DocKind::InitialStatus) == Durability::Durable {
+        runs.sync()?;
     }
     runs.open_child(run_id)?
         .map(Some)

@@ -120,6 +120,16 @@ impl Dir {
     /// Creates the subdirectory `name` (0700) if missing and opens it without following a
     /// symlink (A6). mkdir is retried per the retry policy (A7).
     pub fn ensure_child(&self, name: &str) -> io::Result<Self> {
+        self.ensure_child_with(name, false)
+    }
+
+    /// [`Dir::ensure_child`], fsyncing this directory after creating the child, so the new
+    /// entry survives a power loss (A4) before anything durable is written into it.
+    pub fn ensure_child_synced(&self, name: &str) -> io::Result<Self> {
+        self.ensure_child_with(name, true)
+    }
+
+    fn ensure_child_with(&self, name: &str, sync: bool) -> io::Result<Self> {
         check_name(name, &self.path)?;
         let path = self.path.join(name);
         match self.os.retry.run(self.os.sleeper.as_ref(), || {
@@ -127,6 +137,7 @@ impl Dir {
                 .files
                 .mkdirat(self.fd.as_fd(), Path::new(name), Mode::from_raw_mode(DIR_MODE))
         }) {
+            Ok(()) if sync => self.sync()?,
             Ok(()) | Err(Errno::EXIST) => {}
             Err(e) => return Err(os_error(e, "mkdir", &path)),
         }
@@ -139,6 +150,15 @@ impl Dir {
         let mut current = self.try_clone()?;
         for component in components {
             current = current.ensure_child(component)?;
+        }
+        Ok(current)
+    }
+
+    /// [`Dir::ensure_path`] with each newly created directory fsynced into its parent (A4).
+    pub fn ensure_path_synced(&self, components: &[&str]) -> io::Result<Self> {
+        let mut current = self.try_clone()?;
+        for component in components {
+            current = current.ensure_child_synced(component)?;
         }
         Ok(current)
     }

@@ -170,7 +170,9 @@ impl ActiveRunIndex {
         };
         let options = self.policy.for_kind(DocKind::TerminalRunEntry);
         retry_enoent(|| {
-            let dir = self.runs.ensure_path(&[names::TERMINAL_RUNS_DIR, &enc(session_id)])?;
+            let dir = self
+                .runs
+                .ensure_path_synced(&[names::TERMINAL_RUNS_DIR, &enc(session_id)])?;
             dir.write_doc(&names::terminal_run_entry(ended_at, run_id), &entry, options)
         })
     }
@@ -266,7 +268,7 @@ impl ActiveRunIndex {
     /// Creates or touches `name` inside the nested directory, retrying mkdir+create on ENOENT.
     fn touch_file(&self, components: &[&str], name: &str) -> io::Result<()> {
         retry_enoent(|| {
-            let dir = self.runs.ensure_path(components)?;
+            let dir = self.runs.ensure_path_synced(components)?;
             let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
             let fs = &dir.os().files;
             let fd = retry_eintr(|| fs.openat(dir.fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))

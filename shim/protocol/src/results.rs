@@ -189,7 +189,7 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
 
     // Step 2: the pending copy (create retried on ENOENT: another run may rmdir the session dir).
     let pending = retry_enoent(|| {
-        let dir = results.ensure_path(&[names::RESULT_PENDING_DIR, &session_dir])?;
+        let dir = results.ensure_path_synced(&[names::RESULT_PENDING_DIR, &session_dir])?;
         dir.write(&pending_name, &payload, durable)?;
         Ok(dir)
     })
@@ -210,7 +210,7 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
             let mut path = vec![names::RESULT_INDEX_DIR];
             path.extend_from_slice(components);
             results
-                .ensure_path(&path)?
+                .ensure_path_synced(&path)?
                 .write_doc(&pending_name, &entry, index_options)
         })
     };

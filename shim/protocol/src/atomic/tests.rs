@@ -325,3 +325,19 @@ fn a6_mkdir_is_retried_only_when_enabled() {
     fs.fail_next(Op::Mkdir, [Errno::BUSY]);
     assert!(Dir::create_private_with(&tmp.path().join("y"), os_with(fs.clone()).shared()).is_err());
 }
+
+#[test]
+fn a4_directories_created_for_durable_records_are_fsynced_into_their_parents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = ScriptedFs::new();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
+    dir.ensure_path_synced(&["a", "b"]).unwrap();
+    assert_eq!(fs.calls(Op::Fsync), 2, "each new directory's parent");
+    dir.ensure_path_synced(&["a", "b"]).unwrap();
+    assert_eq!(fs.calls(Op::Fsync), 2, "nothing new, nothing to sync");
+    dir.ensure_path(&["c"]).unwrap();
+    assert_eq!(fs.calls(Op::Fsync), 2, "the plain variant does not sync");
+    fs.fail_next(Op::Fsync, [Errno::IO]);
+    let error = dir.ensure_path_synced(&["d"]).unwrap_err();
+    assert!(error.to_string().starts_with("EIO"), "{error}");
+}

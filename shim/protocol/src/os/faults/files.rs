@@ -1,5 +1,6 @@
 //! Files that fail (test-hooks builds): an errno raised at one step of the writes of chosen
-//! documents — creating, writing or fsyncing their temp file, or renaming it into place — so
+//! documents — creating, writing or fsyncing their temp file, renaming it into place, or the
+//! directory fsync after that rename — so
 //! the writer's cleanup (A8) runs as in a real failure. A rule may hold only while a flag file
 //! exists: the tests have no tmpfs to fill, so a full disk (A9, I7, F42, F46) is simulated by
 //! failing creation with `ENOSPC` until the test removes the flag.
@@ -64,6 +65,8 @@ pub struct FaultyFiles {
     rules: Vec<Rule>,
     /// Temp files open for writing, by descriptor, with the rule that will fail them.
     open: Mutex<HashMap<i32, (PathBuf, Rule)>>,
+    /// The errno of the next directory fsync, armed by the rename of a chosen document.
+    dir_fsync: Mutex<Option<Errno>>,
 }
 
 impl FaultyFiles {
@@ -72,6 +75,7 @@ impl FaultyFiles {
         Self {
             rules,
             open: Mutex::new(HashMap::new()),
+            dir_fsync: Mutex::new(None),
         }
     }
 
@@ -122,7 +126,11 @@ impl Files for FaultyFiles {
     }
 
     fn fsync(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
-        match self.take(fd, AtStep::Fsync) {
+        if let Some(errno) = self.take(fd, AtStep::Fsync) {
+            return Err(errno);
+        }
+        // Armed by a rename, so the next fsync is the directory's (A4: file, rename, directory).
+        match self.dir_fsync.lock().unwrap_or_else(|p| p.into_inner()).take() {
             Some(errno) => Err(errno),
             None => RealFiles.fsync(fd),
         }
@@ -135,7 +143,13 @@ impl Files for FaultyFiles {
         {
             return Err(rule.errno);
         }
-        RealFiles.renameat(from_dir, from, to_dir, to)
+        RealFiles.renameat(from_dir, from, to_dir, to)?;
+        if parse_temp_name(from.as_os_str()).is_some()
+            && let Some(rule) = self.rule(to, AtStep::DirFsync)
+        {
+            *self.dir_fsync.lock().unwrap_or_else(|p| p.into_inner()) = Some(rule.errno);
+        }
+        Ok(())
     }
 
     fn unlinkat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {

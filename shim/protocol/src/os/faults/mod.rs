@@ -128,8 +128,8 @@ impl HostPoint {
     }
 }
 
-/// The syscall step at which an errno fault is raised (`@write`, `@fsync`, `@rename`; a
-/// simulated full disk fails at `Create`).
+/// The syscall step at which an errno fault is raised (`@write`, `@fsync`, `@rename`,
+/// `@dirfsync`; a simulated full disk fails at `Create`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AtStep {
     /// Creating the file.
@@ -140,6 +140,8 @@ pub enum AtStep {
     Fsync,
     /// rename.
     Rename,
+    /// The directory fsync after the rename: the document is already in place (A4, K8).
+    DirFsync,
 }
 
 /// A host fault action.

@@ -62,6 +62,7 @@ fn host_action(action: &str) -> Option<HostAction> {
         Some((name, "write")) => (name, AtStep::Write),
         Some((name, "fsync")) => (name, AtStep::Fsync),
         Some((name, "rename")) => (name, AtStep::Rename),
+        Some((name, "dirfsync")) => (name, AtStep::DirFsync),
         Some(_) => return None,
         None => (action, AtStep::Write),
     };

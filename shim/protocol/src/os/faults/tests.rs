@@ -119,3 +119,22 @@ fn t_parse_errors_name_the_variable_and_entry() {
         "Invalid SUBLAUNCH_SHIM_FAULT entry 'nowhere:hang': unknown point."
     );
 }
+
+#[test]
+fn a4_a_directory_fsync_fault_fires_after_the_document_is_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = dir(tmp.path());
+    let faults = host("proceed:EIO@dirfsync");
+    let error = faults
+        .write(&run, HostPoint::Proceed, "proceed.json", b"{}", Durability::Durable)
+        .unwrap_err();
+    assert!(error.to_string().starts_with("EIO"), "{error}");
+    assert!(
+        tmp.path().join("proceed.json").exists(),
+        "renamed before the directory fsync failed"
+    );
+    assert!(temp_files(tmp.path()).is_empty());
+    faults
+        .write(&run, HostPoint::Proceed, "proceed.json", b"{}", Durability::Atomic)
+        .unwrap();
+}
