@@ -262,3 +262,82 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
         sublaunch::runs::WaitEnd::TimedOut => panic!("the run did not end"),
     }
 }
+
+/// H9 for an embedder: a descriptor the embedding process holds without close-on-exec is not
+/// kept by the shim (which would hold it open for the run's lifetime) nor passed to the agent.
+#[test]
+fn h9_an_embedders_inheritable_descriptor_does_not_reach_the_shim() {
+    let scratch = Scratch::new("lib-h9");
+    let marker = scratch.path().join("embedder-marker");
+    let leaked = rustix::fs::open(
+        &marker,
+        rustix::fs::OFlags::CREATE | rustix::fs::OFlags::WRONLY,
+        rustix::fs::Mode::from_raw_mode(0o600),
+    )
+    .unwrap();
+    // Far above the shim's own numbers (the doorbell takes fd 3 over whatever was there).
+    let leaked = rustix::io::fcntl_dupfd_cloexec(&leaked, 200).unwrap();
+    rustix::io::fcntl_setfd(&leaked, rustix::io::FdFlags::empty()).unwrap();
+    assert!(
+        !rustix::io::fcntl_getfd(&leaked)
+            .unwrap()
+            .contains(rustix::io::FdFlags::CLOEXEC)
+    );
+    let hooks = Arc::new(RecordingHooks::default());
+    let plan = shell_plan("sleep 2", &scratch.work());
+    let links = block_on(async {
+        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        launched.handle.committed().await.expect("committed");
+        let links: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", launched.pid))
+            .unwrap()
+            .flatten()
+            .filter_map(|e| std::fs::read_link(e.path()).ok())
+            .map(|l| l.to_string_lossy().into_owned())
+            .collect();
+        launched.handle.finished().await.unwrap();
+        links
+    });
+    drop(leaked);
+    assert!(!links.is_empty());
+    assert!(
+        !links.iter().any(|l| l.contains("embedder-marker")),
+        "the shim kept the embedder's descriptor: {links:?}"
+    );
+}
+
+/// A12 at host start: the first launch under a root sweeps a temp file that a dead writer left
+/// there more than ten minutes ago, and keeps a young one.
+#[test]
+fn a12_the_first_launch_under_a_root_sweeps_orphan_temp_files() {
+    let scratch = Scratch::new("lib-a12");
+    scratch.create_root();
+    let mut dead = std::process::Command::new("true").spawn().unwrap();
+    let dead_pid = dead.id();
+    dead.wait().unwrap();
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let old_ms = u64::try_from(now_ms).unwrap() - 20 * 60 * 1000;
+    let plant = |name: &str, epoch_ms: u64| {
+        let path = scratch
+            .runs()
+            .join(sublaunch_protocol::atomic::temp_name(name, dead_pid, epoch_ms, 7));
+        let file = std::fs::File::create(&path).unwrap();
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(epoch_ms);
+        file.set_modified(when).unwrap();
+        path
+    };
+    let orphan = plant("status.json", old_ms);
+    let young = plant("result.json", old_ms + 19 * 60 * 1000);
+    let hooks = Arc::new(RecordingHooks::default());
+    let plan = shell_plan("true", &scratch.work());
+    block_on(async {
+        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        launched.handle.finished().await.unwrap();
+    });
+    sublaunch_tests::launch_harness::wait_for("the sweep", std::time::Duration::from_secs(10), || {
+        (!orphan.exists()).then_some(())
+    });
+    assert!(young.exists(), "a temp file younger than ten minutes stays");
+}

@@ -60,7 +60,6 @@ enum Command {
 impl Cli {
     /// Runs the command and returns the process exit code.
     pub fn run(self) -> ExitCode {
-        mark_inherited_descriptors_cloexec();
         StderrLogger::install();
         match self.command {
             Command::Plan(args) => plan::run(args),
@@ -147,25 +146,5 @@ pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
         let mut line: Vec<String> = padded.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
         line.push(last.clone());
         runs::say!("{}", line.join("  ").trim_end());
-    }
-}
-
-/// H9: descriptors this process inherited above stdio are marked close-on-exec, so a shim
-/// (spawned without `pre_exec`) inherits only its stdio and the doorbell.
-fn mark_inherited_descriptors_cloexec() {
-    let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        return;
-    };
-    let fds: Vec<i32> = entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
-        .filter(|fd| *fd > 2)
-        .collect();
-    for fd in fds {
-        // SAFETY: the number is only borrowed for two fcntl calls and never closed; a number
-        // that is no longer open (the directory listing's own) just fails with EBADF.
-        let borrowed = unsafe { rustix::fd::BorrowedFd::borrow_raw(fd) };
-        if let Ok(flags) = rustix::io::fcntl_getfd(borrowed) {
-            let _ = rustix::io::fcntl_setfd(borrowed, flags | rustix::io::FdFlags::CLOEXEC);
-        }
     }
 }

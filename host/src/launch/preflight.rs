@@ -62,6 +62,28 @@ pub(crate) fn open_root(layout: &Layout, os: std::sync::Arc<Os>) -> Result<Trust
     })
 }
 
+/// A12: the first launch under a root in this process sweeps the temp files dead writers left
+/// there, in the background: the launch does not wait for it.
+pub(crate) fn sweep_once(root: &std::sync::Arc<TrustedRoot>) {
+    static SWEPT: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let path = root.root().path().to_owned();
+    if !SWEPT
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .insert(path)
+    {
+        return;
+    }
+    let root = root.clone();
+    tokio::task::spawn_blocking(move || {
+        let report = sublaunch_protocol::sweep::sweep_root(&root, &sublaunch_protocol::procinfo::SystemProcesses);
+        for error in report.errors {
+            log::warn!("orphan temp sweep: {error}");
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

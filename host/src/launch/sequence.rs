@@ -64,6 +64,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
         .map_err(LaunchFailure::preflight)?;
     let root = Arc::new(root);
+    preflight::sweep_once(&root);
     let instance = uuid_v4(setup.os.random.as_ref());
     let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
     let cfg_path = setup.layout.runner_config(&run_id);

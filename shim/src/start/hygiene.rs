@@ -22,9 +22,11 @@
 //!    handled set is only unblocked inside waits, see [`crate::start::signals`]). The handled set is
 //!    blocked before step 1, so a `SIGTERM` during start-up waits for its handler.
 //! 4. **umask 077**: every run file is private.
-//! 5. **CLOEXEC on every fd ≥ 3** (`close_range(3, ~0, CLOSE_RANGE_CLOEXEC)`, else a loop over
-//!    `/proc/self/fd`), so nothing the shim inherited reaches the agent; fd 3 stays usable by the
-//!    shim itself until commit.
+//! 5. **Only 0, 1, 2 and the doorbell** (H9): every other inherited descriptor is closed
+//!    (`close_range`, else a loop over `/proc/self/fd`), whatever the process that launched the
+//!    shim left open (an embedder's sockets and pipes would otherwise stay open for the run's
+//!    lifetime and reach the agent); the doorbell at fd 3 is CLOEXEC and usable by the shim
+//!    until commit.
 //! 6. **`PR_SET_CHILD_SUBREAPER`**: descendants that escape the agent's group are re-parented
 //!    to the shim when their parent dies, so it can kill and reap them (X8).
 
@@ -49,7 +51,12 @@ pub fn prepare() -> Prepared {
     isolate_session(&mut notes);
     crate::start::signals::install();
     rustix::process::umask(rustix::fs::Mode::from_raw_mode(0o077));
-    mark_cloexec_from(3, &mut notes);
+    let first_free = if doorbell.is_some() {
+        STARTUP_FD.unsigned_abs() + 1
+    } else {
+        3
+    };
+    close_inherited_from(first_free, &mut notes);
     // SAFETY: prctl(PR_SET_CHILD_SUBREAPER, 1) takes no pointers.
     if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1 as libc::c_ulong, 0, 0, 0) } != 0 {
         notes.push(format!(
@@ -152,14 +159,14 @@ fn isolate_session(notes: &mut Vec<String>) {
     }
 }
 
-/// Step 5: CLOEXEC on every descriptor from `first` up.
-fn mark_cloexec_from(first: u32, notes: &mut Vec<String>) {
-    // SAFETY: close_range with CLOSE_RANGE_CLOEXEC only changes descriptor flags.
-    if unsafe { libc::close_range(first, u32::MAX, libc::CLOSE_RANGE_CLOEXEC as libc::c_int) } == 0 {
+/// Step 5: closes every descriptor from `first` up. Nothing of the shim's own is open yet.
+fn close_inherited_from(first: u32, notes: &mut Vec<String>) {
+    // SAFETY: close_range closes descriptor numbers; the shim holds no OwnedFd above `first`.
+    if unsafe { libc::close_range(first, u32::MAX, 0) } == 0 {
         return;
     }
     let Ok(entries) = std::fs::read_dir("/proc/self/fd") else {
-        notes.push("cannot list /proc/self/fd to mark descriptors CLOEXEC".into());
+        notes.push("cannot list /proc/self/fd to close inherited descriptors".into());
         return;
     };
     let fds: Vec<i32> = entries
@@ -168,7 +175,8 @@ fn mark_cloexec_from(first: u32, notes: &mut Vec<String>) {
         .filter(|fd| u32::try_from(*fd).is_ok_and(|fd| fd >= first))
         .collect();
     for fd in fds {
-        // SAFETY: fcntl on a descriptor number; a closed one (the listing's own) fails harmlessly.
-        unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
+        // SAFETY: close on a descriptor number nothing in the shim owns; the listing's own
+        // (already closed) fails harmlessly.
+        unsafe { libc::close(fd) };
     }
 }
