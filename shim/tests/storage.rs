@@ -142,32 +142,31 @@ fn f46_deferred_mark_is_dropped_after_the_terminal_status() {
     );
 }
 
-/// F43 (S11, S12): an unwritable result directory. Root bypasses the permission bits, so the
-/// row cannot be reproduced when the tests run as root; the failure path is also covered by
-/// the missing-sessionId test below.
+/// F43 (S11, S12): an unwritable result directory. Permission bits bind an ordinary user
+/// only: as root (CI) the whole test runs on a thread with an ordinary user's ids, so the
+/// shim it spawns and every file it writes belong to that user.
 #[test]
 fn f43_unwritable_result_directory() {
-    if sublaunch_protocol::testing::running_as_root() {
-        eprintln!("skipped f43_unwritable_result_directory: running as root, which bypasses chmod 0500");
-        return;
-    }
-    let root = Root::new();
-    let cwd = root.scratch("cwd");
-    let mut run = root.launch(Spec::shell(GATED));
-    run.proceed();
-    run.wait_event("subagent.step.started");
-    std::fs::set_permissions(root.results(), std::fs::Permissions::from_mode(0o500)).unwrap();
-    go(&cwd);
-    assert_eq!(run.wait_exit(LONG).code(), Some(0));
-    std::fs::set_permissions(root.results(), std::fs::Permissions::from_mode(0o700)).unwrap();
-    let error = run.status()["error"].as_str().unwrap().to_owned();
-    assert!(
-        error.starts_with(&format!("Failed to write result file {}: ", run.cfg.result_path)),
-        "{error}"
-    );
-    assert_eq!(run.status()["state"], "failed");
-    assert!(run.candidate()["expectedWriters"].is_object());
-    assert_eq!(proof_json(&run.finalize(None))["state"], "observed");
+    let anchor = tempfile::tempdir().unwrap();
+    sublaunch_protocol::testing::as_unprivileged(anchor.path(), || {
+        let root = Root::new();
+        let cwd = root.scratch("cwd");
+        let mut run = root.launch(Spec::shell(GATED));
+        run.proceed();
+        run.wait_event("subagent.step.started");
+        std::fs::set_permissions(root.results(), std::fs::Permissions::from_mode(0o500)).unwrap();
+        go(&cwd);
+        assert_eq!(run.wait_exit(LONG).code(), Some(0));
+        std::fs::set_permissions(root.results(), std::fs::Permissions::from_mode(0o700)).unwrap();
+        let error = run.status()["error"].as_str().unwrap().to_owned();
+        assert!(
+            error.starts_with(&format!("Failed to write result file {}: EACCES", run.cfg.result_path)),
+            "{error}"
+        );
+        assert_eq!(run.status()["state"], "failed");
+        assert!(run.candidate()["expectedWriters"].is_object());
+        assert_eq!(proof_json(&run.finalize(None))["state"], "observed");
+    });
 }
 
 /// S11: without a sessionId the result cannot be written: status failed with the S11 error,

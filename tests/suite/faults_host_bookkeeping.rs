@@ -11,9 +11,7 @@ use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_opti
 use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Launched, launch};
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
-use sublaunch_tests::launch_harness::{
-    SHIM_FAULT_ENV, Scratch, events_of, read_json, running_as_root, status, temp_files,
-};
+use sublaunch_tests::launch_harness::{SHIM_FAULT_ENV, Scratch, events_of, read_json, status, temp_files};
 use sublaunch_tests::{assert_starts_with, bin};
 
 fn options(scratch: &Scratch, host_faults: &str, hooks: &Arc<RecordingHooks>) -> LaunchOptions {
@@ -130,22 +128,24 @@ fn f10_every_write_fails() {
 
 #[test]
 fn f11_marker_cannot_be_created() {
-    // The row's injection (chmod 0500 .active-runs) is bypassed by root; the `index` fault
-    // raises the same EACCES at the same step.
-    if !running_as_root() {
-        let scratch = Scratch::new("f11-chmod");
-        scratch.create_root();
-        let active = scratch.runs().join(".active-runs");
-        std::fs::create_dir(&active).unwrap();
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&active, std::fs::Permissions::from_mode(0o500)).unwrap();
-        let hooks = Arc::new(RecordingHooks::default());
-        let (failure, _) = failed_launch(&scratch, options(&scratch, "", &hooks));
-        std::fs::set_permissions(&active, std::fs::Permissions::from_mode(0o700)).unwrap();
-        assert_starts_with(&failure.error, "Failed to persist initial async status: EACCES");
-    } else {
-        eprintln!("chmod variant skipped: root bypasses chmod 0500; using the index fault");
-    }
+    // The row's injection, chmod 0500 .active-runs, binds an ordinary user only: as root (CI)
+    // the CLI runs as one. The `index` fault below raises the same EACCES at the same step.
+    let scratch = Scratch::new("f11-chmod");
+    scratch.create_root();
+    let active = scratch.runs().join(".active-runs");
+    std::fs::create_dir(&active).unwrap();
+    let mut command = scratch.cli_unprivileged(&["run", "--agent", "shell", "--task", "true"]);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&active, std::fs::Permissions::from_mode(0o500)).unwrap();
+    let output = command.output().unwrap();
+    std::fs::set_permissions(&active, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let stderr = sublaunch_tests::cli::text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("Failed to persist initial async status: EACCES"),
+        "{stderr}"
+    );
+
     let scratch = Scratch::new("f11");
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "index:EACCES", &hooks));

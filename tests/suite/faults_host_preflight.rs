@@ -269,24 +269,25 @@ fn f07_symlink_at_the_runner_log_fails_before_spawn_and_spares_its_target() {
 
 #[test]
 fn f08_read_only_run_directory() {
-    if running_as_root() {
-        eprintln!("skipped: F08 needs chmod 0500 to deny writes, which root bypasses");
-        return;
-    }
+    // chmod 0500 denies writes to an ordinary user only: as root (CI) the CLI runs as one.
     let scratch = Scratch::new("f08");
     scratch.create_root();
     let run = scratch.run_dir("shell-f08");
     std::fs::create_dir(&run).unwrap();
+    let mut command = scratch.cli_unprivileged(&["run", "--agent", "shell", "--task", "true", "--run-id", "shell-f08"]);
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o500)).unwrap();
-    let mut opts = options(&scratch);
-    opts.run_id = Some("shell-f08".into());
-    let failure = fail(&scratch.work(), opts);
+    let output = command.output().unwrap();
     std::fs::set_permissions(&run, std::fs::Permissions::from_mode(0o700)).unwrap();
-    let message = failure.message();
+    let stderr = sublaunch_tests::cli::text(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
     assert!(
-        message.contains("EACCES") && message.contains("runner.stdout.log"),
-        "{message}"
+        stderr.contains("EACCES") && stderr.contains("runner.stdout.log"),
+        "{stderr}"
     );
-    assert!(failure.pid().is_none());
+    assert!(names_in(&run).is_empty(), "nothing was written into the run directory");
     assert!(!scratch.runs().join(".active-runs/shell-f08").exists());
+    assert!(
+        sublaunch_tests::launch_harness::shims_under(&scratch.root()).is_empty(),
+        "no shim"
+    );
 }

@@ -110,6 +110,40 @@ impl Scratch {
         command
     }
 
+    /// [`Scratch::cli`] run by an ordinary user, so permission bits bind: when the tests run
+    /// as root (as CI does), the scratch tree is given to [`UNPRIVILEGED_UID`] and the CLI (a copy with its shim,
+    /// which that user can reach) runs under `setpriv` as that user, with a copy of the shared
+    /// planner cache. Call it after preparing the tree.
+    pub fn cli_unprivileged(&self, args: &[&str]) -> Command {
+        if !running_as_root() {
+            return self.cli(args);
+        }
+        let bin = self.path.join("user-bin");
+        std::fs::create_dir_all(&bin).expect("user bin");
+        for name in ["sublaunch", "sublaunch-shim"] {
+            std::fs::copy(crate::bin(name), bin.join(name)).expect("copy a binary for the user");
+        }
+        let cache = self.path.join("user-cache");
+        copy_tree(&cache_dir(), &cache);
+        give_tree(&self.path, UNPRIVILEGED_UID);
+        let uid = UNPRIVILEGED_UID;
+        let mut command = Command::new("setpriv");
+        command
+            .args([
+                format!("--reuid={uid}"),
+                format!("--regid={uid}"),
+                "--clear-groups".into(),
+                "--".into(),
+            ])
+            .arg(bin.join("sublaunch"))
+            .args(args)
+            .current_dir(self.work())
+            .env_clear()
+            .envs(self.cli_env())
+            .env("SUBLAUNCH_CACHE_DIR", &cache);
+        command
+    }
+
     /// The environment of [`Scratch::cli`].
     pub fn cli_env(&self) -> Vec<(String, String)> {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
@@ -131,6 +165,35 @@ impl Scratch {
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// The ordinary user permission tests run as when the suite runs as root.
+pub const UNPRIVILEGED_UID: u32 = 4242;
+
+/// Gives `path` and everything under it to `uid` (without following links).
+fn give_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).expect("chown for the unprivileged user");
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).expect("list for chown").flatten() {
+            give_tree(&entry.path(), uid);
+        }
+    }
+}
+
+/// Copies the regular files and directories under `from` to `to` (missing `from`: nothing).
+fn copy_tree(from: &Path, to: &Path) {
+    let Ok(entries) = std::fs::read_dir(from) else { return };
+    std::fs::create_dir_all(to).expect("copy target");
+    for entry in entries.flatten() {
+        let target = to.join(entry.file_name());
+        match entry.file_type() {
+            Ok(t) if t.is_dir() => copy_tree(&entry.path(), &target),
+            Ok(t) if t.is_file() => {
+                let _ = std::fs::copy(entry.path(), &target);
+            }
+            _ => {}
+        }
     }
 }
 

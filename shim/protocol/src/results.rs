@@ -266,7 +266,6 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::running_as_root;
     use serde_json::json;
 
     const PEER_RESULT: &str = include_str!("../fixtures/peer/result.json");
@@ -361,27 +360,26 @@ mod tests {
 
     #[test]
     fn f43_unwritable_results_fail_with_a_cause() {
-        if running_as_root() {
-            eprintln!("skipped f43_unwritable_results_fail_with_a_cause: root bypasses chmod");
-            return;
-        }
         use std::os::unix::fs::PermissionsExt;
-        let (_tmp, results) = setup();
-        std::fs::set_permissions(results.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+        let (tmp, results) = setup();
+        // Permission bits bind an ordinary user only; as root (CI) the test drops to one.
         let path = results.join("r1.json");
-        let error = publish_result(
-            &Publish {
-                results: &results,
-                result_path: &path,
-                run_id: "r1",
-                session_id: Some("s"),
-                tool_call_id: None,
-                async_dir: None,
-                payload: &json!({}),
-            },
-            DurabilityPolicy::standard(),
-        )
-        .unwrap_err();
+        let error = crate::testing::as_unprivileged(tmp.path(), || {
+            std::fs::set_permissions(results.path(), std::fs::Permissions::from_mode(0o500)).unwrap();
+            publish_result(
+                &Publish {
+                    results: &results,
+                    result_path: &path,
+                    run_id: "r1",
+                    session_id: Some("s"),
+                    tool_call_id: None,
+                    async_dir: None,
+                    payload: &json!({}),
+                },
+                DurabilityPolicy::standard(),
+            )
+            .unwrap_err()
+        });
         assert!(
             result_write_failure(&path, &error)
                 .starts_with(&format!("Failed to write result file {}: EACCES", path.display()))

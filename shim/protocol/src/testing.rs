@@ -146,9 +146,42 @@ impl Files for ScriptedFs {
     }
 }
 
-/// Whether the process runs as root (permission-denial tests must skip: root bypasses chmod).
+/// Whether the process runs as root (root bypasses permission bits).
 pub fn running_as_root() -> bool {
     rustix::process::geteuid().is_root()
+}
+
+/// The ordinary user permission tests run as when the suite runs as root (as CI does).
+pub const UNPRIVILEGED_UID: u32 = 4242;
+
+/// Runs `f` as an ordinary user, so permission bits apply: when the tests run as root, `tree`
+/// (recursively) is given to [`UNPRIVILEGED_UID`] and `f` runs on a thread whose user ids are
+/// that user's (the kernel drops the thread's capabilities with them); otherwise `f` runs as
+/// it is.
+pub fn as_unprivileged<T: Send>(tree: &std::path::Path, f: impl FnOnce() -> T + Send) -> T {
+    if !running_as_root() {
+        return f();
+    }
+    give_tree(tree, UNPRIVILEGED_UID);
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                let uid = rustix::process::Uid::from_raw(UNPRIVILEGED_UID);
+                rustix::thread::set_thread_res_uid(uid, uid, uid).expect("drop to the unprivileged user");
+                f()
+            })
+            .join()
+            .expect("the unprivileged part")
+    })
+}
+
+fn give_tree(path: &std::path::Path, uid: u32) {
+    std::os::unix::fs::lchown(path, Some(uid), Some(uid)).expect("chown for the unprivileged user");
+    if path.is_dir() && !path.is_symlink() {
+        for entry in std::fs::read_dir(path).expect("list for chown").flatten() {
+            give_tree(&entry.path(), uid);
+        }
+    }
 }
 
 /// The names of temp files (`.*.tmp`) directly in `dir`.
