@@ -5,7 +5,9 @@
 
 mod adapters_cli;
 mod agents_cli;
+mod bad_inputs;
 mod chains_cli;
+mod chaos;
 mod crash_truth;
 mod docs;
 mod embedders;

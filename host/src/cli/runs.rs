@@ -117,10 +117,25 @@ pub use sublaunch::runs::status_of;
 
 /// `status.json` as raw JSON (for `--json`), with why it is unusable.
 pub fn raw_status(run: &Dir) -> Result<Value, String> {
-    match run.read_doc::<Value>(sublaunch_protocol::layout::names::STATUS) {
+    // Printed as it is, but only when it is a status at all.
+    read_status_as::<sublaunch_protocol::status::Status>(run)?;
+    read_status_as::<Value>(run)
+}
+
+/// Why `status.json` cannot be used as a status: absent, unreadable, not JSON, or not a status
+/// object (naming the file and, for bad contents, the parser's line and column).
+pub fn status_problem(run: &Dir) -> String {
+    read_status_as::<sublaunch_protocol::status::Status>(run)
+        .err()
+        .unwrap_or_else(|| "the status cannot be read".into())
+}
+
+fn read_status_as<T: serde::de::DeserializeOwned>(run: &Dir) -> Result<T, String> {
+    let file = run.join(sublaunch_protocol::layout::names::STATUS);
+    match run.read_doc::<T>(sublaunch_protocol::layout::names::STATUS) {
         Ok(ReadDoc::Present(value)) => Ok(value),
-        Ok(ReadDoc::Absent) => Err("the run has no status.json".into()),
-        Ok(ReadDoc::Corrupt(c)) => Err(format!("status.json is corrupt: {}", c.error)),
+        Ok(ReadDoc::Absent) => Err(format!("the run has no status file ({})", file.display())),
+        Ok(ReadDoc::Corrupt(c)) => Err(format!("{} is not a valid status: {}", file.display(), c.error)),
         Err(e) => Err(e.to_string()),
     }
 }

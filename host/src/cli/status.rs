@@ -39,7 +39,7 @@ pub fn run(args: Args) -> ExitCode {
             ExitCode::SUCCESS
         }
         None => {
-            let why = raw_status(&run).err().unwrap_or_default();
+            let why = super::runs::status_problem(&run);
             fail("status", format_args!("run '{}': {why}", args.run_id))
         }
     }

@@ -84,6 +84,19 @@ fn user_candidates(env: &crate::Environment) -> Vec<PathBuf> {
 fn first_present(paths: &[PathBuf]) -> anyhow::Result<Option<SettingsFile>> {
     for path in paths {
         if let Some(value) = config_files::read::<Value>(path)? {
+            if !value.is_object() {
+                let found = match value {
+                    Value::Array(_) => "an array",
+                    Value::String(_) => "a string",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    _ => "null",
+                };
+                anyhow::bail!(
+                    "{}: a settings file holds a JSON object, this one holds {found}",
+                    path.display()
+                );
+            }
             return Ok(Some(SettingsFile {
                 path: path.clone(),
                 value,

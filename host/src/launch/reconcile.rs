@@ -147,7 +147,7 @@ impl RunStore {
         let policy = self.policy;
         let result = modify_status(run, false, |status| {
             if !launcher_died(&*oracle, status) {
-                return (Change::Keep, ());
+                return (Change::Keep, None);
             }
             let host = status.extra.get(LAUNCH_HOST_PID).and_then(Value::as_u64).unwrap_or(0);
             status.mark_terminal(
@@ -163,12 +163,23 @@ impl RunStore {
                 .and_then(|p| p.get("runnerProcessInstanceId"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
-            if let (Some(run_id), Some(instance)) = (status.run_id.clone(), instance) {
-                status.process_terminal = Some(ProcessTerminal::not_started(&run_id, &instance).to_value());
+            let proof = match (status.run_id.clone(), instance) {
+                (Some(run_id), Some(instance)) => Some(ProcessTerminal::not_started(&run_id, &instance)),
+                _ => None,
+            };
+            if let Some(proof) = &proof {
+                status.process_terminal = Some(proof.to_value());
             }
-            (Change::Write(policy.for_kind(DocKind::TerminalStatus)), ())
+            (Change::Write(policy.for_kind(DocKind::TerminalStatus)), proof)
         });
         match result {
+            // The run never had a runner: its proof file says so too, when none was written.
+            Ok(Some(proof)) if run.stat(sublaunch_protocol::layout::names::PROCESS_TERMINAL)?.is_none() => run
+                .write_doc(
+                    sublaunch_protocol::layout::names::PROCESS_TERMINAL,
+                    &proof,
+                    policy.for_kind(DocKind::FinalProof),
+                ),
             Err(sublaunch_protocol::status::ModifyError::Io(e)) => Err(e),
             _ => Ok(()),
         }

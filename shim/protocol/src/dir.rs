@@ -19,6 +19,9 @@ pub const DIR_MODE: u32 = 0o700;
 /// Mode of every file this crate creates (A3, A10).
 pub const FILE_MODE: u32 = 0o600;
 
+/// The largest document [`Dir::read`] reads: run files are small; anything bigger is damage.
+pub const MAX_DOC_BYTES: u64 = 64 * 1024 * 1024;
+
 /// An open directory (`O_DIRECTORY|O_NOFOLLOW`) plus the os its operations use.
 #[derive(Debug)]
 pub struct Dir {
@@ -177,27 +180,48 @@ impl Dir {
 
     /// Reads `name` without following a symlink. `Ok(None)` means absent (A11).
     pub fn read(&self, name: &str) -> io::Result<Option<Vec<u8>>> {
-        let Some(mut file) = self.open_read(name)? else {
+        let Some(file) = self.open_read(name)? else {
             return Ok(None);
         };
         let mut bytes = Vec::new();
-        io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| with_path(e, "read", &self.path.join(name)))?;
+        io::Read::read_to_end(&mut io::Read::take(file, MAX_DOC_BYTES + 1), &mut bytes)
+            .map_err(|e| with_path(e, "read", &self.path.join(name)))?;
+        if bytes.len() as u64 > MAX_DOC_BYTES {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!(
+                    "{} is larger than {MAX_DOC_BYTES} bytes",
+                    self.path.join(name).display()
+                ),
+            ));
+        }
         Ok(Some(bytes))
     }
 
-    /// Opens `name` for reading without following a symlink; `Ok(None)` when absent.
+    /// Opens the regular file `name` for reading without following a symlink; `Ok(None)` when
+    /// absent. Anything else in its place (a FIFO, a device, a directory) is refused without
+    /// blocking: a FIFO is opened non-blocking, so a reader never waits for a writer.
     pub fn open_read(&self, name: &str) -> io::Result<Option<std::fs::File>> {
         check_name(name, &self.path)?;
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        match retry_eintr(|| {
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let path = self.path.join(name);
+        let fd = match retry_eintr(|| {
             self.os
                 .files
                 .openat(self.fd.as_fd(), Path::new(name), flags, Mode::empty())
         }) {
-            Ok(fd) => Ok(Some(std::fs::File::from(fd))),
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(os_error(e, "open", &self.path.join(name))),
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => return Ok(None),
+            Err(e) => return Err(os_error(e, "open", &path)),
+        };
+        let stat = fs::fstat(&fd).map_err(|e| os_error(e, "stat", &path))?;
+        if fs::FileType::from_raw_mode(stat.st_mode) != fs::FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{} is not a regular file", path.display()),
+            ));
         }
+        Ok(Some(std::fs::File::from(fd)))
     }
 
     /// Opens `name` for reading without following a symlink, with its metadata.

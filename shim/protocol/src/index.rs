@@ -312,8 +312,12 @@ pub fn judge_marker(run_dir_exists: bool, status: Option<&Status>, marker_age: D
     }
     match status {
         Some(status) if status.is_terminal() => {
-            let observed = status.proof_state() == Some(crate::proof::ProofState::Observed);
-            if observed || marker_age > STALE_TERMINAL_MARKER {
+            // ⊕ A final proof (observed, unknown, not-started) will not change any more, so the
+            // marker of an ended run goes at once; a pending one waits for its observer.
+            let settled = status
+                .proof_state()
+                .is_some_and(|state| state != crate::proof::ProofState::Pending);
+            if settled || marker_age > STALE_TERMINAL_MARKER {
                 MarkerVerdict::ReleaseTerminal(status.state.clone().unwrap_or(RunState::Failed))
             } else {
                 MarkerVerdict::TerminalPending

@@ -248,6 +248,7 @@ pub fn fail(ctx: &mut Ctx, error: &PreCommitError) -> i32 {
         && let Ok(run) = ctx.open_run()
     {
         ctx.persist_startup_failure(&run, &message, false);
+        ctx.record_not_started(&run);
         ctx.release_marker(&run);
     }
     ctx.release_lease();

@@ -11,12 +11,13 @@ use std::sync::Arc;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::index::ActiveRunIndex;
 use sublaunch_protocol::layout::{Layout, names};
 use sublaunch_protocol::lease::{Lease, WriterState};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::ShiftedClock;
+use sublaunch_protocol::proof::ProcessTerminal;
 use sublaunch_protocol::status::{
     RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure, read_status,
 };
@@ -116,6 +117,22 @@ impl Ctx {
                 eprintln!("sublaunch-shim: status.json unusable ({cause}); wrote runner-startup-failure.json");
             }
             StartupFailureOutcome::Failed(e) => eprintln!("sublaunch-shim: cannot persist the startup failure: {e}"),
+        }
+    }
+
+    /// Writes the `not-started` proof when the host vanished before writing any (before H14):
+    /// no observer will ever finalize this run, and its proof must not be missing.
+    pub fn record_not_started(&self, run: &Dir) {
+        if !matches!(run.stat(names::PROCESS_TERMINAL), Ok(None)) {
+            return;
+        }
+        let proof = ProcessTerminal::not_started(&self.cfg.id, &self.cfg.runner_process_instance_id);
+        if let Err(e) = run.write_doc(
+            names::PROCESS_TERMINAL,
+            &proof,
+            self.policy.for_kind(DocKind::FinalProof),
+        ) {
+            eprintln!("sublaunch-shim: cannot write the not-started proof: {e}");
         }
     }
 

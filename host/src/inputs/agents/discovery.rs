@@ -173,8 +173,8 @@ impl Catalog {
     }
 }
 
-/// The `*.md` entries of `dir` that are not directories (a FIFO or device is then reported
-/// by the reader), sorted by name (a missing directory has none).
+/// The `*.md` entries of `dir`, sorted by name (a missing directory has none). Whatever is
+/// not a regular file (a directory, a FIFO, a device) is reported by the reader, by name.
 fn agent_files(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
@@ -182,7 +182,7 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = entries
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|e| e == "md") && !p.is_dir())
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
         .collect();
     files.sort();
     files

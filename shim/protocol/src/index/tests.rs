@@ -194,6 +194,14 @@ fn f47_i5_lister_verdicts() {
         judge_marker(true, Some(&observed), age),
         MarkerVerdict::ReleaseTerminal(RunState::Stopped)
     );
+    // An unknown proof is final too: the runner died after its terminal status, and nothing
+    // will ever observe more.
+    let unknown: Status =
+        serde_json::from_value(json!({"state": "complete", "processTerminal": {"state": "unknown"}})).unwrap();
+    assert_eq!(
+        judge_marker(true, Some(&unknown), age),
+        MarkerVerdict::ReleaseTerminal(RunState::Complete)
+    );
 }
 
 #[test]

@@ -1,0 +1,477 @@
+//! The torture run: concurrent launchers (single runs, chains, parallel groups, revivals),
+//! concurrent `list`/`status`/`wait` loops, random `stop`s and SIGKILLs at random moments of
+//! hosts, shims, agents and listers, all through the real CLI; then the invariants every run
+//! must satisfy whatever died when. Driven by `tests/suite/chaos.rs` (bounded, in CI) and
+//! `scripts/torture.sh` (long runs). A seed is printed so a failure replays the same choices
+//! (the timing of the machine still varies).
+
+use crate::launch_harness::{Scratch, pid_alive, read_json, shims_under};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How hard to torture.
+#[derive(Clone, Debug)]
+pub struct TortureConfig {
+    /// The seed of every random choice.
+    pub seed: u64,
+    /// Stop launching after this many runs …
+    pub runs: usize,
+    /// … or after this long.
+    pub duration: Duration,
+    /// Concurrent launchers.
+    pub launchers: usize,
+    /// Concurrent `list`/`status`/`wait` loops.
+    pub observers: usize,
+}
+
+/// What happened, and what was wrong afterwards.
+#[derive(Debug, Default)]
+pub struct TortureReport {
+    /// Counts by kind (`runs`, `kills-host`, `kills-shim`, `stops`, `proofs-observed` …).
+    pub counts: BTreeMap<String, usize>,
+    /// Invariant violations, each naming the run or file.
+    pub violations: Vec<String>,
+}
+
+impl TortureReport {
+    fn add(&mut self, what: &str, n: usize) {
+        *self.counts.entry(what.to_owned()).or_default() += n;
+    }
+}
+
+/// xorshift64*: small, seedable, good enough to pick actions.
+#[derive(Debug)]
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
+/// The mark every agent of one torture run carries in its command line.
+fn agent_mark(seed: u64) -> String {
+    format!("chaos{seed:x}")
+}
+
+/// What the launchers record about the runs they started.
+#[derive(Debug, Default)]
+struct Ledger {
+    /// `run --wait` hosts that ended on their own, by run id (their host saw the exit).
+    watched: Vec<String>,
+    /// Run ids something was done to (a kill of its host, shim or agent, or a stop).
+    disturbed: Vec<String>,
+    /// Every host process started (for the killer).
+    hosts: Vec<u32>,
+}
+
+struct Shared {
+    scratch: Scratch,
+    mark: String,
+    chain: PathBuf,
+    parallel: PathBuf,
+    stop: AtomicBool,
+    launched: AtomicUsize,
+    ledger: Mutex<Ledger>,
+    counts: Mutex<BTreeMap<String, usize>>,
+}
+
+impl Shared {
+    fn count(&self, what: &str) {
+        *self.counts.lock().unwrap().entry(what.to_owned()).or_default() += 1;
+    }
+
+    fn cli(&self, args: &[&str]) -> Command {
+        let mut command = self.scratch.cli(args);
+        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        command
+    }
+
+    fn run_ids(&self) -> Vec<String> {
+        std::fs::read_dir(self.scratch.runs())
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.starts_with('.'))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Runs the torture and checks the invariants.
+pub fn torture(config: &TortureConfig) -> TortureReport {
+    eprintln!(
+        "torture: seed {} (replay with SUBLAUNCH_TORTURE_SEED={})",
+        config.seed, config.seed
+    );
+    let scratch = Scratch::new("torture");
+    scratch.create_root();
+    let mark = agent_mark(config.seed);
+    let chain = crate::cli::write(
+        &scratch.work().join("chain.yaml"),
+        &format!(
+            "steps:\n  - {{agent: shell, task: 'sleep 0.1 # {mark}'}}\n  - {{agent: shell, task: 'sleep 0.2 # {mark}'}}\n"
+        ),
+    );
+    let parallel = crate::cli::write(
+        &scratch.work().join("parallel.yaml"),
+        &format!(
+            "steps:\n  - parallel:\n      - {{agent: shell, task: 'sleep 0.3 # {mark}'}}\n      - {{agent: shell, task: 'sleep 0.1 # {mark}'}}\n"
+        ),
+    );
+    let shared = Arc::new(Shared {
+        scratch,
+        mark,
+        chain,
+        parallel,
+        stop: AtomicBool::new(false),
+        launched: AtomicUsize::new(0),
+        ledger: Mutex::new(Ledger::default()),
+        counts: Mutex::new(BTreeMap::new()),
+    });
+    let deadline = Instant::now() + config.duration;
+    let mut threads = Vec::new();
+    for i in 0..config.launchers {
+        let (shared, seed, runs) = (shared.clone(), config.seed.wrapping_add(i as u64 * 7919), config.runs);
+        threads.push(std::thread::spawn(move || {
+            launcher(&shared, Rng(seed | 1), runs, deadline)
+        }));
+    }
+    for i in 0..config.observers {
+        let (shared, seed) = (shared.clone(), config.seed.wrapping_add(1_000_003 + i as u64));
+        threads.push(std::thread::spawn(move || observer(&shared, Rng(seed | 1))));
+    }
+    {
+        let (shared, seed) = (shared.clone(), config.seed.wrapping_add(77));
+        threads.push(std::thread::spawn(move || killer(&shared, Rng(seed | 1))));
+    }
+    while Instant::now() < deadline && shared.launched.load(Ordering::Relaxed) < config.runs {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    shared.stop.store(true, Ordering::Relaxed);
+    for thread in threads {
+        let _ = thread.join();
+    }
+    settle(&shared);
+    check(&shared)
+}
+
+/// One launcher: single runs (detached or watched), chains, parallel groups and revivals.
+fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
+    while !shared.stop.load(Ordering::Relaxed)
+        && Instant::now() < deadline
+        && shared.launched.fetch_add(1, Ordering::Relaxed) < runs
+    {
+        let sleep = format!("sleep 0.{} # {}", 1 + rng.below(8), shared.mark);
+        let wait = rng.below(2) == 0;
+        let (chain, parallel) = (shared.chain.to_string_lossy(), shared.parallel.to_string_lossy());
+        let mut args: Vec<String> = match rng.below(10) {
+            0..=4 => vec!["run", "--agent", "shell", "--task", &sleep]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            5 | 6 => vec!["run".into(), "--chain".into(), chain.into_owned()],
+            7 | 8 => vec!["run".into(), "--chain".into(), parallel.into_owned()],
+            _ => match shared.run_ids().get(rng.below(64) as usize) {
+                Some(source) => vec!["resume".into(), source.clone()],
+                None => continue,
+            },
+        };
+        if wait {
+            args.push("--wait".into());
+        }
+        let kind = if args[0] == "resume" { "revivals" } else { "launches" };
+        shared.count(kind);
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        let Ok(child) = shared.cli(&refs).spawn() else { continue };
+        shared.ledger.lock().unwrap().hosts.push(child.id());
+        let output = child.wait_with_output();
+        let Ok(output) = output else { continue };
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The run id is the first line of stdout (detached) or of stderr (--wait).
+        let first = if wait {
+            stderr.lines().next()
+        } else {
+            stdout.lines().next()
+        };
+        let killed = output.status.code().is_none();
+        if wait
+            && !killed
+            && let Some(id) = first.map(str::trim).filter(|l| !l.contains(' '))
+        {
+            shared.ledger.lock().unwrap().watched.push(id.to_owned());
+        }
+    }
+}
+
+/// One observer: `list`, `list --all`, `status`, `wait --timeout`, and random `stop`s.
+fn observer(shared: &Shared, mut rng: Rng) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        let ids = shared.run_ids();
+        let id = ids.get(rng.below(ids.len() as u64) as usize).cloned();
+        let args: Vec<String> = match (rng.below(12), id) {
+            (0..=3, _) | (_, None) => vec!["list".into()],
+            (4 | 5, _) => vec!["list".into(), "--all".into()],
+            (6..=8, Some(id)) => vec!["status".into(), id],
+            (9 | 10, Some(id)) => vec!["wait".into(), id, "--timeout".into(), "1".into()],
+            (_, Some(id)) => {
+                shared.count("stops");
+                shared.ledger.lock().unwrap().disturbed.push(id.clone());
+                vec!["stop".into(), id, "--timeout".into(), "2".into()]
+            }
+        };
+        let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+        if let Ok(child) = shared.cli(&refs).spawn() {
+            if rng.below(25) == 0 {
+                // A lister killed at a random moment of its work.
+                std::thread::sleep(Duration::from_millis(rng.below(40)));
+                kill(child.id());
+                shared.count("kills-lister");
+            }
+            let _ = finish(child);
+        }
+    }
+}
+
+/// SIGKILLs hosts, shims and agents at random moments.
+fn killer(shared: &Shared, mut rng: Rng) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(20 + rng.below(150)));
+        match rng.below(3) {
+            0 => {
+                let host = {
+                    let ledger = shared.ledger.lock().unwrap();
+                    ledger.hosts.iter().rev().take(6).copied().collect::<Vec<_>>()
+                };
+                if let Some(pid) = host
+                    .get(rng.below(host.len() as u64) as usize)
+                    .filter(|p| pid_alive(**p))
+                {
+                    kill(*pid);
+                    shared.count("kills-host");
+                }
+            }
+            1 => {
+                let shims = shims_under(&shared.scratch.root());
+                if let Some(pid) = shims.get(rng.below(shims.len() as u64) as usize) {
+                    note_disturbed(shared, *pid);
+                    kill(*pid);
+                    shared.count("kills-shim");
+                }
+            }
+            _ => {
+                let agents = agents_of(&shared.mark);
+                if let Some(pid) = agents.get(rng.below(agents.len() as u64) as usize) {
+                    if let Some(shim) = session_of(*pid) {
+                        note_disturbed(shared, shim);
+                    }
+                    kill(*pid);
+                    shared.count("kills-agent");
+                }
+            }
+        }
+    }
+}
+
+/// Records the run whose shim is `shim_pid` as disturbed.
+fn note_disturbed(shared: &Shared, shim_pid: u32) {
+    for id in shared.run_ids() {
+        let status = read_json(&shared.scratch.run_dir(&id).join("status.json"));
+        if status.is_some_and(|s| s["pid"].as_u64() == Some(u64::from(shim_pid))) {
+            shared.ledger.lock().unwrap().disturbed.push(id);
+        }
+    }
+}
+
+fn kill(pid: u32) {
+    let _ = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn finish(child: Child) -> Option<std::process::Output> {
+    child.wait_with_output().ok()
+}
+
+/// Live processes whose command line carries `mark`.
+fn agents_of(mark: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+                && pid_alive(*pid)
+        })
+        .collect()
+}
+
+/// The session id of `pid` (the shim's pid for an agent).
+fn session_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..].split_whitespace().nth(3)?.parse().ok()
+}
+
+/// After the torture: `list` (which reconciles) until no run is active, within a bound.
+fn settle(shared: &Shared) {
+    let bound = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < bound {
+        let _ = shared.cli(&["list"]).output();
+        // `list` reconciles: it ends what died, and writes the proofs nobody observed.
+        let active = shared.run_ids().into_iter().any(|id| {
+            let run = shared.scratch.run_dir(&id);
+            let status = read_json(&run.join("status.json"));
+            let proof = read_json(&run.join("process-terminal.json"));
+            status.is_none_or(|s| matches!(s["state"].as_str(), Some("queued" | "running")))
+                || proof.is_some_and(|p| p["state"] == "pending")
+        });
+        if !active && shims_under(&shared.scratch.root()).is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The invariants, over every run and every file under the root.
+fn check(shared: &Shared) -> TortureReport {
+    let mut report = TortureReport {
+        counts: shared.counts.lock().unwrap().clone(),
+        ..TortureReport::default()
+    };
+    let ledger = shared.ledger.lock().unwrap();
+    let scratch = &shared.scratch;
+    let ids = shared.run_ids();
+    report.add("runs", ids.len());
+    for id in &ids {
+        let run = scratch.run_dir(id);
+        let Some(status) = read_json(&run.join("status.json")) else {
+            report.violations.push(format!("{id}: status.json missing or not JSON"));
+            continue;
+        };
+        let state = status["state"].as_str().unwrap_or("?").to_owned();
+        report.add(&format!("state-{state}"), 1);
+        if matches!(state.as_str(), "queued" | "running") {
+            report
+                .violations
+                .push(format!("{id}: still {state} after the settle bound"));
+        }
+        let proof = read_json(&run.join("process-terminal.json"));
+        let proof_state = proof
+            .as_ref()
+            .and_then(|p| p["state"].as_str())
+            .unwrap_or("missing")
+            .to_owned();
+        report.add(&format!("proof-{proof_state}"), 1);
+        if proof_state == "pending" || proof_state == "missing" {
+            let error = status["error"].as_str().unwrap_or_default();
+            report.violations.push(format!(
+                "{id}: proof {proof_state} after the run ended ({state}: {error})"
+            ));
+        }
+        let watched = ledger.watched.contains(id) && !ledger.disturbed.contains(id);
+        let reason = proof
+            .as_ref()
+            .and_then(|p| p["reason"].as_str())
+            .unwrap_or_default()
+            .to_owned();
+        // A revival's proof may be unknown for its session lease (another revival of the same
+        // session held it): that is what happened, not a missed observation.
+        let lease_state = reason.starts_with("canonical-session");
+        if watched && state == "complete" && proof_state != "observed" && !lease_state {
+            report.violations.push(format!(
+                "{id}: its host saw it end, yet the proof is {proof_state} ({reason})"
+            ));
+        }
+        if scratch.runs().join(".active-runs").join(id).exists() && state != "queued" && state != "running" {
+            report
+                .violations
+                .push(format!("{id}: active-run marker left for a {state} run"));
+        }
+        let never_committed = proof_state == "not-started";
+        if never_committed && scratch.results().join(format!("{id}.json")).exists() {
+            report
+                .violations
+                .push(format!("{id}: a launch that never committed left a result"));
+        }
+    }
+    for pid in agents_of(&shared.mark) {
+        report.violations.push(format!("agent process {pid} still alive"));
+    }
+    for pid in shims_under(&scratch.root()) {
+        report.violations.push(format!("shim {pid} still alive"));
+    }
+    check_files(&scratch.root(), &mut report);
+    report
+}
+
+/// Every file parses and is 0600, every directory 0700; temp files are counted, and only
+/// those of a live writer are violations (a killed writer's are swept by A12 later).
+fn check_files(dir: &Path, report: &mut TortureReport) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let mode = meta.permissions().mode() & 0o777;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if meta.is_dir() {
+            if mode != 0o700 {
+                report
+                    .violations
+                    .push(format!("{}: directory mode {mode:o}", path.display()));
+            }
+            check_files(&path, report);
+            continue;
+        }
+        if mode != 0o600 {
+            report
+                .violations
+                .push(format!("{}: file mode {mode:o}", path.display()));
+        }
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            report.add("temp-files-of-killed-writers", 1);
+            // `.<name>.<pid>.<ms>.<random>.tmp`
+            let inner = name
+                .strip_prefix('.')
+                .and_then(|n| n.strip_suffix(".tmp"))
+                .unwrap_or_default();
+            let writer = inner.rsplit('.').nth(2).and_then(|p| p.parse().ok());
+            if writer.is_some_and(pid_alive) {
+                report
+                    .violations
+                    .push(format!("{}: temp file of a live writer", path.display()));
+            }
+            continue;
+        }
+        let parses = if name.ends_with(".json") {
+            std::fs::read(&path).is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_ok())
+        } else if name.ends_with(".jsonl") {
+            std::fs::read_to_string(&path).is_ok_and(|t| t.lines().all(|l| serde_json::from_str::<Value>(l).is_ok()))
+        } else {
+            true
+        };
+        if !parses {
+            report.violations.push(format!("{}: does not parse", path.display()));
+        }
+    }
+}
