@@ -340,3 +340,30 @@ echo '{"type":"agent_end","messages":[]}'"#,
         }
     }
 }
+
+/// Claude Code and Codex exit 1 on API errors with the reason in their own output: the step's
+/// error keeps it instead of only `Subagent exited with code 1.`.
+#[test]
+fn the_reason_an_agent_reports_explains_its_non_zero_exit() {
+    let scratch = Scratch::new("adapter-exit-reason");
+    let bin = scratch.path().join("failing-bin");
+    executable(
+        &bin.join("claude"),
+        "#!/bin/sh\ncat >/dev/null\necho '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"API Error: 400 model not found\"}'\nexit 1\n",
+    );
+    executable(
+        &bin.join("codex"),
+        "#!/bin/sh\ncat >/dev/null\necho '{\"type\":\"turn.failed\",\"error\":{\"message\":\"quota exceeded\"}}'\nexit 1\n",
+    );
+    for (agent, reason) in [
+        ("claude", "API Error: 400 model not found"),
+        ("codex", "quota exceeded"),
+    ] {
+        let end = run_json(&scratch, &bin, &["--agent", agent, "--task", "answer"]);
+        assert_eq!(end["state"], "failed", "{agent}: {end}");
+        let results = step_results(&scratch, &end);
+        let error = results[0]["error"].as_str().unwrap_or_default();
+        assert!(error.starts_with("Subagent exited with code 1."), "{agent}: {error}");
+        assert!(error.contains(reason), "{agent}: the reported reason is kept: {error}");
+    }
+}

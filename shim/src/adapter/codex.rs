@@ -46,6 +46,9 @@ pub struct CodexEvents {
     last_message_file: String,
     last_agent_message: Option<String>,
     failure: Option<String>,
+    /// The last `error` event: Codex prints one for each reconnect and carries on, so it
+    /// only explains a run that produced no answer.
+    last_error: Option<String>,
     turn_ended: bool,
 }
 
@@ -80,14 +83,20 @@ impl EventReader for CodexEvents {
             "item.updated" => return ParsedLine::Ignore,
             "turn.completed" => self.turn_ended = true,
             "turn.failed" | "error" => {
-                self.turn_ended |= jsonl::kind(&value) == "turn.failed";
                 let message = value
                     .get("error")
                     .and_then(|e| e.get("message"))
                     .or_else(|| value.get("message"))
                     .and_then(Value::as_str)
                     .unwrap_or("no message");
-                self.failure = Some(format!("Codex reported a failure: {message}"));
+                let report = Some(format!("Codex reported a failure: {message}"));
+                // A failed turn is final; an `error` event alone is not (reconnects print one).
+                if jsonl::kind(&value) == "turn.failed" {
+                    self.turn_ended = true;
+                    self.failure = report;
+                } else {
+                    self.last_error = report;
+                }
             }
             _ => {}
         }
@@ -109,6 +118,9 @@ impl EventReader for CodexEvents {
             }
         }
         out.failure = self.failure.clone();
+        if out.failure.is_none() && out.output.trim().is_empty() {
+            out.failure = self.last_error.clone();
+        }
         if out.failure.is_none() && out.output.trim().is_empty() {
             out.failure = Some(format!(
                 "Codex wrote no final message (no --output-last-message file and no agent_message item). Output ended with: {}",
@@ -164,5 +176,29 @@ mod tests {
         let failed = r#"{"type":"turn.failed","error":{"message":"quota"}}"#;
         p.stdout_line(failed.as_bytes(), failed.len());
         assert!(p.finish(b"", false).failure.unwrap().contains("quota"));
+    }
+
+    /// Codex 0.169 prints an `error` event for each reconnect of a dropped stream and then
+    /// finishes normally: the run is no failure. Without an answer, the last one explains it.
+    #[test]
+    fn reconnect_errors_are_not_failures_but_explain_a_run_without_an_answer() {
+        let tmp = tempfile::tempdir().unwrap();
+        let file = tmp.path().join("last.txt");
+        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned());
+        for line in [
+            r#"{"type":"thread.started","thread_id":"t"}"#,
+            r#"{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}"#,
+            r#"{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"recovered"}}"#,
+            r#"{"type":"turn.completed","usage":{"input_tokens":1,"cached_input_tokens":0,"output_tokens":1}}"#,
+        ] {
+            p.stdout_line(line.as_bytes(), line.len());
+        }
+        let done = p.finish(b"", false);
+        assert_eq!((done.output.as_str(), done.failure), ("recovered", None));
+
+        let mut lost = CodexEvents::parser(tmp.path().join("none.txt").to_string_lossy().into_owned());
+        let error = r#"{"type":"error","message":"Reconnecting... 5/5 (stream disconnected before completion)"}"#;
+        lost.stdout_line(error.as_bytes(), error.len());
+        assert!(lost.finish(b"", false).failure.unwrap().contains("Reconnecting... 5/5"));
     }
 }

@@ -36,6 +36,9 @@ pub struct StepEnd {
     pub interrupted: bool,
     /// Signalled by the final drain after its terminal event (X5): not a failure by itself.
     pub drained: bool,
+    /// The failure the agent reported in its own output (an API error, a failed turn), kept
+    /// to explain a non-zero exit.
+    pub agent_failure: Option<String>,
     /// Protocol failure message (R11).
     pub protocol: Option<String>,
     /// The writer record (R13); `None` when no agent ran.
@@ -207,6 +210,9 @@ impl StepEnd {
         {
             let never_ready = crate::remote::parser::never_ready(&placement.machine, &placement.cwd);
             text = format!("{text} {never_ready}");
+        }
+        if let Some(reported) = &self.agent_failure {
+            text = format!("{text}\n\n{reported}");
         }
         let tail = stderr_excerpt(&self.stderr_tail);
         if !tail.is_empty() {

@@ -20,6 +20,9 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     end.output_truncated = extracted.truncated;
     end.reported_model = extracted.reported_model;
     if derive_terminal_state(&end.facts()) != RunState::Complete {
+        // The agent's own account of why it failed explains its exit (Claude Code and Codex
+        // exit 1 on API errors, with the reason in their output).
+        end.agent_failure = extracted.failure;
         return;
     }
     let label = end.label();
