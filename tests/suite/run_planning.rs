@@ -431,3 +431,34 @@ fn a_herdr_that_prints_garbage_gets_the_planner_catalog_error() {
     assert_eq!(error["code"], "invalid-machine-catalog");
     assert!(error["message"].as_str().unwrap().contains("parse"), "{error}");
 }
+
+/// A person gets a planning error as one line on stderr; `--json` keeps the document on stdout.
+/// A task of whitespace only is refused before anything is planned.
+#[test]
+fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
+    let sandbox = Sandbox::new();
+    let args = ["run", "--agent", "pi", "--model", "nonexistent/zzz", "--task", "x"];
+    let output = sandbox.run(&args, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        output.stdout.is_empty(),
+        "nothing on stdout: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let text = stderr(&output);
+    assert_eq!(text.lines().count(), 1, "{text}");
+    assert!(
+        text.starts_with("sublaunch run: Unknown subagent model 'nonexistent/zzz'"),
+        "{text}"
+    );
+
+    let mut with_json = args.to_vec();
+    with_json.push("--json");
+    let output = sandbox.run(&with_json, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(stdout_json(&output)["error"]["code"], "unknown-model");
+
+    let output = sandbox.run(&["run", "--agent", "shell", "--task", " \t "], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(stderr(&output).contains("the task is empty"), "{}", stderr(&output));
+}

@@ -88,10 +88,13 @@ pub fn run(args: Args) -> ExitCode {
         Ok(timeout) => timeout.map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
         Err(message) => return usage(message),
     };
-    if let Some(task) = &args.task
-        && let Err(message) = request::check_task(task, "the task")
-    {
-        return usage(message);
+    if let Some(task) = &args.task {
+        if task.trim().is_empty() {
+            return usage("the task is empty: say what the agent should do.".to_owned());
+        }
+        if let Err(message) = request::check_task(task, "the task") {
+            return usage(message);
+        }
     }
     let (inputs, catalog) = match gather(args.models.as_deref()) {
         Ok(gathered) => gathered,
@@ -130,6 +133,11 @@ pub fn run(args: Args) -> ExitCode {
     let outcome = load_planner().and_then(|planner| planner.plan(&request));
     let plan = match outcome {
         Ok(plan) if !args.dry_run => plan,
+        // A person gets one line on stderr; the document is for --json and the plan printout.
+        Err(error) if !args.json && !args.dry_run => {
+            eprintln!("sublaunch run: {}", super::terminal_text::for_terminal(&error.message));
+            return ExitCode::FAILURE;
+        }
         other => return print_outcome(&other),
     };
     announce_project_overrides(&plan, &catalog);
