@@ -117,9 +117,15 @@ pub use sublaunch::runs::status_of;
 
 /// `status.json` as raw JSON (for `--json`), with why it is unusable.
 pub fn raw_status(run: &Dir) -> Result<Value, String> {
-    // Printed as it is, but only when it is a status at all.
-    read_status_as::<sublaunch_protocol::status::Status>(run)?;
-    read_status_as::<Value>(run)
+    let value = read_status_as::<Value>(run)?;
+    // Printed as it is (one read), but only when it is a status at all.
+    match serde_json::from_value::<sublaunch_protocol::status::Status>(value.clone()) {
+        Ok(_) => Ok(value),
+        Err(e) => Err(format!(
+            "{} is not a valid status: {e}",
+            run.join(sublaunch_protocol::layout::names::STATUS).display()
+        )),
+    }
 }
 
 /// Why `status.json` cannot be used as a status: absent, unreadable, not JSON, or not a status
