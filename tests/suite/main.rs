@@ -21,6 +21,7 @@ mod launch_library;
 mod launch_stress;
 mod plan_cli;
 mod progress_cli;
+mod real_agents;
 mod remote_cli;
 mod remote_sshd;
 mod run_planning;

@@ -4,6 +4,8 @@
 pub mod chaos;
 pub mod cli;
 pub mod launch_harness;
+pub mod model_server;
+pub mod real_agents;
 pub mod sshd;
 pub mod vectors;
 
