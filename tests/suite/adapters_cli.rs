@@ -34,8 +34,12 @@ fn fake_clis(scratch: &Scratch) -> PathBuf {
            echo '{\"type\":\"thread.started\"}'\n\
            printf 'done by codex' > \"$out\"\n\
            echo '{\"type\":\"item.completed\",\"item\":{\"type\":\"agent_message\",\"text\":\"an earlier message\"}}'\n";
+    // Cursor's documented stream-json: an init event with the chat's session id, then the
+    // result; like Claude Code it exits 1 when the result is an error.
     let cursor = recorder("cursor-agent", false)
-        + "echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"quota exhausted\"}'\n";
+        + "echo '{\"type\":\"system\",\"subtype\":\"init\",\"session_id\":\"c0ffee\",\"model\":\"gpt-5\"}'\n\
+           echo '{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":true,\"result\":\"quota exhausted\",\"session_id\":\"c0ffee\"}'\n\
+           exit 1\n";
     for (name, script) in [
         ("pi", pi),
         ("claude", claude),
@@ -97,9 +101,14 @@ fn pi_gets_its_json_mode_argv_and_its_final_message_is_the_output() {
     );
     assert_eq!(end["state"], "complete", "{end}");
     let argv = recorded(&scratch, "pi", "argv");
+    // The conversation is saved in the run's directory, so a follow-up can continue it.
+    let sessions = scratch.run_dir(end["runId"].as_str().unwrap()).join("pi-sessions-0");
     assert_eq!(
         argv,
-        "--mode\njson\n-p\n--no-session\n--model\nanthropic/claude-sonnet-4-5\n--thinking\nlow\n--\n-n is a flag\n",
+        format!(
+            "--mode\njson\n-p\n--session-dir\n{}\n--model\nanthropic/claude-sonnet-4-5\n--thinking\nlow\n--\n-n is a flag\n",
+            sessions.display()
+        ),
         "a task starting with '-' comes after '--'"
     );
     let results = step_results(&scratch, &end);
@@ -168,6 +177,14 @@ fn an_error_result_of_cursor_fails_the_step_with_its_text() {
     assert!(
         end["steps"][0]["error"].as_str().unwrap().contains("quota exhausted"),
         "{end}"
+    );
+    // The chat continues with --resume and the follow-up alone (the chat has the rest).
+    let id = end["runId"].as_str().unwrap();
+    let resumed = run(&scratch, &bin, &["resume", id, "--task", "and the tests", "--wait"]);
+    assert_eq!(resumed.status.code(), Some(1), "{}", text(&resumed.stderr));
+    assert_eq!(
+        recorded(&scratch, "cursor-agent", "argv"),
+        "-p\n--output-format\nstream-json\n--force\n--resume\nc0ffee\nand the tests\n"
     );
 }
 

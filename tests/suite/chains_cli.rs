@@ -334,6 +334,7 @@ fn fake_clis(dir: &Path) -> PathBuf {
             format!(
                 "#!/bin/sh\ntask=$(cat | {clean})\n\
                  printf '{{\"type\":\"system\",\"subtype\":\"init\"}}\\n'\n\
+                 printf '{{\"type\":\"assistant\",\"message\":{{\"role\":\"assistant\",\"content\":[{{\"type\":\"text\",\"text\":\"claude says %s\"}}]}}}}\\n' \"$task\"\n\
                  printf '{{\"type\":\"result\",\"subtype\":\"success\",\"is_error\":false,\"result\":\"claude says %s\"}}\\n' \"$task\"\n"
             ),
         ),

@@ -22,6 +22,7 @@ mod launch_stress;
 mod plan_cli;
 mod progress_cli;
 mod real_agents;
+mod real_cli_runs;
 mod remote_cli;
 mod remote_sshd;
 mod run_planning;

@@ -105,6 +105,8 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                     "error": error,
                     "processTerminal": finished.proof.state,
                     "steps": snapshot.as_ref().map(steps_json),
+                    "result": super::runs::read_result_file(&launched.result_path)
+                        .map(|payload| sublaunch::runs::answer_json(&payload)),
                 })
             );
         } else {

@@ -3,7 +3,9 @@
 //! several steps (a chain, parallel tasks) gets each line prefixed with its step and agent
 //! (`[2.1 reviewer] …`), so the lines of tasks running side by side stay apart. Agent output
 //! is printed line by line with escape sequences and control characters neutralised
-//! ([`super::terminal_text`]); `--raw` prints the bytes as they are.
+//! ([`super::terminal_text`]), and the JSON event streams of pi, Claude Code, Codex and
+//! Cursor's agent as what the agent said and did ([`super::agent_text`]); `--raw` prints the
+//! bytes as they are.
 
 use super::runs::{async_runtime, fail, open_run, status_of};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -24,8 +26,9 @@ pub struct Args {
     /// Keep printing new output until the run ends.
     #[arg(long, short = 'f')]
     follow: bool,
-    /// Print the output bytes as they are: no `[step agent]` line prefixes (runs with several
-    /// steps get them by default) and escape sequences left in.
+    /// Print the output bytes as they are: agents' JSON event streams unrendered, no
+    /// `[step agent]` line prefixes (runs with several steps get them by default) and escape
+    /// sequences left in.
     #[arg(long)]
     raw: bool,
 }
@@ -134,28 +137,45 @@ impl Streams {
                     super::terminal_text::for_terminal(info.and_then(|s| s.agent.as_deref()).unwrap_or("?"))
                 )
             };
+            let events = super::agent_text::renders(info.and_then(|s| s.extra.get("adapter")).and_then(|a| a.as_str()));
             let pending = &mut self.partial[step];
             pending.extend_from_slice(&buffer);
             let complete = pending.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
-            for line in pending[..complete].split_inclusive(|b| *b == b'\n') {
-                stdout.write_all(prefix.as_bytes())?;
-                stdout.write_all(readable_line(line).as_bytes())?;
+            let mut lines: Vec<&[u8]> = pending[..complete].split_inclusive(|b| *b == b'\n').collect();
+            let unfinished = !pending[complete..].is_empty() && (flush || step_ended);
+            if unfinished {
+                lines.push(&pending[complete..]);
             }
-            pending.drain(..complete);
-            if !pending.is_empty() && (flush || step_ended) {
-                stdout.write_all(prefix.as_bytes())?;
-                stdout.write_all(readable_line(pending).as_bytes())?;
-                stdout.write_all(b"\n")?;
+            for line in lines {
+                for shown in readable_lines(line, events) {
+                    stdout.write_all(prefix.as_bytes())?;
+                    stdout.write_all(shown.as_bytes())?;
+                    stdout.write_all(b"\n")?;
+                }
+            }
+            if unfinished {
                 pending.clear();
+            } else {
+                pending.drain(..complete);
             }
         }
         stdout.flush()
     }
 }
 
-/// One line of agent output as it may be shown on a terminal.
-fn readable_line(line: &[u8]) -> String {
-    super::terminal_text::for_terminal(&String::from_utf8_lossy(line))
+/// One line of agent output as it may be shown on a terminal (an agent's JSON event as what
+/// it says, when `events`).
+fn readable_lines(line: &[u8], events: bool) -> Vec<String> {
+    let text = String::from_utf8_lossy(line);
+    let text = text.strip_suffix('\n').unwrap_or(&text);
+    if events {
+        super::agent_text::lines(text)
+            .iter()
+            .map(|l| super::terminal_text::for_terminal(l))
+            .collect()
+    } else {
+        vec![super::terminal_text::for_terminal(text)]
+    }
 }
 
 /// Without a status: the number of consecutive `output-<n>.log` files from 0.

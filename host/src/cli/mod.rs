@@ -1,5 +1,6 @@
 //! Command-line interface: one module per command.
 
+mod agent_text;
 mod agents;
 mod component;
 mod launching;
@@ -8,6 +9,7 @@ mod logs;
 mod models;
 mod plan;
 mod progress;
+mod result;
 mod resume;
 mod run;
 mod runs;
@@ -53,6 +55,8 @@ enum Command {
     Stop(stop::Args),
     /// Print a run's output.
     Logs(logs::Args),
+    /// Print a finished run's answer (exit 0 when it completed).
+    Result(result::Args),
     /// Start a new run that revives a finished run's session.
     Resume(resume::Args),
 }
@@ -72,6 +76,7 @@ impl Cli {
             Command::Wait(args) => wait::run(args),
             Command::Stop(args) => stop::run(args),
             Command::Logs(args) => logs::run(args),
+            Command::Result(args) => result::run(args),
             Command::Resume(args) => resume::run(args),
         }
     }

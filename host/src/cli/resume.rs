@@ -1,16 +1,22 @@
-//! `sublaunch resume RUN_ID [--wait] [--json]`: revival. A new run re-runs the source run's
-//! steps holding the source's session lease (`revivalLease {sessionFile:
-//! <source>/session.json, runId: <new>, sourceRunId: RUN_ID}`), through the full handshake
-//! ready → ack → acknowledged → confirm → confirmed → proceed (K3).
+//! `sublaunch resume RUN_ID [--task TEXT [--step LABEL]] [--wait] [--json]`: revival. A new
+//! run holds the source's session lease (`revivalLease {sessionFile: <source>/session.json,
+//! runId: <new>, sourceRunId: RUN_ID}`) through the full handshake ready → ack →
+//! acknowledged → confirm → confirmed → proceed (K3). Without `--task` it re-runs the source
+//! run's steps; with `--task` it continues the agent conversation of the source's last step
+//! (or the task `--step` names) with that follow-up, through the agent's own mechanism
+//! (Claude Code `--resume`, Codex `exec resume`, pi's session file).
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::runs::{fail, open_run, state_name, status_of};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
+use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::plan_record::read_plan_record;
-use sublaunch::launch::{Caller, LaunchOptions, new_run_id};
+use sublaunch::launch::reconcile::RunStore;
+use sublaunch::launch::{Caller, Continuation, LaunchOptions, new_run_id};
 use sublaunch::runs::RunWatcher;
+use sublaunch::runs::read_result;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
@@ -23,6 +29,14 @@ pub const SESSION_FILE: &str = "session.json";
 pub struct Args {
     /// The run to revive.
     run_id: String,
+    /// Continue the agent's conversation with this follow-up instead of re-running the
+    /// steps. It may start with `-`.
+    #[arg(long, allow_hyphen_values = true)]
+    task: Option<String>,
+    /// With --task: the step whose conversation to continue (`2`, or `2.1` for a task of a
+    /// parallel group; default: the last).
+    #[arg(long, value_name = "LABEL", requires = "task")]
+    step: Option<String>,
     /// Wait for the new run's end; exit 0 complete, 1 otherwise.
     #[arg(long)]
     wait: bool,
@@ -56,7 +70,17 @@ pub fn run(args: Args) -> ExitCode {
         return fail("resume", format_args!("run '{source_id}' cannot be resumed: {why}"));
     }
     wait_for_source_shim(&source);
-    let agent = record.plan.steps.first().map_or("run", |s| s.agent.as_str());
+    let (plan, continuation) = match &args.task {
+        None => (record.plan.clone(), None),
+        Some(task) => match follow_up(&store, source_id, &record.plan, task, args.step.as_deref()) {
+            Ok((plan, continuation)) => (plan, Some(continuation)),
+            Err(message) => {
+                eprintln!("sublaunch resume: {message}");
+                return ExitCode::from(super::EXIT_USAGE);
+            }
+        },
+    };
+    let agent = plan.steps.first().map_or("run", |s| s.agent.as_str());
     let run_id = new_run_id(agent);
     let environment = super::environment();
     let options = LaunchOptions {
@@ -76,16 +100,88 @@ pub fn run(args: Args) -> ExitCode {
             ..Caller::default()
         },
         environment,
+        continuation,
         ..LaunchOptions::default()
     };
     launch_and_report(
-        &record.plan,
+        &plan,
         options,
         Presentation {
             json: args.json,
             wait: args.wait,
         },
     )
+}
+
+/// The plan of a follow-up: the chosen step of `plan` with `task`, continuing the
+/// conversation its agent reported in the source run's result.
+fn follow_up(
+    store: &RunStore,
+    source_id: &str,
+    plan: &LaunchPlan,
+    task: &str,
+    step: Option<&str>,
+) -> Result<(LaunchPlan, Continuation), String> {
+    if task.trim().is_empty() {
+        return Err("--task is empty; give the follow-up to send".into());
+    }
+    let label = |s: &PlanStep| match s.task_index {
+        Some(task) => format!("{}.{}", s.step_index + 1, task + 1),
+        None => (s.step_index + 1).to_string(),
+    };
+    let index = match step {
+        Some(wanted) => plan.steps.iter().position(|s| label(s) == wanted).ok_or_else(|| {
+            let labels: Vec<String> = plan.steps.iter().map(label).collect();
+            format!(
+                "run '{source_id}' has no step '{wanted}' (its steps: {})",
+                labels.join(", ")
+            )
+        })?,
+        None => {
+            let last = plan.steps.len().checked_sub(1).ok_or("the run has no steps")?;
+            let group: Vec<String> = plan
+                .steps
+                .iter()
+                .filter(|s| s.task_index.is_some() && s.step_index == plan.steps[last].step_index)
+                .map(label)
+                .collect();
+            if group.len() > 1 {
+                return Err(format!(
+                    "run '{source_id}' ended with {} parallel tasks; pick the conversation to continue with --step ({})",
+                    group.len(),
+                    group.join(", ")
+                ));
+            }
+            last
+        }
+    };
+    let result = read_result(store, source_id).map_err(|e| e.to_string())?;
+    let chosen = &plan.steps[index];
+    let step_result = result.results.get(index);
+    let session = step_result
+        .and_then(|r| r.extra.get("agentSession"))
+        .and_then(|s| s.as_str())
+        .ok_or_else(|| {
+            format!(
+                "step {} ('{}') of run '{source_id}' left no conversation to continue (its agent reported none)",
+                label(chosen),
+                chosen.agent
+            )
+        })?;
+    let session_usage = step_result
+        .and_then(|r| r.extra.get("agentSessionUsage"))
+        .and_then(|u| serde_json::from_value(u.clone()).ok());
+    let mut step = chosen.clone();
+    step.task = task.to_owned();
+    step.step_index = 0;
+    step.task_index = None;
+    Ok((
+        LaunchPlan::single(step),
+        Continuation {
+            session: session.to_owned(),
+            session_usage,
+        },
+    ))
 }
 
 /// How long `resume` waits for the source run's shim to exit (it releases the session lease

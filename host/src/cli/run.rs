@@ -12,6 +12,7 @@ use sublaunch::inputs::chain::{ChainFile, read_chain_file};
 use sublaunch::inputs::registry::Registry;
 use sublaunch::inputs::settings::Settings;
 use sublaunch::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
+use sublaunch::native_schemas::NativeSchemas;
 use sublaunch::request::{self, Inputs, RunSpec};
 
 /// Arguments of `sublaunch run`.
@@ -123,14 +124,20 @@ pub fn run(args: Args) -> ExitCode {
         Ok(workflow) => workflow,
         Err(message) => return usage(message),
     };
-    let request = match build_request(&work, &args, &inputs) {
+    let mut request = match build_request(&work, &args, &inputs) {
         Ok(request) => request,
         Err(e) => {
             eprintln!("sublaunch run: {e:#}");
             return ExitCode::FAILURE;
         }
     };
-    let outcome = load_planner().and_then(|planner| planner.plan(&request));
+    let native = NativeSchemas::take(&mut request, &inputs.agents);
+    let outcome = load_planner()
+        .and_then(|planner| planner.plan(&request))
+        .map(|mut plan| {
+            native.restore(&mut plan);
+            plan
+        });
     let plan = match outcome {
         Ok(plan) if !args.dry_run => plan,
         // A person gets one line on stderr; the document is for --json and the plan printout.

@@ -79,38 +79,19 @@ pub fn seconds(value: f64) -> Result<Duration, String> {
     }
 }
 
-/// The run's answer as a person reads it: the output of its last step, or for a last step
-/// that is a parallel group each task's output under a `=== <step>.<task> <agent> ===`
-/// heading. Read from the run's result file; `None` when it has none yet. Neutralised for
-/// the terminal.
+/// The answer in the result file at `result_path` (see [`sublaunch::runs::answer_text`]),
+/// neutralised for the terminal; `None` when the file is missing or unreadable.
 pub fn final_answer(result_path: &std::path::Path) -> Option<String> {
+    let payload = read_result_file(result_path)?;
+    Some(super::terminal_text::for_terminal(&sublaunch::runs::answer_text(
+        &payload,
+    )))
+}
+
+/// The result payload at `result_path`, when it is readable.
+pub fn read_result_file(result_path: &std::path::Path) -> Option<sublaunch_protocol::results::ResultPayload> {
     let bytes = std::fs::read(result_path).ok()?;
-    let payload: sublaunch_protocol::results::ResultPayload = serde_json::from_slice(&bytes).ok()?;
-    let last = payload.results.last()?;
-    let step_of = |r: &sublaunch_protocol::results::StepResult| r.extra.get("stepIndex").and_then(Value::as_u64);
-    let group: Vec<_> = match (step_of(last), last.extra.get("taskIndex")) {
-        (step, Some(_)) => payload.results.iter().filter(|r| step_of(r) == step).collect(),
-        _ => vec![last],
-    };
-    let text = if let [only] = group.as_slice() {
-        only.output.clone()
-    } else {
-        group
-            .iter()
-            .map(|r| {
-                let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map_or(0, |n| n + 1);
-                format!(
-                    "=== {}.{} {} ===\n{}",
-                    at("stepIndex"),
-                    at("taskIndex"),
-                    r.agent,
-                    r.output.trim_end()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n\n")
-    };
-    Some(super::terminal_text::for_terminal(&text))
+    serde_json::from_slice(&bytes).ok()
 }
 
 pub use sublaunch::runs::status_of;
@@ -204,6 +185,7 @@ pub fn summary_json(run_id: &str, run: &Dir, status: Option<&Status>) -> Value {
         "endedAt": status.ended_at,
         "error": status.error,
         "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")).cloned(),
+        "usage": status.usage(),
     })
 }
 
@@ -241,11 +223,26 @@ pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
             .unwrap_or_default();
         lines.push(format!("proof    {proof}{reason}"));
     }
+    if let Some(usage) = status.usage() {
+        lines.push(format!("usage    {}", usage_line(&usage)));
+    }
     lines.push(format!("dir      {}", run.path().display()));
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
     }
     super::terminal_text::for_terminal(&lines.join("\n"))
+}
+
+/// `1200 in, 80 out, 5000 cache read, 0 cache write ($0.0123)`.
+pub fn usage_line(usage: &sublaunch_protocol::usage::Usage) -> String {
+    let mut line = format!(
+        "{} in, {} out, {} cache read, {} cache write",
+        usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
+    );
+    if let Some(cost) = usage.cost_usd {
+        line.push_str(&format!(" (${cost:.4})"));
+    }
+    line
 }
 
 /// Wall-clock now in epoch ms.

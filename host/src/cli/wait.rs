@@ -54,6 +54,9 @@ fn wait(args: &Args) -> Result<ExitCode, ExitCode> {
                         "error": status.error,
                         "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")),
                         "steps": steps_json(&snapshot),
+                        "result": sublaunch::runs::read_result(&store, &args.run_id)
+                            .ok()
+                            .map(|payload| sublaunch::runs::answer_json(&payload)),
                     })
                 );
             } else {

@@ -4,9 +4,11 @@
 //! this (see `shim/src/adapter/`).
 
 mod aliases;
+mod cli_model;
 mod placement;
+mod strict_schema;
 
-use super::options::{Caller, LaunchOptions, WorkflowOptions};
+use super::options::{Caller, Continuation, LaunchOptions, WorkflowOptions};
 use crate::inputs::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -70,9 +72,53 @@ pub fn runner_steps(
             if let Some(placer) = &placer {
                 placer.place(step, &mut config)?;
             }
+            if let Some(continuation) = &options.continuation {
+                continue_conversation(&mut config, plan.steps.len(), continuation)?;
+            }
             Ok(config)
         })
         .collect()
+}
+
+/// Makes `config` continue an agent conversation: only a run of one step, by an agent that
+/// keeps conversations, where the conversation is (pi's session file is local).
+fn continue_conversation(config: &mut StepConfig, steps: usize, continuation: &Continuation) -> Result<(), String> {
+    if steps != 1 {
+        return Err(format!(
+            "Subagent launch aborted: a conversation is continued by a run of one step, not {steps}."
+        ));
+    }
+    let agent = config.agent.clone().unwrap_or_default();
+    let Some(spec) = config.adapter.as_mut() else {
+        return Err(format!(
+            "Subagent launch aborted: agent '{agent}' keeps no conversation to continue."
+        ));
+    };
+    let kind = AdapterId::from_id(&spec.id).unwrap_or(AdapterId::Shell);
+    let keeps = matches!(
+        kind,
+        AdapterId::Pi
+            | AdapterId::ClaudeCode
+            | AdapterId::ClaudeCodeWriter
+            | AdapterId::CodexExec
+            | AdapterId::CodexExecWriter
+            | AdapterId::CursorAgent
+            | AdapterId::CursorAgentWriter
+    );
+    if !keeps {
+        return Err(format!(
+            "Subagent launch aborted: agent '{agent}' runs the {} adapter, which keeps no conversation to continue.",
+            kind.id()
+        ));
+    }
+    if kind == AdapterId::Pi && config.placement.is_some() {
+        return Err(format!(
+            "Subagent launch aborted: agent '{agent}' runs pi on another machine, where its conversation is not kept."
+        ));
+    }
+    spec.resume = Some(continuation.session.clone());
+    spec.session_usage.clone_from(&continuation.session_usage);
+    Ok(())
 }
 
 fn find_agent<'a>(agents: &'a [AgentDef], name: &str) -> Option<&'a AgentDef> {
@@ -128,7 +174,7 @@ pub fn step_config(
         },
     };
     config.model.clone_from(&step.model);
-    config.adapter = Some(adapter_spec(step, agent));
+    config.adapter = Some(adapter_spec(step, agent).map_err(|e| format!("Subagent launch aborted: {e}."))?);
     config.set_position(step.step_index, step.task_index);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
@@ -136,6 +182,15 @@ pub fn step_config(
                 .map_err(|e| format!("Subagent launch aborted: the output schema of step {index} is not JSON: {e}"))?,
             None => serde_json::json!({}),
         };
+        if matches!(kind, AdapterId::CodexExec | AdapterId::CodexExecWriter)
+            && let Some(problem) = strict_schema::strict_problem(&schema)
+        {
+            return Err(format!(
+                "Subagent launch aborted: Codex sends the output schema of step {} ('{}') as a strict JSON schema, which it is not: {problem}.",
+                index + 1,
+                step.agent
+            ));
+        }
         config.set_output_schema(Some(schema));
     }
     if kind == AdapterId::Pi
@@ -153,7 +208,7 @@ pub fn step_config(
 
 /// What the shim's adapter needs: the program (when the agent replaces it), the argv of
 /// `command` and generic external CLIs, the model and thinking level, system prompt and tools.
-fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
+fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, String> {
     let kind = agent.runner.adapter;
     let mut spec = AdapterSpec::new(kind.id());
     match kind {
@@ -162,25 +217,25 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> AdapterSpec {
             spec.program = agent.runner.command.as_ref().and_then(|argv| argv.first().cloned());
         }
     }
-    spec.model = match kind {
-        // Native runners get the planned model; the thinking level travels separately.
-        AdapterId::Pi | AdapterId::Command => step.model.as_deref().map(|m| base_model(m, step)),
-        // External CLIs take no planned model (M19); an agent file may still name the CLI's
-        // own model, which is passed as written.
-        AdapterId::Shell | AdapterId::GenericCli => None,
-        _ => agent
-            .planner
-            .model
-            .as_ref()
-            .and_then(|m| m.as_text())
-            .map(str::to_owned),
-    };
     spec.thinking = step.thinking.map(|t| t.name().to_owned());
+    match kind {
+        // Native runners get the planned model; the thinking level travels separately.
+        AdapterId::Pi | AdapterId::Command => spec.model = step.model.as_deref().map(|m| base_model(m, step)),
+        // External CLIs take no planned model (M19).
+        AdapterId::Shell | AdapterId::GenericCli | AdapterId::ExternalJob => spec.model = None,
+        // Coding-agent CLIs take the agent file's own model and thinking, as they name them.
+        _ => {
+            let cli = cli_model::cli_model(kind, agent)?;
+            spec.model = cli.model;
+            spec.provider = cli.provider;
+            spec.thinking = cli.thinking.map(|t| t.name().to_owned());
+        }
+    }
     if !agent.system_prompt.trim().is_empty() {
         spec.system_prompt = Some(agent.system_prompt.clone());
     }
     spec.tools.clone_from(&agent.tools);
-    spec
+    Ok(spec)
 }
 
 /// The workflow section of the runner configuration: concurrency and failFast of parallel

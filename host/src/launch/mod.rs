@@ -56,8 +56,8 @@ pub use finalize::Finished;
 pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
 pub use ids::new_run_id;
 pub use options::{
-    Caller, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME, Timeouts,
-    WorkflowOptions, default_shim_path,
+    Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME,
+    Timeouts, WorkflowOptions, default_shim_path,
 };
 pub use sequence::{Launched, launch};
 pub use terminate::{Termination, terminate_runner};

@@ -23,6 +23,16 @@ pub const SHIM_NAME: &str = "sublaunch-shim";
 /// control (K13) plus a margin.
 pub const DEFAULT_COMMIT_TIMEOUT: Duration = Duration::from_secs(40);
 
+/// The agent conversation a resumed run continues: the handle its agent reported (Claude
+/// Code's session id, Codex's thread id, pi's session file) and what it had used so far.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Continuation {
+    /// The agent's conversation handle.
+    pub session: String,
+    /// The conversation's usage so far as the agent counts it (Codex's thread total).
+    pub session_usage: Option<sublaunch_protocol::usage::Usage>,
+}
+
 /// How the children of a chain or parallel run are executed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WorkflowOptions {
@@ -175,6 +185,9 @@ pub struct LaunchOptions {
     pub agent_umask: Option<u32>,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
+    /// Continue this agent conversation instead of starting one (a plan of one step whose
+    /// agent keeps conversations).
+    pub continuation: Option<Continuation>,
 }
 
 impl Default for LaunchOptions {
@@ -196,6 +209,7 @@ impl Default for LaunchOptions {
             workflow: WorkflowOptions::default(),
             agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
+            continuation: None,
         }
     }
 }

@@ -3,10 +3,12 @@
 //! The CLI's `status`, `wait`, `stop`, `logs --follow` and `run --wait` use these, and so can an
 //! embedder that launched a run with [`crate::launch::launch`].
 
+pub mod answer;
 pub mod wait;
 pub mod watch;
 
 pub use crate::launch::reconcile::RunStore;
+pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage};
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use watch::RunWatcher;
 

@@ -40,3 +40,4 @@ pub mod sweep;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;
 pub mod trust;
+pub mod usage;

@@ -126,6 +126,13 @@ pub struct StepStatus {
     pub extra: Map<String, Value>,
 }
 
+impl StepStatus {
+    /// The tokens and cost the step's agent reported (`usage`), once it ended.
+    pub fn usage(&self) -> Option<crate::usage::Usage> {
+        serde_json::from_value(self.extra.get("usage")?.clone()).ok()
+    }
+}
+
 /// `status.json` (S2–S5). `None` fields are omitted; unknown fields live in `extra`.
 #[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -206,6 +213,12 @@ pub struct InitialStatus {
 }
 
 impl Status {
+    /// The usage of every step that reported one, summed (`None`: none did).
+    pub fn usage(&self) -> Option<crate::usage::Usage> {
+        let steps: Vec<_> = self.steps.iter().flatten().filter_map(StepStatus::usage).collect();
+        crate::usage::Usage::sum(&steps)
+    }
+
     /// The S2 document.
     pub fn initial(init: &InitialStatus) -> Self {
         let steps = init

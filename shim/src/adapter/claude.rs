@@ -17,11 +17,28 @@ use super::push_option;
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
+use sublaunch_protocol::usage::Usage;
 
 /// The command of a step (`writer`: `claude-code-writer`, edits are accepted without asking).
 pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
     let mut argv = input.argv("claude", &["-p", "--output-format", "stream-json", "--verbose"]);
     push_option(&mut argv, "--model", input.model());
+    let mut env = input.env();
+    match input.thinking() {
+        Some("off") => {
+            env.insert(THINKING_BUDGET_ENV.into(), "0".into());
+        }
+        Some(level) => {
+            push_option(&mut argv, "--effort", Some(effort(level)));
+            // Models with a thinking budget ignore `--effort` and read the budget from here;
+            // adaptive models ignore the budget and follow `--effort`.
+            if let Some(budget) = thinking_budget(level) {
+                env.entry(THINKING_BUDGET_ENV.into())
+                    .or_insert_with(|| budget.to_string());
+            }
+        }
+        None => {}
+    }
     push_option(&mut argv, "--append-system-prompt", input.system_prompt());
     let allowed = claude_allowed(input.tools(), writer);
     push_option(
@@ -34,7 +51,43 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     } else {
         push_option(&mut argv, "--disallowedTools", Some(CLAUDE_WRITE_TOOLS.join(",")));
     }
-    Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
+    push_option(&mut argv, "--json-schema", native_schema(input).map(|s| s.to_string()));
+    push_option(&mut argv, "--resume", input.resume());
+    let mut command = input.agent_command(argv, Some(input.task.as_bytes().to_vec()));
+    command.env = env;
+    Ok(command)
+}
+
+/// The environment variable Claude Code reads a thinking budget from.
+const THINKING_BUDGET_ENV: &str = "MAX_THINKING_TOKENS";
+
+/// Claude Code's `--effort` for a thinking level (it takes low, medium, high, xhigh, max).
+fn effort(level: &str) -> &str {
+    match level {
+        "minimal" => "low",
+        other => other,
+    }
+}
+
+/// The thinking budget in tokens for a level, for models that take a budget (below their
+/// 32000 output tokens).
+fn thinking_budget(level: &str) -> Option<u32> {
+    Some(match level {
+        "minimal" => 1024,
+        "low" => 4096,
+        "medium" => 10_000,
+        "high" => 16_000,
+        "xhigh" => 24_000,
+        "max" => 31_999,
+        _ => return None,
+    })
+}
+
+/// The schema of a structured step when Claude Code can enforce it (`--json-schema` becomes a
+/// tool the model must call, whose input is an object).
+pub fn native_schema<'a>(input: &'a StepInput<'_>) -> Option<&'a Value> {
+    let schema = input.step.output_schema.as_ref().filter(|_| input.step.structured)?;
+    (schema.get("type").and_then(Value::as_str) == Some("object")).then_some(schema)
 }
 
 /// Reads a stream of `system` / `assistant` / `user` / `result` events (Claude Code's and
@@ -45,16 +98,21 @@ pub struct ResultEvents {
     result: Option<Value>,
     last_assistant: Option<String>,
     model: Option<String>,
+    session: Option<String>,
+    /// The run was given `--json-schema`: a result without `structured_output` fails.
+    expects_structured: bool,
 }
 
 impl ResultEvents {
     /// The parser of `program`'s stream (named in errors).
-    pub fn parser(program: &'static str) -> JsonlParser<Self> {
+    pub fn parser(program: &'static str, expects_structured: bool) -> JsonlParser<Self> {
         JsonlParser::of(Self {
             program,
             result: None,
             last_assistant: None,
             model: None,
+            session: None,
+            expects_structured,
         })
     }
 }
@@ -69,6 +127,9 @@ impl EventReader for ResultEvents {
             "system" => {
                 if let Some(model) = value.get("model").and_then(Value::as_str) {
                     self.model = Some(model.to_owned());
+                }
+                if let Some(session) = jsonl::string(Some(&value), "session_id") {
+                    self.session = Some(session);
                 }
             }
             "assistant" => {
@@ -92,6 +153,7 @@ impl EventReader for ResultEvents {
         let program = self.program;
         let mut out = Extracted {
             reported_model: self.model.clone(),
+            session: self.session.clone(),
             ..Extracted::default()
         };
         let Some(result) = &self.result else {
@@ -102,6 +164,11 @@ impl EventReader for ResultEvents {
             ));
             return out;
         };
+        out.usage = result_usage(result);
+        if let Some(session) = jsonl::string(Some(result), "session_id") {
+            out.session = Some(session);
+        }
+        out.structured = result.get("structured_output").filter(|v| !v.is_null()).cloned();
         let text = result.get("result").and_then(Value::as_str).unwrap_or_default();
         out.output = if text.is_empty() {
             self.last_assistant.clone().unwrap_or_default()
@@ -109,13 +176,48 @@ impl EventReader for ResultEvents {
             text.to_owned()
         };
         if result.get("is_error").and_then(Value::as_bool) == Some(true) {
-            let subtype = result.get("subtype").and_then(Value::as_str).unwrap_or("error");
-            out.failure = Some(format!("{program} reported an error ({subtype}): {}", out.output));
+            // Claude Code keeps `subtype: "success"` on API errors; `terminal_reason` tells.
+            let reason = ["terminal_reason", "subtype"]
+                .iter()
+                .filter_map(|key| result.get(*key).and_then(Value::as_str))
+                .find(|r| *r != "success" && *r != "completed")
+                .unwrap_or("error");
+            out.failure = Some(format!("{program} reported an error ({reason}): {}", out.output));
+        } else if self.expects_structured && out.structured.is_none() {
+            out.failure = Some(format!(
+                "{program} ended without the structured output its schema asks for (the model answered in text instead of calling the StructuredOutput tool)."
+            ));
         } else if out.output.len() > FINAL_MESSAGE_LIMIT {
             out.failure = Some(jsonl::too_long("result", out.output.len()));
         }
         out
     }
+}
+
+/// The `usage` of a result event (this run's calls) and its cost: a resumed session's
+/// `total_cost_usd` counts the whole session, `model_usage_since_last_result` this run.
+fn result_usage(result: &Value) -> Option<Usage> {
+    let usage = result.get("usage").filter(|u| u.is_object());
+    let this_run = result
+        .get("model_usage_since_last_result")
+        .and_then(Value::as_object)
+        .map(|models| {
+            models
+                .values()
+                .filter_map(|m| m.get("costUSD").and_then(Value::as_f64))
+                .sum::<f64>()
+        });
+    let cost = this_run.or_else(|| result.get("total_cost_usd").and_then(Value::as_f64));
+    if usage.is_none() && cost.is_none() {
+        return None;
+    }
+    Some(Usage {
+        input_tokens: jsonl::count(usage, "input_tokens"),
+        output_tokens: jsonl::count(usage, "output_tokens"),
+        cache_read_tokens: jsonl::count(usage, "cache_read_input_tokens"),
+        cache_write_tokens: jsonl::count(usage, "cache_creation_input_tokens"),
+        cost_usd: cost,
+    })
 }
 
 #[cfg(test)]
@@ -124,7 +226,7 @@ mod tests {
     use crate::adapter::OutputParser;
 
     fn run(lines: &[&str]) -> Extracted {
-        let mut p = ResultEvents::parser("Claude Code");
+        let mut p = ResultEvents::parser("Claude Code", false);
         for line in lines {
             p.stdout_line(line.as_bytes(), line.len());
         }

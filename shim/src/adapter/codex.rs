@@ -3,18 +3,23 @@
 //!
 //! ```text
 //! codex exec --json --skip-git-repo-check --sandbox read-only|workspace-write
-//!       --output-last-message <run>/last-message-<n>.txt [-m <model>] -
+//!       --output-last-message <run>/last-message-<n>.txt [-m <model>] [-c key=value …]
+//!       [--output-schema <run>/output-schema-<n>.json] [resume <thread>] -
 //! ```
 //!
-//! Codex has no system-prompt option: the agent's system prompt is put before the task,
-//! separated by a blank line. The output is the file's content (at most 16 MiB); when Codex
-//! wrote no file, the text of the last `item.completed` event whose item is an
-//! `agent_message`. A `turn.failed` or `error` event fails the step with its message.
+//! The agent's system prompt goes in as developer instructions (`-c developer_instructions`),
+//! the thinking level as `-c model_reasoning_effort`, a provider other than `openai` as
+//! `-c model_provider`, a structured step's schema as `--output-schema` (Codex sends it as a
+//! strict JSON schema). The output is the file's content (at most 16 MiB); when Codex wrote no
+//! file, the text of the last `item.completed` event whose item is an `agent_message`. A
+//! `turn.failed` event fails the step with its message; an `error` event alone does not
+//! (Codex prints one per reconnect).
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::io::Read;
+use sublaunch_protocol::usage::Usage;
 
 /// `last-message-<n>.txt`: where Codex writes step `n`'s final message.
 pub fn last_message_name(index: usize) -> String {
@@ -22,7 +27,8 @@ pub fn last_message_name(index: usize) -> String {
 }
 
 /// The command of a step (`writer`: `codex-exec-writer`, the sandbox allows writes in the
-/// workspace).
+/// workspace). A resumed step runs `codex exec … resume <thread> -`, the options before
+/// `resume` (which takes no sandbox option of its own).
 pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
     let name = last_message_name(input.index);
     input
@@ -36,8 +42,43 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     );
     push_option(&mut argv, "--output-last-message", Some(input.run_path(&name)));
     push_option(&mut argv, "-m", input.model());
+    push_config(&mut argv, "model_provider", input.provider());
+    push_config(
+        &mut argv,
+        "model_reasoning_effort",
+        input.thinking().map(reasoning_effort),
+    );
+    push_config(&mut argv, "developer_instructions", input.system_prompt());
+    if let Some(schema) = input.step.output_schema.as_ref().filter(|_| input.step.structured) {
+        let path = input.write_file(
+            &format!("output-schema-{}.json", input.index),
+            schema.to_string().as_bytes(),
+        )?;
+        push_option(&mut argv, "--output-schema", Some(path));
+    }
+    if let Some(thread) = input.resume() {
+        argv.extend(["resume".to_owned(), thread.to_owned()]);
+    }
     argv.push("-".into());
-    Ok(input.agent_command(argv, Some(input.prompt_with_system().into_bytes())))
+    Ok(input.agent_command(argv, Some(input.task.as_bytes().to_vec())))
+}
+
+/// `-c key=value` with the value as a TOML string (Codex parses it as TOML, and its fallback
+/// for text that is not TOML drops a trailing quote). A JSON string is a TOML basic string.
+fn push_config(argv: &mut Vec<String>, key: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        argv.extend(["-c".to_owned(), format!("{key}={}", Value::from(value))]);
+    }
+}
+
+/// Codex's `model_reasoning_effort` for a thinking level (the Responses API takes none,
+/// minimal, low, medium, high and xhigh).
+fn reasoning_effort(level: &str) -> &str {
+    match level {
+        "off" => "none",
+        "max" => "xhigh",
+        other => other,
+    }
 }
 
 /// Reads `codex exec --json` events.
@@ -50,13 +91,19 @@ pub struct CodexEvents {
     /// only explains a run that produced no answer.
     last_error: Option<String>,
     turn_ended: bool,
+    thread: Option<String>,
+    /// The thread's running total at its last `turn.completed`.
+    usage: Option<Usage>,
+    /// The total before this run (a resumed thread).
+    usage_before: Option<Usage>,
 }
 
 impl CodexEvents {
     /// The parser of a run whose final message Codex writes to `last_message_file`.
-    pub fn parser(last_message_file: String) -> JsonlParser<Self> {
+    pub fn parser(last_message_file: String, usage_before: Option<Usage>) -> JsonlParser<Self> {
         JsonlParser::of(Self {
             last_message_file,
+            usage_before,
             ..Self::default()
         })
     }
@@ -81,7 +128,21 @@ impl EventReader for CodexEvents {
                 }
             }
             "item.updated" => return ParsedLine::Ignore,
-            "turn.completed" => self.turn_ended = true,
+            "thread.started" => self.thread = jsonl::string(Some(&value), "thread_id"),
+            "turn.completed" => {
+                self.turn_ended = true;
+                // A running total of the thread. Responses count cached input inside
+                // `input_tokens`; ours counts it apart.
+                let usage = value.get("usage");
+                let cached = jsonl::count(usage, "cached_input_tokens");
+                self.usage = Some(Usage {
+                    input_tokens: jsonl::count(usage, "input_tokens").saturating_sub(cached),
+                    output_tokens: jsonl::count(usage, "output_tokens"),
+                    cache_read_tokens: cached,
+                    cache_write_tokens: jsonl::count(usage, "cache_write_input_tokens"),
+                    cost_usd: None,
+                });
+            }
             "turn.failed" | "error" => {
                 let message = value
                     .get("error")
@@ -108,7 +169,15 @@ impl EventReader for CodexEvents {
     }
 
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
-        let mut out = Extracted::default();
+        let mut out = Extracted {
+            usage: self.usage.as_ref().map(|total| match &self.usage_before {
+                Some(before) => total.since(before),
+                None => total.clone(),
+            }),
+            session_usage: self.usage.clone(),
+            session: self.thread.clone(),
+            ..Extracted::default()
+        };
         match read_bounded(&self.last_message_file) {
             Ok(Some(text)) if !text.trim().is_empty() => out.output = text,
             Ok(_) => out.output = self.last_agent_message.clone().unwrap_or_default(),
@@ -162,7 +231,7 @@ mod tests {
     fn the_last_message_file_wins_then_the_last_agent_message() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("last.txt");
-        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned());
+        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned(), None);
         for line in [
             r#"{"type":"thread.started","thread_id":"t"}"#,
             r#"{"type":"item.completed","item":{"id":"i0","type":"agent_message","text":"from events"}}"#,
@@ -184,7 +253,7 @@ mod tests {
     fn reconnect_errors_are_not_failures_but_explain_a_run_without_an_answer() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("last.txt");
-        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned());
+        let mut p = CodexEvents::parser(file.to_string_lossy().into_owned(), None);
         for line in [
             r#"{"type":"thread.started","thread_id":"t"}"#,
             r#"{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion)"}"#,
@@ -196,7 +265,7 @@ mod tests {
         let done = p.finish(b"", false);
         assert_eq!((done.output.as_str(), done.failure), ("recovered", None));
 
-        let mut lost = CodexEvents::parser(tmp.path().join("none.txt").to_string_lossy().into_owned());
+        let mut lost = CodexEvents::parser(tmp.path().join("none.txt").to_string_lossy().into_owned(), None);
         let error = r#"{"type":"error","message":"Reconnecting... 5/5 (stream disconnected before completion)"}"#;
         lost.stdout_line(error.as_bytes(), error.len());
         assert!(lost.finish(b"", false).failure.unwrap().contains("Reconnecting... 5/5"));

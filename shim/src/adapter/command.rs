@@ -1,12 +1,14 @@
 //! The generic `command` adapter: an argv template from the agent file in which `{task}`,
-//! `{model}`, `{thinking}` and `{cwd}` are replaced inside every element (no shell is
-//! involved, so nothing is re-split or re-quoted). Standard input is `/dev/null`; the output
-//! is stdout.
+//! `{model}` (the planned `provider/id`, without a thinking suffix), `{model_id}` (the id
+//! alone), `{provider}`, `{thinking}` and `{cwd}` are replaced inside every element (no shell
+//! is involved, so nothing is re-split or re-quoted). Standard input is `/dev/null`; the
+//! output is stdout.
 //!
 //! A template that hands a script to a shell (`["sh", "-c", "agent --prompt {task}"]`) is
 //! the one place where a value would become code: there the script gets quoted references
-//! to `$SUBLAUNCH_PROMPT`, `$SUBLAUNCH_MODEL`, `$SUBLAUNCH_THINKING` and `$SUBLAUNCH_CWD`
-//! instead, and the values travel in the environment.
+//! to `$SUBLAUNCH_PROMPT`, `$SUBLAUNCH_MODEL`, `$SUBLAUNCH_THINKING`, `$SUBLAUNCH_CWD`,
+//! `$SUBLAUNCH_MODEL_ID` and `$SUBLAUNCH_PROVIDER` instead, and the values travel in the
+//! environment.
 
 use super::{AgentCommand, ScriptValues, StepInput};
 
@@ -22,11 +24,16 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
                 input.index
             )
         })?;
+    let model = input.model().unwrap_or("");
+    // `provider/id`: programs that name models without the provider take `{model_id}`.
+    let (provider, model_id) = model.split_once('/').unwrap_or(("", model));
     let values = [
         ("task", input.task),
-        ("model", input.model().unwrap_or("")),
+        ("model", model),
         ("thinking", input.thinking().unwrap_or("")),
         ("cwd", input.cwd),
+        ("model_id", model_id),
+        ("provider", provider),
     ];
     let script_at = shell_script_index(template);
     let mut argv = Vec::with_capacity(template.len());
@@ -49,13 +56,15 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
     Ok(command)
 }
 
-/// The variables a shell script in a template reads `{task}`, `{model}`, `{thinking}` and
-/// `{cwd}` from, in that order.
-const SCRIPT_VARIABLES: [&str; 4] = [
+/// The variables a shell script in a template reads `{task}`, `{model}`, `{thinking}`,
+/// `{cwd}`, `{model_id}` and `{provider}` from, in that order.
+const SCRIPT_VARIABLES: [&str; 6] = [
     "SUBLAUNCH_PROMPT",
     "SUBLAUNCH_MODEL",
     "SUBLAUNCH_THINKING",
     "SUBLAUNCH_CWD",
+    "SUBLAUNCH_MODEL_ID",
+    "SUBLAUNCH_PROVIDER",
 ];
 
 /// The shells whose `-c` argument is a script.
@@ -129,6 +138,15 @@ mod tests {
             "--prompt=say {model} --model m1 {other} {"
         );
         assert_eq!(fill_template("{{task}}", &values), "{say {model}}");
+        let split = [
+            ("model", "anthropic/claude-x"),
+            ("model_id", "claude-x"),
+            ("provider", "anthropic"),
+        ];
+        assert_eq!(
+            fill_template("--model={model_id} --via {provider}", &split),
+            "--model=claude-x --via anthropic"
+        );
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! event format (the same `system` / `assistant` / `result` events as Claude Code).
 //!
 //! ```text
-//! cursor-agent -p --output-format stream-json [--model <model>] [--force] <prompt>
+//! cursor-agent -p --output-format stream-json [--model <model>] [--force] [--resume <chat>] <prompt>
 //! ```
 //!
 //! `--force` (writer only) lets the agent apply changes and run commands without asking. The
@@ -20,7 +20,13 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     if writer {
         argv.push("--force".into());
     }
-    let mut prompt = input.prompt_with_system();
+    // A resumed chat already has the system prompt.
+    push_option(&mut argv, "--resume", input.resume());
+    let mut prompt = if input.resume().is_some() {
+        input.task.to_owned()
+    } else {
+        input.prompt_with_system()
+    };
     if prompt.starts_with('-') {
         prompt.insert(0, ' ');
     }

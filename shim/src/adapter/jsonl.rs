@@ -56,6 +56,20 @@ pub fn content_text(content: Option<&Value>) -> String {
     }
 }
 
+/// The whole number at `key` of `object` (0 when absent or not one).
+pub fn count(object: Option<&Value>, key: &str) -> u64 {
+    object.and_then(|o| o.get(key)).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The string at `key` of `object`, when there is a non-empty one.
+pub fn string(object: Option<&Value>, key: &str) -> Option<String> {
+    object
+        .and_then(|o| o.get(key))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+}
+
 /// The error of a final message longer than [`FINAL_MESSAGE_LIMIT`].
 pub fn too_long(what: &str, len: usize) -> String {
     format!(

@@ -36,6 +36,7 @@ pub use text::{TEXT_LINE_RETAIN, TextParser};
 use std::collections::BTreeMap;
 use sublaunch_protocol::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
 use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::usage::Usage;
 
 /// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
 pub const FINAL_MESSAGE_LIMIT: usize = 16 * 1024 * 1024;
@@ -71,7 +72,7 @@ pub enum ParsedLine {
 }
 
 /// What an adapter extracted from the agent's output once it ended.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Extracted {
     /// The step's final output (the last assistant message, the result text, or stdout).
     pub output: String,
@@ -83,6 +84,17 @@ pub struct Extracted {
     pub failure: Option<String>,
     /// The model the agent said it used (pi's assistant messages).
     pub reported_model: Option<String>,
+    /// Tokens and cost the agent reported, summed over its model calls.
+    pub usage: Option<Usage>,
+    /// The agent's own conversation handle (Claude Code's session id, Codex's thread id, pi's
+    /// session file), which a resume continues.
+    pub session: Option<String>,
+    /// The conversation's usage so far as the agent counts it, when that differs from
+    /// `usage` (Codex's running total of a thread).
+    pub session_usage: Option<Usage>,
+    /// The structured value the agent produced natively (Claude Code's `--json-schema`),
+    /// preferred over finding JSON in `output`.
+    pub structured: Option<serde_json::Value>,
 }
 
 impl Extracted {
@@ -183,6 +195,16 @@ impl StepInput<'_> {
         self.spec.and_then(|s| s.model.as_deref()).filter(|m| !m.is_empty())
     }
 
+    /// The model provider handed to the program.
+    pub fn provider(&self) -> Option<&str> {
+        self.spec.and_then(|s| s.provider.as_deref()).filter(|p| !p.is_empty())
+    }
+
+    /// The agent conversation this step continues.
+    pub fn resume(&self) -> Option<&str> {
+        self.spec.and_then(|s| s.resume.as_deref()).filter(|r| !r.is_empty())
+    }
+
     /// The thinking level handed to the program.
     pub fn thinking(&self) -> Option<&str> {
         self.spec.and_then(|s| s.thinking.as_deref()).filter(|t| !t.is_empty())
@@ -243,11 +265,21 @@ pub fn command(id: AdapterId, input: &StepInput<'_>) -> Result<AgentCommand, Str
 /// A parser for one run of a step by adapter `id`.
 pub fn parser(id: AdapterId, input: &StepInput<'_>) -> Box<dyn OutputParser> {
     match id {
-        AdapterId::Pi => Box::new(pi::PiParser::default()),
-        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => Box::new(claude::ResultEvents::parser("Claude Code")),
-        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => Box::new(claude::ResultEvents::parser("cursor-agent")),
+        AdapterId::Pi => Box::new(pi::PiEvents::parser(
+            (input.step.placement.is_none() && input.resume().is_none())
+                .then(|| input.run.join(pi::session_dir_name(input.index))),
+            input.resume().map(str::to_owned),
+        )),
+        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => Box::new(claude::ResultEvents::parser(
+            "Claude Code",
+            claude::native_schema(input).is_some(),
+        )),
+        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => {
+            Box::new(claude::ResultEvents::parser("cursor-agent", false))
+        }
         AdapterId::CodexExec | AdapterId::CodexExecWriter => Box::new(codex::CodexEvents::parser(
             input.run_path(&codex::last_message_name(input.index)),
+            input.spec.and_then(|s| s.session_usage.clone()),
         )),
         AdapterId::Shell | AdapterId::Command | AdapterId::GenericCli | AdapterId::ExternalJob => Box::new(TextParser),
     }

@@ -6,7 +6,8 @@
 //! fails the step with its `errorMessage`.
 //!
 //! ```text
-//! pi --mode json -p --no-session [--model <provider/id>] [--thinking <level>]
+//! pi --mode json -p --session-dir <run>/pi-sessions-<n> | --session <file> | --no-session
+//!    [--model <provider/id>] [--thinking <level>]
 //!    [--tools <a,b>] [--append-system-prompt <run>/system-prompt-<n>.md] [--] <task>
 //! ```
 //!
@@ -16,10 +17,29 @@
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, AgentCommand, Extracted, ParsedLine, StepInput, push_option};
 use serde_json::Value;
+use std::path::PathBuf;
+use sublaunch_protocol::usage::Usage;
 
-/// The command of a step.
+/// `pi-sessions-<n>`: where pi keeps step `n`'s conversation, so a resume can continue it.
+pub fn session_dir_name(index: usize) -> String {
+    format!("pi-sessions-{index}")
+}
+
+/// The command of a step: its conversation saved under `<run>` (a placed step's is not kept:
+/// the machine has no `<run>`), or continued from the session file a resume names.
 pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
-    let mut argv = input.argv("pi", &["--mode", "json", "-p", "--no-session"]);
+    let mut argv = input.argv("pi", &["--mode", "json", "-p"]);
+    match input.resume() {
+        Some(file) => push_option(&mut argv, "--session", Some(file)),
+        None if input.step.placement.is_none() => {
+            push_option(
+                &mut argv,
+                "--session-dir",
+                Some(input.run_path(&session_dir_name(input.index))),
+            );
+        }
+        None => argv.push("--no-session".into()),
+    }
     push_option(&mut argv, "--model", input.model());
     push_option(&mut argv, "--thinking", input.thinking());
     push_option(
@@ -48,10 +68,48 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 pub struct PiEvents {
     last: Option<Value>,
     ended: bool,
+    session: Option<String>,
+    usage: Option<Usage>,
+    /// Where pi saves the conversation (`None`: not saved, or resumed from `resumed`).
+    session_dir: Option<PathBuf>,
+    /// The session file a resumed run continues.
+    resumed: Option<String>,
 }
 
 /// pi's output parser.
 pub type PiParser = JsonlParser<PiEvents>;
+
+impl PiEvents {
+    /// The parser of a step whose conversation pi saves in `session_dir`, or continues from
+    /// the file `resumed`.
+    pub fn parser(session_dir: Option<PathBuf>, resumed: Option<String>) -> PiParser {
+        JsonlParser::of(Self {
+            session_dir,
+            resumed,
+            ..Self::default()
+        })
+    }
+
+    /// The session file: the one resumed, else the file of session `id` in the session
+    /// directory (pi names it `<timestamp>_<id>.jsonl` and does not print its path).
+    fn session_file(&self) -> Option<String> {
+        if self.resumed.is_some() {
+            return self.resumed.clone();
+        }
+        let (dir, id) = (self.session_dir.as_ref()?, self.session.as_ref()?);
+        let suffix = format!("_{id}.jsonl");
+        std::fs::read_dir(dir)
+            .ok()?
+            .filter_map(Result::ok)
+            .map(|entry| entry.path())
+            .find(|path| {
+                path.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| n.ends_with(&suffix))
+            })
+            .map(|path| path.to_string_lossy().into_owned())
+    }
+}
 
 impl EventReader for PiEvents {
     fn program(&self) -> &str {
@@ -61,10 +119,20 @@ impl EventReader for PiEvents {
     fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "message_update" => return ParsedLine::Ignore,
-            "agent_end" | "agent_settled" => self.ended = true,
+            // An `agent_end` that will be retried (a dropped stream, a 5xx) is not the end.
+            "agent_end" => self.ended = value.get("willRetry").and_then(Value::as_bool) != Some(true),
+            "agent_settled" => self.ended = true,
+            "auto_retry_start" => self.ended = false,
+            "session" => self.session = jsonl::string(Some(&value), "id"),
             "message_end" | "turn_end" => {
                 let message = value.get("message");
                 if message.and_then(|m| m.get("role")).and_then(Value::as_str) == Some("assistant") {
+                    // Each assistant message is one model call; `turn_end` repeats the last.
+                    if jsonl::kind(&value) == "message_end"
+                        && let Some(usage) = message.and_then(|m| m.get("usage"))
+                    {
+                        self.usage.get_or_insert_with(Usage::default).add(&message_usage(usage));
+                    }
                     self.last = message.cloned();
                 }
             }
@@ -103,7 +171,26 @@ impl EventReader for PiEvents {
             truncated: false,
             failure,
             reported_model,
+            usage: self.usage.clone(),
+            session: self.session_file(),
+            ..Extracted::default()
         }
+    }
+}
+
+/// The usage of one of pi's assistant messages: `{input, output, cacheRead, cacheWrite,
+/// cost: {total}}`.
+fn message_usage(usage: &Value) -> Usage {
+    let usage = Some(usage);
+    Usage {
+        input_tokens: jsonl::count(usage, "input"),
+        output_tokens: jsonl::count(usage, "output"),
+        cache_read_tokens: jsonl::count(usage, "cacheRead"),
+        cache_write_tokens: jsonl::count(usage, "cacheWrite"),
+        cost_usd: usage
+            .and_then(|u| u.get("cost"))
+            .and_then(|c| c.get("total"))
+            .and_then(Value::as_f64),
     }
 }
 

@@ -20,6 +20,7 @@ use sublaunch_protocol::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
 };
 use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
+use sublaunch_protocol::usage::Usage;
 
 /// How long the end records wait for storage capacity to return (A9) before giving up.
 pub const FLUSH_LIMIT: Duration = Duration::from_secs(120);
@@ -50,6 +51,12 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     step.exit_code = end.exit_code();
     if let Some(model) = &end.reported_model {
         step.extra.insert("reportedModel".into(), json!(model));
+    }
+    if let Some(usage) = &end.usage {
+        step.extra.insert("usage".into(), json!(usage));
+    }
+    if let Some(session) = &end.agent_session {
+        step.extra.insert("agentSession".into(), json!(session));
     }
     if let Some(pid) = end.pid {
         step.extra.insert(
@@ -298,7 +305,9 @@ fn result_payload(
         error: error.map(str::to_owned),
         timed_out: timed_out.then_some(true),
         stopped: stopped.then_some(true),
-        extra: Map::new(),
+        extra: Usage::sum(ends.iter().filter_map(|end| end.usage.as_ref()))
+            .map(|usage| Map::from_iter([("usage".to_owned(), json!(usage))]))
+            .unwrap_or_default(),
     };
     serde_json::to_value(payload).unwrap_or(Value::Null)
 }
@@ -318,6 +327,12 @@ fn step_result(end: &StepEnd) -> StepResult {
         ),
         ("outputTruncated", end.output_truncated.then_some(Value::Bool(true))),
         ("reportedModel", end.reported_model.as_ref().map(|model| json!(model))),
+        ("usage", end.usage.as_ref().map(|usage| json!(usage))),
+        ("agentSession", end.agent_session.as_ref().map(|session| json!(session))),
+        (
+            "agentSessionUsage",
+            end.agent_session_usage.as_ref().map(|usage| json!(usage)),
+        ),
         ("skipped", (!end.ran()).then_some(Value::Bool(true))),
         (
             "machine",

@@ -9,6 +9,7 @@ use sublaunch_protocol::config::Placement;
 use sublaunch_protocol::events::Event;
 use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
 use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
+use sublaunch_protocol::usage::Usage;
 
 /// `Interrupted. Waiting for explicit next action.` (R12).
 pub const INTERRUPT_MESSAGE: &str = "Interrupted. Waiting for explicit next action.";
@@ -72,6 +73,12 @@ pub struct StepEnd {
     pub structured_errors: Vec<Value>,
     /// The model the agent reported.
     pub reported_model: Option<String>,
+    /// Tokens and cost the agent reported.
+    pub usage: Option<Usage>,
+    /// The agent's conversation handle, which a resume continues.
+    pub agent_session: Option<String>,
+    /// The conversation's running usage as the agent counts it (Codex's thread total).
+    pub agent_session_usage: Option<Usage>,
     /// Stopped because a failFast sibling failed, with the message.
     pub cancel: Option<String>,
     /// Never started, and why (an earlier step failed, the run was stopped …).

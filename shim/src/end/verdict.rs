@@ -19,6 +19,9 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     end.output = extracted.output;
     end.output_truncated = extracted.truncated;
     end.reported_model = extracted.reported_model;
+    end.usage = extracted.usage;
+    end.agent_session = extracted.session;
+    end.agent_session_usage = extracted.session_usage;
     if derive_terminal_state(&end.facts()) != RunState::Complete {
         // The agent's own account of why it failed explains its exit (Claude Code and Codex
         // exit 1 on API errors, with the reason in their output).
@@ -44,7 +47,12 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         return;
     }
     let schema = step.output_schema.clone().unwrap_or_else(|| json!({}));
-    match crate::end::validator::check(&end.output, &schema) {
+    // A value the agent produced natively is judged as it is, not searched for in the text.
+    let text = extracted
+        .structured
+        .as_ref()
+        .map_or_else(|| end.output.clone(), ToString::to_string);
+    match crate::end::validator::check(&text, &schema) {
         Ok(value) => end.structured = Some(value),
         Err(error) => {
             if let StructuredError::Invalid(errors) = &error {

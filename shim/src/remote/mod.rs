@@ -119,11 +119,13 @@ fn remote_files(adapter: AdapterId, argv: &[String]) -> Result<Vec<RemoteFile>, 
     {
         files.push(RemoteFile::Capture(path));
     }
-    if adapter == AdapterId::Pi
-        && let Some(path) = after("--append-system-prompt")
-    {
-        let content =
-            std::fs::read_to_string(&path).map_err(|e| format!("Cannot read the system prompt file {path}: {e}."))?;
+    let upload = match adapter {
+        AdapterId::Pi => after("--append-system-prompt"),
+        AdapterId::CodexExec | AdapterId::CodexExecWriter => after("--output-schema"),
+        _ => None,
+    };
+    if let Some(path) = upload {
+        let content = std::fs::read_to_string(&path).map_err(|e| format!("Cannot read {path}: {e}."))?;
         files.push(RemoteFile::Upload { path, content });
     }
     Ok(files)
@@ -140,12 +142,13 @@ pub fn wrap(
 ) -> Result<(AgentCommand, Option<String>), String> {
     prepare_control_dir(&placement.control_dir)?;
     let files = remote_files(adapter, &command.argv)?;
-    // The values a shell step reads from its environment (`$SUBLAUNCH_PREVIOUS`, …) must
-    // reach the remote shell too; ssh itself carries only the P-H6 variables.
+    // The values a shell step reads from its environment (`$SUBLAUNCH_PREVIOUS`, …) and
+    // Claude Code's thinking budget must reach the remote shell too; ssh itself carries only
+    // the P-H6 variables.
     let exports: Vec<(&str, &str)> = command
         .env
         .iter()
-        .filter(|(name, _)| name.starts_with("SUBLAUNCH_"))
+        .filter(|(name, _)| name.starts_with("SUBLAUNCH_") || name.as_str() == "MAX_THINKING_TOKENS")
         .map(|(name, value)| (name.as_str(), value.as_str()))
         .collect();
     let script = script::script(markers, &placement.cwd, &exports, &command.argv, &files);

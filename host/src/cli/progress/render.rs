@@ -151,6 +151,9 @@ fn plain_line(step: &StepView) -> String {
     if let Some(code) = step.exit_code.filter(|c| *c != 0) {
         line.push_str(&format!(" (exit code {code})"));
     }
+    if let Some(usage) = &step.usage {
+        line.push_str(&format!(" [{}]", usage.brief()));
+    }
     if let Some(error) = &step.error {
         line.push_str(&format!(": {}", first_line(error)));
     }
@@ -209,6 +212,9 @@ pub fn summary(snapshot: &Snapshot) -> String {
     let mut line = format!("{n} step{}: {}", if n == 1 { "" } else { "s" }, states.join(", "));
     if let Some(ms) = snapshot.elapsed_ms {
         line.push_str(&format!(" in {}", duration(ms)));
+    }
+    if let Some(usage) = &snapshot.usage {
+        line.push_str(&format!(", {}", usage.brief()));
     }
     line
 }

@@ -8,12 +8,15 @@ use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::status::{RunState, StepStatus};
+use sublaunch_protocol::usage::Usage;
 
 /// How much of the end of an output log is read to find its last line.
 const TAIL_BYTES: u64 = 4096;
+/// The same for agents' JSON event streams, whose lines are longer.
+const EVENT_TAIL_BYTES: u64 = 64 * 1024;
 
 /// One step (or task of a parallel group) as shown.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct StepView {
     /// `1`, `2`, or `2.1` for the first task of the group that is step 2.
     pub label: String,
@@ -29,6 +32,8 @@ pub struct StepView {
     pub error: Option<String>,
     /// The last non-empty line of its output, without control characters.
     pub last_line: Option<String>,
+    /// Tokens and cost its agent reported, once it ended.
+    pub usage: Option<Usage>,
 }
 
 impl StepView {
@@ -41,12 +46,13 @@ impl StepView {
             "elapsedMs": self.elapsed_ms,
             "exitCode": self.exit_code,
             "error": self.error,
+            "usage": self.usage,
         })
     }
 }
 
 /// The run as shown.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Snapshot {
     /// The run's state (`None` before `status.json` is readable).
     pub state: Option<RunState>,
@@ -56,6 +62,8 @@ pub struct Snapshot {
     pub error: Option<String>,
     /// The steps, in execution order.
     pub steps: Vec<StepView>,
+    /// The steps' usage, summed.
+    pub usage: Option<Usage>,
 }
 
 /// Step labels from the run's `launch-plan.json`, once it is readable: `1`, `2`, … for
@@ -101,7 +109,13 @@ pub fn read(run: &Dir, labels: Option<&[String]>, with_output: bool, now: u64) -
             elapsed_ms: step_elapsed(step, now),
             exit_code: step.exit_code,
             error: step.error.clone(),
-            last_line: if with_output { last_line(run, index) } else { None },
+            last_line: if with_output {
+                let events = crate::cli::agent_text::renders(step.extra.get("adapter").and_then(|a| a.as_str()));
+                last_line(run, index, events)
+            } else {
+                None
+            },
+            usage: step.usage(),
         })
         .collect();
     let terminal = status.is_terminal();
@@ -110,6 +124,7 @@ pub fn read(run: &Dir, labels: Option<&[String]>, with_output: bool, now: u64) -
             let end = status.ended_at.filter(|_| terminal).unwrap_or(now);
             end.saturating_sub(started)
         }),
+        usage: status.usage(),
         state: status.state,
         error: status.error,
         steps,
@@ -129,14 +144,25 @@ fn step_elapsed(step: &StepStatus, now: u64) -> Option<u64> {
     Some(end.saturating_sub(started))
 }
 
-/// The last non-empty line of `output-<index>.log`.
-fn last_line(run: &Dir, index: usize) -> Option<String> {
+/// The last non-empty line of `output-<index>.log` (of an agent's JSON event stream, the
+/// last line of what it said or did).
+fn last_line(run: &Dir, index: usize, events: bool) -> Option<String> {
+    let tail_bytes = if events { EVENT_TAIL_BYTES } else { TAIL_BYTES };
     let mut file = run.open_read(&names::output_log(index)).ok()??;
     let length = file.metadata().ok()?.len();
-    file.seek(SeekFrom::Start(length.saturating_sub(TAIL_BYTES))).ok()?;
+    file.seek(SeekFrom::Start(length.saturating_sub(tail_bytes))).ok()?;
     let mut tail = Vec::new();
-    file.take(TAIL_BYTES).read_to_end(&mut tail).ok()?;
+    file.take(tail_bytes).read_to_end(&mut tail).ok()?;
     let text = String::from_utf8_lossy(&tail);
+    if events {
+        return text.split('\n').rev().find_map(|line| {
+            crate::cli::agent_text::lines(line)
+                .iter()
+                .rev()
+                .map(|l| clean(l))
+                .find(|l| !l.is_empty())
+        });
+    }
     // A carriage return redraws a line (progress bars): keep what was drawn last.
     text.split('\n')
         .map(|line| {

@@ -38,6 +38,8 @@ pub struct AdapterSpec {
     pub argv: Option<Vec<String>>,
     /// The model handed to the program (without a thinking suffix).
     pub model: Option<String>,
+    /// The model provider, for programs that have several (Codex's `model_providers`).
+    pub provider: Option<String>,
     /// The thinking level handed to the program.
     pub thinking: Option<String>,
     /// The agent's system prompt (empty: none).
@@ -48,6 +50,12 @@ pub struct AdapterSpec {
     /// Environment overrides for the program.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub env: Map<String, Value>,
+    /// The agent's conversation to continue (a resumed run): Claude Code's session id,
+    /// Codex's thread id or pi's session file.
+    pub resume: Option<String>,
+    /// What the resumed conversation had used before, as its agent counts it (Codex reports
+    /// a thread's running total, so this run's share is the difference).
+    pub session_usage: Option<crate::usage::Usage>,
     /// Fields of later issues.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

@@ -1,0 +1,66 @@
+//! `sublaunch result RUN_ID [--json]`: a finished run's answer on stdout — the last step's
+//! output, or each task of a final parallel group under a heading; with `--json` one object
+//! with every step's text, structured value, exit code, error, usage and agent session. Exit
+//! 0 when the run completed, 1 when it ended otherwise (its error on stderr) or has not ended.
+
+use super::runs::say;
+use super::runs::{fail, open_run, state_name, status_of};
+use std::process::ExitCode;
+use sublaunch::runs::{AnswerError, answer_json, answer_text, read_result};
+
+/// Arguments of `sublaunch result`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The run id.
+    run_id: String,
+    /// Print one JSON object: the answer and every step's output, structured value, exit
+    /// code, error, usage and agent session.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `sublaunch result`.
+pub fn run(args: Args) -> ExitCode {
+    let (store, run) = match open_run(&args.run_id, "result") {
+        Ok(opened) => opened,
+        Err(code) => return code,
+    };
+    for warning in store.reconcile_run(&run) {
+        eprintln!("sublaunch result: warning: {warning}");
+    }
+    let payload = match read_result(&store, &args.run_id) {
+        Ok(payload) => payload,
+        Err(AnswerError::NotYet(_)) => {
+            let state = status_of(&run).map_or_else(|| "unknown".to_owned(), |s| state_name(&s).to_owned());
+            return fail(
+                "result",
+                format_args!(
+                    "run '{}' has no result yet (it is {state}); `sublaunch wait {}` waits for it",
+                    args.run_id, args.run_id
+                ),
+            );
+        }
+        Err(e) => return fail("result", e),
+    };
+    if args.json {
+        say!(
+            "{}",
+            serde_json::to_string_pretty(&answer_json(&payload)).unwrap_or_default()
+        );
+    } else {
+        let answer = super::terminal_text::for_terminal(&answer_text(&payload));
+        let answer = answer.trim_end_matches('\n');
+        if !answer.is_empty() {
+            say!("{answer}");
+        }
+        if let Some(error) = &payload.error {
+            eprintln!("{}: {}", args.run_id, payload.state);
+            eprintln!("{}", super::terminal_text::for_terminal(error));
+        }
+    }
+    if payload.success {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}

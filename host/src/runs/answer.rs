@@ -1,0 +1,133 @@
+//! A finished run's answer, read back from its result file: the text a person wants
+//! (the last step's output, or each task of a final parallel group under a heading) and the
+//! per-step record a program wants (text, structured value, exit, error, usage, the agent's
+//! session).
+
+use super::RunStore;
+use serde_json::{Value, json};
+use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::results::{ResultPayload, StepResult};
+use sublaunch_protocol::usage::Usage;
+
+/// Why a run has no readable answer.
+#[derive(Debug, thiserror::Error)]
+pub enum AnswerError {
+    /// The run has not written its result (it is still active, or it never started).
+    #[error("run '{0}' has no result yet")]
+    NotYet(String),
+    /// The result file exists but cannot be used.
+    #[error("{file} is not a valid result: {error}")]
+    Corrupt {
+        /// The result file.
+        file: String,
+        /// The parser's complaint.
+        error: String,
+    },
+    /// Reading failed.
+    #[error("cannot read the result of run '{run_id}': {error}")]
+    Io {
+        /// The run.
+        run_id: String,
+        /// The cause.
+        error: std::io::Error,
+    },
+}
+
+/// The result payload of `run_id` from `<results>/<run_id>.json`.
+pub fn read_result(store: &RunStore, run_id: &str) -> Result<ResultPayload, AnswerError> {
+    let name = format!("{run_id}.json");
+    let results = store.root().results();
+    match results.read_doc::<ResultPayload>(&name) {
+        Ok(ReadDoc::Present(payload)) => Ok(payload),
+        Ok(ReadDoc::Absent) => Err(AnswerError::NotYet(run_id.to_owned())),
+        Ok(ReadDoc::Corrupt(corrupt)) => Err(AnswerError::Corrupt {
+            file: results.join(&name).display().to_string(),
+            error: corrupt.error,
+        }),
+        Err(error) => Err(AnswerError::Io {
+            run_id: run_id.to_owned(),
+            error,
+        }),
+    }
+}
+
+/// The run's answer as a person reads it: the output of its last step, or for a last step
+/// that is a parallel group each task's output under a `=== <step>.<task> <agent> ===`
+/// heading. Not neutralised for a terminal.
+pub fn answer_text(payload: &ResultPayload) -> String {
+    let Some(last) = payload.results.last() else {
+        return String::new();
+    };
+    let group: Vec<&StepResult> = match (step_index(last), last.extra.get("taskIndex")) {
+        (step, Some(_)) => payload.results.iter().filter(|r| step_index(r) == step).collect(),
+        _ => vec![last],
+    };
+    if let [only] = group.as_slice() {
+        return only.output.clone();
+    }
+    group
+        .iter()
+        .map(|r| {
+            let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map_or(0, |n| n + 1);
+            format!(
+                "=== {}.{} {} ===\n{}",
+                at("stepIndex"),
+                at("taskIndex"),
+                r.agent,
+                r.output.trim_end()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
+fn step_index(result: &StepResult) -> Option<u64> {
+    result.extra.get("stepIndex").and_then(Value::as_u64)
+}
+
+/// The usage of the run: the result's sum, else the sum of its steps'.
+pub fn run_usage(payload: &ResultPayload) -> Option<Usage> {
+    let from = |value: Option<&Value>| value.and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok());
+    from(payload.extra.get("usage")).or_else(|| {
+        Usage::sum(
+            &payload
+                .results
+                .iter()
+                .filter_map(|r| from(r.extra.get("usage")))
+                .collect::<Vec<_>>(),
+        )
+    })
+}
+
+/// The answer as one JSON object: `{runId, state, success, error, answer, usage, steps: [{agent,
+/// step, task, success, output, structured, exitCode, error, usage, agentSession}]}`.
+pub fn answer_json(payload: &ResultPayload) -> Value {
+    let steps: Vec<Value> = payload
+        .results
+        .iter()
+        .map(|r| {
+            json!({
+                "agent": r.agent,
+                "stepIndex": r.extra.get("stepIndex"),
+                "taskIndex": r.extra.get("taskIndex"),
+                "success": r.success,
+                "skipped": r.extra.get("skipped"),
+                "output": r.output,
+                "structured": r.extra.get("structured"),
+                "exitCode": r.exit_code,
+                "error": r.error,
+                "usage": r.extra.get("usage"),
+                "agentSession": r.extra.get("agentSession"),
+            })
+        })
+        .collect();
+    json!({
+        "runId": payload.id,
+        "state": payload.state,
+        "success": payload.success,
+        "error": payload.error,
+        "answer": answer_text(payload),
+        "usage": run_usage(payload),
+        "steps": steps,
+    })
+}
