@@ -23,6 +23,7 @@ mod plan_cli;
 mod progress_cli;
 mod real_agents;
 mod real_cli_runs;
+mod registry_cli;
 mod remote_cli;
 mod remote_sshd;
 mod run_planning;

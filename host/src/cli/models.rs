@@ -25,7 +25,7 @@ pub struct Args {
 enum Command {
     /// Show what a model name resolves to, or the planner's error.
     Resolve {
-        /// A model name, e.g. `sonnet-4.5`, `openai:gpt-5-mini:high`.
+        /// A model name, e.g. `anthropic/claude-sonnet-4-5`, `openai:gpt-5-mini:high`.
         name: String,
         /// A thinking level to apply, as a step override would.
         #[arg(long)]
@@ -47,6 +47,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(registry) => registry,
         Err(e) => return usage(format!("{e:#}")),
     };
+    for warning in &registry.warnings {
+        eprintln!("sublaunch models: warning: {warning}");
+    }
     match args.command {
         None => list(&registry, args.json),
         Some(Command::Resolve {
@@ -70,25 +73,38 @@ fn usage(message: String) -> ExitCode {
 
 fn list(registry: &Registry, json: bool) -> ExitCode {
     if json {
-        let models: Vec<_> = registry.entries.iter().map(|e| &e.model).collect();
-        println!("{}", serde_json::to_string_pretty(&models).expect("models serialise"));
+        // Each entry as the planner sees it, plus the layer it came from.
+        let models: Vec<_> = registry
+            .entries
+            .iter()
+            .map(|e| {
+                let mut value = serde_json::to_value(&e.model).expect("models serialise");
+                value["source"] = e.source.clone().into();
+                value
+            })
+            .collect();
+        super::runs::say!("{}", serde_json::to_string_pretty(&models).expect("models serialise"));
         return ExitCode::SUCCESS;
     }
-    println!("{:<44} {:>10}  {:<9} SOURCE", "MODEL", "CONTEXT", "REASONING");
-    for entry in &registry.entries {
-        let model = &entry.model;
-        let context = model.context_window.map_or_else(|| "-".into(), |c| format!("{c}"));
-        let reasoning = match model.reasoning {
-            Some(true) => "yes",
-            Some(false) => "no",
-            None => "-",
-        };
-        println!(
-            "{:<44} {context:>10}  {reasoning:<9} {}",
-            format!("{}/{}", model.provider, model.id),
-            entry.source
-        );
-    }
+    let rows: Vec<[String; 4]> = registry
+        .entries
+        .iter()
+        .map(|entry| {
+            let model = &entry.model;
+            let reasoning = match model.reasoning {
+                Some(true) => "yes",
+                Some(false) => "no",
+                None => "-",
+            };
+            [
+                format!("{}/{}", model.provider, model.id),
+                model.context_window.map_or_else(|| "-".into(), |c| format!("{c}")),
+                reasoning.into(),
+                entry.source.clone(),
+            ]
+        })
+        .collect();
+    super::print_table(["MODEL", "CONTEXT", "REASONING", "SOURCE"], &rows);
     ExitCode::SUCCESS
 }
 
