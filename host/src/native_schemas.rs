@@ -1,9 +1,9 @@
 //! Structured output that the agent's own CLI enforces. The planner refuses an output schema
-//! for an external runner (S4: pi-subagents' external CLIs had no way to honour one), but
+//! for an external runner (P-S4: pi-subagents' external CLIs had no way to honour one), but
 //! Claude Code (`--json-schema`) and Codex (`--output-schema`) have one. So for agents run by
 //! those adapters the host takes the schemas out of the request before planning and puts the
 //! effective schema back into the plan afterwards (the step's or task's own, else the agent's
-//! default; `false` opts out), the same resolution the planner gives native steps (S1, S2, S5).
+//! default; `false` opts out), the same resolution the planner gives native steps.
 //! The schema is still validated by the shim when the run ends.
 
 use crate::inputs::agents::{AdapterId, AgentDef};
@@ -129,7 +129,7 @@ mod tests {
             ..PlanRequest::default()
         };
         let schemas = NativeSchemas::take(&mut request, &agents);
-        assert_eq!(request.agents[0].output_schema, None, "hidden from S4");
+        assert_eq!(request.agents[0].output_schema, None, "hidden from the P-S4 gate");
         assert!(request.agents[1].output_schema.is_some(), "pi's is the planner's");
         assert_eq!(request.steps[0].output_schema, None);
         let step = |index: u32| PlanStep {

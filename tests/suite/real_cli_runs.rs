@@ -172,6 +172,10 @@ fn claude_code_gets_the_model_and_thinking_as_it_names_them_and_its_answer_and_u
     assert_eq!(tokens(&result["usage"]), usage(100, 20, 30, 40), "the run's sum");
     let status: Value = serde_json::from_str(&ok(&world.sublaunch(&["status", &id, "--json"]))).unwrap();
     assert_eq!(tokens(&status["steps"][0]["usage"]), usage(100, 20, 30, 40));
+    assert_eq!(
+        status["result"]["answer"], "Looks right.",
+        "status --json carries the answer"
+    );
     let list: Value = serde_json::from_str(&ok(&world.sublaunch(&["list", "--all", "--json"]))).unwrap();
     assert_eq!(tokens(&list[0]["usage"]), usage(100, 20, 30, 40), "{list}");
 
@@ -325,7 +329,22 @@ fn dropped_streams_that_recover_are_successes() {
         &world.scratch.work().join("group.yaml"),
         "mode: parallel\nsteps:\n  - {agent: claude, task: 'a'}\n  - {agent: codex, task: 'b'}\n  - {agent: pi, model: fake/fake-model, task: 'c'}\n",
     );
-    let (id, _) = world.run_ok(&["--chain", &group.to_string_lossy()]);
+    // Observers list and read every run while it goes; none may disturb it or fail.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (id, _) = std::thread::scope(|threads| {
+        let observer = threads.spawn(|| {
+            let mut looks = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                ok(&world.sublaunch(&["list", "--all", "--json"]));
+                looks += 1;
+            }
+            looks
+        });
+        let ran = world.run_ok(&["--chain", &group.to_string_lossy()]);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(observer.join().unwrap() > 0);
+        ran
+    });
     for scope in [&world.claude, &world.codex, &world.pi] {
         assert_eq!(scope.main_requests().len(), 2, "one retry: {}", scope.dump());
     }

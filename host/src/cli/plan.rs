@@ -36,7 +36,12 @@ pub fn run(args: Args) -> ExitCode {
     if args.with_registry && request.available_models.is_none() {
         let cwd = std::path::Path::new(&request.cwd);
         match sublaunch::inputs::registry::Registry::load(cwd, args.models.as_deref(), &super::environment()) {
-            Ok(registry) => request.available_models = Some(registry.models()),
+            Ok(registry) => {
+                for warning in &registry.warnings {
+                    eprintln!("sublaunch plan: warning: {warning}");
+                }
+                request.available_models = Some(registry.models());
+            }
             Err(e) => {
                 eprintln!("sublaunch plan: {e:#}");
                 return ExitCode::from(EXIT_USAGE);

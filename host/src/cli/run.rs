@@ -34,7 +34,7 @@ pub struct Args {
     /// With --chain: a failed task stops the rest of its parallel group (overrides the file).
     #[arg(long, requires = "chain")]
     fail_fast: bool,
-    /// Model for this run (e.g. `sonnet-4.5`, `openai/gpt-5-mini:high`).
+    /// Model for this run (e.g. `anthropic/claude-sonnet-4-5`, `openai/gpt-5-mini:high`).
     #[arg(long, conflicts_with = "chain")]
     model: Option<String>,
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.

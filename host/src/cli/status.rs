@@ -1,5 +1,6 @@
 //! `sublaunch status RUN_ID [--json]`: the run's status, after reconciling a run whose shim
-//! died unobserved (S13).
+//! died unobserved (S13). `--json` prints the status.json object, with the answer of an ended
+//! run under `result` (see `sublaunch result`).
 
 use super::runs::say;
 use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
@@ -10,7 +11,7 @@ use std::process::ExitCode;
 pub struct Args {
     /// The run id.
     run_id: String,
-    /// Print the status.json object.
+    /// Print the status.json object (an ended run's answer under `result`).
     #[arg(long)]
     json: bool,
 }
@@ -26,7 +27,14 @@ pub fn run(args: Args) -> ExitCode {
     }
     if args.json {
         return match raw_status(&run) {
-            Ok(value) => {
+            Ok(mut value) => {
+                // An ended run's answer, so one call tells a script both.
+                if let (Some(object), Ok(payload)) = (
+                    value.as_object_mut(),
+                    sublaunch::runs::read_result(&store, &args.run_id),
+                ) {
+                    object.insert("result".into(), sublaunch::runs::answer_json(&payload));
+                }
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
             }

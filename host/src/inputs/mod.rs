@@ -6,5 +6,6 @@ pub mod agents;
 pub mod chain;
 pub mod config_files;
 pub mod herdr;
+pub mod pi_catalog;
 pub mod registry;
 pub mod settings;

@@ -24,13 +24,9 @@
 //! layer is never an error: what cannot be read from pi is a warning in
 //! [`Registry::warnings`].
 
-// pi's layer lives in a file of its own beside this one.
-#[path = "pi_catalog.rs"]
-pub mod pi_catalog;
-
 use crate::inputs::config_files;
+use crate::inputs::pi_catalog::{self, PiSource};
 use anyhow::{anyhow, bail};
-use pi_catalog::PiSource;
 use serde::Deserialize;
 use serde_json::Value;
 use std::collections::HashSet;
