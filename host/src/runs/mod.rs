@@ -4,6 +4,7 @@
 //! embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
+pub mod start;
 pub mod wait;
 pub mod watch;
 

@@ -1,0 +1,268 @@
+//! Preparing a run the way `sublaunch run` does, for every front end (the CLI, the MCP
+//! server, embedders): the agents, settings and registry of the working directory, the plan
+//! request of one agent or a chain, the plan (with the schemas Claude Code and Codex enforce
+//! themselves put back, [`crate::native_schemas`]) and the launch options. Launching is then
+//! [`crate::launch::launch`].
+
+use crate::Environment;
+use crate::engine::planner::Planner;
+use crate::inputs::agents::{Catalog, discover};
+use crate::inputs::chain::ChainFile;
+use crate::inputs::registry::Registry;
+use crate::inputs::settings::Settings;
+use crate::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
+use crate::native_schemas::NativeSchemas;
+use crate::request::{self, Inputs, RunSpec};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest};
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub enum Work {
+    /// One agent with one task.
+    Agent {
+        /// The agent's name.
+        agent: String,
+        /// Its task.
+        task: String,
+    },
+    /// The steps of a chain file; `task` is what `{task}` stands for.
+    Chain {
+        /// The parsed chain.
+        chain: ChainFile,
+        /// The run's task.
+        task: Option<String>,
+    },
+}
+
+/// A run as a person or an agent asks for it.
+#[derive(Clone, Debug)]
+pub struct RunRequest {
+    /// What to run.
+    pub work: Work,
+    /// The model (a single agent only).
+    pub model: Option<String>,
+    /// The thinking level (a single agent only).
+    pub thinking: Option<String>,
+    /// The caller's thinking ceiling.
+    pub max_thinking: Option<String>,
+    /// A saved Herdr machine to run on.
+    pub machine: Option<String>,
+    /// The working directory (on the machine when one is given; else resolved locally).
+    pub cwd: Option<String>,
+    /// A registry file on top of the configured ones.
+    pub models_file: Option<PathBuf>,
+    /// Stop the run after this long.
+    pub timeout: Option<Duration>,
+    /// The run id to use instead of a generated one.
+    pub run_id: Option<String>,
+    /// Tasks of a parallel group running at once (overrides the chain's).
+    pub concurrency: Option<u32>,
+    /// A failed task stops the rest of its group (or the chain's setting).
+    pub fail_fast: bool,
+    /// Who asks.
+    pub caller: Caller,
+}
+
+impl RunRequest {
+    /// A request for `agent` to do `task`, everything else default.
+    pub fn agent(agent: &str, task: &str) -> Self {
+        Self {
+            work: Work::Agent {
+                agent: agent.to_owned(),
+                task: task.to_owned(),
+            },
+            model: None,
+            thinking: None,
+            max_thinking: None,
+            machine: None,
+            cwd: None,
+            models_file: None,
+            timeout: None,
+            run_id: None,
+            concurrency: None,
+            fail_fast: false,
+            caller: Caller::default(),
+        }
+    }
+}
+
+/// What a working directory offers: its agents, settings and registry.
+pub struct Gathered {
+    inputs: Inputs,
+    catalog: Catalog,
+}
+
+impl Gathered {
+    /// The agents, settings and registry of `cwd` (`models`: a registry file on top).
+    pub fn read(cwd: &Path, models: Option<&Path>, env: &Environment) -> Result<Self, StartError> {
+        let catalog = discover(cwd, env);
+        let inputs = Inputs {
+            registry: Registry::load(cwd, models, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
+            settings: Settings::load(cwd, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
+            env: env.clone(),
+            agents: catalog.agents.clone(),
+            cwd: cwd.to_owned(),
+        };
+        Ok(Self { inputs, catalog })
+    }
+
+    /// Agent files left out because someone else could have written them.
+    pub fn warnings(&self) -> Vec<String> {
+        self.catalog.untrusted.iter().map(ToString::to_string).collect()
+    }
+}
+
+/// A planned run, ready for [`crate::launch::launch`].
+pub struct Prepared {
+    /// The plan.
+    pub plan: LaunchPlan,
+    /// The options to launch it with.
+    pub options: LaunchOptions,
+    /// What the caller should be told: project agents in place of built-in or user ones.
+    pub notes: Vec<String>,
+}
+
+/// Why a run cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The request itself is wrong (an empty task, an unknown agent, a bad chain, a bad
+    /// registry file): the caller should change it.
+    #[error("{0}")]
+    Invalid(String),
+    /// The planner refused it (its code says why).
+    #[error("{}", .0.message)]
+    Plan(PlanError),
+    /// Something failed on the way (a machine catalog that could not be read, …).
+    #[error("{0:#}")]
+    Failed(anyhow::Error),
+}
+
+/// Plans `request` with the agents, settings and registry `gathered` (a machine catalog is
+/// read only when something can be placed).
+pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner) -> Result<Prepared, StartError> {
+    let Gathered { inputs, catalog } = gathered;
+    let mut notes = Vec::new();
+    let mut plan_request = build(&request, &inputs, &catalog).await?;
+    let planned = plan(&mut plan_request, &inputs, planner)?;
+    notes.extend(project_overrides(&planned, &catalog));
+    let (concurrency, fail_fast) = match &request.work {
+        Work::Chain { chain, .. } => {
+            let file = chain.workflow().map_err(|e| StartError::Invalid(e.to_string()))?;
+            (
+                request.concurrency.or(file.concurrency),
+                request.fail_fast || file.fail_fast.unwrap_or(false),
+            )
+        }
+        Work::Agent { .. } => (None, false),
+    };
+    let options = LaunchOptions {
+        environment: inputs.env.clone(),
+        cwd: Some(inputs.cwd.clone()),
+        run_id: request.run_id,
+        caller: request.caller,
+        timeouts: Timeouts {
+            run_ms: request
+                .timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            ..Timeouts::default()
+        },
+        agents: inputs.agents,
+        workflow: WorkflowOptions {
+            concurrency,
+            fail_fast,
+            task: match request.work {
+                Work::Chain { task, .. } => task,
+                Work::Agent { .. } => None,
+            },
+        },
+        ..LaunchOptions::default()
+    };
+    Ok(Prepared {
+        plan: planned,
+        options,
+        notes,
+    })
+}
+
+/// The plan of `plan_request`, with the schemas the agents' CLIs enforce themselves.
+fn plan(plan_request: &mut PlanRequest, inputs: &Inputs, planner: &Planner) -> Result<LaunchPlan, StartError> {
+    let native = NativeSchemas::take(plan_request, &inputs.agents);
+    let mut plan = planner.plan(plan_request).map_err(StartError::Plan)?;
+    native.restore(&mut plan);
+    Ok(plan)
+}
+
+/// Checks the work against the catalog and builds the plan request.
+async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Result<PlanRequest, StartError> {
+    let invalid = StartError::Invalid;
+    let mut spec = RunSpec {
+        agent: String::new(),
+        task: String::new(),
+        model: request.model.clone(),
+        thinking: request.thinking.clone(),
+        machine: request.machine.clone(),
+        cwd: request.cwd.clone(),
+        max_thinking: request.max_thinking.clone(),
+    };
+    match &request.work {
+        Work::Agent { agent, task } => {
+            if task.trim().is_empty() {
+                return Err(invalid("the task is empty: say what the agent should do.".into()));
+            }
+            request::check_task(task, "the task").map_err(invalid)?;
+            catalog.require(agent).map_err(invalid)?;
+            spec.agent.clone_from(agent);
+            spec.task.clone_from(task);
+            request::build(&spec, inputs).await.map_err(StartError::Failed)
+        }
+        Work::Chain { chain, task } => {
+            if let Some(task) = task {
+                if task.trim().is_empty() {
+                    return Err(invalid("the task is empty: say what the agent should do.".into()));
+                }
+                request::check_task(task, "the task").map_err(invalid)?;
+                spec.task.clone_from(task);
+            }
+            chain
+                .check(catalog, task.as_deref())
+                .map_err(|e| invalid(e.to_string()))?;
+            if spec.cwd.is_none() {
+                spec.cwd.clone_from(&chain.cwd);
+            }
+            let mode = if chain.mode == Mode::Parallel {
+                Mode::Parallel
+            } else {
+                Mode::Chain
+            };
+            request::build_steps(mode, chain.request_steps(), &spec, inputs)
+                .await
+                .map_err(StartError::Failed)
+        }
+    }
+}
+
+/// A repository can redefine what `claude` runs: a note per project agent of the plan that
+/// replaces a built-in or user agent.
+fn project_overrides(plan: &LaunchPlan, catalog: &Catalog) -> Vec<String> {
+    let mut named: Vec<&str> = plan.steps.iter().map(|s| s.agent.as_str()).collect();
+    named.sort_unstable();
+    named.dedup();
+    named
+        .into_iter()
+        .filter_map(|name| {
+            let hidden = catalog.hidden_by_project(name);
+            let agent = catalog.get(name)?;
+            if hidden.is_empty() {
+                return None;
+            }
+            let replaced: Vec<String> = hidden.iter().map(|h| h.source.describe()).collect();
+            Some(format!(
+                "agent '{name}' is defined by this project in {}, in place of the {} one",
+                agent.source.describe(),
+                replaced.join(" and the ")
+            ))
+        })
+        .collect()
+}
