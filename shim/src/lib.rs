@@ -18,7 +18,8 @@
 //!   the output), [`spawn`](supervise::spawn) (R10), [`env`](start::env) (H10), [`output`](supervise::output) and [`streams`](supervise::streams) (R11),
 //!   [`control`](supervise::control) (R12 inbox), [`reaper`](supervise::reaper) (waitid, X8 enumeration), [`tree`](supervise::tree) (X4/X6/X8/X9),
 //!   [`book`](supervise::book) (status and marker writes, A9/I7);
-//! * end — [`record`](end::record) (R13, S11, S12, X11), [`exit`](end::exit) (R14).
+//! * end — [`record`](end::record) (R13, S11, S12, X11), [`hook`](end::hook) (the completion hook, after
+//!   the end records; also `sublaunch-shim --on-end`, which hosts start for a shim that died), [`exit`](end::exit) (R14).
 
 #![warn(missing_docs)]
 
@@ -39,6 +40,12 @@ use sublaunch_protocol::os::faults::ShimPoint;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {
+    if std::env::args_os()
+        .nth(1)
+        .is_some_and(|arg| arg == end::hook::HELPER_ARG)
+    {
+        return end::hook::helper_main();
+    }
     let prepared = start::hygiene::prepare();
     for note in &prepared.notes {
         eprintln!("sublaunch-shim: {note}");

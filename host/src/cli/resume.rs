@@ -14,7 +14,7 @@ use std::time::Duration;
 use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::plan_record::read_plan_record;
 use sublaunch::launch::reconcile::RunStore;
-use sublaunch::launch::{Caller, Continuation, LaunchOptions, new_run_id};
+use sublaunch::launch::{Caller, Continuation, LaunchOptions, OnEnd, new_run_id};
 use sublaunch::runs::RunWatcher;
 use sublaunch::runs::read_result;
 use sublaunch_protocol::config::RevivalLease;
@@ -43,6 +43,9 @@ pub struct Args {
     /// Print `{"runId","runDir","pid"}`.
     #[arg(long)]
     json: bool,
+    /// The new run's completion hook (default: the source run's; '' for none).
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    on_end: Option<String>,
 }
 
 /// Runs `sublaunch resume`.
@@ -83,6 +86,16 @@ pub fn run(args: Args) -> ExitCode {
     let agent = plan.steps.first().map_or("run", |s| s.agent.as_str());
     let run_id = new_run_id(agent);
     let environment = super::environment();
+    // The completion hook carries over from the source run unless --on-end replaces it.
+    let carried = sublaunch::launch::completion_hook::hook_of(&source)
+        .ok()
+        .flatten()
+        .map(|spec| spec.on_end);
+    let on_end = match args.on_end.as_deref() {
+        Some(command) if command.trim().is_empty() => None,
+        Some(command) => Some(OnEnd::new(command, carried.as_ref().map(|h| h.timeout_ms))),
+        None => carried,
+    };
     let options = LaunchOptions {
         run_id: Some(run_id.clone()),
         cwd: Some(PathBuf::from(&record.cwd)),
@@ -101,6 +114,7 @@ pub fn run(args: Args) -> ExitCode {
         },
         environment,
         continuation,
+        on_end,
         ..LaunchOptions::default()
     };
     launch_and_report(
@@ -204,7 +218,13 @@ fn wait_for_source_shim(source: &sublaunch_protocol::dir::Dir) {
         let mut watcher = RunWatcher::new(source.path());
         watcher.watch_pid(pid, identity.as_deref());
         let deadline = sublaunch::launch::tokio::time::Instant::now() + SOURCE_EXIT_WAIT;
-        while alive() && sublaunch::launch::tokio::time::Instant::now() < deadline {
+        // A shim running its completion hook released the lease already (S12).
+        let hook_started = || {
+            source
+                .stat(sublaunch_protocol::hook::FIRED_MARKER)
+                .is_ok_and(|m| m.is_some())
+        };
+        while alive() && !hook_started() && sublaunch::launch::tokio::time::Instant::now() < deadline {
             let _ = sublaunch::launch::tokio::time::timeout_at(deadline, watcher.changed()).await;
         }
     });

@@ -62,6 +62,10 @@ pub struct Args {
     /// Use this run id instead of a generated one (it must not name an existing run).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// Run this shell command once when the run ends, with its result JSON on stdin and
+    /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
+    on_end: Option<String>,
 }
 
 /// Runs `sublaunch run`.
@@ -107,6 +111,7 @@ pub fn run(args: Args) -> ExitCode {
             session_id: Some(CLI_SESSION_ID.into()),
             ..Caller::default()
         },
+        on_end: args.on_end.clone(),
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,

@@ -61,6 +61,63 @@ impl Settings {
         self.lookup(|v| v.get("subagents")?.get("modelResponseAliases"))
     }
 
+    /// The completion hook the settings configure (`subagents.onEnd`, a shell command, and
+    /// `subagents.onEndTimeoutSeconds`). A hook names a command that runs as you, so it is
+    /// taken only from a settings file that is trusted like an agent file (README "Which files
+    /// are trusted"): the file and its directory belong to you or root and nobody else can
+    /// write them. The keys of any other file are left out, each with a warning in
+    /// [`OnEndSettings::ignored`]. A value of the wrong type is an error naming the file.
+    pub fn on_end(&self) -> Result<OnEndSettings, String> {
+        let mut settings = OnEndSettings::default();
+        for (file, project) in [(&self.project, true), (&self.user, false)] {
+            let Some(file) = file else { continue };
+            let subagents = file.value.get("subagents");
+            let command = subagents.and_then(|s| s.get("onEnd")).filter(|v| !v.is_null());
+            let timeout = subagents
+                .and_then(|s| s.get("onEndTimeoutSeconds"))
+                .filter(|v| !v.is_null());
+            if command.is_none() && timeout.is_none() {
+                continue;
+            }
+            if let Err(reason) = trusted(&file.path) {
+                settings.ignored.push(format!(
+                    "ignored the completion hook (subagents.onEnd) in {}: {reason}",
+                    file.path.display()
+                ));
+                continue;
+            }
+            if let Some(command) = command
+                && settings.command.is_none()
+            {
+                let text = command.as_str().ok_or_else(|| {
+                    format!(
+                        "{}: subagents.onEnd must be a string (a shell command)",
+                        file.path.display()
+                    )
+                })?;
+                settings.command = Some(text.to_owned());
+                settings.source = Some(file.path.clone());
+                settings.from_project = project;
+            }
+            if let Some(timeout) = timeout
+                && settings.timeout_ms.is_none()
+            {
+                let max = sublaunch_protocol::hook::MAX_TIMEOUT_MS / 1000;
+                let seconds = timeout
+                    .as_f64()
+                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
+                    .ok_or_else(|| {
+                        format!(
+                            "{}: subagents.onEndTimeoutSeconds must be a number of seconds above 0 and at most {max}",
+                            file.path.display()
+                        )
+                    })?;
+                settings.timeout_ms = Some(((seconds * 1000.0).ceil() as u64).max(1));
+            }
+        }
+        Ok(settings)
+    }
+
     /// The project value when it has one, else the user value.
     fn lookup(&self, find: impl Fn(&Value) -> Option<&Value>) -> Option<Value> {
         [&self.project, &self.user]
@@ -68,6 +125,43 @@ impl Settings {
             .flatten()
             .find_map(|file| find(&file.value).filter(|v| !v.is_null()).cloned())
     }
+}
+
+/// The completion hook settings ([`Settings::on_end`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OnEndSettings {
+    /// The command, from the nearest trusted file that sets one (an empty string: none).
+    pub command: Option<String>,
+    /// The file the command came from.
+    pub source: Option<PathBuf>,
+    /// Whether that file is the project's.
+    pub from_project: bool,
+    /// The time limit in ms, when a trusted file sets one.
+    pub timeout_ms: Option<u64>,
+    /// Warnings: the hooks of untrusted files, left out.
+    pub ignored: Vec<String>,
+}
+
+/// Whether a settings file may name a command: it and its directory pass the agent-file
+/// trust check.
+fn trusted(path: &Path) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
+    for checked in dir.into_iter().chain([path]) {
+        match crate::inputs::agents::trust::check(checked) {
+            Ok(_) => {}
+            Err(untrusted) => {
+                let reason = untrusted
+                    .reason
+                    .replace("agent files must be yours", "files that name commands must be yours");
+                return Err(if checked == path {
+                    reason
+                } else {
+                    format!("its directory {}: {reason}", checked.display())
+                });
+            }
+        }
+    }
+    Ok(())
 }
 
 fn user_candidates(env: &crate::Environment) -> Vec<PathBuf> {

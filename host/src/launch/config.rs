@@ -261,6 +261,7 @@ pub(crate) struct ConfigInputs<'a> {
     pub runner_process_instance_id: &'a str,
     pub workflow: &'a WorkflowOptions,
     pub agent_umask: Option<u32>,
+    pub on_end: Option<&'a sublaunch_protocol::hook::OnEnd>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -290,6 +291,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         launch_barrier_token,
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
         workflow: workflow_config(inputs.workflow),
+        on_end: inputs.on_end.cloned(),
     }
 }
 

@@ -38,6 +38,9 @@ pub(crate) struct RunContext {
     pub step_count: usize,
     /// X1 grace.
     pub terminate_grace: Duration,
+    /// How to start the completion hook when the shim died without firing it (`None`: the
+    /// run has no hook).
+    pub on_end: Option<super::completion_hook::HookRunner>,
 }
 
 impl RunContext {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::events::has_run_started;
 use sublaunch_protocol::handshake::exited_before_commit_message;
+use sublaunch_protocol::hook::FiredBy;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::SessionLeases;
 use sublaunch_protocol::os::faults::HostPoint;
@@ -89,6 +90,18 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
                 Err(e) => outcome.warnings.push(format!("Failed to mark the run failed: {e}")),
             }
             status = read_status(&context.run).ok().and_then(ReadDoc::present);
+        }
+        // The shim is gone: a hook it did not fire is fired now (at most once, by the marker).
+        if let Some(runner) = &context.on_end {
+            let problems = super::completion_hook::fire_if_due(
+                &context.run,
+                context.root.results(),
+                FiredBy::Launcher,
+                |_| true,
+                runner,
+                context.policy,
+            );
+            outcome.warnings.extend(problems);
         }
         Ok((outcome, status))
     })

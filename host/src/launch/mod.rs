@@ -25,6 +25,7 @@
 pub mod admission;
 mod blocking;
 mod bookkeeping;
+pub mod completion_hook;
 pub mod config;
 mod context;
 mod doorbell;
@@ -56,8 +57,8 @@ pub use finalize::Finished;
 pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
 pub use ids::new_run_id;
 pub use options::{
-    Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, SHIM_ENV, SHIM_NAME,
-    Timeouts, WorkflowOptions, default_shim_path,
+    Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, OnEnd, SHIM_ENV,
+    SHIM_NAME, Timeouts, WorkflowOptions, default_shim_path,
 };
 pub use sequence::{Launched, launch};
 pub use terminate::{Termination, terminate_runner};

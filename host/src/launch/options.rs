@@ -15,6 +15,8 @@ use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::proof::ProcessTerminal;
 
+pub use sublaunch_protocol::hook::OnEnd;
+
 /// The environment variable naming the shim executable.
 pub const SHIM_ENV: &str = crate::environment::SHIM_VAR;
 /// The shim's file name, looked up next to the current executable by default.
@@ -188,6 +190,9 @@ pub struct LaunchOptions {
     /// Continue this agent conversation instead of starting one (a plan of one step whose
     /// agent keeps conversations).
     pub continuation: Option<Continuation>,
+    /// The completion hook: a shell command run once when the run ends, with its result on
+    /// stdin (see [`sublaunch_protocol::hook`]). `None`: no hook.
+    pub on_end: Option<OnEnd>,
 }
 
 impl Default for LaunchOptions {
@@ -210,6 +215,7 @@ impl Default for LaunchOptions {
             agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
             continuation: None,
+            on_end: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 //! spawned (status `queued`, no pid) becomes `failed`; phantom markers are released; orphan
 //! temp files and staging directories are swept.
 
+use super::completion_hook::{self, HookRunner};
 use super::options::{HostEvent, LaunchHooks, NoHooks};
 use super::run_dir::{self, hidden_dir_pid};
 use rustix::fs::FileType;
@@ -15,6 +16,7 @@ use std::time::Duration;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::hook::FiredBy;
 use sublaunch_protocol::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::layout::{Layout, validate_run_id};
 use sublaunch_protocol::os::Os;
@@ -33,6 +35,7 @@ pub struct RunStore {
     oracle: Arc<dyn ProcessOracle>,
     own_namespace: Option<String>,
     hooks: Arc<dyn LaunchHooks>,
+    hook_runner: HookRunner,
 }
 
 impl RunStore {
@@ -52,6 +55,7 @@ impl RunStore {
             oracle: Arc::new(SystemProcesses),
             own_namespace: procinfo::pid_namespace_scope(),
             hooks: Arc::new(NoHooks),
+            hook_runner: HookRunner::new(layout.root(), None, env.clone(), Vec::new()),
         })
     }
 
@@ -130,7 +134,32 @@ impl RunStore {
             Ok(None) => {}
             Err(e) => warnings.push(e.to_string()),
         }
+        warnings.extend(self.fire_completion_hook(run));
         warnings
+    }
+
+    /// Fires the completion hook of an ended run whose shim died before firing it (see
+    /// [`completion_hook`]); concurrent reconcilers and a shim that was merely slow race on
+    /// the once-marker, so it runs at most once.
+    fn fire_completion_hook(&self, run: &Dir) -> Vec<String> {
+        let runner_gone = |status: &Status| {
+            let Some(pid) = status.pid else { return false };
+            if let (Some(theirs), Some(ours)) = (status.pid_namespace_scope.as_deref(), self.own_namespace.as_deref())
+                && theirs != ours
+            {
+                return false;
+            }
+            // X3: pid and start identity, so a reused pid is not taken for the shim.
+            self.oracle.liveness(pid, status.pid_start_identity.as_deref()) == Liveness::Dead
+        };
+        completion_hook::fire_if_due(
+            run,
+            self.root.results(),
+            FiredBy::Reconciler,
+            runner_gone,
+            &self.hook_runner,
+            self.policy,
+        )
     }
 
     /// A `queued` status without a pid whose launching host is dead: the launch died before a

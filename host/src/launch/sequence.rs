@@ -5,6 +5,7 @@
 
 use super::blocking::{blocking, blocking_value};
 use super::bookkeeping;
+use super::completion_hook::HookRunner;
 use super::config::{ConfigInputs, runner_config};
 use super::context::{RunContext, fault_sleep, warn};
 use super::doorbell::{self, HostDoorbell};
@@ -26,6 +27,7 @@ use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::handshake::host_state_timeout;
+use sublaunch_protocol::hook::{self, HookSpec};
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::status::Status;
@@ -79,6 +81,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         runner_process_instance_id: &instance,
         workflow: &options.workflow,
         agent_umask: options.agent_umask,
+        on_end: options.on_end.as_ref(),
     });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),
@@ -93,6 +96,14 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         caller: options.caller.clone(),
         step_count: setup.steps.len(),
         terminate_grace: options.timeouts.terminate_grace,
+        on_end: options.on_end.as_ref().map(|_| {
+            HookRunner::new(
+                setup.layout.root(),
+                Some(setup.shim.clone()),
+                options.environment.clone(),
+                options.env.clone(),
+            )
+        }),
     });
     let record = PlanRecord {
         version: 1,
@@ -191,6 +202,19 @@ async fn prepare_spawn(
     let context = ctx.clone();
     let config_copy = config.clone();
     blocking(move || {
+        // The completion hook is recorded in the run first: whoever fires it for a shim that
+        // died reads it there (the cfg file is gone by then).
+        if let Some(on_end) = &config_copy.on_end {
+            let spec = HookSpec {
+                version: 1,
+                run_id: config_copy.id.clone(),
+                on_end: on_end.clone(),
+                cwd: config_copy.cwd.clone(),
+                umask: config_copy.agent_umask,
+            };
+            hook::write_spec(&context.run, &spec, context.policy)
+                .map_err(|e| std::io::Error::new(e.kind(), format!("Failed to record the completion hook: {e}")))?;
+        }
         spawn::write_config(context.root.root(), &config_copy, &context.faults, context.policy)?;
         if let Err(e) = write_plan_record(&context.run, &record, context.policy) {
             warn(&format!(

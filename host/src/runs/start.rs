@@ -63,6 +63,9 @@ pub struct RunRequest {
     pub fail_fast: bool,
     /// Who asks.
     pub caller: Caller,
+    /// The completion hook's shell command (`None`: the settings' `subagents.onEnd`, if any;
+    /// an empty command: no hook).
+    pub on_end: Option<String>,
 }
 
 impl RunRequest {
@@ -84,6 +87,7 @@ impl RunRequest {
             concurrency: None,
             fail_fast: false,
             caller: Caller::default(),
+            on_end: None,
         }
     }
 }
@@ -108,9 +112,16 @@ impl Gathered {
         Ok(Self { inputs, catalog })
     }
 
-    /// Agent files left out because someone else could have written them.
+    /// Agent files left out because someone else could have written them, and completion
+    /// hooks of settings files left out for the same reason.
     pub fn warnings(&self) -> Vec<String> {
-        self.catalog.untrusted.iter().map(ToString::to_string).collect()
+        let hooks = self.inputs.settings.on_end().map(|s| s.ignored).unwrap_or_default();
+        self.catalog
+            .untrusted
+            .iter()
+            .map(ToString::to_string)
+            .chain(hooks)
+            .collect()
     }
 }
 
@@ -157,6 +168,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         }
         Work::Agent { .. } => (None, false),
     };
+    let on_end = on_end_hook(request.on_end.as_deref(), &inputs.settings, &mut notes)?;
     let options = LaunchOptions {
         environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
@@ -177,6 +189,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
                 Work::Agent { .. } => None,
             },
         },
+        on_end,
         ..LaunchOptions::default()
     };
     Ok(Prepared {
@@ -184,6 +197,37 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         options,
         notes,
     })
+}
+
+/// The completion hook: the caller's command, else the trusted settings' `subagents.onEnd`
+/// (an empty command is none), with the settings' time limit. A hook from the project's
+/// settings is named in `notes`, as a project agent in place of a built-in is.
+fn on_end_hook(
+    asked: Option<&str>,
+    settings: &Settings,
+    notes: &mut Vec<String>,
+) -> Result<Option<crate::launch::OnEnd>, StartError> {
+    let configured = settings.on_end().map_err(StartError::Invalid)?;
+    let command = match asked {
+        Some(command) => command.to_owned(),
+        None => {
+            let Some(command) = configured.command.clone() else {
+                return Ok(None);
+            };
+            if configured.from_project && !command.trim().is_empty() {
+                let source = configured.source.as_deref().unwrap_or(Path::new("settings"));
+                notes.push(format!(
+                    "the completion hook comes from this project's settings ({}): {command}",
+                    source.display()
+                ));
+            }
+            command
+        }
+    };
+    if command.trim().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(crate::launch::OnEnd::new(command, configured.timeout_ms)))
 }
 
 /// The plan of `plan_request`, with the schemas the agents' CLIs enforce themselves.

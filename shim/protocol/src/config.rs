@@ -148,6 +148,8 @@ pub struct RunnerConfig {
     /// How the children of a chain or parallel run are executed.
     #[serde(default)]
     pub workflow: WorkflowConfig,
+    /// The completion hook the shim runs after the end records ([`crate::hook`]).
+    pub on_end: Option<crate::hook::OnEnd>,
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).
@@ -256,6 +258,7 @@ pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
         check_command(command)?;
     }
     workflow::check_workflow(root)?;
+    check_on_end(root)?;
     for step in steps {
         let step = step
             .as_object()
@@ -285,6 +288,25 @@ fn optional_string(object: &Map<String, Value>, field: &str) -> Result<(), Confi
     match object.get(field) {
         None | Some(Value::Null | Value::String(_)) => Ok(()),
         Some(_) => Err(invalid(format_args!("'{field}' must be a string."))),
+    }
+}
+
+/// `onEnd`: absent, or `{command: <non-empty string>, timeoutMs: <positive integer>}`.
+fn check_on_end(root: &Map<String, Value>) -> Result<(), ConfigError> {
+    let Some(on_end) = root.get("onEnd").filter(|v| !v.is_null()) else {
+        return Ok(());
+    };
+    let command_ok = on_end
+        .get("command")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.trim().is_empty());
+    let timeout_ok = on_end.get("timeoutMs").and_then(Value::as_u64).is_some_and(|t| t > 0);
+    if command_ok && timeout_ok {
+        Ok(())
+    } else {
+        Err(invalid(
+            "'onEnd' must be an object with a non-empty 'command' and a positive integer 'timeoutMs'.",
+        ))
     }
 }
 

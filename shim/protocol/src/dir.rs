@@ -259,6 +259,30 @@ impl Dir {
         .map_err(|e| os_error(e, "open", &self.path.join(name)))
     }
 
+    /// Creates the empty file `name` (mode 0600) only if nothing exists there:
+    /// `O_WRONLY|O_CREAT|O_EXCL|O_NOFOLLOW|O_CLOEXEC`, then fsyncs the directory so the
+    /// claim survives a crash. `Ok(true)` when this call created it, `Ok(false)` when a file
+    /// (or a symlink, or anything else) was already there: of several processes racing, exactly
+    /// one gets `true` (a once-marker).
+    pub fn create_exclusive(&self, name: &str) -> io::Result<bool> {
+        check_name(name, &self.path)?;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        match retry_eintr(|| {
+            self.os
+                .files
+                .openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE))
+        }) {
+            Ok(fd) => {
+                drop(fd);
+                // Best effort: the file exists either way, and a failed fsync cannot undo it.
+                let _ = self.sync();
+                Ok(true)
+            }
+            Err(Errno::EXIST) => Ok(false),
+            Err(e) => Err(os_error(e, "create", &self.path.join(name))),
+        }
+    }
+
     /// Removes the file `name`; an absent file is fine (H6, K12, X10).
     pub fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name, &self.path)?;

@@ -11,7 +11,8 @@
 //! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
 //! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
-//!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a);
+//!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a),
+//!   [`hook`] (completion hooks: what runs when a run ends, and how it ended);
 //! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3), [`ids`] (session and group ids, H8);
 //! * fault injection of test builds — [`os::faults`] (inert in production).
 
@@ -26,6 +27,7 @@ pub mod durability;
 pub mod errors;
 pub mod events;
 pub mod handshake;
+pub mod hook;
 pub mod ids;
 pub mod index;
 pub mod layout;

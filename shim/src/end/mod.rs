@@ -1,6 +1,7 @@
-//! How a run ends: each step's outcome and its judging (adapter verdict, structured output, model check), the end records and the exit code.
+//! How a run ends: each step's outcome and its judging (adapter verdict, structured output, model check), the end records, the completion hook and the exit code.
 
 pub mod exit;
+pub mod hook;
 pub mod model_check;
 pub mod record;
 pub mod step_end;

@@ -1,7 +1,8 @@
 //! Recording the end (R13, S4, S11, S12, X11). Order:
 //! terminal `status.json` → result file → step/run events → final candidate → lease release,
-//! then `revivalLeaseReleaseAcknowledged` in the candidate → exit. The host's finalization
-//! (S7) starts only after the shim exited, so it always sees the final candidate.
+//! then `revivalLeaseReleaseAcknowledged` in the candidate → the completion hook, when one is
+//! configured ([`crate::end::hook`]) → exit. The host's finalization (S7) starts only after
+//! the shim exited, so it always sees the final candidate.
 
 use crate::end::step_end::StepEnd;
 use crate::start::context::Ctx;
@@ -195,6 +196,22 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
             "sublaunch-shim: killed {} adopted descendant(s) at the end of the run",
             stragglers.killed
         );
+    }
+
+    // 7. The completion hook, once everything that matters is durable; its outcome is
+    // recorded beside the run and changes nothing of it.
+    if ctx.cfg.on_end.is_some() {
+        let mut payload = payload;
+        if let (false, Some(fields)) = (result_ok, payload.as_object_mut()) {
+            fields.insert("state".into(), json!(state.as_str()));
+            fields.insert("success".into(), json!(false));
+            fields.insert("exitCode".into(), json!(1));
+            fields.insert("error".into(), json!(error));
+        }
+        match sup.run_dir().try_clone() {
+            Ok(run) => crate::end::hook::fire_after_run(ctx, &run, &mut sup.reaper, state.as_str(), &payload),
+            Err(e) => eprintln!("sublaunch-shim: cannot run the completion hook: {e}"),
+        }
     }
     let _ = ctx.fire(ShimPoint::BeforeExit);
     if status_landed || result_ok {

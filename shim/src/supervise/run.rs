@@ -156,13 +156,25 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
 }
 
 /// R16: `status.json` failed with `Subagent runner startup failed: <cause>`, not-started proof,
-/// zero-writer candidate (never overwriting a terminal status), lease released, exit 1.
+/// zero-writer candidate (never overwriting a terminal status), lease released, the completion
+/// hook, exit 1.
 fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
     let message = format!("Subagent runner startup failed: {cause}");
     if let Ok(run) = ctx.open_run() {
         ctx.persist_startup_failure(&run, &message, true);
         if let Some(released) = ctx.release_lease() {
             crate::end::record::acknowledge_release(ctx, &run, released);
+        }
+        // The run committed and ended: its completion hook fires, with what the status says.
+        if ctx.cfg.on_end.is_some()
+            && let Some(status) = sublaunch_protocol::status::read_status(&run)
+                .ok()
+                .and_then(sublaunch_protocol::doc::ReadDoc::present)
+                .filter(sublaunch_protocol::status::Status::is_terminal)
+        {
+            let payload = sublaunch_protocol::hook::payload_from_status(&status, &ctx.cfg.async_dir);
+            let state = status.state.as_ref().map_or("failed", |s| s.as_str()).to_owned();
+            crate::end::hook::fire_after_run(ctx, &run, &mut Reaper::default(), &state, &payload);
         }
     }
     ctx.release_lease();

@@ -77,7 +77,7 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
 /// In the forked agent: SIGKILL when the shim dies. The signal follows the thread that forked,
 /// and the shim has one thread. Had the shim died before the request took effect, the agent
 /// would have been re-parented already, so it leaves at once.
-fn die_with(shim: rustix::process::Pid) {
+pub(crate) fn die_with(shim: rustix::process::Pid) {
     // SAFETY: prctl(PR_SET_PDEATHSIG) takes a signal number and touches no memory of ours.
     unsafe {
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -91,7 +91,7 @@ fn die_with(shim: rustix::process::Pid) {
 /// Runs `f` with the process umask set to `mask`, then restores the shim's. The child that
 /// `f` spawns inherits `mask`; the shim's own files never depend on its umask (each is
 /// created with an explicit private mode), so the short window is harmless to them.
-fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
+pub(crate) fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
     let Some(mask) = mask else { return f() };
     let shim_mask = rustix::process::umask(rustix::fs::Mode::from_raw_mode(mask & 0o777));
     let result = f();
@@ -100,7 +100,7 @@ fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
 }
 
 /// An anonymous in-memory file holding `bytes`, positioned at its start (the agent's stdin).
-fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
+pub(crate) fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
     use rustix::fs::{MemfdFlags, SeekFrom};
     let fd = rustix::fs::memfd_create("sublaunch-prompt", MemfdFlags::CLOEXEC)?;
     let mut written = 0;

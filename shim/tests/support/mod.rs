@@ -221,6 +221,7 @@ impl Root {
             launch_barrier_token: spec.revival.is_none().then(|| instance.clone()),
             agent_umask: None,
             workflow: Default::default(),
+            on_end: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

@@ -13,7 +13,7 @@ mod discovery;
 mod file;
 mod program;
 mod runner;
-mod trust;
+pub(crate) mod trust;
 
 pub use builtin::builtins;
 pub use discovery::{Catalog, discover, discover_in};

@@ -156,6 +156,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         runner_process_instance_id: "uuid",
         workflow: &workflow,
         agent_umask: Some(0o022),
+        on_end: None,
     };
     let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));

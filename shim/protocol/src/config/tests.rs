@@ -213,3 +213,30 @@ fn p13_a_placement_is_checked_before_anything_runs() {
         assert!(error_of(&v).contains(message), "{field}: {}", error_of(&v));
     }
 }
+
+#[test]
+fn on_end_is_a_command_with_a_positive_time_limit() {
+    let mut with_hook = valid();
+    with_hook["onEnd"] = json!({"command": "notify-send done", "timeoutMs": 5000});
+    let config = parse_runner_config(&serde_json::to_vec(&with_hook).unwrap()).unwrap();
+    assert_eq!(
+        config.on_end,
+        Some(crate::hook::OnEnd {
+            command: "notify-send done".into(),
+            timeout_ms: 5000
+        })
+    );
+    for bad in [
+        json!("echo"),
+        json!({"command": "", "timeoutMs": 5}),
+        json!({"command": "echo", "timeoutMs": 0}),
+        json!({"command": "echo"}),
+        json!({"timeoutMs": 5}),
+    ] {
+        with_hook["onEnd"] = bad;
+        assert_eq!(
+            error_of(&with_hook),
+            "Invalid runner configuration: 'onEnd' must be an object with a non-empty 'command' and a positive integer 'timeoutMs'."
+        );
+    }
+}
