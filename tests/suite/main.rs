@@ -28,3 +28,4 @@ mod registry_cli;
 mod remote_cli;
 mod remote_sshd;
 mod run_planning;
+mod wait_many_cli;

@@ -39,7 +39,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn logs(args: &Args) -> Result<ExitCode, ExitCode> {
-    let (store, run) = open_run(&args.run_id, "logs")?;
+    let (store, run, _) = open_run(&args.run_id, "logs")?;
     let mut streams = Streams::new(!args.raw);
     streams
         .copy_new_output(&run, !args.follow)

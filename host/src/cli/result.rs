@@ -21,22 +21,21 @@ pub struct Args {
 
 /// Runs `sublaunch result`.
 pub fn run(args: Args) -> ExitCode {
-    let (store, run) = match open_run(&args.run_id, "result") {
+    let (store, run, run_id) = match open_run(&args.run_id, "result") {
         Ok(opened) => opened,
         Err(code) => return code,
     };
     for warning in store.reconcile_run(&run) {
         eprintln!("sublaunch result: warning: {warning}");
     }
-    let payload = match read_result(&store, &args.run_id) {
+    let payload = match read_result(&store, &run_id) {
         Ok(payload) => payload,
         Err(AnswerError::NotYet(_)) => {
             let state = status_of(&run).map_or_else(|| "unknown".to_owned(), |s| state_name(&s).to_owned());
             return fail(
                 "result",
                 format_args!(
-                    "run '{}' has no result yet (it is {state}); `sublaunch wait {}` waits for it",
-                    args.run_id, args.run_id
+                    "run '{run_id}' has no result yet (it is {state}); `sublaunch wait {run_id}` waits for it"
                 ),
             );
         }
@@ -54,7 +53,7 @@ pub fn run(args: Args) -> ExitCode {
             say!("{answer}");
         }
         if let Some(error) = &payload.error {
-            eprintln!("{}: {}", args.run_id, payload.state);
+            eprintln!("{run_id}: {}", payload.state);
             eprintln!("{}", super::terminal_text::for_terminal(error));
         }
     }

@@ -50,11 +50,11 @@ pub struct Args {
 
 /// Runs `sublaunch resume`.
 pub fn run(args: Args) -> ExitCode {
-    let (store, source) = match open_run(&args.run_id, "resume") {
+    let (store, source, source_id) = match open_run(&args.run_id, "resume") {
         Ok(opened) => opened,
         Err(code) => return code,
     };
-    let source_id = &args.run_id;
+    let source_id = &source_id;
     store.reconcile_run(&source);
     if let Some(status) = status_of(&source).filter(|s| !s.is_terminal()) {
         let state = state_name(&status);
@@ -106,7 +106,7 @@ pub fn run(args: Args) -> ExitCode {
             revival_lease: Some(RevivalLease {
                 session_file: session_file.to_string_lossy().into_owned(),
                 run_id,
-                source_run_id: args.run_id.clone(),
+                source_run_id: source_id.clone(),
                 parent_session_id: None,
                 extra: serde_json::Map::new(),
             }),

@@ -6,9 +6,9 @@ use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::launch::reconcile::RunStore;
+use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::layout::validate_run_id;
 use sublaunch_protocol::os::clock::iso8601_utc;
 use sublaunch_protocol::status::{RunState, Status};
 
@@ -39,21 +39,31 @@ pub fn open_store(command: &str) -> Result<RunStore, ExitCode> {
     RunStore::open(&layout, &env).map_err(|e| fail(command, e))
 }
 
-/// The run store and the run directory of `run_id`; an invalid or unknown id is a usage
-/// error (exit 2).
-pub fn open_run(run_id: &str, command: &str) -> Result<(RunStore, Dir), ExitCode> {
+/// The run store, the run directory and the full id of the run `run_id` names (its id, or a
+/// unique prefix of it); an invalid, unknown or ambiguous id is a usage error (exit 2).
+pub fn open_run(run_id: &str, command: &str) -> Result<(RunStore, Dir, String), ExitCode> {
     let store = open_store(command)?;
-    if let Err(e) = validate_run_id(run_id) {
-        eprintln!("sublaunch {command}: {e}");
-        return Err(ExitCode::from(EXIT_USAGE));
-    }
-    match store.run_dir(run_id) {
-        Ok(Some(run)) => Ok((store, run)),
+    let (run, resolved) = find_run(&store, run_id, command)?;
+    Ok((store, run, resolved))
+}
+
+/// The directory and the full id of the run `run_id` names in `store` (see [`open_run`]).
+pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<(Dir, String), ExitCode> {
+    let resolved = match resolve_run_id(store, run_id) {
+        Ok(resolved) => resolved,
+        Err(e @ (RunIdError::Invalid(_) | RunIdError::Unknown(_) | RunIdError::Ambiguous { .. })) => {
+            eprintln!("sublaunch {command}: {e}");
+            return Err(ExitCode::from(EXIT_USAGE));
+        }
+        Err(e @ RunIdError::Io { .. }) => return Err(fail(command, e)),
+    };
+    match store.run_dir(&resolved) {
+        Ok(Some(run)) => Ok((run, resolved)),
         Ok(None) => {
-            eprintln!("sublaunch {command}: unknown run '{run_id}'");
+            eprintln!("sublaunch {command}: unknown run '{resolved}'");
             Err(ExitCode::from(EXIT_USAGE))
         }
-        Err(e) => Err(fail(command, format_args!("cannot open run '{run_id}': {e}"))),
+        Err(e) => Err(fail(command, format_args!("cannot open run '{resolved}': {e}"))),
     }
 }
 

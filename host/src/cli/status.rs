@@ -18,7 +18,7 @@ pub struct Args {
 
 /// Runs `sublaunch status`.
 pub fn run(args: Args) -> ExitCode {
-    let (store, run) = match open_run(&args.run_id, "status") {
+    let (store, run, run_id) = match open_run(&args.run_id, "status") {
         Ok(opened) => opened,
         Err(code) => return code,
     };
@@ -29,26 +29,25 @@ pub fn run(args: Args) -> ExitCode {
         return match raw_status(&run) {
             Ok(mut value) => {
                 // An ended run's answer, so one call tells a script both.
-                if let (Some(object), Ok(payload)) = (
-                    value.as_object_mut(),
-                    sublaunch::runs::read_result(&store, &args.run_id),
-                ) {
+                if let (Some(object), Ok(payload)) =
+                    (value.as_object_mut(), sublaunch::runs::read_result(&store, &run_id))
+                {
                     object.insert("result".into(), sublaunch::runs::answer_json(&payload));
                 }
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
             }
-            Err(e) => fail("status", format_args!("run '{}': {e}", args.run_id)),
+            Err(e) => fail("status", format_args!("run '{run_id}': {e}")),
         };
     }
     match status_of(&run) {
         Some(status) => {
-            say!("{}", describe(&args.run_id, &run, &status, now_ms()));
+            say!("{}", describe(&run_id, &run, &status, now_ms()));
             ExitCode::SUCCESS
         }
         None => {
             let why = super::runs::status_problem(&run);
-            fail("status", format_args!("run '{}': {why}", args.run_id))
+            fail("status", format_args!("run '{run_id}': {why}"))
         }
     }
 }

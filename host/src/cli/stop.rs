@@ -34,15 +34,15 @@ pub fn run(args: Args) -> ExitCode {
 
 fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
     let limit = timeout_arg(args.timeout, "stop")?.unwrap_or(DEFAULT_STOP_WAIT);
-    let (store, run) = open_run(&args.run_id, "stop")?;
+    let (store, run, run_id) = open_run(&args.run_id, "stop")?;
     if let Some(status) = status_of(&run).filter(|s| s.is_terminal()) {
-        say!("{}: {} (already ended)", args.run_id, state_name(&status));
+        say!("{run_id}: {} (already ended)", state_name(&status));
         return Ok(ExitCode::SUCCESS);
     }
     let request = json!({
         "version": 1,
         "action": "stop",
-        "runId": args.run_id,
+        "runId": run_id,
         "requestedAt": super::runs::now_ms(),
         "requestedBy": "sublaunch-cli",
     });
@@ -56,7 +56,7 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
     if let Err(e) = written {
         return Err(fail(
             "stop",
-            format_args!("cannot request the stop of '{}': {e}", args.run_id),
+            format_args!("cannot request the stop of '{run_id}': {e}"),
         ));
     }
     let runtime = async_runtime("stop")?;
@@ -70,16 +70,15 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
                 .as_deref()
                 .filter(|_| status.state != Some(RunState::Stopped))
             {
-                Some(error) => say!("{}: {}: {}", args.run_id, state_name(&status), for_terminal(error)),
-                None => say!("{}: {}", args.run_id, state_name(&status)),
+                Some(error) => say!("{run_id}: {}: {}", state_name(&status), for_terminal(error)),
+                None => say!("{run_id}: {}", state_name(&status)),
             }
             ExitCode::SUCCESS
         }
         WaitEnd::TimedOut => fail(
             "stop",
             format_args!(
-                "run '{}' did not record its end within {}s",
-                args.run_id,
+                "run '{run_id}' did not record its end within {}s",
                 limit.as_secs_f64()
             ),
         ),

@@ -1,25 +1,46 @@
-//! `sublaunch wait RUN_ID [--timeout SECS] [--json]`: waits for the run's end, showing its
-//! progress on stderr ([`super::progress`]); exit 0 complete, 1 any other end, 124 on
-//! timeout. Works for runs launched by other processes.
+//! `sublaunch wait RUN_ID… [--any|--all] [--timeout SECS] [--json]`: waits for runs to end.
+//! One run: its progress on stderr ([`super::progress`]), then its end. Several: a line per
+//! run as it ends (`<id>: <state>`, its error on stderr), or with `--json` an object per line;
+//! `--all` (the default) waits for every run, `--any` for the first. Exit 0 when every run
+//! waited for completed, 1 when one ended otherwise, 124 on timeout. A run id may be a unique
+//! prefix; works for runs launched by other processes.
 
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
-use super::runs::{EXIT_TIMEOUT, async_runtime, open_run, outcome_code, state_name, timeout_arg};
+use super::runs::{EXIT_TIMEOUT, async_runtime, find_run, open_store, outcome_code, state_name, timeout_arg};
+use super::terminal_text::for_terminal;
 use serde_json::json;
+use std::collections::HashMap;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
+use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::tokio;
-use sublaunch::runs::{WaitEnd, wait_terminal};
+use sublaunch::runs::{
+    AnswerError, RunWatcher, WaitEnd, WaitUntil, answer_json, read_result, status_of, wait_many, wait_terminal,
+};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::results::ResultPayload;
+use sublaunch_protocol::status::{RunState, Status};
 
 /// Arguments of `sublaunch wait`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// The run id.
-    run_id: String,
+    /// The run ids (or unique prefixes of them).
+    #[arg(required = true, value_name = "RUN_ID")]
+    run_ids: Vec<String>,
+    /// With several runs: return when the first of them ends.
+    #[arg(long, conflicts_with = "all")]
+    any: bool,
+    /// With several runs: return when every one of them has ended (the default).
+    #[arg(long)]
+    all: bool,
     /// Give up after SECS seconds (exit 124).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
-    /// Print the end as one JSON object (progress on stderr as JSON lines).
+    /// Print the end as one JSON object (progress on stderr as JSON lines); with several runs
+    /// a JSON object per line as each ends.
     #[arg(long)]
     json: bool,
 }
@@ -31,45 +52,162 @@ pub fn run(args: Args) -> ExitCode {
 
 fn wait(args: &Args) -> Result<ExitCode, ExitCode> {
     let limit = timeout_arg(args.timeout, "wait")?;
-    let (store, run) = open_run(&args.run_id, "wait")?;
+    let store = open_store("wait")?;
+    let mut runs: Vec<(String, Arc<Dir>)> = Vec::new();
+    for text in &args.run_ids {
+        let (run, run_id) = find_run(&store, text, "wait")?;
+        // An id given twice (or as two prefixes) is waited for once.
+        if !runs.iter().any(|(seen, _)| *seen == run_id) {
+            runs.push((run_id, Arc::new(run)));
+        }
+    }
     let runtime = async_runtime("wait")?;
-    let (store, run) = (Arc::new(store), Arc::new(run));
-    let mut progress = Progress::new(run.clone(), &args.run_id, Style::detect(args.json));
-    let (end, snapshot) = runtime.block_on(async {
+    let store = Arc::new(store);
+    if let [(run_id, run)] = runs.as_slice() {
+        return Ok(wait_one(args, &runtime, &store, (run_id, run), limit));
+    }
+    let until = if args.any { WaitUntil::Any } else { WaitUntil::All };
+    Ok(wait_several(args.json, &runtime, &store, runs, until, limit))
+}
+
+/// One run: today's `wait`, with its progress.
+fn wait_one(
+    args: &Args,
+    runtime: &tokio::runtime::Runtime,
+    store: &Arc<RunStore>,
+    (run_id, run): (&str, &Arc<Dir>),
+    limit: Option<Duration>,
+) -> ExitCode {
+    let mut progress = Progress::new(run.clone(), run_id, Style::detect(args.json));
+    let (end, snapshot, result) = runtime.block_on(async {
         let end = tokio::select! {
-            end = wait_terminal(&store, &run, limit) => end,
+            end = wait_terminal(store, run, limit) => end,
             () = progress.follow() => unreachable!("progress follows until the wait ends"),
         };
-        (end, progress.finish().await)
+        let snapshot = progress.finish().await;
+        // The shim writes the result just after the terminal status.
+        let result = match (&end, args.json) {
+            (WaitEnd::Terminal(_), true) => written_result(store, run_id, run).await,
+            _ => None,
+        };
+        (end, snapshot, result)
     });
-    Ok(match end {
+    match end {
         WaitEnd::Terminal(status) => {
             if args.json {
                 say!(
                     "{}",
                     json!({
-                        "runId": args.run_id,
+                        "runId": run_id,
                         "runDir": run.path(),
                         "state": state_name(&status),
                         "error": status.error,
                         "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")),
                         "steps": steps_json(&snapshot),
-                        "result": sublaunch::runs::read_result(&store, &args.run_id)
-                            .ok()
-                            .map(|payload| sublaunch::runs::answer_json(&payload)),
+                        "result": result.map(|payload| answer_json(&payload)),
                     })
                 );
             } else {
-                say!("{}: {}", args.run_id, state_name(&status));
+                say!("{}: {}", run_id, state_name(&status));
                 if let Some(error) = &status.error {
-                    eprintln!("{}", super::terminal_text::for_terminal(error));
+                    eprintln!("{}", for_terminal(error));
                 }
             }
             outcome_code(status.state.as_ref())
         }
         WaitEnd::TimedOut => {
-            eprintln!("sublaunch wait: run '{}' is still active", args.run_id);
+            eprintln!("sublaunch wait: run '{run_id}' is still active");
             ExitCode::from(EXIT_TIMEOUT)
         }
-    })
+    }
+}
+
+/// Several runs: a line (or a JSON object) per run as it ends, no progress.
+fn wait_several(
+    json: bool,
+    runtime: &tokio::runtime::Runtime,
+    store: &Arc<RunStore>,
+    runs: Vec<(String, Arc<Dir>)>,
+    until: WaitUntil,
+    limit: Option<Duration>,
+) -> ExitCode {
+    let dirs: HashMap<String, Arc<Dir>> = runs.iter().cloned().collect();
+    // The ends are printed by a task of their own: a JSON line waits for the result the shim
+    // writes just after the terminal status, while the other runs are still waited for.
+    let (sender, mut ends) = tokio::sync::mpsc::unbounded_channel::<(String, Box<Status>)>();
+    let report = move |run_id: &str, status: &Status| {
+        let _ = sender.send((run_id.to_owned(), Box::new(status.clone())));
+    };
+    let print = async {
+        while let Some((run_id, status)) = ends.recv().await {
+            if json {
+                let result = match dirs.get(&run_id) {
+                    Some(run) => written_result(store, &run_id, run).await,
+                    None => None,
+                };
+                say!(
+                    "{}",
+                    json!({
+                        "runId": run_id,
+                        "state": state_name(&status),
+                        "error": status.error,
+                        "result": result.map(|payload| answer_json(&payload)),
+                    })
+                );
+            } else {
+                say!("{}: {}", run_id, state_name(&status));
+                if let Some(error) = &status.error {
+                    eprintln!("{}", for_terminal(error));
+                }
+            }
+        }
+    };
+    let (outcome, ()) = runtime.block_on(async { tokio::join!(wait_many(store, runs, until, limit, report), print) });
+    if outcome.timed_out {
+        for run_id in &outcome.still_running {
+            eprintln!("sublaunch wait: run '{run_id}' is still active");
+        }
+        return ExitCode::from(EXIT_TIMEOUT);
+    }
+    let all_complete = outcome
+        .ended
+        .iter()
+        .all(|(_, status)| status.state == Some(RunState::Complete));
+    let all_seen = until == WaitUntil::Any || outcome.still_running.is_empty();
+    if !all_complete || outcome.ended.is_empty() || !all_seen {
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+/// How long an end printed as JSON waits for the run's result.
+const RESULT_WAIT: Duration = Duration::from_secs(10);
+
+/// The run's result once it is written: the shim publishes it just after the terminal status,
+/// so a wait that saw the status end may look too early. While the terminal run's shim is
+/// alive (at most [`RESULT_WAIT`]), its exit and the run directory are watched; `None` when
+/// there is no readable result.
+async fn written_result(store: &RunStore, run_id: &str, run: &Dir) -> Option<ResultPayload> {
+    let deadline = tokio::time::Instant::now() + RESULT_WAIT;
+    let mut watcher: Option<RunWatcher> = None;
+    loop {
+        match read_result(store, run_id) {
+            Err(AnswerError::NotYet(_)) => {}
+            read => return read.ok(),
+        }
+        let writer = status_of(run)
+            .filter(Status::is_terminal)
+            .and_then(|s| Some((s.pid?, s.pid_start_identity)))
+            .filter(|(pid, identity)| SystemProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
+        let Some((pid, identity)) = writer else {
+            // The shim is gone: whatever it published is there now.
+            return read_result(store, run_id).ok();
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return None;
+        }
+        let watcher = watcher.get_or_insert_with(|| RunWatcher::new(run.path()));
+        watcher.watch_pid(pid, identity.as_deref());
+        let _ = tokio::time::timeout_at(deadline, watcher.changed()).await;
+    }
 }
