@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the real agent CLIs the test suite runs behind a fake model server
 # (tests/suite/real_agents.rs): Claude Code, Codex and pi, plus a Node.js 22 binary (pi needs
-# Node 22 or later), from npm into target/agents/node_modules. Versions are pinned by
+# Node 22 or later), and the official MCP client SDK the MCP tests drive `sublaunch mcp` with
+# (tests/mcp), from npm into target/agents/node_modules. Versions are pinned by
 # tests/agents/package.json and tests/agents/package-lock.json.
 #
 # Idempotent: a stamp holding the hash of the pins skips the work when nothing changed.
@@ -34,4 +35,5 @@ bin=$dest/node_modules/.bin
 for cli in claude codex pi node; do
     [[ -x $bin/$cli ]] || die "$bin/$cli is missing after npm ci"
 done
+[[ -f $dest/node_modules/@modelcontextprotocol/sdk/package.json ]] || die "the MCP SDK is missing after npm ci"
 say "ready: $("$bin/claude" --version), $("$bin/codex" --version), pi $(PATH="$PWD/$bin:$PATH" "$bin/pi" --version)"

@@ -20,6 +20,7 @@ mod hooks_cli;
 mod launch_cli;
 mod launch_library;
 mod launch_stress;
+mod mcp_cli;
 mod plan_cli;
 mod progress_cli;
 mod real_agents;

@@ -71,6 +71,7 @@ pub struct Reply {
 enum ReplyKind {
     Text(String),
     Json(Value),
+    ToolCall { name: String, input: Value },
     Error { status: u16, message: String },
     DropStream,
 }
@@ -90,6 +91,18 @@ impl Reply {
     pub fn json(value: Value) -> Reply {
         Reply {
             kind: ReplyKind::Json(value),
+            usage: Usage::default(),
+        }
+    }
+
+    /// A call of the client's tool `name` with `input` (Anthropic Messages only: a `tool_use`
+    /// block, stop reason `tool_use`), as a model that uses a tool answers.
+    pub fn tool_call(name: impl Into<String>, input: Value) -> Reply {
+        Reply {
+            kind: ReplyKind::ToolCall {
+                name: name.into(),
+                input,
+            },
             usage: Usage::default(),
         }
     }
@@ -663,6 +676,15 @@ mod anthropic {
 
     /// The content block of the reply: text, or a `StructuredOutput` tool call.
     fn block(request: &Request, reply: &Reply) -> (Value, Option<String>) {
+        if let ReplyKind::ToolCall { name, input } = &reply.kind {
+            let block = json!({
+                "type": "tool_use",
+                "id": format!("toolu_fake{}", next_id()),
+                "name": name,
+                "input": input,
+            });
+            return (block, Some(input.to_string()));
+        }
         if let ReplyKind::Json(value) = &reply.kind {
             let offers_tool = request
                 .body

@@ -130,7 +130,8 @@ fn text(value: &LooseString) -> String {
 }
 
 /// The JSON object of one agent.
-fn agent_json(agent: &AgentDef, shadowed: bool, catalog: &Catalog) -> Value {
+/// One agent as JSON (`agents --json`, the MCP `agents` tool).
+pub fn agent_json(agent: &AgentDef, shadowed: bool, catalog: &Catalog) -> Value {
     let planner = &agent.planner;
     let thinking = match &planner.thinking {
         None => Value::Null,

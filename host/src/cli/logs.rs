@@ -163,6 +163,55 @@ impl Streams {
     }
 }
 
+/// How much of the end of each output log [`tail_lines`] reads.
+const TAIL_READ_BYTES: u64 = 1024 * 1024;
+
+/// The last `count` lines of the run's output as `logs` shows them (readable: agents' event
+/// streams rendered, control characters neutralised, `[step agent] ` prefixes for runs of
+/// several steps), reading at most the last MiB of each step's log; steps in order.
+pub fn tail_lines(run: &Dir, count: usize, readable: bool) -> Vec<String> {
+    let status = status_of(run);
+    let steps = status
+        .as_ref()
+        .map_or_else(|| count_output_files(run), |s| s.step_count());
+    let labels = (steps > 1).then(|| super::progress::step_labels(run)).flatten();
+    let mut lines = Vec::new();
+    for step in 0..steps {
+        let Ok(Some(mut file)) = run.open_read(&names::output_log(step)) else {
+            continue;
+        };
+        let length = file.metadata().map_or(0, |m| m.len());
+        let mut bytes = Vec::new();
+        if file
+            .seek(SeekFrom::Start(length.saturating_sub(TAIL_READ_BYTES)))
+            .is_err()
+            || file.take(TAIL_READ_BYTES).read_to_end(&mut bytes).is_err()
+        {
+            continue;
+        }
+        let info = status.as_ref().and_then(|s| s.steps.as_ref()).and_then(|s| s.get(step));
+        let events =
+            readable && super::agent_text::renders(info.and_then(|s| s.extra.get("adapter")).and_then(|a| a.as_str()));
+        let prefix = match &labels {
+            Some(labels) if readable => format!(
+                "[{} {}] ",
+                labels.get(step).cloned().unwrap_or_else(|| (step + 1).to_string()),
+                info.and_then(|s| s.agent.as_deref()).unwrap_or("?")
+            ),
+            _ => String::new(),
+        };
+        for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            if readable {
+                lines.extend(readable_lines(line, events).into_iter().map(|l| format!("{prefix}{l}")));
+            } else {
+                lines.push(String::from_utf8_lossy(line).into_owned());
+            }
+        }
+    }
+    let skip = lines.len().saturating_sub(count);
+    lines.split_off(skip)
+}
+
 /// One line of agent output as it may be shown on a terminal (an agent's JSON event as what
 /// it says, when `events`).
 fn readable_lines(line: &[u8], events: bool) -> Vec<String> {

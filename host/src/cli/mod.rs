@@ -6,6 +6,7 @@ mod component;
 mod launching;
 mod list;
 mod logs;
+mod mcp;
 mod models;
 mod plan;
 mod progress;
@@ -59,6 +60,8 @@ enum Command {
     Result(result::Args),
     /// Start a new run that revives a finished run's session.
     Resume(resume::Args),
+    /// Serve the run tools over the Model Context Protocol on stdin/stdout, for coding agents.
+    Mcp(mcp::Args),
 }
 
 impl Cli {
@@ -78,6 +81,7 @@ impl Cli {
             Command::Logs(args) => logs::run(args),
             Command::Result(args) => result::run(args),
             Command::Resume(args) => resume::run(args),
+            Command::Mcp(args) => mcp::run(args),
         }
     }
 }

@@ -6,7 +6,7 @@
 use super::runs::say;
 use super::runs::{fail, open_run, state_name, status_of};
 use std::process::ExitCode;
-use sublaunch::runs::{AnswerError, answer_json, answer_text, read_result};
+use sublaunch::runs::{AnswerError, answer_json, answer_text, settled_result};
 
 /// Arguments of `sublaunch result`.
 #[derive(clap::Args)]
@@ -28,7 +28,11 @@ pub fn run(args: Args) -> ExitCode {
     for warning in store.reconcile_run(&run) {
         eprintln!("sublaunch result: warning: {warning}");
     }
-    let payload = match read_result(&store, &run_id) {
+    let runtime = match super::runs::async_runtime("result") {
+        Ok(runtime) => runtime,
+        Err(code) => return code,
+    };
+    let payload = match runtime.block_on(settled_result(&store, &run_id, &run)) {
         Ok(payload) => payload,
         Err(AnswerError::NotYet(_)) => {
             let state = status_of(&run).map_or_else(|| "unknown".to_owned(), |s| state_name(&s).to_owned());

@@ -5,13 +5,10 @@
 use super::runs::say;
 use super::runs::{async_runtime, fail, open_run, state_name, status_of, timeout_arg};
 use super::terminal_text::for_terminal;
-use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::runs::{WaitEnd, wait_terminal};
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::layout::names;
 use sublaunch_protocol::status::RunState;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
@@ -39,25 +36,9 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
         say!("{run_id}: {} (already ended)", state_name(&status));
         return Ok(ExitCode::SUCCESS);
     }
-    let request = json!({
-        "version": 1,
-        "action": "stop",
-        "runId": run_id,
-        "requestedAt": super::runs::now_ms(),
-        "requestedBy": "sublaunch-cli",
-    });
-    let written = run.ensure_child(names::CONTROL_DIR).and_then(|control| {
-        control.write_doc(
-            names::CONTROL_STOP,
-            &request,
-            super::environment().durability().for_kind(DocKind::ControlFile),
-        )
-    });
+    let written = sublaunch::runs::request_stop(&run, &run_id, "sublaunch-cli", &super::environment());
     if let Err(e) = written {
-        return Err(fail(
-            "stop",
-            format_args!("cannot request the stop of '{run_id}': {e}"),
-        ));
+        return Err(fail("stop", format_args!("cannot request the stop of '{run_id}': {e}")));
     }
     let runtime = async_runtime("stop")?;
     let (store, run) = (Arc::new(store), Arc::new(run));
@@ -77,10 +58,7 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
         }
         WaitEnd::TimedOut => fail(
             "stop",
-            format_args!(
-                "run '{run_id}' did not record its end within {}s",
-                limit.as_secs_f64()
-            ),
+            format_args!("run '{run_id}' did not record its end within {}s", limit.as_secs_f64()),
         ),
     })
 }

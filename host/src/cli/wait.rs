@@ -16,12 +16,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::tokio;
-use sublaunch::runs::{
-    AnswerError, RunWatcher, WaitEnd, WaitUntil, answer_json, read_result, status_of, wait_many, wait_terminal,
-};
+use sublaunch::runs::{WaitEnd, WaitUntil, answer_json, settled_result, wait_many, wait_terminal};
 use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::results::ResultPayload;
 use sublaunch_protocol::status::{RunState, Status};
 
 /// Arguments of `sublaunch wait`.
@@ -87,7 +83,7 @@ fn wait_one(
         let snapshot = progress.finish().await;
         // The shim writes the result just after the terminal status.
         let result = match (&end, args.json) {
-            (WaitEnd::Terminal(_), true) => written_result(store, run_id, run).await,
+            (WaitEnd::Terminal(_), true) => settled_result(store, run_id, run).await.ok(),
             _ => None,
         };
         (end, snapshot, result)
@@ -142,7 +138,7 @@ fn wait_several(
         while let Some((run_id, status)) = ends.recv().await {
             if json {
                 let result = match dirs.get(&run_id) {
-                    Some(run) => written_result(store, &run_id, run).await,
+                    Some(run) => settled_result(store, &run_id, run).await.ok(),
                     None => None,
                 };
                 say!(
@@ -178,36 +174,4 @@ fn wait_several(
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
-}
-
-/// How long an end printed as JSON waits for the run's result.
-const RESULT_WAIT: Duration = Duration::from_secs(10);
-
-/// The run's result once it is written: the shim publishes it just after the terminal status,
-/// so a wait that saw the status end may look too early. While the terminal run's shim is
-/// alive (at most [`RESULT_WAIT`]), its exit and the run directory are watched; `None` when
-/// there is no readable result.
-async fn written_result(store: &RunStore, run_id: &str, run: &Dir) -> Option<ResultPayload> {
-    let deadline = tokio::time::Instant::now() + RESULT_WAIT;
-    let mut watcher: Option<RunWatcher> = None;
-    loop {
-        match read_result(store, run_id) {
-            Err(AnswerError::NotYet(_)) => {}
-            read => return read.ok(),
-        }
-        let writer = status_of(run)
-            .filter(Status::is_terminal)
-            .and_then(|s| Some((s.pid?, s.pid_start_identity)))
-            .filter(|(pid, identity)| SystemProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
-        let Some((pid, identity)) = writer else {
-            // The shim is gone: whatever it published is there now.
-            return read_result(store, run_id).ok();
-        };
-        if tokio::time::Instant::now() >= deadline {
-            return None;
-        }
-        let watcher = watcher.get_or_insert_with(|| RunWatcher::new(run.path()));
-        watcher.watch_pid(pid, identity.as_deref());
-        let _ = tokio::time::timeout_at(deadline, watcher.changed()).await;
-    }
 }

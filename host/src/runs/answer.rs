@@ -4,8 +4,11 @@
 //! session).
 
 use super::RunStore;
+use crate::launch::tokio;
 use serde_json::{Value, json};
+use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
 use sublaunch_protocol::results::{ResultPayload, StepResult};
 use sublaunch_protocol::usage::Usage;
 
@@ -48,6 +51,40 @@ pub fn read_result(store: &RunStore, run_id: &str) -> Result<ResultPayload, Answ
             run_id: run_id.to_owned(),
             error,
         }),
+    }
+}
+
+/// How long [`settled_result`] waits for a shim that is still writing the result.
+const RESULT_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The result of `run_id` once it is written: the shim publishes it just after the terminal
+/// status (S5 order), so a caller that saw the status end may come too early. While the
+/// status is terminal and the run's shim is still alive, this waits (on the run directory and
+/// the shim's exit, at most 10 s) for the result instead of answering [`AnswerError::NotYet`].
+pub async fn settled_result(store: &RunStore, run_id: &str, run: &Dir) -> Result<ResultPayload, AnswerError> {
+    let deadline = tokio::time::Instant::now() + RESULT_SETTLE_LIMIT;
+    let mut watcher: Option<super::RunWatcher> = None;
+    loop {
+        match read_result(store, run_id) {
+            Err(AnswerError::NotYet(_)) => {}
+            done => return done,
+        }
+        let status = super::status_of(run);
+        let writer = status
+            .as_ref()
+            .filter(|s| s.is_terminal())
+            .and_then(|s| Some((s.pid?, s.pid_start_identity.clone())))
+            .filter(|(pid, identity)| SystemProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
+        let Some((pid, identity)) = writer else {
+            // A last look: the shim may have published and exited since the first.
+            return read_result(store, run_id);
+        };
+        if tokio::time::Instant::now() >= deadline {
+            return Err(AnswerError::NotYet(run_id.to_owned()));
+        }
+        let watcher = watcher.get_or_insert_with(|| super::RunWatcher::new(run.path()));
+        watcher.watch_pid(pid, identity.as_deref());
+        let _ = tokio::time::timeout_at(deadline, watcher.changed()).await;
     }
 }
 

@@ -6,13 +6,15 @@
 pub mod answer;
 pub mod run_ids;
 pub mod start;
+pub mod stop;
 pub mod wait;
 pub mod wait_many;
 pub mod watch;
 
 pub use crate::launch::reconcile::RunStore;
-pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage};
+pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result};
 pub use run_ids::{RunIdError, resolve_run_id};
+pub use stop::request_stop;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use wait_many::{WaitMany, WaitUntil, wait_many};
 pub use watch::RunWatcher;

@@ -1,0 +1,83 @@
+// Drives `sublaunch mcp` with the official MCP TypeScript SDK client, for tests/suite/mcp_cli.rs.
+//
+//   node driver.cjs SCRIPT.json
+//
+// SCRIPT: {"nodeModules": dir, "command": path, "args": [...], "env": {...}, "cwd": dir,
+//          "calls": [{"tool": name, "arguments": {...}, "progress": bool}, ...]}
+// A string argument "${N.a.b}" is replaced by field a.b of the JSON answer of call N (0-based).
+// Prints one JSON object: {"tools": [{name, description, inputSchema}], "calls": [{tool,
+// isError, text, json, progress: [messages]}]}.
+const path = require("node:path");
+const fs = require("node:fs");
+const { createRequire } = require("node:module");
+
+const script = JSON.parse(fs.readFileSync(process.argv[2], "utf8"));
+const load = createRequire(path.join(script.nodeModules, "driver.cjs"));
+const { Client } = load("@modelcontextprotocol/sdk/client/index.js");
+const { StdioClientTransport } = load("@modelcontextprotocol/sdk/client/stdio.js");
+
+function lookup(answers, reference) {
+  const [index, ...fields] = reference.split(".");
+  let value = answers[Number(index)];
+  for (const field of fields) value = value == null ? undefined : value[field];
+  if (value === undefined) throw new Error(`\${${reference}} is not in the answers`);
+  return value;
+}
+
+function substitute(value, answers) {
+  if (typeof value === "string") {
+    const whole = value.match(/^\$\{([^}]+)\}$/);
+    if (whole) return lookup(answers, whole[1]);
+    return value.replace(/\$\{([^}]+)\}/g, (_, ref) => String(lookup(answers, ref)));
+  }
+  if (Array.isArray(value)) return value.map((v) => substitute(v, answers));
+  if (value && typeof value === "object") {
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, substitute(v, answers)]));
+  }
+  return value;
+}
+
+async function main() {
+  const transport = new StdioClientTransport({
+    command: script.command,
+    args: script.args,
+    env: script.env,
+    cwd: script.cwd,
+    stderr: "inherit",
+  });
+  const client = new Client({ name: "sublaunch-tests", version: "1.0.0" });
+  await client.connect(transport);
+  const listed = await client.listTools();
+  const answers = [];
+  const calls = [];
+  for (const call of script.calls) {
+    const progress = [];
+    const options = call.progress
+      ? { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true, timeout: 120000 }
+      : { timeout: 120000 };
+    const result = await client.callTool(
+      { name: call.tool, arguments: substitute(call.arguments || {}, answers) },
+      undefined,
+      options,
+    );
+    const text = (result.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+    let json = null;
+    try {
+      json = JSON.parse(text);
+    } catch (_) {}
+    answers.push(json);
+    calls.push({ tool: call.tool, isError: result.isError === true, text, json, progress });
+  }
+  await client.close();
+  process.stdout.write(
+    JSON.stringify({
+      tools: listed.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+      calls,
+    }),
+  );
+}
+
+main().catch((error) => {
+  process.stderr.write(`driver: ${error.stack || error}\n`);
+  process.exit(1);
+});
