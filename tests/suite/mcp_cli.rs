@@ -153,6 +153,7 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
 #[test]
 fn bad_arguments_come_back_as_tool_errors_in_plain_words() {
     let scratch = Scratch::new("mcp-errors");
+    std::fs::create_dir_all(scratch.work().join("sub")).unwrap();
     let transcript = drive(
         &scratch,
         json!([
@@ -164,6 +165,7 @@ fn bad_arguments_come_back_as_tool_errors_in_plain_words() {
             {"tool": "result", "arguments": {"run_id": "shell-zzzzzzzz"}},
             {"tool": "status", "arguments": {"run_id": "shell-"}},
             {"tool": "run", "arguments": {"chain": {"steps": [{"agent": "shell"}]}}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "pwd", "cwd": "sub", "wait": true}},
         ]),
     );
     let calls = transcript["calls"].as_array().unwrap();
@@ -187,6 +189,13 @@ fn bad_arguments_come_back_as_tool_errors_in_plain_words() {
         );
     }
     assert!(error(7).contains("steps[0]"), "{}", error(7));
+    // A relative cwd is the server's directory's.
+    assert_eq!(
+        calls[8]["json"]["answer"].as_str().map(std::path::PathBuf::from),
+        Some(std::fs::canonicalize(scratch.work().join("sub")).unwrap()),
+        "{}",
+        calls[8]
+    );
 }
 
 #[test]

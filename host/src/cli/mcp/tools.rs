@@ -117,13 +117,18 @@ impl Server {
             },
         };
         let dir = state.local_dir(params.cwd.as_deref(), params.machine.as_deref());
+        // A local directory is resolved against the server's here, once.
+        let cwd = match (params.cwd, &params.machine) {
+            (Some(_), None) => Some(dir.to_string_lossy().into_owned()),
+            (cwd, _) => cwd,
+        };
         let request = RunRequest {
             work,
             model: params.model,
             thinking: params.thinking,
             max_thinking: None,
             machine: params.machine,
-            cwd: params.cwd,
+            cwd,
             models_file: None,
             timeout,
             run_id: None,
