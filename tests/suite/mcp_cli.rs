@@ -48,31 +48,46 @@ fn drive(scratch: &Scratch, calls: Value) -> Value {
 #[test]
 fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
     let scratch = Scratch::new("mcp-client");
-    let transcript = drive(
-        &scratch,
-        json!([
-            {"tool": "run", "arguments": {"agent": "shell", "task": "echo one"}},
-            {"tool": "run", "arguments": {"chain": {"steps": [
-                {"agent": "shell", "task": "echo first"},
-                {"agent": "shell", "task": "echo got {previous}"}]}}},
-            {"tool": "run", "arguments": {"chain": {"mode": "parallel", "steps": [
-                {"agent": "shell", "task": "echo a"},
-                {"agent": "shell", "task": "echo b"},
-                {"agent": "shell", "task": "echo c"}]}}},
-            {"tool": "wait", "arguments": {"run_ids": ["${0.runId}", "${1.runId}", "${2.runId}"]}, "progress": true},
-            {"tool": "result", "arguments": {"run_id": "${1.runId}"}},
-            {"tool": "logs", "arguments": {"run_id": "${2.runId}"}},
-            {"tool": "run", "arguments": {"agent": "shell", "task": "sleep 60"}},
-            {"tool": "run", "arguments": {"agent": "shell", "task": "echo quick"}},
-            {"tool": "wait", "arguments": {"run_ids": ["${6.runId}", "${7.runId}"], "mode": "any"}},
-            {"tool": "stop", "arguments": {"run_id": "${6.runId}"}},
-            {"tool": "run", "arguments": {"agent": "shell", "task": "echo waited", "wait": true}},
-            {"tool": "list", "arguments": {"all": true}},
-            {"tool": "status", "arguments": {"run_id": "${0.runId}"}},
-            {"tool": "agents", "arguments": {}},
-            {"tool": "models", "arguments": {"query": "claude-sonnet-4-5"}},
-        ]),
-    );
+    // Observers list every run while the client works; none may disturb it or fail.
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let transcript = std::thread::scope(|threads| {
+        let observer = threads.spawn(|| {
+            let mut looks = 0;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                ok(&scratch.cli(&["list", "--all", "--json"]).output().unwrap());
+                looks += 1;
+            }
+            looks
+        });
+        let transcript = drive(
+            &scratch,
+            json!([
+                {"tool": "run", "arguments": {"agent": "shell", "task": "echo one"}},
+                {"tool": "run", "arguments": {"chain": {"steps": [
+                    {"agent": "shell", "task": "echo first"},
+                    {"agent": "shell", "task": "echo got {previous}"}]}}},
+                {"tool": "run", "arguments": {"chain": {"mode": "parallel", "steps": [
+                    {"agent": "shell", "task": "echo a"},
+                    {"agent": "shell", "task": "echo b"},
+                    {"agent": "shell", "task": "echo c"}]}}},
+                {"tool": "wait", "arguments": {"run_ids": ["${0.runId}", "${1.runId}", "${2.runId}"]}, "progress": true},
+                {"tool": "result", "arguments": {"run_id": "${1.runId}"}},
+                {"tool": "logs", "arguments": {"run_id": "${2.runId}"}},
+                {"tool": "run", "arguments": {"agent": "shell", "task": "sleep 60"}},
+                {"tool": "run", "arguments": {"agent": "shell", "task": "echo quick"}},
+                {"tool": "wait", "arguments": {"run_ids": ["${6.runId}", "${7.runId}"], "mode": "any"}},
+                {"tool": "stop", "arguments": {"run_id": "${6.runId}"}},
+                {"tool": "run", "arguments": {"agent": "shell", "task": "echo waited", "wait": true}},
+                {"tool": "list", "arguments": {"all": true}},
+                {"tool": "status", "arguments": {"run_id": "${0.runId}"}},
+                {"tool": "agents", "arguments": {}},
+                {"tool": "models", "arguments": {"query": "claude-sonnet-4-5"}},
+            ]),
+        );
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        assert!(observer.join().unwrap() > 0);
+        transcript
+    });
     let tools: Vec<&str> = transcript["tools"]
         .as_array()
         .unwrap()
