@@ -23,6 +23,7 @@ mod launch_stress;
 mod mcp_cli;
 mod plan_cli;
 mod progress_cli;
+mod prune_cli;
 mod real_agents;
 mod real_cli_runs;
 mod registry_cli;

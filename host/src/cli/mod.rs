@@ -10,6 +10,7 @@ mod mcp;
 mod models;
 mod plan;
 mod progress;
+mod prune;
 mod result;
 mod resume;
 mod run;
@@ -60,6 +61,8 @@ enum Command {
     Result(result::Args),
     /// Start a new run that revives a finished run's session.
     Resume(resume::Args),
+    /// Remove ended runs (all, or those older than a duration or in given states).
+    Prune(prune::Args),
     /// Serve the run tools over the Model Context Protocol on stdin/stdout, for coding agents.
     Mcp(mcp::Args),
 }
@@ -82,6 +85,7 @@ impl Cli {
             Command::Result(args) => result::run(args),
             Command::Resume(args) => resume::run(args),
             Command::Mcp(args) => mcp::run(args),
+            Command::Prune(args) => prune::run(args),
         }
     }
 }

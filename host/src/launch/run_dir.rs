@@ -141,25 +141,44 @@ pub(crate) fn open_existing(runs: &Dir, run_id: &str) -> Result<Option<Dir>, Str
 /// Removes a run directory this launch created: renamed aside first (so it disappears at
 /// once), then emptied and removed. Best effort.
 pub(crate) fn discard(runs: &Dir, run_id: &str) {
-    let aside = hidden_name(runs, run_id, REMOVING_SUFFIX);
-    if runs.rename_to(run_id, runs, &aside).is_ok() {
+    if let Ok(aside) = aside(runs, run_id) {
         remove_hidden(runs, &aside);
     }
 }
 
-/// Empties and removes a hidden staging/removing directory (its files only; no recursion
-/// into subdirectories, which a launch never creates there).
+/// Renames `<runs>/<run_id>` to a hidden removing name (one step that takes the run out of
+/// every listing; a crash after it leaves a directory the sweep removes); returns that name.
+pub(crate) fn aside(runs: &Dir, run_id: &str) -> std::io::Result<String> {
+    let aside = hidden_name(runs, run_id, REMOVING_SUFFIX);
+    runs.rename_to(run_id, runs, &aside)?;
+    Ok(aside)
+}
+
+/// Empties and removes a hidden staging/removing directory, subdirectories included (an
+/// ended run's `control/` or pi's sessions), without following symbolic links. Best effort.
 pub(crate) fn remove_hidden(runs: &Dir, name: &str) {
-    if let Ok(Some(dir)) = runs.open_child(name)
-        && let Ok(entries) = dir.entries()
-    {
-        for entry in entries {
-            if let Some(file) = entry.name.to_str() {
-                let _ = dir.remove(file);
-            }
-        }
+    if let Ok(Some(dir)) = runs.open_child(name) {
+        empty(&dir, 0);
     }
     let _ = runs.remove_empty_dir(name);
+}
+
+/// Removes what `dir` holds, at most 16 directories deep.
+fn empty(dir: &Dir, depth: usize) {
+    let Ok(entries) = dir.entries() else { return };
+    for entry in entries {
+        let Some(name) = entry.name.to_str() else { continue };
+        if entry.file_type == rustix::fs::FileType::Directory {
+            if depth < 16
+                && let Ok(Some(child)) = dir.open_child(name)
+            {
+                empty(&child, depth + 1);
+            }
+            let _ = dir.remove_empty_dir(name);
+        } else {
+            let _ = dir.remove(name);
+        }
+    }
 }
 
 /// The pid of a hidden staging/removing directory name, if it is one.

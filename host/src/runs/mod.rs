@@ -4,6 +4,7 @@
 //! embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
+pub mod prune;
 pub mod run_ids;
 pub mod start;
 pub mod stop;

@@ -1,0 +1,150 @@
+//! `sublaunch prune [--older-than DURATION] [--state STATE…] [--dry-run] [--json]`: removes
+//! ended runs (their directories, result files and index entries), each whole or not at all,
+//! never an active run, and says what it removed and how much space it freed.
+
+use super::runs::say;
+use super::runs::{fail, now_ms, open_store};
+use serde_json::json;
+use std::process::ExitCode;
+use std::time::Duration;
+use sublaunch::runs::prune::{PruneFilter, prune};
+use sublaunch_protocol::os::clock::iso8601_utc;
+use sublaunch_protocol::status::RunState;
+
+/// Arguments of `sublaunch prune`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Only runs that ended at least this long ago: `90s`, `30m`, `12h`, `7d` (a bare number
+    /// is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    older_than: Option<Duration>,
+    /// Only runs that ended in this state (complete, failed, stopped, paused, rejected);
+    /// repeat for several.
+    #[arg(long = "state", value_name = "STATE", value_parser = parse_state)]
+    states: Vec<RunState>,
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `sublaunch prune`.
+pub fn run(args: Args) -> ExitCode {
+    let store = match open_store("prune") {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let filter = PruneFilter {
+        older_than: args.older_than,
+        states: args.states,
+    };
+    let report = match prune(&store, &filter, now_ms(), args.dry_run) {
+        Ok(report) => report,
+        Err(e) => return fail("prune", e),
+    };
+    for problem in &report.problems {
+        eprintln!("sublaunch prune: {problem}");
+    }
+    if args.json {
+        let removed: Vec<_> = report
+            .removed
+            .iter()
+            .map(|r| json!({"runId": r.run_id, "state": r.state, "endedAt": r.ended_at, "bytes": r.bytes}))
+            .collect();
+        say!(
+            "{}",
+            json!({"dryRun": args.dry_run, "removed": removed, "freedBytes": report.freed_bytes})
+        );
+    } else {
+        let verb = if args.dry_run { "would remove" } else { "removed" };
+        for r in &report.removed {
+            let ended = r.ended_at.map(iso8601_utc).unwrap_or_default();
+            say!("{verb} {} ({}, ended {ended}, {})", r.run_id, r.state, size(r.bytes));
+        }
+        say!(
+            "{} {} run{}, {} {}",
+            if args.dry_run { "would remove" } else { "removed" },
+            report.removed.len(),
+            if report.removed.len() == 1 { "" } else { "s" },
+            size(report.freed_bytes),
+            if args.dry_run { "to free" } else { "freed" }
+        );
+    }
+    if report.problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// `512 B`, `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
+fn size(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", units[unit])
+    }
+}
+
+fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let (number, unit) = text
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((text, ""), |at| text.split_at(at));
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("'{text}' is not a duration (say 90s, 30m, 12h or 7d)"))?;
+    let seconds = match unit {
+        "" | "s" => value,
+        "m" => value * 60.0,
+        "h" => value * 3600.0,
+        "d" => value * 86_400.0,
+        "w" => value * 604_800.0,
+        _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use s, m, h, d or w)")),
+    };
+    if seconds.is_finite() && seconds >= 0.0 {
+        Ok(Duration::from_secs_f64(seconds))
+    } else {
+        Err(format!("'{text}' is not a duration"))
+    }
+}
+
+fn parse_state(text: &str) -> Result<RunState, String> {
+    match text {
+        "complete" => Ok(RunState::Complete),
+        "failed" => Ok(RunState::Failed),
+        "stopped" => Ok(RunState::Stopped),
+        "paused" => Ok(RunState::Paused),
+        "rejected" => Ok(RunState::Rejected),
+        "running" | "queued" => Err(format!("{text} runs are active; prune removes only ended runs")),
+        other => Err(format!(
+            "'{other}' is not a run state (complete, failed, stopped, paused, rejected)"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_and_sizes_read_as_people_write_them() {
+        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
+        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
+        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
+        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
+        assert!(parse_duration("soon").is_err());
+        assert!(parse_duration("3y").unwrap_err().contains("unknown unit"));
+        assert!(parse_state("running").unwrap_err().contains("active"));
+        assert_eq!((size(512), size(12_595)), ("512 B".to_owned(), "12.3 KiB".to_owned()));
+    }
+}

@@ -1,0 +1,153 @@
+//! Removing ended runs: their directories, result files and result-index entries. A run is
+//! removed whole or not at all as others see it: its directory is first renamed aside to a
+//! hidden name (one atomic step that takes it out of every listing), then emptied; a removal
+//! cut short by a crash leaves only that hidden directory, which the next reconciliation
+//! sweeps. Active runs are never touched, nor ended runs whose shim still lives (it may be
+//! writing the result or running the completion hook).
+
+use super::RunStore;
+use crate::launch::run_dir;
+use rustix::fs::FileType;
+use std::io;
+use std::time::Duration;
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::layout::{enc, names};
+use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::status::{RunState, Status};
+
+/// Which ended runs to remove.
+#[derive(Clone, Debug, Default)]
+pub struct PruneFilter {
+    /// Only runs that ended at least this long ago.
+    pub older_than: Option<Duration>,
+    /// Only runs in these states (empty: every ended state).
+    pub states: Vec<RunState>,
+}
+
+/// One run removed (or, in a dry run, that would be).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Removed {
+    /// The run id.
+    pub run_id: String,
+    /// Its terminal state.
+    pub state: String,
+    /// When it ended (wall ms).
+    pub ended_at: Option<u64>,
+    /// Bytes of its directory and result file.
+    pub bytes: u64,
+}
+
+/// What a prune did.
+#[derive(Clone, Debug, Default)]
+pub struct PruneReport {
+    /// The runs removed, oldest first.
+    pub removed: Vec<Removed>,
+    /// Bytes freed (or that would be).
+    pub freed_bytes: u64,
+    /// Runs that could not be removed, and why.
+    pub problems: Vec<String>,
+}
+
+/// Removes the ended runs of `store` that `filter` selects (`now_ms`: the wall clock);
+/// `dry_run` only reports them.
+pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool) -> io::Result<PruneReport> {
+    let active = store.active_run_ids()?;
+    let cutoff = filter
+        .older_than
+        .map(|age| now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
+    let mut candidates = Vec::new();
+    for id in store.run_ids()? {
+        if active.contains(&id) {
+            continue;
+        }
+        let Some(run) = store.run_dir(&id)? else { continue };
+        store.reconcile_run(&run);
+        let Some(status) = super::status_of(&run).filter(Status::is_terminal) else {
+            continue;
+        };
+        let Some(state) = status.state.clone() else { continue };
+        if !filter.states.is_empty() && !filter.states.contains(&state) {
+            continue;
+        }
+        if cutoff.is_some_and(|cutoff| status.ended_at.is_none_or(|ended| ended > cutoff)) {
+            continue;
+        }
+        if shim_alive(&status) {
+            continue;
+        }
+        candidates.push((id, run, status));
+    }
+    candidates.sort_by_key(|(id, _, status)| (status.ended_at.unwrap_or(0), id.clone()));
+    let results = store.root().results();
+    let mut report = PruneReport::default();
+    for (id, run, status) in candidates {
+        let result_file = format!("{id}.json");
+        let bytes = tree_bytes(&run)
+            + results
+                .stat(&result_file)?
+                .map_or(0, |s| u64::try_from(s.st_size).unwrap_or(0));
+        drop(run);
+        if !dry_run && let Err(e) = remove_run(store, &id) {
+            report.problems.push(format!("run '{id}' was not removed: {e}"));
+            continue;
+        }
+        report.freed_bytes += bytes;
+        report.removed.push(Removed {
+            run_id: id,
+            state: status.state.as_ref().map_or("unknown", RunState::as_str).to_owned(),
+            ended_at: status.ended_at,
+            bytes,
+        });
+    }
+    Ok(report)
+}
+
+/// Whether the run's shim (by pid and start identity) is still alive.
+fn shim_alive(status: &Status) -> bool {
+    status
+        .pid
+        .is_some_and(|pid| SystemProcesses.liveness(pid, status.pid_start_identity.as_deref()) != Liveness::Dead)
+}
+
+/// Takes the run out of `<runs>` in one rename, then removes its result and index entry and
+/// the renamed tree.
+fn remove_run(store: &RunStore, run_id: &str) -> io::Result<()> {
+    let runs = store.root().runs();
+    let aside = run_dir::aside(runs, run_id)?;
+    let results = store.root().results();
+    remove_missing_ok(results, &format!("{run_id}.json"))?;
+    if let Some(index) = results.open_path(&[names::RESULT_INDEX_DIR, names::RESULT_INDEX_RUNS_DIR])? {
+        remove_missing_ok(&index, &format!("{}.json", enc(run_id)))?;
+    }
+    run_dir::remove_hidden(runs, &aside);
+    Ok(())
+}
+
+fn remove_missing_ok(dir: &Dir, name: &str) -> io::Result<()> {
+    match dir.remove(name) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        other => other,
+    }
+}
+
+/// The bytes of the files under `dir` (symbolic links are not followed).
+fn tree_bytes(dir: &Dir) -> u64 {
+    let Ok(entries) = dir.entries() else { return 0 };
+    entries
+        .iter()
+        .filter_map(|entry| Some((entry.name.to_str()?, entry.file_type)))
+        .map(|(name, kind)| {
+            if kind == FileType::Directory {
+                dir.open_child(name)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |child| tree_bytes(&child))
+            } else {
+                dir.stat(name)
+                    .ok()
+                    .flatten()
+                    .map_or(0, |stat| u64::try_from(stat.st_size).unwrap_or(0))
+            }
+        })
+        .sum()
+}
