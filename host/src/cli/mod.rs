@@ -50,8 +50,8 @@ enum Command {
     Status(status::Args),
     /// List active runs (all runs with --all).
     List(list::Args),
-    /// Wait for a run to end, showing its progress (exit 0 complete, 1 otherwise, 124 on
-    /// timeout).
+    /// Wait for a run to end, showing its progress, or for several (--all, --any); exit 0
+    /// complete, 1 otherwise, 124 on timeout.
     Wait(wait::Args),
     /// Stop a run and its whole process tree.
     Stop(stop::Args),
@@ -59,7 +59,8 @@ enum Command {
     Logs(logs::Args),
     /// Print a finished run's answer (exit 0 when it completed).
     Result(result::Args),
-    /// Start a new run that revives a finished run's session.
+    /// Start a new run that revives a finished run's session, or continues its agent's
+    /// conversation with a follow-up (--task).
     Resume(resume::Args),
     /// Remove ended runs (all, or those older than a duration or in given states).
     Prune(prune::Args),
