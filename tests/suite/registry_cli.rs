@@ -465,7 +465,17 @@ fn m20_m_i18_a_registry_file_with_a_bad_context_window_is_refused() {
         );
         for args in [
             &["models"][..],
-            &["run", "--dry-run", "--agent", "shell", "--task", "echo hi"][..],
+            // A run whose plan picks a model reads the registry (a shell run does not).
+            &[
+                "run",
+                "--dry-run",
+                "--agent",
+                "pi",
+                "--task",
+                "hi",
+                "--model",
+                "acme/fine",
+            ][..],
         ] {
             let output = sandbox.sublaunch(args, NO_PI).output().unwrap();
             let message = stderr(&output);

@@ -6,6 +6,7 @@
 
 use crate::Environment;
 use crate::engine::planner::Planner;
+use crate::inputs::agents::AdapterId;
 use crate::inputs::agents::{Catalog, discover};
 use crate::inputs::chain::ChainFile;
 use crate::inputs::registry::Registry;
@@ -15,7 +16,7 @@ use crate::native_schemas::NativeSchemas;
 use crate::request::{self, Inputs, RunSpec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest};
+use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest, Step};
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -92,24 +93,68 @@ impl RunRequest {
     }
 }
 
-/// What a working directory offers: its agents, settings and registry.
+/// What a working directory offers: its agents, settings and (read when a plan needs it)
+/// registry.
 pub struct Gathered {
     inputs: Inputs,
     catalog: Catalog,
+    /// The registry file on top of the configured ones.
+    models: Option<PathBuf>,
 }
 
 impl Gathered {
-    /// The agents, settings and registry of `cwd` (`models`: a registry file on top).
+    /// The agents and settings of `cwd`; `models` is a registry file on top of the configured
+    /// ones, read with them only for a plan that picks models.
     pub fn read(cwd: &Path, models: Option<&Path>, env: &Environment) -> Result<Self, StartError> {
         let catalog = discover(cwd, env);
         let inputs = Inputs {
-            registry: Registry::load(cwd, models, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
+            registry: Registry::default(),
             settings: Settings::load(cwd, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
             env: env.clone(),
             agents: catalog.agents.clone(),
             cwd: cwd.to_owned(),
         };
-        Ok(Self { inputs, catalog })
+        Ok(Self {
+            inputs,
+            catalog,
+            models: models.map(Path::to_owned),
+        })
+    }
+
+    /// Reads the registry when `request` picks a model: a step names a model or a thinking
+    /// level, or runs an agent whose runner sublaunch plans models for (pi, a command). Runs
+    /// of coding-agent CLIs and shell steps never read it (their models are their own, M19),
+    /// so they do not pay for loading pi's catalog.
+    fn load_registry_for(&mut self, request: &RunRequest) -> Result<(), StartError> {
+        let steps = match &request.work {
+            Work::Agent { agent, .. } => vec![Step {
+                agent: Some(agent.clone()),
+                ..Step::default()
+            }],
+            Work::Chain { chain, .. } => chain.request_steps(),
+        };
+        let planned = |agent: Option<&str>| {
+            agent
+                .and_then(|name| self.catalog.get(name))
+                .is_some_and(|def| matches!(def.runner.adapter, AdapterId::Pi | AdapterId::Command))
+        };
+        let needed = request.model.is_some()
+            || request.thinking.is_some()
+            || steps.iter().any(|step| {
+                step.model.is_some()
+                    || step.thinking.is_some()
+                    || planned(step.agent.as_deref())
+                    || step
+                        .parallel
+                        .iter()
+                        .flatten()
+                        .any(|task| task.model.is_some() || task.thinking.is_some() || planned(Some(&task.agent)))
+            });
+        if needed {
+            self.inputs.registry = Registry::load(&self.inputs.cwd, self.models.as_deref(), &self.inputs.env)
+                .map_err(|e| StartError::Invalid(format!("{e:#}")))?;
+        }
+        Ok(())
     }
 
     /// Agent files left out because someone else could have written them, and completion
@@ -153,7 +198,9 @@ pub enum StartError {
 /// Plans `request` with the agents, settings and registry `gathered` (a machine catalog is
 /// read only when something can be placed).
 pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner) -> Result<Prepared, StartError> {
-    let Gathered { inputs, catalog } = gathered;
+    let mut gathered = gathered;
+    gathered.load_registry_for(&request)?;
+    let Gathered { inputs, catalog, .. } = gathered;
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
     let planned = plan(&mut plan_request, &inputs, planner)?;
