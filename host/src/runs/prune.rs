@@ -3,7 +3,8 @@
 //! hidden name (one atomic step that takes it out of every listing), then emptied; a removal
 //! cut short by a crash leaves only that hidden directory, which the next reconciliation
 //! sweeps. Active runs are never touched, nor ended runs whose shim still lives (it may be
-//! writing the result or running the completion hook).
+//! writing the result or running the completion hook) or whose proof is not final yet (the
+//! host that observed the end is still writing it).
 
 use super::RunStore;
 use crate::launch::run_dir;
@@ -72,7 +73,9 @@ pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool)
         if cutoff.is_some_and(|cutoff| status.ended_at.is_none_or(|ended| ended > cutoff)) {
             continue;
         }
-        if shim_alive(&status) {
+        // The shim gone and the proof final: nobody writes into the run any more (a host
+        // that observed the end writes the proof last).
+        if shim_alive(&status) || !proof_final(&status) {
             continue;
         }
         candidates.push((id, run, status));
@@ -107,6 +110,16 @@ fn shim_alive(status: &Status) -> bool {
     status
         .pid
         .is_some_and(|pid| SystemProcesses.liveness(pid, status.pid_start_identity.as_deref()) != Liveness::Dead)
+}
+
+/// Whether the run's process-terminal proof is no longer `pending`.
+fn proof_final(status: &Status) -> bool {
+    status
+        .process_terminal
+        .as_ref()
+        .and_then(|proof| proof.get("state"))
+        .and_then(serde_json::Value::as_str)
+        .is_some_and(|state| state != "pending")
 }
 
 /// Takes the run out of `<runs>` in one rename, then removes its result and index entry and
