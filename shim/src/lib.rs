@@ -128,9 +128,6 @@ fn run_committed(ctx: &mut Ctx) -> i32 {
     if let Err(error) = handshake::run(ctx) {
         return handshake::fail(ctx, &error);
     }
-    if let start::faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeCommit) {
-        return handshake::fail(ctx, &handshake::PreCommitError::Signal(signal));
-    }
     handshake::commit::commit(ctx);
     let stop = match ctx.fire(ShimPoint::AfterCommit) {
         start::faults::Fired::Stopped(signal) => Some(signal),

@@ -232,7 +232,10 @@ fn f15_fsync_error_on_the_proceed_file() {
 fn k8_a_proceed_whose_directory_fsync_fails_is_removed() {
     let scratch = Scratch::new("k8-dirfsync");
     let hooks = Arc::new(RecordingHooks::default());
-    let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EIO@dirfsync", &hooks));
+    // A shim that reads the file in the moment between its rename and its withdrawal lingers
+    // before taking it, so the host's withdrawal comes first whenever the shim looks.
+    let opts = options(&scratch, "proceed:EIO@dirfsync", &hooks).with_env(SHIM_FAULT_ENV, "before-commit:sleep:300");
+    let (failure, _) = failed_launch(&scratch, opts);
     assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
     let id = run_id(&failure);
     let run = scratch.run_dir(&id);
@@ -242,6 +245,26 @@ fn k8_a_proceed_whose_directory_fsync_fails_is_removed() {
     );
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_no_start(&scratch, &id, &hooks);
+    assert_clean(&scratch);
+}
+
+/// K8: the shim saw the proceed file of a failed write (its safety tick falls inside the
+/// host's held-open withdrawal) and then finds it withdrawn when it goes to take it: it keeps
+/// waiting, is terminated, and the agent never runs.
+#[test]
+fn k8_a_shim_that_saw_a_withdrawn_proceed_does_not_start() {
+    let scratch = Scratch::new("k8-withdrawn");
+    let hooks = Arc::new(RecordingHooks::default());
+    let opts = options(&scratch, "proceed:EIO@dirfsync;withdraw:sleep:1500", &hooks)
+        .with_env(SHIM_FAULT_ENV, "before-commit:sleep:2000");
+    let (failure, _) = failed_launch(&scratch, opts);
+    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
+    let id = run_id(&failure);
+    let run = scratch.run_dir(&id);
+    assert_eq!(status(&run).unwrap()["state"], "failed");
+    assert_no_start(&scratch, &id, &hooks);
+    let stderr = std::fs::read_to_string(run.join("runner.stderr.log")).unwrap_or_default();
+    assert!(!stderr.contains("should-not-run"), "{stderr}");
     assert_clean(&scratch);
 }
 

@@ -159,19 +159,25 @@ impl Handshake<'_> {
         };
         let ctx = self.ctx.clone();
         let bytes = to_pretty_bytes(&ControlMessage::new(action, token));
-        blocking(move || {
-            let written = ctx
-                .faults
-                .write(&ctx.run, point, action.file_name(), &bytes, ctx.policy.for_kind(kind));
-            // K8: a failed proceed must not be left behind. A write can fail after its rename
-            // (the directory fsync, A4), with the file already visible to the shim.
-            if written.is_err() && action == ControlAction::Proceed {
-                let _ = ctx.run.remove(action.file_name());
-            }
-            written
+        let written = blocking(move || {
+            ctx.faults
+                .write(&ctx.run, point, action.file_name(), &bytes, ctx.policy.for_kind(kind))
         })
-        .await
-        .map_err(|e| format!("{}: {e}", action.write_failure_prefix()))
+        .await;
+        if written.is_err() && action == ControlAction::Proceed {
+            self.withdraw_proceed().await;
+        }
+        written.map_err(|e| format!("{}: {e}", action.write_failure_prefix()))
+    }
+
+    /// K8: a failed proceed must not be left behind. A write can fail after its rename (the
+    /// directory fsync, A4), with the file already visible to the shim; the shim takes the
+    /// file before it commits, so whichever unlink comes first decides, and a shim that
+    /// finds it gone keeps waiting until it is terminated.
+    async fn withdraw_proceed(&self) {
+        self.ctx.fault_sleep(HostPoint::Withdraw).await;
+        let ctx = self.ctx.clone();
+        let _ = blocking(move || ctx.run.remove(ControlAction::Proceed.file_name())).await;
     }
 
     fn ring(&self, action: ControlAction) {

@@ -292,6 +292,17 @@ impl Dir {
         }
     }
 
+    /// Unlinks the file `name` and says whether this call removed it: `Ok(false)` when it was
+    /// already gone, so of two processes unlinking the same name exactly one sees `true`.
+    pub fn unlink_claim(&self, name: &str) -> io::Result<bool> {
+        check_name(name, &self.path)?;
+        match retry_eintr(|| self.os.files.unlinkat(self.fd.as_fd(), Path::new(name))) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(os_error(e, "unlink", &self.path.join(name))),
+        }
+    }
+
     /// Removes the directory `name` only if it is empty (never recursive, I6 b). Returns
     /// whether it was removed; absent or not empty is `Ok(false)`.
     pub fn remove_empty_dir(&self, name: &str) -> io::Result<bool> {

@@ -78,7 +78,18 @@ pub fn run(ctx: &mut Ctx) -> Result<(), PreCommitError> {
         revival(ctx)
     } else {
         let token = ctx.cfg.launch_barrier_token.clone().unwrap_or_default();
-        wait_control(ctx, ControlAction::Proceed, &token)
+        proceed(ctx, &token)
+    }
+}
+
+/// Waits for proceed and takes it: the commit point seen from the shim.
+fn proceed(ctx: &mut Ctx, token: &str) -> Result<(), PreCommitError> {
+    loop {
+        wait_control(ctx, ControlAction::Proceed, token)?;
+        fired(ctx.fire(ShimPoint::BeforeCommit))?;
+        if claim_proceed(ctx) {
+            return Ok(());
+        }
     }
 }
 
@@ -96,7 +107,7 @@ fn revival(ctx: &mut Ctx) -> Result<(), PreCommitError> {
     wait_control(ctx, ControlAction::Confirm, &token)?;
     write_report(ctx, StartupReport::confirmed(&token, ctx.pid))?;
     fired(ctx.fire(ShimPoint::AfterConfirmed))?;
-    wait_control(ctx, ControlAction::Proceed, &token)
+    proceed(ctx, &token)
 }
 
 /// R6a: takes the session lease; its token is T of the revival handshake.
@@ -224,6 +235,22 @@ fn wait_control(ctx: &mut Ctx, action: ControlAction, token: &str) -> Result<(),
         if signals::wait(&mut fds, Some(wake)) > 0 {
             // Messages are wake-ups only: the file is re-read at the top of the loop.
             let _ = ctx.doorbell.drain();
+        }
+    }
+}
+
+/// Takes the proceed file away before acting on it (K8, K12); whether it was still there. A host whose proceed write
+/// failed after the rename (its directory fsync, A4) withdraws the file by unlinking it; the
+/// single unlink that succeeds decides: when the host's came first, the file is gone here
+/// and the shim keeps waiting (to be terminated) instead of starting an agent the host
+/// reported as not started. Any other removal error leaves the commit as it was (K7).
+fn claim_proceed(ctx: &Ctx) -> bool {
+    let Ok(run) = ctx.open_run() else { return true };
+    match run.unlink_claim(names::RUNNER_STARTUP_PROCEED) {
+        Ok(claimed) => claimed,
+        Err(e) => {
+            eprintln!("sublaunch-shim: cannot remove {}: {e}", names::RUNNER_STARTUP_PROCEED);
+            true
         }
     }
 }

@@ -66,6 +66,8 @@ points! {
         Confirm = "confirm",
         /// The proceed control (H16).
         Proceed = "proceed",
+        /// Withdrawing a proceed file whose write failed after its rename (K8).
+        Withdraw = "withdraw",
         /// The startup-failure persistence (S5).
         StartupFailure = "startup-failure",
         /// The proof write (S7).
