@@ -69,6 +69,10 @@ pub mod names {
     pub const ACTIVE_RUNS_DIR: &str = ".active-runs";
     /// `<runs>/.active-runs/tool-calls` and `<results>/result-index/tool-calls`.
     pub const TOOL_CALLS_DIR: &str = "tool-calls";
+    /// `<runs>/.capacity`: one ticket per active run, the capacity queue.
+    pub const CAPACITY_DIR: &str = ".capacity";
+    /// `<runs>/.capacity/lock`: the queue's flock, holding the next arrival number.
+    pub const CAPACITY_LOCK: &str = "lock";
     /// `<runs>/.terminal-runs`.
     pub const TERMINAL_RUNS_DIR: &str = ".terminal-runs";
     /// `<results>/result-pending`.

@@ -12,13 +12,15 @@
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
 //! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a),
-//!   [`hook`] (completion hooks: what runs when a run ends, and how it ended);
+//!   [`hook`] (completion hooks: what runs when a run ends, and how it ended), [`capacity`]
+//!   (the queue of runs over the cap of active runs);
 //! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3), [`ids`] (session and group ids, H8);
 //! * fault injection of test builds — [`os::faults`] (inert in production).
 
 #![warn(missing_docs)]
 
 pub mod atomic;
+pub mod capacity;
 pub mod config;
 pub mod deferred;
 pub mod dir;
