@@ -6,6 +6,7 @@
 mod adapters_cli;
 mod agents_cli;
 mod bad_inputs;
+mod capacity_cli;
 mod chains_cli;
 mod chaos;
 mod crash_truth;

@@ -1,11 +1,14 @@
 //! `sublaunch list [--all] [--json]`: active runs (every run with `--all`). Listing first
 //! reconciles: orphan temp files are swept (A12), runs whose shim died unobserved get their
-//! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5).
+//! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5),
+//! the capacity queue is settled. A run waiting for capacity shows its place: `queued (2nd)`,
+//! `queuePosition` in `--json`.
 
 use super::runs::say;
-use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_name, status_of, summary_json};
+use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, status_of, summary_json};
 use std::process::ExitCode;
 use sublaunch_protocol::os::clock::iso8601_utc;
+use sublaunch_protocol::status::{RunState, Status};
 
 /// Arguments of `sublaunch list`.
 #[derive(clap::Args)]
@@ -43,11 +46,27 @@ pub fn run(args: Args) -> ExitCode {
             rows.push((id, run, status));
         }
     }
+    let places = store.queue_positions().unwrap_or_else(|e| {
+        eprintln!("sublaunch list: warning: cannot read the capacity queue: {e}");
+        Default::default()
+    });
+    let place = |id: &String, status: &Option<Status>| {
+        places
+            .get(id)
+            .copied()
+            .filter(|_| status.as_ref().is_some_and(|s| s.state == Some(RunState::Queued)))
+    };
     rows.sort_by_key(|(id, _, status)| (status.as_ref().and_then(|s| s.started_at).unwrap_or(0), id.clone()));
     if args.json {
         let list: Vec<_> = rows
             .iter()
-            .map(|(id, run, status)| summary_json(id, run, status.as_ref()))
+            .map(|(id, run, status)| {
+                let mut summary = summary_json(id, run, status.as_ref());
+                if let (Some(object), Some(place)) = (summary.as_object_mut(), place(id, status)) {
+                    object.insert("queuePosition".into(), place.into());
+                }
+                summary
+            })
             .collect();
         say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
         return ExitCode::SUCCESS;
@@ -62,7 +81,7 @@ pub fn run(args: Args) -> ExitCode {
         .map(|(id, _, status)| match status {
             Some(s) => [
                 id.clone(),
-                state_name(s).to_owned(),
+                state_with_place(s, place(id, status)),
                 agents(s),
                 s.started_at.map(iso8601_utc).unwrap_or_default(),
                 elapsed(s, now).map(duration).unwrap_or_default(),

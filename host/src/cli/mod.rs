@@ -2,6 +2,7 @@
 
 mod agent_text;
 mod agents;
+mod capacity;
 mod component;
 mod launching;
 mod list;

@@ -86,6 +86,18 @@ pub fn run(args: Args) -> ExitCode {
     let agent = plan.steps.first().map_or("run", |s| s.agent.as_str());
     let run_id = new_run_id(agent);
     let environment = super::environment();
+    let max_active = match super::capacity::max_active(&environment).and_then(|cap| match cap {
+        Some(cap) => Ok(Some(cap)),
+        None => sublaunch::inputs::settings::Settings::load(Path::new(&record.cwd), &environment)
+            .map_err(|e| format!("{e:#}"))?
+            .max_active(),
+    }) {
+        Ok(cap) => cap,
+        Err(message) => {
+            eprintln!("sublaunch resume: {message}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+    };
     // The completion hook carries over from the source run unless --on-end replaces it.
     let carried = sublaunch::launch::completion_hook::hook_of(&source)
         .ok()
@@ -115,6 +127,7 @@ pub fn run(args: Args) -> ExitCode {
         environment,
         continuation,
         on_end,
+        max_active,
         ..LaunchOptions::default()
     };
     launch_and_report(

@@ -12,6 +12,9 @@ use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 
 /// Arguments of `sublaunch run`.
 #[derive(clap::Args)]
+#[command(
+    after_help = "Capacity: SUBLAUNCH_MAX_ACTIVE=N (or subagents.maxActive in settings) caps the runs active at once; a run over the cap is recorded queued and starts in arrival order when a slot frees, even after this command has exited ('sublaunch list' shows its place, 'sublaunch stop' takes it out of the queue)."
+)]
 pub struct Args {
     /// The agent to run (`shell` runs the task with sh -c; `sublaunch agents` lists them).
     #[arg(long, required_unless_present = "chain", conflicts_with = "chain")]
@@ -112,6 +115,10 @@ pub fn run(args: Args) -> ExitCode {
             ..Caller::default()
         },
         on_end: args.on_end.clone(),
+        max_active: match super::capacity::max_active(&super::environment()) {
+            Ok(cap) => cap,
+            Err(e) => return usage(e),
+        },
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,

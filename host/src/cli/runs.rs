@@ -151,6 +151,26 @@ pub fn state_name(status: &Status) -> &str {
     status.state.as_ref().map_or("unknown", RunState::as_str)
 }
 
+/// `queued (2nd)` for a run waiting for capacity at that place, else the state.
+pub fn state_with_place(status: &Status, place: Option<usize>) -> String {
+    match place {
+        Some(place) if status.state == Some(RunState::Queued) => format!("queued ({})", ordinal(place)),
+        _ => state_name(status).to_owned(),
+    }
+}
+
+/// `1st`, `2nd`, `3rd`, `4th` … `11th` … `21st`.
+pub fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (_, 11..=13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
 /// The agents of the steps, comma-separated.
 pub fn agents(status: &Status) -> String {
     status

@@ -1,10 +1,12 @@
 //! `sublaunch status RUN_ID [--json]`: the run's status, after reconciling a run whose shim
 //! died unobserved (S13). `--json` prints the status.json object, with the answer of an ended
-//! run under `result` (see `sublaunch result`).
+//! run under `result` (see `sublaunch result`); a run waiting for capacity says its place in
+//! the queue (`queuePosition`).
 
 use super::runs::say;
 use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
 use std::process::ExitCode;
+use sublaunch_protocol::status::RunState;
 
 /// Arguments of `sublaunch status`.
 #[derive(clap::Args)]
@@ -25,6 +27,10 @@ pub fn run(args: Args) -> ExitCode {
     for warning in store.reconcile_run(&run) {
         eprintln!("sublaunch status: warning: {warning}");
     }
+    let queued = status_of(&run).is_some_and(|s| s.state == Some(RunState::Queued));
+    let place = queued
+        .then(|| store.queue_positions().ok()?.get(&run_id).copied())
+        .flatten();
     if args.json {
         return match raw_status(&run) {
             Ok(mut value) => {
@@ -33,6 +39,9 @@ pub fn run(args: Args) -> ExitCode {
                     (value.as_object_mut(), sublaunch::runs::read_result(&store, &run_id))
                 {
                     object.insert("result".into(), sublaunch::runs::answer_json(&payload));
+                }
+                if let (Some(object), Some(place)) = (value.as_object_mut(), place) {
+                    object.insert("queuePosition".into(), place.into());
                 }
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
@@ -43,6 +52,9 @@ pub fn run(args: Args) -> ExitCode {
     match status_of(&run) {
         Some(status) => {
             say!("{}", describe(&run_id, &run, &status, now_ms()));
+            if let Some(place) = place {
+                say!("queue    {} in line for a capacity slot", super::runs::ordinal(place));
+            }
             ExitCode::SUCCESS
         }
         None => {

@@ -118,6 +118,29 @@ impl Settings {
         Ok(settings)
     }
 
+    /// The cap of active runs under the state root (`subagents.maxActive`, a whole number
+    /// above 0), when set. A value of another kind is an error naming the file and key.
+    pub fn max_active(&self) -> Result<Option<std::num::NonZeroU32>, String> {
+        for file in [&self.project, &self.user].into_iter().flatten() {
+            let value = file.value.get("subagents").and_then(|s| s.get("maxActive"));
+            let Some(value) = value.filter(|v| !v.is_null()) else {
+                continue;
+            };
+            return value
+                .as_u64()
+                .and_then(|n| u32::try_from(n).ok())
+                .and_then(std::num::NonZeroU32::new)
+                .map(Some)
+                .ok_or_else(|| {
+                    format!(
+                        "{}: subagents.maxActive must be a whole number above 0 (the most runs active at once), not {value}",
+                        file.path.display()
+                    )
+                });
+        }
+        Ok(None)
+    }
+
     /// The project value when it has one, else the user value.
     fn lookup(&self, find: impl Fn(&Value) -> Option<&Value>) -> Option<Value> {
         [&self.project, &self.user]

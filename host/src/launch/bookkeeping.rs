@@ -6,11 +6,12 @@ use super::context::{RunContext, warn};
 use super::run_dir;
 use super::setup::Setup;
 use std::sync::Arc;
+use sublaunch_protocol::capacity::{CapacityQueue, TicketRequest};
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::os::faults::HostPoint;
-use sublaunch_protocol::procinfo;
+use sublaunch_protocol::procinfo::{self, SystemProcesses};
 use sublaunch_protocol::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::status::InitialStatus;
 use sublaunch_protocol::status::Status;
@@ -38,6 +39,33 @@ pub(crate) fn initial_status_document(
     status.cwd = Some(setup.cwd.clone());
     run_dir::add_host_identity(&mut status);
     status
+}
+
+/// The spawned shim, as its capacity ticket names it.
+pub(crate) struct Runner {
+    /// Its pid.
+    pub pid: u32,
+    /// Its start identity.
+    pub identity: Option<String>,
+}
+
+/// Takes the run's capacity ticket (before H13, so the initial status can say `queued`);
+/// returns whether the run holds a slot. A capped run waits behind earlier waiting runs.
+pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result<bool, String> {
+    let context = ctx.clone();
+    blocking(move || {
+        let queue = CapacityQueue::open(context.root.runs())?;
+        let request = TicketRequest {
+            run_id: &context.run_id,
+            pid: runner.pid,
+            pid_start_identity: runner.identity.as_deref(),
+            max_active: context.max_active,
+        };
+        let admission = queue.lock()?.take(&request, &SystemProcesses)?;
+        Ok(admission.ticket.claimed)
+    })
+    .await
+    .map_err(|e| format!("Failed to take a capacity ticket: {e}"))
 }
 
 /// H13: writes the initial status (S2), then creates the active-run marker (I2, I3).

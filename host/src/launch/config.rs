@@ -262,6 +262,7 @@ pub(crate) struct ConfigInputs<'a> {
     pub workflow: &'a WorkflowOptions,
     pub agent_umask: Option<u32>,
     pub on_end: Option<&'a sublaunch_protocol::hook::OnEnd>,
+    pub max_active: Option<std::num::NonZeroU32>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -292,6 +293,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
         workflow: workflow_config(inputs.workflow),
         on_end: inputs.on_end.cloned(),
+        max_active: inputs.max_active.map(std::num::NonZeroU32::get),
     }
 }
 

@@ -41,6 +41,8 @@ pub(crate) struct RunContext {
     /// How to start the completion hook when the shim died without firing it (`None`: the
     /// run has no hook).
     pub on_end: Option<super::completion_hook::HookRunner>,
+    /// The cap of active runs under the root (`None`: the run never waits for capacity).
+    pub max_active: Option<std::num::NonZeroU32>,
 }
 
 impl RunContext {

@@ -193,6 +193,9 @@ pub struct LaunchOptions {
     /// The completion hook: a shell command run once when the run ends, with its result on
     /// stdin (see [`sublaunch_protocol::hook`]). `None`: no hook.
     pub on_end: Option<OnEnd>,
+    /// At most this many runs of the state root are active at once; a run over the cap is
+    /// recorded `queued` and starts, in arrival order, when a slot frees (`None`: no cap).
+    pub max_active: Option<std::num::NonZeroU32>,
 }
 
 impl Default for LaunchOptions {
@@ -216,6 +219,7 @@ impl Default for LaunchOptions {
             env: Vec::new(),
             continuation: None,
             on_end: None,
+            max_active: None,
         }
     }
 }

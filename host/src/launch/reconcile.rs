@@ -10,9 +10,11 @@ use super::options::{HostEvent, LaunchHooks, NoHooks};
 use super::run_dir::{self, hidden_dir_pid};
 use rustix::fs::FileType;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
+use sublaunch_protocol::capacity::{CapacityQueue, queue_position};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
@@ -260,6 +262,20 @@ impl RunStore {
             }
         }
         Ok(())
+    }
+
+    /// Settles the capacity queue (tickets of dead runners reclaimed, waiting ones promoted,
+    /// see [`sublaunch_protocol::capacity`]) and returns the place of each waiting run (1 =
+    /// next). No queue yet: no places.
+    pub fn queue_positions(&self) -> io::Result<HashMap<String, usize>> {
+        let Some(queue) = CapacityQueue::open_existing(self.root.runs())? else {
+            return Ok(HashMap::new());
+        };
+        let tickets = queue.lock()?.evaluate(self.oracle.as_ref())?;
+        Ok(tickets
+            .iter()
+            .filter_map(|t| Some((t.run_id.clone(), queue_position(&tickets, &t.run_id)?)))
+            .collect())
     }
 
     /// The run ids of active markers whose run is still active (after [`Self::reconcile_all`]).

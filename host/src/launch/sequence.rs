@@ -82,6 +82,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         workflow: &options.workflow,
         agent_umask: options.agent_umask,
         on_end: options.on_end.as_ref(),
+        max_active: options.max_active,
     });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),
@@ -104,6 +105,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 options.env.clone(),
             )
         }),
+        max_active: options.max_active,
     });
     let record = PlanRecord {
         version: 1,
@@ -148,8 +150,18 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         commit_timeout: options.timeouts.commit,
     };
     let mut doorbell = host_doorbell;
+    let identity = spawned.start_identity.clone();
     let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
-    let committed = pre_commit(&ctx, control.as_ref(), doorbell.as_mut(), status, &config, &options).await;
+    let runner = bookkeeping::Runner { pid, identity };
+    let committed = pre_commit(
+        &ctx,
+        control.as_ref(),
+        doorbell.as_mut(),
+        (runner, status),
+        &config,
+        &options,
+    )
+    .await;
     match committed {
         Ok(()) => {
             let _ = settled_tx.send(Settled::Started(doorbell));
@@ -276,15 +288,18 @@ async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String)
     LaunchFailure::before_spawn(&ctx.run_id, &ctx.runner_process_instance_id, error)
 }
 
-/// H13–H16/H17: from the initial status to the commit point.
+/// H13–H16/H17: from the capacity ticket and the initial status to the commit point.
 async fn pre_commit(
     ctx: &Arc<RunContext>,
     control: &dyn ProcessControl,
     doorbell: Option<&mut HostDoorbell>,
-    status: Status,
+    (runner, mut status): (bookkeeping::Runner, Status),
     config: &RunnerConfig,
     options: &LaunchOptions,
 ) -> Result<(), String> {
+    if !bookkeeping::take_ticket(ctx, runner).await? {
+        status.state = Some(sublaunch_protocol::status::RunState::Queued);
+    }
     bookkeeping::initial_status(ctx, status).await?;
     bookkeeping::sidecars(ctx).await?;
     bookkeeping::capacity(ctx).await?;

@@ -8,6 +8,7 @@ use super::context::{RunContext, warn};
 use super::exit_watcher::ProcessControl;
 use super::terminate::terminate_runner;
 use std::sync::Arc;
+use sublaunch_protocol::capacity::CapacityQueue;
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
@@ -64,8 +65,16 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
     }
 }
 
-/// H18: the embedder's capacity rollback.
+/// H18: the embedder's capacity rollback, and the run's capacity ticket removed.
 pub(crate) fn rollback_capacity(ctx: &RunContext) {
+    let released = CapacityQueue::open_existing(ctx.root.runs())
+        .and_then(|queue| queue.map_or(Ok(false), |q| q.release(&ctx.run_id)));
+    if let Err(e) = released {
+        warn(&format!(
+            "could not remove the capacity ticket of '{}': {e}",
+            ctx.run_id
+        ));
+    }
     if !ctx
         .hooks
         .rollback_before_runner_proceed(&ctx.runner_process_instance_id)

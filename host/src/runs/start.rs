@@ -67,6 +67,9 @@ pub struct RunRequest {
     /// The completion hook's shell command (`None`: the settings' `subagents.onEnd`, if any;
     /// an empty command: no hook).
     pub on_end: Option<String>,
+    /// The cap of active runs under the state root (`None`: the settings'
+    /// `subagents.maxActive`, if any).
+    pub max_active: Option<std::num::NonZeroU32>,
 }
 
 impl RunRequest {
@@ -89,6 +92,7 @@ impl RunRequest {
             fail_fast: false,
             caller: Caller::default(),
             on_end: None,
+            max_active: None,
         }
     }
 }
@@ -216,6 +220,10 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         Work::Agent { .. } => (None, false),
     };
     let on_end = on_end_hook(request.on_end.as_deref(), &inputs.settings, &mut notes)?;
+    let max_active = match request.max_active {
+        Some(cap) => Some(cap),
+        None => inputs.settings.max_active().map_err(StartError::Invalid)?,
+    };
     let options = LaunchOptions {
         environment: inputs.env.clone(),
         cwd: Some(inputs.cwd.clone()),
@@ -237,6 +245,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
             },
         },
         on_end,
+        max_active,
         ..LaunchOptions::default()
     };
     Ok(Prepared {

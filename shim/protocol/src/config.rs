@@ -150,6 +150,9 @@ pub struct RunnerConfig {
     pub workflow: WorkflowConfig,
     /// The completion hook the shim runs after the end records ([`crate::hook`]).
     pub on_end: Option<crate::hook::OnEnd>,
+    /// The cap of active runs under the root: the shim waits for a slot in the capacity
+    /// queue ([`crate::capacity`]) before it starts anything. `None`: it never waits.
+    pub max_active: Option<u32>,
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).

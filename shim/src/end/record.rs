@@ -124,12 +124,27 @@ pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
     (state, error)
 }
 
+/// A run that a request ended before any of its steps started (stopped while it waited for
+/// capacity): the request decides, as it would have decided for a running step.
+fn ended_before_any_step(sup: &Supervisor, ends: &[StepEnd]) -> Option<(RunState, Option<String>)> {
+    if ends.iter().any(StepEnd::ran) || !sup.requests.ends_run() {
+        return None;
+    }
+    Some(if let Some(stop) = &sup.requests.stop {
+        (RunState::Stopped, Some(stop.clone()))
+    } else if sup.requests.timed_out {
+        (RunState::Failed, Some(sup.timeout_message()))
+    } else {
+        (RunState::Paused, None)
+    })
+}
+
 /// S12; returns the exit code (R14).
 pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     if ends.is_empty() {
         return crate::end::exit::RECORDING_FAILED;
     }
-    let (mut state, mut error) = run_outcome(ends);
+    let (mut state, mut error) = ended_before_any_step(sup, ends).unwrap_or_else(|| run_outcome(ends));
     let ended_wall = ctx.now_wall();
     let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());
     for end in ends {
@@ -141,6 +156,9 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     if let Err(e) = sup.book.release(&state) {
         eprintln!("sublaunch-shim: cannot release the active-run marker: {e}");
     }
+    // The slot frees only now: a run it lets start never shares a moment of `running` with
+    // this one.
+    crate::supervise::queue::release(ctx);
 
     // 2. Result file (S11).
     let _ = ctx.fire(ShimPoint::BeforeResult);

@@ -14,6 +14,7 @@ pub mod bounded;
 pub mod child;
 pub mod control;
 pub mod output;
+pub mod queue;
 pub mod reaper;
 pub mod run;
 pub mod spawn;

@@ -1,6 +1,9 @@
-//! After commit (R9–R16): the first status, the active-run mark and `subagent.run.started`
-//! (R9), then the steps one at a time (R10–R13), then the end records (S12). A failure to
-//! write the first status is a committed startup failure (R16).
+//! After commit (R9–R16): a run over the cap of active runs first waits for a capacity slot
+//! ([`crate::supervise::queue`]); then the first status, the active-run mark and
+//! `subagent.run.started` (R9), the steps one at a time (R10–R13), the end records (S12). A
+//! failure to write the first status is a committed startup failure (R16). A run stopped while
+//! queued goes the same way with the stop already requested: no step starts, and its status
+//! says `queued` until the end records say `stopped`.
 
 use crate::start::context::Ctx;
 use crate::start::faults::Fired;
@@ -27,20 +30,33 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         Fired::Stopped(signal) => Some(signal),
         Fired::Continue => stop,
     };
-    let mut sup = match first_status(ctx) {
+    let queued = crate::supervise::queue::wait_for_slot(ctx);
+    let mut sup = match first_status(ctx, queued.ends_run()) {
         Ok(sup) => sup,
-        Err(cause) => return committed_startup_failure(ctx, &cause),
+        Err(cause) => {
+            crate::supervise::queue::release(ctx);
+            return committed_startup_failure(ctx, &cause);
+        }
     };
     if let Some(signal) = stop_signal {
         // A `hang` at before-first-status ended by a stop signal.
         sup.stop_signal(signal);
     }
+    if let Some(stop) = queued.stop {
+        sup.requests.stop.get_or_insert(stop);
+    }
+    sup.requests.timed_out |= queued.timed_out;
+    sup.requests.interrupted |= queued.interrupted;
     let ends = crate::workflow::run_steps(ctx, &mut sup);
-    crate::end::record::record(ctx, &mut sup, &ends)
+    let code = crate::end::record::record(ctx, &mut sup, &ends);
+    // Normally gone with the terminal status already; this covers a record that failed early.
+    crate::supervise::queue::release(ctx);
+    code
 }
 
-/// R9: S3 running status, I2/I7 mark, `subagent.run.started` (the first event line).
-fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
+/// R9: S3 running status, I2/I7 mark, `subagent.run.started` (the first event line). A run
+/// that ended while it waited for capacity (`ended_queued`) keeps the state `queued`.
+fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String> {
     let run = ctx.open_run().map_err(|e| e.to_string())?;
     let runs = Dir::open_with(&ctx.paths.runs, ctx.os.clone()).ok();
     let (mut book, replaced) = StatusBook::open(
@@ -109,6 +125,9 @@ fn first_status(ctx: &mut Ctx) -> Result<Supervisor, String> {
         output_file: &output_file,
         now,
     });
+    if ended_queued {
+        book.status.state = Some(sublaunch_protocol::status::RunState::Queued);
+    }
     let modifier = ctx.faults.take_modifier();
     if !modifier.skip {
         let bytes = if modifier.corrupt {

@@ -222,6 +222,7 @@ impl Root {
             agent_umask: None,
             workflow: Default::default(),
             on_end: None,
+            max_active: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

@@ -139,6 +139,10 @@ impl Server {
                 ..Caller::default()
             },
             on_end: None,
+            max_active: match crate::cli::capacity::max_active(&state.env) {
+                Ok(cap) => cap,
+                Err(e) => return refuse(e),
+            },
         };
         let gathered = match Gathered::read(&dir, None, &state.env) {
             Ok(gathered) => gathered,

@@ -157,6 +157,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         workflow: &workflow,
         agent_umask: Some(0o022),
         on_end: None,
+        max_active: None,
     };
     let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
