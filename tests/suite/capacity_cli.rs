@@ -411,7 +411,7 @@ fn a_launch_that_fails_before_commit_leaves_no_ticket() {
         );
         assert_eq!(
             tickets(&scratch),
-            [a.clone()],
+            std::slice::from_ref(&a),
             "cap {cap:?}: only the running run holds a ticket"
         );
     }
