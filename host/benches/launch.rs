@@ -4,6 +4,7 @@
 //! - the CLI: `sublaunch run --agent shell --task true` (prints the id once committed) and
 //!   `sublaunch run --wait --agent shell --task true` end to end;
 //! - a revival launch through the full handshake;
+//! - the launch with a capacity cap set (not reached) beside one without;
 //! - launches per second with 8 concurrent launchers;
 //! - the RSS of a shim supervising a sleeping agent.
 //!
@@ -51,6 +52,23 @@ fn main() {
         let summary = timed(SAMPLES, |_| {
             let mut opts = options(&root, &shim);
             opts.durability = Some(policy);
+            time_to_commit(&runtime, &plan("true", &work), opts)
+        });
+        row(name, summary, floor);
+    }
+    // Capacity queue: every launch takes a ticket; with a cap set (here never reached) the
+    // ticket is also weighed against the queue under its lock.
+    for (name, cap) in [
+        ("library launch → committed, no cap (ticket taken at once)", None),
+        (
+            "library launch → committed, cap 1000 set (not reached)",
+            std::num::NonZeroU32::new(1000),
+        ),
+    ] {
+        let root = scratch.join(format!("root-cap-{}", cap.is_some()));
+        let summary = timed(SAMPLES, |_| {
+            let mut opts = options(&root, &shim);
+            opts.max_active = cap;
             time_to_commit(&runtime, &plan("true", &work), opts)
         });
         row(name, summary, floor);
