@@ -293,7 +293,8 @@ fn f57_wall_clock_jump_does_not_shorten_the_deadline() {
 }
 
 /// RSS of a shim supervising a sleeping agent stays ≤ 4 MiB (optimized build). An unoptimized
-/// build maps more of its own code, so debug test runs allow 5 MiB; the shim's own memory
+/// build maps far more of its own code (file-backed pages, about 5 MiB), so debug test runs
+/// allow 6 MiB; the shim's own memory
 /// (RssAnon) must stay under 1 MiB either way. Structured-output validation (jsonschema) runs
 /// in `sublaunch-validate`, not in the shim, to keep it so.
 #[test]
@@ -307,7 +308,7 @@ fn shim_rss_while_supervising_a_sleeping_agent() {
     let anon = proc_status_kb(run.pid, "RssAnon").unwrap();
     let hwm = proc_status_kb(run.pid, "VmHWM").unwrap();
     eprintln!("shim VmRSS {rss} kB, RssAnon {anon} kB, VmHWM {hwm} kB");
-    let limit = if cfg!(debug_assertions) { 5 * 1024 } else { 4 * 1024 };
+    let limit = if cfg!(debug_assertions) { 6 * 1024 } else { 4 * 1024 };
     assert!(rss <= limit, "VmRSS {rss} kB > {limit} kB\n{}", rss_by_mapping(run.pid));
     assert!(anon <= 1024, "RssAnon {anon} kB");
     std::fs::write(run.path("control/stop.json"), b"{}").unwrap();

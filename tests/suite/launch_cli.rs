@@ -235,6 +235,13 @@ fn f31_revival_host_killed_after_ready() {
         "zero-writer candidate: {candidate}"
     );
     assert!(!run.join("output-0.log").exists(), "no agent");
+    // The shim releases the marker right after the candidate: wait for the shim to be gone.
+    let shim = report["pid"].as_u64().expect("the report names the shim's pid");
+    wait_for("the shim's exit", Duration::from_secs(10), || {
+        let stat = std::fs::read_to_string(format!("/proc/{shim}/stat")).unwrap_or_default();
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.starts_with('Z'));
+        state.unwrap_or(true).then_some(())
+    });
     let marker = scratch.runs().join(".active-runs").join(run.file_name().unwrap());
     assert!(
         !marker.exists(),
