@@ -13,6 +13,7 @@ pub mod native_schemas;
 pub mod request;
 pub mod runner_install;
 pub mod runs;
+pub mod worktrees;
 
 pub use engine::limits::Limits;
 pub use engine::planner::{Options, Planner};

@@ -32,3 +32,4 @@ mod remote_cli;
 mod remote_sshd;
 mod run_planning;
 mod wait_many_cli;
+mod worktrees_cli;

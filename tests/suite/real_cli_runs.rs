@@ -506,3 +506,64 @@ fn resume_continues_each_agents_own_conversation() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn real_writers_work_in_their_worktrees_and_resume_there() {
+    let world = World::new("real-worktrees");
+    let work = world.scratch.work();
+    write(&work.join("README"), "project\n");
+    let git = |args: &[&str]| sublaunch_tests::cli::git(&work, args);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let worktree = world.scratch.root().join("worktrees/claude-wt/1");
+    let notes = worktree.join("notes.txt");
+    world.claude.replies([
+        Reply::tool_call(
+            "Write",
+            json!({"file_path": notes.to_string_lossy(), "content": "written by claude\n"}),
+        ),
+        Reply::text("wrote the notes"),
+        Reply::text("still here"),
+    ]);
+    world.codex.replies([Reply::text("looked around")]);
+    let (_, stdout) = world.run_ok(&[
+        "--agent",
+        "claude-writer",
+        "--worktree",
+        "--run-id",
+        "claude-wt",
+        "--task",
+        "write notes",
+    ]);
+    assert_eq!(stdout, "wrote the notes\n");
+    // Claude Code ran in the worktree (its environment block names its directory) and wrote
+    // there, not in the user's checkout.
+    let requests = world.claude.main_requests();
+    assert!(
+        requests[0].body.to_string().contains(&*worktree.to_string_lossy()),
+        "{}",
+        world.claude.dump()
+    );
+    assert_eq!(std::fs::read_to_string(&notes).unwrap(), "written by claude\n");
+    assert!(!work.join("notes.txt").exists());
+    let step = &world.result("claude-wt")["steps"][0]["worktree"];
+    assert_eq!(step["branch"], "sublaunch/claude-wt/1");
+    assert_eq!(step["uncommitted"]["untrackedFiles"], 1, "{step}");
+    // The follow-up continues the conversation where its work is.
+    let output = world.sublaunch(&["resume", "claude-wt", "--task", "anything else?", "--wait"]);
+    assert_eq!(ok(&output), "still here\n");
+    let follow_up = world.claude.main_requests().last().unwrap().body.to_string();
+    assert!(follow_up.contains(&*worktree.to_string_lossy()), "{follow_up}");
+    // Codex too runs in a worktree of its own.
+    let (id, _) = world.run_ok(&["--agent", "codex-writer", "--worktree", "--task", "look around"]);
+    let codex_tree = world.scratch.root().join("worktrees").join(&id).join("1");
+    assert!(
+        only_request(&world.codex)
+            .body
+            .to_string()
+            .contains(&*codex_tree.to_string_lossy()),
+        "{}",
+        world.codex.dump()
+    );
+    assert_eq!(git(&["status", "--porcelain"]), "", "the user's checkout is untouched");
+}

@@ -36,3 +36,22 @@ pub fn executable(path: &Path, content: &str) -> PathBuf {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).expect("chmod 755");
     path.to_owned()
 }
+
+/// Runs git in `dir` with an identity of its own (the tests' HOME has no git config); its
+/// stdout, failing the test when git fails.
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let output = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .output()
+        .expect("git is needed for the worktree tests");
+    assert!(
+        output.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        text(&output.stderr)
+    );
+    text(&output.stdout)
+}

@@ -1,6 +1,7 @@
 //! Helpers shared by the end-to-end suites in `tests/` and by the planner's native vector
 //! test: locating the built binaries, and loading and matching the planner test vectors.
 
+pub mod bench;
 pub mod chaos;
 pub mod cli;
 pub mod launch_harness;

@@ -110,10 +110,15 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
                 })
             );
         } else {
-            let answer = super::runs::final_answer(&launched.result_path).unwrap_or_default();
+            let payload = super::runs::read_result_file(&launched.result_path);
+            let answer = payload.as_ref().map(sublaunch::runs::answer_text).unwrap_or_default();
+            let answer = super::terminal_text::for_terminal(&answer);
             let answer = answer.trim_end_matches('\n');
             if !answer.is_empty() {
                 say!("{answer}");
+            }
+            for line in payload.iter().flat_map(sublaunch::runs::worktree_summaries) {
+                eprintln!("{}", super::terminal_text::for_terminal(&line));
             }
             eprintln!(
                 "{}: {}",

@@ -20,6 +20,7 @@ mod status;
 mod stop;
 mod terminal_text;
 mod wait;
+mod worktrees;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
@@ -40,7 +41,7 @@ enum Command {
     /// Plan a launch: PlanRequest JSON (stdin by default) to LaunchPlan JSON.
     Plan(plan::Args),
     /// Plan and launch a background run.
-    Run(run::Args),
+    Run(Box<run::Args>),
     /// List the model registry, or resolve a model name.
     Models(models::Args),
     /// List the agents and where each is defined.
@@ -65,6 +66,8 @@ enum Command {
     Resume(resume::Args),
     /// Remove ended runs (all, or those older than a duration or in given states).
     Prune(prune::Args),
+    /// List the git worktrees made for runs, or remove those of ended runs (prune).
+    Worktrees(worktrees::Args),
     /// Serve the run tools over the Model Context Protocol on stdin/stdout, for coding agents.
     Mcp(mcp::Args),
 }
@@ -75,7 +78,7 @@ impl Cli {
         StderrLogger::install();
         match self.command {
             Command::Plan(args) => plan::run(args),
-            Command::Run(args) => run::run(args),
+            Command::Run(args) => run::run(*args),
             Command::Models(args) => models::run(args),
             Command::Agents(args) => agents::run(args),
             Command::Component(args) => component::run(args),
@@ -88,6 +91,7 @@ impl Cli {
             Command::Resume(args) => resume::run(args),
             Command::Mcp(args) => mcp::run(args),
             Command::Prune(args) => prune::run(args),
+            Command::Worktrees(args) => worktrees::run(args),
         }
     }
 }

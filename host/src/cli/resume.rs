@@ -199,6 +199,23 @@ fn follow_up(
         .and_then(|r| r.extra.get("agentSessionUsage"))
         .and_then(|u| serde_json::from_value(u.clone()).ok());
     let mut step = chosen.clone();
+    // A step that ran in a managed worktree is continued there, where its work is.
+    if let Some(cwd) = step_result
+        .and_then(|r| r.extra.get("worktree"))
+        .and_then(|w| w.get("cwd"))
+        .and_then(|c| c.as_str())
+    {
+        if !Path::new(cwd).is_dir() {
+            return Err(format!(
+                "step {} ('{}') of run '{source_id}' ran in the worktree {cwd}, which is gone (pruned?); its conversation is continued only there",
+                label(chosen),
+                chosen.agent
+            ));
+        }
+        step.worktree = false;
+        step.cwd = cwd.to_owned();
+        step.requested_cwd = cwd.to_owned();
+    }
     step.task = task.to_owned();
     step.step_index = 0;
     step.task_index = None;

@@ -65,6 +65,17 @@ pub struct Args {
     /// Use this run id instead of a generated one (it must not name an existing run).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
+    /// Run each step in its own git worktree, on a new branch sublaunch/<run-id>/<step>
+    /// (`sublaunch worktrees` lists them and prunes those of ended runs).
+    #[arg(long)]
+    worktree: bool,
+    /// The commit, branch or tag the worktrees start at (default: HEAD).
+    #[arg(long, value_name = "REF")]
+    base: Option<String>,
+    /// Refuse to launch when the repository has uncommitted changes (the worktrees would
+    /// not have them).
+    #[arg(long)]
+    require_clean: bool,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -119,6 +130,9 @@ pub fn run(args: Args) -> ExitCode {
             Ok(cap) => cap,
             Err(e) => return usage(e),
         },
+        worktree: args.worktree,
+        worktree_base: args.base.clone(),
+        require_clean: args.require_clean,
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,

@@ -89,15 +89,6 @@ pub fn seconds(value: f64) -> Result<Duration, String> {
     }
 }
 
-/// The answer in the result file at `result_path` (see [`sublaunch::runs::answer_text`]),
-/// neutralised for the terminal; `None` when the file is missing or unreadable.
-pub fn final_answer(result_path: &std::path::Path) -> Option<String> {
-    let payload = read_result_file(result_path)?;
-    Some(super::terminal_text::for_terminal(&sublaunch::runs::answer_text(
-        &payload,
-    )))
-}
-
 /// The result payload at `result_path`, when it is readable.
 pub fn read_result_file(result_path: &std::path::Path) -> Option<sublaunch_protocol::results::ResultPayload> {
     let bytes = std::fs::read(result_path).ok()?;

@@ -6,6 +6,8 @@
 //! concurrency: 2         # tasks of a parallel group running at once (default: all)
 //! failFast: true         # a failed task stops the rest of its group
 //! cwd: services/api      # run-level working directory (like --cwd)
+//! worktree: true         # every step in its own managed git worktree (like --worktree)
+//! worktreeBase: main     # the commit the worktrees start at (like --base; default HEAD)
 //! steps:
 //!   - agent: scout
 //!     task: "Map the code that {task} touches."
@@ -16,8 +18,10 @@
 //!     task: "ls {chain_dir}"
 //! ```
 //!
-//! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?}` or a group
-//! `{parallel: [steps…], concurrency?, failFast?}`. A step without `task` gets `{task}` when
+//! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?}` or
+//! a group `{parallel: [steps…], concurrency?, failFast?, worktree?}`. A step's `worktree` is
+//! `true`, `false` or `"previous"` (run in the worktree of the step before it, which must be
+//! one step that has one); a group's is `true` or `false` and gives each task its own. A step without `task` gets `{task}` when
 //! no step runs before it and `{previous}` otherwise. Task texts keep their placeholders —
 //! `{task}` (the run's `--task`), `{previous}` (the output of the step before, a group's
 //! outputs in order) and `{chain_dir}` (a directory shared by the steps) are replaced by the
@@ -51,6 +55,8 @@ pub struct ChainTask {
     pub output_schema: Option<Value>,
     /// Machine to run on.
     pub machine: Option<Value>,
+    /// `true`, `false` or `"previous"` (see the module documentation); checked when parsed.
+    pub worktree: Option<Value>,
 }
 
 /// A parallel group.
@@ -63,6 +69,8 @@ pub struct ChainGroup {
     pub concurrency: Option<u32>,
     /// A failed task stops the others.
     pub fail_fast: Option<bool>,
+    /// Each task in its own managed git worktree.
+    pub worktree: Option<bool>,
 }
 
 /// A step of a chain file.
@@ -87,6 +95,10 @@ pub struct ChainFile {
     pub fail_fast: Option<bool>,
     /// Run-level working directory.
     pub cwd: Option<String>,
+    /// Every step in its own managed git worktree.
+    pub worktree: Option<bool>,
+    /// The revision the worktrees start at.
+    pub worktree_base: Option<String>,
     /// The steps.
     pub steps: Vec<ChainStep>,
 }
@@ -98,6 +110,8 @@ struct RawFile {
     concurrency: Option<u32>,
     fail_fast: Option<bool>,
     cwd: Option<String>,
+    worktree: Option<bool>,
+    worktree_base: Option<String>,
     steps: Vec<Value>,
 }
 
@@ -160,6 +174,8 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
         concurrency: raw.concurrency,
         fail_fast: raw.fail_fast,
         cwd: raw.cwd,
+        worktree: raw.worktree,
+        worktree_base: raw.worktree_base,
         steps,
     };
     file.check_shape()?;
@@ -198,6 +214,7 @@ impl ChainFile {
         if self.concurrency == Some(0) {
             return Err(self.error("concurrency", "must be at least 1"));
         }
+        self.check_worktrees()?;
         for (index, step) in self.steps.iter().enumerate() {
             let ChainStep::Group(group) = step else { continue };
             if group.parallel.is_empty() {
@@ -211,6 +228,66 @@ impl ChainFile {
             }
         }
         Ok(())
+    }
+
+    /// A step's `worktree` is a flag or `"previous"` after a step of its own, in a chain; a
+    /// group's tasks take their group's.
+    fn check_worktrees(&self) -> Result<(), FileError> {
+        for (index, step) in self.steps.iter().enumerate() {
+            let at = format!("steps[{index}].worktree");
+            match step {
+                ChainStep::Task(task) => match &task.worktree {
+                    None | Some(Value::Bool(_)) if self.mode == Mode::Chain => {}
+                    None => {}
+                    Some(Value::Bool(_)) => {
+                        return Err(self.error(
+                            at,
+                            "in parallel mode every step is a task of one group: set `worktree: true` at the top of the file to give each its own worktree",
+                        ));
+                    }
+                    Some(Value::String(s)) if s == "previous" => {
+                        if self.mode != Mode::Chain || index == 0 {
+                            return Err(self.error(at, "\"previous\" needs a step before it in a chain"));
+                        }
+                        if matches!(self.steps[index - 1], ChainStep::Group(_)) {
+                            return Err(self.error(
+                                at,
+                                format!(
+                                    "\"previous\" shares the worktree of the step before, but steps[{}] is a parallel group whose tasks each have their own",
+                                    index - 1
+                                ),
+                            ));
+                        }
+                    }
+                    Some(other) => {
+                        return Err(self.error(at, format!("expected true, false or \"previous\", got {other}")));
+                    }
+                },
+                ChainStep::Group(group) => {
+                    for (t, task) in group.parallel.iter().enumerate() {
+                        if task.worktree.is_some() {
+                            return Err(self.error(
+                                format!("steps[{index}].parallel[{t}].worktree"),
+                                "a task of a parallel group runs in its group's worktree setting: set `worktree` on the group",
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The indexes of the steps that run in the worktree of the step before them.
+    pub fn shares_previous(&self) -> std::collections::BTreeSet<u32> {
+        self.steps
+            .iter()
+            .enumerate()
+            .filter(|(_, step)| {
+                matches!(step, ChainStep::Task(task) if task.worktree.as_ref().and_then(Value::as_str) == Some("previous"))
+            })
+            .filter_map(|(index, _)| u32::try_from(index).ok())
+            .collect()
     }
 
     /// Every task with its JSON path and whether a step ran before it (so `{previous}` has
@@ -283,6 +360,7 @@ impl ChainFile {
                     ChainStep::Task(task) => step_of(task, after_previous),
                     ChainStep::Group(group) => Step {
                         parallel: Some(group.parallel.iter().map(|t| task_of(t, after_previous)).collect()),
+                        worktree: group.worktree,
                         ..Step::default()
                     },
                 }
@@ -341,9 +419,14 @@ fn effective_task(task: &ChainTask, after_previous: bool) -> &str {
     }
 }
 
-fn step_of(task: &ChainTask, after_previous: bool) -> Step {
-    let task = task_of(task, after_previous);
+fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
+    let task = task_of(chain_task, after_previous);
     Step {
+        // `"previous"` is a worktree too; which one is the launch's business.
+        worktree: chain_task
+            .worktree
+            .as_ref()
+            .map(|w| w.as_bool().unwrap_or(w.as_str() == Some("previous"))),
         agent: Some(task.agent),
         task: task.task,
         model: task.model,

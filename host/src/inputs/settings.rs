@@ -141,6 +141,55 @@ impl Settings {
         Ok(None)
     }
 
+    /// The managed-worktree settings: where they go (`subagents.worktrees.dir`, an absolute
+    /// path or one under `~/`; read from the user's settings only, so that a repository
+    /// cannot send checkouts elsewhere) and whether a clean repository is required
+    /// (`subagents.worktrees.requireClean`). A value of another kind is an error naming the
+    /// file and key.
+    pub fn worktrees(&self, home: Option<&Path>) -> Result<(Option<PathBuf>, bool), String> {
+        let section = |file: &SettingsFile| file.value.get("subagents")?.get("worktrees").cloned();
+        let mut dir = None;
+        if let Some(file) = &self.user
+            && let Some(value) = section(file)
+                .and_then(|w| w.get("dir").cloned())
+                .filter(|v| !v.is_null())
+        {
+            let wrong = || {
+                format!(
+                    "{}: subagents.worktrees.dir must be an absolute directory or one under ~/, not {value}",
+                    file.path.display()
+                )
+            };
+            let text = value.as_str().ok_or_else(wrong)?;
+            let path = match (text.strip_prefix("~/"), home) {
+                (Some(rest), Some(home)) => home.join(rest),
+                (Some(_), None) => return Err(wrong()),
+                (None, _) => PathBuf::from(text),
+            };
+            if !path.is_absolute() {
+                return Err(wrong());
+            }
+            dir = Some(path);
+        }
+        let mut require_clean = false;
+        for file in [&self.project, &self.user].into_iter().flatten() {
+            let Some(value) = section(file)
+                .and_then(|w| w.get("requireClean").cloned())
+                .filter(|v| !v.is_null())
+            else {
+                continue;
+            };
+            require_clean = value.as_bool().ok_or_else(|| {
+                format!(
+                    "{}: subagents.worktrees.requireClean must be true or false, not {value}",
+                    file.path.display()
+                )
+            })?;
+            break;
+        }
+        Ok((dir, require_clean))
+    }
+
     /// The project value when it has one, else the user value.
     fn lookup(&self, find: impl Fn(&Value) -> Option<&Value>) -> Option<Value> {
         [&self.project, &self.user]

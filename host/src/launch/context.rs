@@ -43,9 +43,20 @@ pub(crate) struct RunContext {
     pub on_end: Option<super::completion_hook::HookRunner>,
     /// The cap of active runs under the root (`None`: the run never waits for capacity).
     pub max_active: Option<std::num::NonZeroU32>,
+    /// The worktrees made for this launch, removed again when it fails before the run
+    /// started.
+    pub worktrees: std::sync::Mutex<Option<crate::worktrees::Created>>,
 }
 
 impl RunContext {
+    /// Removes the launch's worktrees (a launch that failed: nothing ran in them).
+    pub(crate) fn remove_worktrees(&self) {
+        let created = self.worktrees.lock().map(|mut w| w.take()).unwrap_or_default();
+        if let Some(mut created) = created {
+            created.remove();
+        }
+    }
+
     /// The active-run index of `<runs>`.
     pub(crate) fn index(&self) -> std::io::Result<ActiveRunIndex> {
         ActiveRunIndex::new(self.root.runs(), self.policy)

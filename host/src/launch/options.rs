@@ -196,6 +196,9 @@ pub struct LaunchOptions {
     /// At most this many runs of the state root are active at once; a run over the cap is
     /// recorded `queued` and starts, in arrival order, when a slot frees (`None`: no cap).
     pub max_active: Option<std::num::NonZeroU32>,
+    /// How the managed worktrees of steps that ask for one are made (the base commit, a
+    /// clean-repository requirement, where they go, which steps share the one before).
+    pub worktrees: crate::worktrees::WorktreeOptions,
 }
 
 impl Default for LaunchOptions {
@@ -220,6 +223,7 @@ impl Default for LaunchOptions {
             continuation: None,
             on_end: None,
             max_active: None,
+            worktrees: crate::worktrees::WorktreeOptions::default(),
         }
     }
 }

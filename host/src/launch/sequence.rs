@@ -22,6 +22,7 @@ use super::setup::Setup;
 use super::spawn::{self, SpawnRequest};
 use super::startup_failure;
 use super::supervise::{Settled, Supervisor};
+use crate::worktrees;
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
@@ -66,24 +67,24 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
         .map_err(LaunchFailure::preflight)?;
     let root = Arc::new(root);
+    let worktree_plan = if plan.steps.iter().any(|s| s.worktree) {
+        let (plan, asked, env, cwd) = (
+            plan.clone(),
+            options.worktrees.clone(),
+            options.environment.clone(),
+            setup.cwd.clone(),
+        );
+        blocking_value(move || worktrees::prepare(&plan, &asked, &env, std::path::Path::new(&cwd)))
+            .await
+            .unwrap_or_else(|| Err("cannot launch: the worktree checks did not finish".into()))
+            .map_err(LaunchFailure::preflight)?
+    } else {
+        None
+    };
     preflight::sweep_once(&root);
     let instance = uuid_v4(setup.os.random.as_ref());
     let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
     let cfg_path = setup.layout.runner_config(&run_id);
-    let config = runner_config(ConfigInputs {
-        run_id: &run_id,
-        steps: setup.steps.clone(),
-        result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
-        cwd: setup.cwd.clone(),
-        async_dir: run.path().to_string_lossy().into_owned(),
-        caller: &options.caller,
-        timeout_ms: options.timeouts.run_ms,
-        runner_process_instance_id: &instance,
-        workflow: &options.workflow,
-        agent_umask: options.agent_umask,
-        on_end: options.on_end.as_ref(),
-        max_active: options.max_active,
-    });
     let ctx = Arc::new(RunContext {
         run_id: run_id.clone(),
         run: Arc::new(run),
@@ -105,6 +106,38 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 options.env.clone(),
             )
         }),
+        max_active: options.max_active,
+        worktrees: std::sync::Mutex::new(None),
+    });
+    let mut steps = setup.steps.clone();
+    if let Some(worktree_plan) = worktree_plan {
+        let context = ctx.clone();
+        let now = setup.os.clock.wall_ms();
+        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
+            .await
+            .unwrap_or_else(|| Err("cannot launch: the worktrees were not created".into()));
+        match created {
+            Ok(created) => {
+                created.apply(&mut steps);
+                if let Ok(mut slot) = ctx.worktrees.lock() {
+                    *slot = Some(created);
+                }
+            }
+            Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
+        }
+    }
+    let config = runner_config(ConfigInputs {
+        run_id: &run_id,
+        steps,
+        result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
+        cwd: setup.cwd.clone(),
+        async_dir: ctx.run.path().to_string_lossy().into_owned(),
+        caller: &options.caller,
+        timeout_ms: options.timeouts.run_ms,
+        runner_process_instance_id: &instance,
+        workflow: &options.workflow,
+        agent_umask: options.agent_umask,
+        on_end: options.on_end.as_ref(),
         max_active: options.max_active,
     });
     let record = PlanRecord {
@@ -184,6 +217,8 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         }
         Err(error) => {
             let termination_observed = startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error).await;
+            let context = ctx.clone();
+            let _ = blocking_value(move || context.remove_worktrees()).await;
             // The doorbell stays open until the shim is terminated: closing it first would make
             // the shim report "host vanished" instead of the host's error.
             drop(doorbell);
@@ -277,6 +312,8 @@ async fn prepare_spawn(
 async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String) -> LaunchFailure {
     let context = ctx.clone();
     let _ = blocking(move || {
+        // Before the run directory goes: a record of worktrees is never left without its run.
+        context.remove_worktrees();
         let _ = std::fs::remove_file(&context.cfg_path);
         if origin == Origin::Created {
             run_dir::discard(context.root.runs(), &context.run_id);

@@ -136,8 +136,41 @@ pub fn run_usage(payload: &ResultPayload) -> Option<Usage> {
     })
 }
 
+/// One line per step that ran in a managed worktree, for a person: where, on which branch,
+/// what it committed and what it left uncommitted (nothing is merged for them).
+pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
+    payload
+        .results
+        .iter()
+        .filter_map(|r| {
+            let worktree = r.extra.get("worktree")?;
+            let text = |key: &str| worktree.get(key).and_then(Value::as_str).unwrap_or("?");
+            let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
+            let uncommitted = worktree.get("uncommitted");
+            let field = |key: &str| count(uncommitted.and_then(|u| u.get(key)));
+            let commits = count(worktree.get("commitCount"));
+            let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map(|n| n + 1);
+            let step = match (at("stepIndex"), at("taskIndex")) {
+                (Some(step), Some(task)) => format!("step {step}, task {task}"),
+                (Some(step), None) => format!("step {step}"),
+                _ => "the step".to_owned(),
+            };
+            let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+            Some(format!(
+                "{step} ('{}'): worktree {} on {}: {}, {} with uncommitted changes, {} untracked",
+                r.agent,
+                text("path"),
+                text("branch"),
+                plural(commits, "commit", "commits"),
+                plural(field("changedFiles"), "file", "files"),
+                field("untrackedFiles"),
+            ))
+        })
+        .collect()
+}
+
 /// The answer as one JSON object: `{runId, state, success, error, answer, usage, steps: [{agent,
-/// step, task, success, output, structured, exitCode, error, usage, agentSession}]}`.
+/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree}]}`.
 pub fn answer_json(payload: &ResultPayload) -> Value {
     let steps: Vec<Value> = payload
         .results
@@ -155,6 +188,7 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
                 "error": r.error,
                 "usage": r.extra.get("usage"),
                 "agentSession": r.extra.get("agentSession"),
+                "worktree": r.extra.get("worktree"),
             })
         })
         .collect();

@@ -13,7 +13,7 @@ pub mod wait_many;
 pub mod watch;
 
 pub use crate::launch::reconcile::RunStore;
-pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result};
+pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result, worktree_summaries};
 pub use run_ids::{RunIdError, resolve_run_id};
 pub use stop::request_stop;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};

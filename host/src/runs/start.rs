@@ -70,6 +70,15 @@ pub struct RunRequest {
     /// The cap of active runs under the state root (`None`: the settings'
     /// `subagents.maxActive`, if any).
     pub max_active: Option<std::num::NonZeroU32>,
+    /// Every step in its own managed git worktree (a chain file's steps and agents may ask
+    /// for one too).
+    pub worktree: bool,
+    /// The revision the worktrees start at (`None`: the chain file's `worktreeBase`, else
+    /// `HEAD`).
+    pub worktree_base: Option<String>,
+    /// Refuse to launch when a worktree's repository has uncommitted changes (also the
+    /// settings' `subagents.worktrees.requireClean`).
+    pub require_clean: bool,
 }
 
 impl RunRequest {
@@ -93,6 +102,9 @@ impl RunRequest {
             caller: Caller::default(),
             on_end: None,
             max_active: None,
+            worktree: false,
+            worktree_base: None,
+            require_clean: false,
         }
     }
 }
@@ -207,7 +219,14 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     let Gathered { inputs, catalog, .. } = gathered;
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
+    let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
     let planned = plan(&mut plan_request, &inputs, planner)?;
+    if (worktree_options.base.is_some() || request.require_clean) && !planned.steps.iter().any(|s| s.worktree) {
+        return Err(StartError::Invalid(
+            "--base and --require-clean are for managed worktrees, and no step of this run runs in one (add --worktree)"
+                .into(),
+        ));
+    }
     notes.extend(project_overrides(&planned, &catalog));
     let (concurrency, fail_fast) = match &request.work {
         Work::Chain { chain, .. } => {
@@ -246,12 +265,71 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         },
         on_end,
         max_active,
+        worktrees: worktree_options,
         ..LaunchOptions::default()
     };
     Ok(Prepared {
         plan: planned,
         options,
         notes,
+    })
+}
+
+/// Which steps run in managed worktrees, and how those are made. A step's (or group's) own
+/// `worktree` wins; else the run's (`--worktree`, the chain file's top-level flag), else the
+/// frontmatter of its agent — for a group, of any of its agents, since its tasks share one
+/// setting (rule L4). The planner then refuses a worktree step placed on a machine (P2).
+fn worktrees(
+    request: &RunRequest,
+    plan_request: &mut PlanRequest,
+    inputs: &Inputs,
+    catalog: &Catalog,
+) -> Result<crate::worktrees::WorktreeOptions, StartError> {
+    let chain = match &request.work {
+        Work::Chain { chain, .. } => Some(chain),
+        Work::Agent { .. } => None,
+    };
+    let run_level = request.worktree || chain.is_some_and(|c| c.worktree == Some(true));
+    let writes = |agent: &str| catalog.get(agent).is_some_and(|a| a.worktree);
+    match plan_request.mode {
+        Mode::Parallel => {
+            let any = plan_request.steps.iter().any(|s| {
+                s.agent.as_deref().is_some_and(writes) || s.parallel.iter().flatten().any(|t| writes(&t.agent))
+            });
+            if run_level || any {
+                if let Some(launch) = plan_request.launch.as_mut() {
+                    launch.worktree = Some(true);
+                }
+                for group in plan_request.steps.iter_mut().filter(|s| s.parallel.is_some()) {
+                    group.worktree.get_or_insert(true);
+                }
+            }
+        }
+        Mode::Single | Mode::Chain => {
+            for step in &mut plan_request.steps {
+                if step.worktree.is_some() {
+                    continue;
+                }
+                let agents = step.agent.as_deref().is_some_and(writes)
+                    || step.parallel.iter().flatten().any(|t| writes(&t.agent));
+                if run_level || agents {
+                    step.worktree = Some(true);
+                }
+            }
+        }
+    }
+    let (dir, settings_clean) = inputs
+        .settings
+        .worktrees(inputs.env.home().as_deref())
+        .map_err(StartError::Invalid)?;
+    Ok(crate::worktrees::WorktreeOptions {
+        base: request
+            .worktree_base
+            .clone()
+            .or_else(|| chain.and_then(|c| c.worktree_base.clone())),
+        require_clean: request.require_clean || settings_clean,
+        dir,
+        share_previous: chain.map(ChainFile::shares_previous).unwrap_or_default(),
     })
 }
 

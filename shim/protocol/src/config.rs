@@ -65,8 +65,26 @@ pub struct StepConfig {
     pub output_schema: Option<Value>,
     /// The model a pi child must report.
     pub model_check: Option<ModelCheck>,
+    /// The managed git worktree the step runs in, when it asked for one.
+    pub worktree: Option<StepWorktree>,
     /// Where the step runs, when the plan placed it on a machine.
     pub placement: Option<Placement>,
+}
+
+/// The managed git worktree a step runs in (created by the host before the launch): the
+/// shim records, when the step ends, the commits made on its branch since `startCommit` and
+/// what is left uncommitted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StepWorktree {
+    /// The worktree's directory (its top, not the step's cwd inside it).
+    pub path: String,
+    /// The branch created for it (`sublaunch/<run-id>/<step>[-<task>]`).
+    pub branch: String,
+    /// The commit it was created at.
+    pub base_commit: String,
+    /// The repository it belongs to (its main working tree).
+    pub repository: String,
 }
 
 impl StepConfig {

@@ -8,3 +8,4 @@ pub mod step_end;
 pub mod structured;
 pub mod validator;
 pub mod verdict;
+pub mod worktree;

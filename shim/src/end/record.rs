@@ -59,6 +59,9 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     if let Some(session) = &end.agent_session {
         step.extra.insert("agentSession".into(), json!(session));
     }
+    if let Some(worktree) = &end.worktree {
+        step.extra.insert("worktree".into(), worktree.to_json());
+    }
     if let Some(pid) = end.pid {
         step.extra.insert(
             "externalProcess".into(),
@@ -374,6 +377,10 @@ fn step_result(end: &StepEnd) -> StepResult {
             remote.map(|r| json!({"id": r.placement.machine, "target": r.placement.target, "cwd": r.placement.cwd})),
         ),
         ("remoteGit", remote.and_then(|r| r.state.git.clone())),
+        (
+            "worktree",
+            end.worktree.as_ref().map(crate::end::worktree::WorktreeEnd::to_json),
+        ),
     ];
     let extra = fields
         .into_iter()

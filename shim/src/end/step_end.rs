@@ -87,6 +87,8 @@ pub struct StepEnd {
     pub closed: bool,
     /// Where it ran, when the plan placed it on a machine.
     pub remote: Option<RemoteEnd>,
+    /// What it left in its managed git worktree.
+    pub worktree: Option<crate::end::worktree::WorktreeEnd>,
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).

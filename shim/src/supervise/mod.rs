@@ -89,6 +89,9 @@ pub struct Supervisor {
     pub log_cap: u64,
     /// The control inbox's inotify descriptor woke the last wait.
     pub control_woken: bool,
+    /// Where each managed worktree stands (its path → the commit the last step there left),
+    /// so a step sharing the worktree of the one before counts only its own commits.
+    pub worktree_heads: std::collections::BTreeMap<String, String>,
 }
 
 impl Supervisor {
@@ -418,6 +421,18 @@ impl Supervisor {
             state: r.state.borrow().clone(),
         });
         crate::end::verdict::judge(&mut end, &step, extracted);
+        if let Some(worktree) = &step.worktree {
+            let start = self
+                .worktree_heads
+                .get(&worktree.path)
+                .unwrap_or(&worktree.base_commit)
+                .clone();
+            let left = crate::end::worktree::capture(worktree, ctx.cfg.step_cwd(child.index), &start);
+            if let Some(head) = &left.head {
+                self.worktree_heads.insert(worktree.path.clone(), head.clone());
+            }
+            end.worktree = Some(left);
+        }
         end.stderr_tail = child.io.stderr_tail.bytes();
         end.stdout_bytes = child.io.stdout.total();
         end.stderr_bytes = child.io.stderr.total();

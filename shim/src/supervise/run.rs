@@ -171,6 +171,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         started,
         log_cap: crate::supervise::streams::OutputLog::cap_from_env(),
         control_woken: false,
+        worktree_heads: std::collections::BTreeMap::new(),
     })
 }
 

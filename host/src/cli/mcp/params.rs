@@ -30,6 +30,13 @@ pub struct RunParams {
     pub cwd: Option<String>,
     /// Stop the run after this many seconds.
     pub timeout_seconds: Option<f64>,
+    /// Run each step in its own git worktree on a new branch `sublaunch/<run-id>/<step>`,
+    /// so that writers never collide with each other or with the user's checkout; the result
+    /// says which commits each step made there. Nothing is merged.
+    #[serde(default)]
+    pub worktree: bool,
+    /// The commit or branch the worktrees start at (default: HEAD).
+    pub base: Option<String>,
     /// Wait for the run's end and return its result; otherwise the run id comes back at once
     /// (use `wait` later).
     #[serde(default)]

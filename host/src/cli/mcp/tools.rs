@@ -143,6 +143,9 @@ impl Server {
                 Ok(cap) => cap,
                 Err(e) => return refuse(e),
             },
+            worktree: params.worktree,
+            worktree_base: params.base,
+            require_clean: false,
         };
         let gathered = match Gathered::read(&dir, None, &state.env) {
             Ok(gathered) => gathered,

@@ -61,6 +61,7 @@ pub fn builtins() -> Vec<AgentDef> {
             system_prompt: String::new(),
             tools: Vec::new(),
             runner,
+            worktree: false,
             source: AgentSource::BuiltIn,
         }
     })

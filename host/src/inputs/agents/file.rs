@@ -85,6 +85,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         system_prompt: body.trim_start_matches(['\r', '\n']).to_owned(),
         tools: field.list("tools")?,
         runner,
+        worktree: field.flag("worktree")?,
         source,
     })
 }
@@ -175,6 +176,14 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
     }
 
     /// A list written as a YAML sequence or a comma-separated string.
+    fn flag(&self, key: &str) -> Result<bool, FileError> {
+        match self.get(key) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(self.wrong(key, "true or false", other)),
+        }
+    }
+
     fn list(&self, key: &str) -> Result<Vec<String>, FileError> {
         match self.get(key) {
             None => Ok(Vec::new()),

@@ -97,6 +97,9 @@ pub struct AgentDef {
     pub tools: Vec<String>,
     /// How the agent is started.
     pub runner: RunnerSpec,
+    /// It writes, so each of its steps runs in its own managed git worktree unless the step
+    /// says otherwise (frontmatter `worktree: true`).
+    pub worktree: bool,
     /// Where it was defined.
     pub source: AgentSource,
 }

@@ -23,6 +23,7 @@ fn agent(name: &str, adapter: AdapterId, command: Option<Vec<&str>>) -> AgentDef
         system_prompt: "Be brief.\n".into(),
         tools: vec!["read".into(), "grep".into()],
         runner,
+        worktree: false,
         source: AgentSource::BuiltIn,
     }
 }

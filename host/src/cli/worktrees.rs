@@ -1,0 +1,162 @@
+//! `sublaunch worktrees [list|prune]`: the managed git worktrees of runs, and removing those
+//! of ended runs (and their branches, unless they carry commits or `--force` is given).
+
+use super::runs::say;
+use super::runs::{fail, open_store};
+use serde_json::json;
+use std::process::ExitCode;
+use sublaunch::worktrees::Git;
+use sublaunch::worktrees::prune::{Listed, Pruned, list, prune};
+
+/// Arguments of `sublaunch worktrees`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    action: Option<Action>,
+}
+
+#[derive(clap::Subcommand)]
+enum Action {
+    /// List the worktrees made for runs (the default).
+    List {
+        /// Print one JSON object per worktree, one a line.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove the worktrees of ended runs, and their branches unless they carry commits.
+    Prune {
+        /// Also remove uncommitted changes and branches that carry commits.
+        #[arg(long)]
+        force: bool,
+        /// Say what would be removed, and remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// Print one JSON object per worktree, one a line.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs `sublaunch worktrees`.
+pub fn run(args: Args) -> ExitCode {
+    let store = match open_store("worktrees") {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
+    let here = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let git = match Git::find(&super::environment(), &here) {
+        Ok(git) => git,
+        Err(e) => return fail("worktrees", e),
+    };
+    let problems = match args.action.unwrap_or(Action::List { json: false }) {
+        Action::List { json } => match list(&store, &git) {
+            Ok((listed, problems)) => {
+                if json {
+                    for item in &listed {
+                        say!("{}", listed_json(item));
+                    }
+                } else if listed.is_empty() {
+                    say!("no worktrees");
+                } else {
+                    let rows: Vec<[String; 6]> = listed.iter().map(row).collect();
+                    super::print_table(["RUN", "STATE", "BRANCH", "COMMITS", "CHANGES", "PATH"], &rows);
+                }
+                problems
+            }
+            Err(e) => return fail("worktrees", e),
+        },
+        Action::Prune { force, dry_run, json } => match prune(&store, &git, force, dry_run) {
+            Ok((pruned, problems)) => {
+                report(&pruned, dry_run, json);
+                problems
+            }
+            Err(e) => return fail("worktrees", e),
+        },
+    };
+    for problem in &problems {
+        eprintln!("sublaunch worktrees: {problem}");
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+fn row(item: &Listed) -> [String; 6] {
+    let changes = match (&item.other_branch, item.exists) {
+        (_, false) => "(removed)".to_owned(),
+        (Some(other), true) => format!("on {other}"),
+        (None, true) => item.changes.to_string(),
+    };
+    let branch = if item.branch_exists {
+        item.entry.branch.clone()
+    } else {
+        format!("{} (deleted)", item.entry.branch)
+    };
+    [
+        item.run_id.clone(),
+        item.phase.word().to_owned(),
+        branch,
+        item.commits.to_string(),
+        changes,
+        item.entry.path.clone(),
+    ]
+}
+
+fn listed_json(item: &Listed) -> serde_json::Value {
+    json!({
+        "runId": item.run_id,
+        "runState": item.phase.word(),
+        "name": item.entry.name,
+        "path": item.entry.path,
+        "exists": item.exists,
+        "branch": item.entry.branch,
+        "branchExists": item.branch_exists,
+        "repository": item.entry.repository,
+        "baseCommit": item.entry.base_commit,
+        "commits": item.commits,
+        "uncommittedChanges": item.changes,
+        "checkedOut": item.other_branch,
+    })
+}
+
+fn report(pruned: &[Pruned], dry_run: bool, json: bool) {
+    let (worktree_verb, branch_verb) = if dry_run {
+        ("would remove", "would delete")
+    } else {
+        ("removed", "deleted")
+    };
+    for p in pruned {
+        if json {
+            let mut value = listed_json(&p.listed);
+            if let Some(fields) = value.as_object_mut() {
+                fields.insert("removedWorktree".into(), json!(p.removed_worktree));
+                fields.insert("removedBranch".into(), json!(p.removed_branch));
+                fields.insert("kept".into(), json!(p.kept));
+                fields.insert("dryRun".into(), json!(dry_run));
+            }
+            say!("{value}");
+            continue;
+        }
+        let mut done = Vec::new();
+        if p.removed_worktree {
+            done.push(format!("{worktree_verb} {}", p.listed.entry.path));
+        }
+        if p.removed_branch {
+            done.push(format!("{branch_verb} branch {}", p.listed.entry.branch));
+        }
+        let who = format!("{} ({})", p.listed.run_id, p.listed.entry.name);
+        match (&p.kept, done.is_empty()) {
+            (Some(why), true) => say!("{who}: left alone: {why}"),
+            (Some(why), false) => say!("{who}: {}; kept the rest: {why}", done.join(", ")),
+            (None, false) => say!("{who}: {}", done.join(", ")),
+            (None, true) => {}
+        }
+    }
+    if !json {
+        let worktrees = pruned.iter().filter(|p| p.removed_worktree).count();
+        let branches = pruned.iter().filter(|p| p.removed_branch).count();
+        say!("{worktree_verb} {worktrees} worktree(s), {branch_verb} {branches} branch(es)");
+    }
+}

@@ -1,0 +1,93 @@
+//! Running git: the program found on the caller's PATH, one command at a time, with its exit
+//! and stderr turned into an error that says which command failed where.
+
+use crate::environment::Environment;
+use crate::inputs::agents::locate_program;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// A git command that did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// git is not installed (or not on PATH).
+    #[error("managed worktrees need git, and {0}. Install git.")]
+    Missing(String),
+    /// git could not be started.
+    #[error("cannot run git in {dir}: {error}")]
+    Spawn {
+        /// Where it was run.
+        dir: PathBuf,
+        /// Why it did not start.
+        error: std::io::Error,
+    },
+    /// git ran and failed.
+    #[error("`git {command}` failed in {dir}: {stderr}")]
+    Failed {
+        /// The arguments, space-separated.
+        command: String,
+        /// Where it ran.
+        dir: PathBuf,
+        /// What git said (trimmed), or its exit status.
+        stderr: String,
+    },
+}
+
+/// The git program of a launch or a prune.
+#[derive(Clone, Debug)]
+pub struct Git {
+    program: PathBuf,
+}
+
+impl Git {
+    /// git as found on `env`'s PATH (relative PATH entries against `cwd`).
+    pub fn find(env: &Environment, cwd: &Path) -> Result<Self, GitError> {
+        locate_program("git", cwd, env.var("PATH"))
+            .map(|program| Self { program })
+            .map_err(|missing| GitError::Missing(missing.to_string()))
+    }
+
+    /// Runs `git -C dir args…`; its stdout on success.
+    pub fn run<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<String, GitError> {
+        let output = Command::new(&self.program)
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            // Reading commands never take the index lock an agent's git may hold.
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|error| GitError::Spawn {
+                dir: dir.to_owned(),
+                error,
+            })?;
+        if output.status.success() {
+            return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
+        }
+        let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
+        Err(GitError::Failed {
+            command: args
+                .iter()
+                .map(|a| a.as_ref().to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+            dir: dir.to_owned(),
+            stderr: if stderr.is_empty() {
+                output.status.to_string()
+            } else {
+                stderr
+            },
+        })
+    }
+
+    /// Like [`Git::run`], but a failure is `None` (for questions whose "no" is a failure:
+    /// `rev-parse --verify`, `show-ref`); a git that cannot start is still an error.
+    pub fn ask<S: AsRef<OsStr>>(&self, dir: &Path, args: &[S]) -> Result<Option<String>, GitError> {
+        match self.run(dir, args) {
+            Ok(out) => Ok(Some(out)),
+            Err(GitError::Failed { .. }) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,241 @@
+//! Which steps of a plan get a worktree, from which repository and commit, checked before a
+//! launch writes anything: git is there, each step's directory is inside a repository whose
+//! base commit exists and holds that directory, the repository is clean when a clean base was
+//! asked for, and a step that shares the worktree of the step before it has one to share.
+
+use super::WorktreeOptions;
+use super::git::{Git, GitError};
+use crate::environment::Environment;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use sublaunch_contract::{LaunchPlan, PlanStep};
+
+/// How many changed paths a "not clean" refusal names.
+const DIRTY_SHOWN: usize = 5;
+
+/// The worktrees a launch will create, every check passed.
+#[derive(Clone, Debug)]
+pub struct WorktreePlan {
+    pub(super) git: Git,
+    pub(super) worktrees: Vec<Planned>,
+    pub(super) dir: Option<PathBuf>,
+}
+
+/// One worktree to create, and the plan steps (flat indexes) that run in it.
+#[derive(Clone, Debug)]
+pub(super) struct Planned {
+    /// `<step>` or `<step>-<task>`, 1-based.
+    pub name: String,
+    /// The top of the working tree holding the steps' directory.
+    pub repository: PathBuf,
+    /// The commit the worktree starts at.
+    pub base_commit: String,
+    /// Each step that runs in it, with its directory relative to the repository's top.
+    pub steps: Vec<(usize, PathBuf)>,
+}
+
+/// `step 2 ('writer')` or `step 2, task 1 ('writer')`.
+pub(super) fn label(step: &PlanStep) -> String {
+    match step.task_index {
+        Some(task) => format!("step {}, task {} ('{}')", step.step_index + 1, task + 1, step.agent),
+        None => format!("step {} ('{}')", step.step_index + 1, step.agent),
+    }
+}
+
+fn name_of(step: &PlanStep) -> String {
+    match step.task_index {
+        Some(task) => format!("{}-{}", step.step_index + 1, task + 1),
+        None => format!("{}", step.step_index + 1),
+    }
+}
+
+/// The worktrees `plan` asks for (`None` when no step runs in one), or why the launch cannot
+/// have them. `cwd` resolves a relative PATH entry when looking for git.
+pub fn prepare(
+    plan: &LaunchPlan,
+    options: &WorktreeOptions,
+    env: &Environment,
+    cwd: &Path,
+) -> Result<Option<WorktreePlan>, String> {
+    let asked: Vec<(usize, &PlanStep)> = plan
+        .steps
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.worktree && s.machine.is_none())
+        .collect();
+    if asked.is_empty() {
+        return Ok(None);
+    }
+    let git = Git::find(env, cwd).map_err(|e| format!("cannot launch: {e}"))?;
+    let mut checks = Checks {
+        git: &git,
+        options,
+        tops: BTreeMap::new(),
+        bases: BTreeMap::new(),
+    };
+    let mut worktrees: Vec<Planned> = Vec::new();
+    for (index, step) in asked {
+        let directory = canonical(&step.cwd)
+            .map_err(|e| format!("cannot launch: the directory of {} ({}): {e}", label(step), step.cwd))?;
+        let top = checks.top(&directory, step)?;
+        let relative = directory.strip_prefix(&top).unwrap_or(Path::new("")).to_owned();
+        if step.task_index.is_none() && options.share_previous.contains(&step.step_index) {
+            let before = |flat: usize| {
+                let other = &plan.steps[flat];
+                other.task_index.is_none() && other.step_index + 1 == step.step_index
+            };
+            let previous = worktrees
+                .iter_mut()
+                .find(|w| w.steps.iter().any(|(flat, _)| before(*flat)))
+                .ok_or_else(|| {
+                    format!(
+                        "cannot launch: {} runs in the worktree of the step before it, which runs in none (it is not one step with worktree: true)",
+                        label(step)
+                    )
+                })?;
+            if previous.repository != top {
+                return Err(format!(
+                    "cannot launch: {} runs in the worktree of the step before it, a checkout of {}, but its directory {} is in {}",
+                    label(step),
+                    previous.repository.display(),
+                    directory.display(),
+                    top.display()
+                ));
+            }
+            let base = previous.base_commit.clone();
+            checks.holds(&top, &base, &relative, step)?;
+            previous.steps.push((index, relative));
+            continue;
+        }
+        let base = checks.base(&top)?;
+        checks.holds(&top, &base, &relative, step)?;
+        worktrees.push(Planned {
+            name: name_of(step),
+            repository: top,
+            base_commit: base,
+            steps: vec![(index, relative)],
+        });
+    }
+    Ok(Some(WorktreePlan {
+        git,
+        worktrees,
+        dir: options.dir.clone(),
+    }))
+}
+
+/// The checks of [`prepare`], each git question asked once per repository.
+struct Checks<'a> {
+    git: &'a Git,
+    options: &'a WorktreeOptions,
+    tops: BTreeMap<PathBuf, PathBuf>,
+    bases: BTreeMap<PathBuf, String>,
+}
+
+impl Checks<'_> {
+    /// The top of the working tree holding `directory`.
+    fn top(&mut self, directory: &Path, step: &PlanStep) -> Result<PathBuf, String> {
+        if let Some(top) = self.tops.get(directory) {
+            return Ok(top.clone());
+        }
+        let top = match self.git.run(directory, &["rev-parse", "--show-toplevel"]) {
+            Ok(out) => PathBuf::from(out.trim_end_matches('\n')),
+            Err(GitError::Failed { .. }) => {
+                return Err(format!(
+                    "cannot launch: {} asks for a managed worktree, but its directory {} is not inside a git repository",
+                    label(step),
+                    directory.display()
+                ));
+            }
+            Err(e) => return Err(format!("cannot launch: {e}")),
+        };
+        self.tops.insert(directory.to_owned(), top.clone());
+        Ok(top)
+    }
+
+    /// The base commit in `top`: `--base`, else `HEAD`; refused when it names no commit or
+    /// when a clean base was asked for and `top` has uncommitted changes.
+    fn base(&mut self, top: &Path) -> Result<String, String> {
+        if let Some(base) = self.bases.get(top) {
+            return Ok(base.clone());
+        }
+        let asked = self.options.base.as_deref().unwrap_or("HEAD");
+        if asked.starts_with('-') || asked.trim().is_empty() {
+            return Err(format!("cannot launch: '{asked}' is not a git revision (--base)"));
+        }
+        let spec = format!("{asked}^{{commit}}");
+        let fail = |e: GitError| format!("cannot launch: {e}");
+        let Some(commit) = self
+            .git
+            .ask(top, &["rev-parse", "--verify", "--quiet", &spec])
+            .map_err(fail)?
+        else {
+            return Err(if self.options.base.is_none() {
+                format!(
+                    "cannot launch: the repository {} has no commit yet; a worktree starts from a commit",
+                    top.display()
+                )
+            } else {
+                format!(
+                    "cannot launch: the base '{asked}' names no commit in the repository {}",
+                    top.display()
+                )
+            });
+        };
+        let commit = commit.trim().to_owned();
+        let changes = self
+            .git
+            .run(top, &["status", "--porcelain=v1", "--untracked-files=normal"])
+            .map_err(fail)?;
+        let changed: Vec<&str> = changes.lines().filter(|l| !l.is_empty()).collect();
+        if !changed.is_empty() {
+            let shown: Vec<&str> = changed.iter().take(DIRTY_SHOWN).map(|l| l.trim()).collect();
+            let more = changed.len().saturating_sub(DIRTY_SHOWN);
+            let listed = if more > 0 {
+                format!("{} and {more} more", shown.join(", "))
+            } else {
+                shown.join(", ")
+            };
+            if self.options.require_clean {
+                return Err(format!(
+                    "cannot launch: the repository {} has uncommitted changes ({listed}) and a clean base was asked for; commit or stash them first",
+                    top.display()
+                ));
+            }
+            log::warn!(
+                "the worktrees start at {asked} ({}); the {} uncommitted change(s) in {} are not in them",
+                &commit[..commit.len().min(12)],
+                changed.len(),
+                top.display()
+            );
+        }
+        self.bases.insert(top.to_owned(), commit.clone());
+        Ok(commit)
+    }
+
+    /// Refuses a step whose directory the base commit does not have (the worktree would
+    /// have no such directory to run in).
+    fn holds(&self, top: &Path, base: &str, relative: &Path, step: &PlanStep) -> Result<(), String> {
+        if relative.as_os_str().is_empty() {
+            return Ok(());
+        }
+        let spec = format!("{base}:{}", relative.display());
+        let tree = self
+            .git
+            .ask(top, &["cat-file", "-t", &spec])
+            .map_err(|e| format!("cannot launch: {e}"))?;
+        if tree.as_deref().map(str::trim) == Some("tree") {
+            return Ok(());
+        }
+        Err(format!(
+            "cannot launch: {} runs in {} of the repository {}, which its base commit {} does not have (the directory is untracked or ignored), so its worktree would not have it",
+            label(step),
+            relative.display(),
+            top.display(),
+            &base[..base.len().min(12)]
+        ))
+    }
+}
+
+fn canonical(cwd: &str) -> std::io::Result<PathBuf> {
+    std::fs::canonicalize(cwd)
+}

@@ -1,0 +1,272 @@
+//! Listing the recorded worktrees and removing those of ended runs. A worktree is removed
+//! only when its run has ended (a run that is running or queued keeps it), it is still on its
+//! own branch (one where someone checked out another branch is theirs now), and it has no
+//! uncommitted changes; its branch goes too unless it carries commits. `force` removes
+//! uncommitted changes and branches with commits; it never touches a running run's worktree
+//! or a branch git reports checked out somewhere (git refuses to delete those).
+
+use super::git::Git;
+use super::record::{self, WorktreeEntry, WorktreeRecord};
+use crate::launch::reconcile::RunStore;
+use std::io;
+use std::path::Path;
+use sublaunch_protocol::lock::StatusLock;
+use sublaunch_protocol::status::Status;
+
+/// What became of a run, as far as its worktrees care.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunPhase {
+    /// Running or queued: its worktrees are in use.
+    Active(String),
+    /// Ended in this state.
+    Ended(String),
+    /// Its run directory is gone (pruned, or a launch that never started).
+    Gone,
+}
+
+impl RunPhase {
+    /// `running`, `complete`, … or `gone`.
+    pub fn word(&self) -> &str {
+        match self {
+            Self::Active(state) | Self::Ended(state) => state,
+            Self::Gone => "gone",
+        }
+    }
+}
+
+/// One recorded worktree as it is now.
+#[derive(Clone, Debug)]
+pub struct Listed {
+    /// The run it was made for.
+    pub run_id: String,
+    /// Where that run stands.
+    pub phase: RunPhase,
+    /// The record.
+    pub entry: WorktreeEntry,
+    /// Whether its directory exists.
+    pub exists: bool,
+    /// Whether its branch exists.
+    pub branch_exists: bool,
+    /// Commits on its branch since the base commit.
+    pub commits: u64,
+    /// Uncommitted changes (lines of `git status --porcelain`).
+    pub changes: u64,
+    /// The branch checked out in it when that is not its own (`detached` for none).
+    pub other_branch: Option<String>,
+}
+
+/// What [`prune`] did (or, in a dry run, would do) per worktree.
+#[derive(Clone, Debug)]
+pub struct Pruned {
+    /// The worktree as listed before.
+    pub listed: Listed,
+    /// Its directory was removed.
+    pub removed_worktree: bool,
+    /// Its branch was deleted.
+    pub removed_branch: bool,
+    /// Why something of it was left.
+    pub kept: Option<String>,
+}
+
+/// Every recorded worktree, and the records that could not be read.
+pub fn list(store: &RunStore, git: &Git) -> io::Result<(Vec<Listed>, Vec<String>)> {
+    let mut listed = Vec::new();
+    let mut problems = Vec::new();
+    for record in record::read_all(store.root().root())? {
+        match record {
+            Ok(record) => {
+                let phase = phase_of(store, &record.run_id);
+                listed.extend(record.worktrees.iter().map(|e| look(git, &record.run_id, &phase, e)));
+            }
+            Err(problem) => problems.push(problem),
+        }
+    }
+    Ok((listed, problems))
+}
+
+fn phase_of(store: &RunStore, run_id: &str) -> RunPhase {
+    let Ok(Some(run)) = store.run_dir(run_id) else {
+        return RunPhase::Gone;
+    };
+    store.reconcile_run(&run);
+    match crate::runs::status_of(&run) {
+        Some(status) if status.is_terminal() => RunPhase::Ended(state_word(&status)),
+        // A status that cannot be read is a run we cannot prove ended.
+        Some(status) => RunPhase::Active(state_word(&status)),
+        None => RunPhase::Active("unknown".into()),
+    }
+}
+
+fn state_word(status: &Status) -> String {
+    status.state.as_ref().map_or("unknown", |s| s.as_str()).to_owned()
+}
+
+fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> Listed {
+    let path = Path::new(&entry.path);
+    let repository = Path::new(&entry.repository);
+    let exists = path.is_dir();
+    let branch_ref = format!("refs/heads/{}", entry.branch);
+    let branch_exists = git
+        .ask(repository, &["rev-parse", "--verify", "--quiet", &branch_ref])
+        .ok()
+        .flatten()
+        .is_some();
+    let commits = if branch_exists {
+        git.ask(
+            repository,
+            &["rev-list", "--count", &format!("{}..{}", entry.base_commit, branch_ref)],
+        )
+        .ok()
+        .flatten()
+        .and_then(|n| n.trim().parse().ok())
+        .unwrap_or(0)
+    } else {
+        0
+    };
+    let (changes, other_branch) = if exists {
+        let changes = git
+            .ask(path, &["status", "--porcelain=v1", "--untracked-files=normal"])
+            .ok()
+            .flatten()
+            .map_or(0, |out| out.lines().filter(|l| !l.is_empty()).count() as u64);
+        let head = git
+            .ask(path, &["symbolic-ref", "--quiet", "--short", "HEAD"])
+            .ok()
+            .flatten()
+            .map(|b| b.trim().to_owned());
+        let other = match head {
+            Some(branch) if branch == entry.branch => None,
+            Some(branch) => Some(branch),
+            None => Some("detached".to_owned()),
+        };
+        (changes, other)
+    } else {
+        (0, None)
+    };
+    Listed {
+        run_id: run_id.to_owned(),
+        phase: phase.clone(),
+        entry: entry.clone(),
+        exists,
+        branch_exists,
+        commits,
+        changes,
+        other_branch,
+    }
+}
+
+/// Removes the worktrees (and branches) of ended runs, as the module documentation says;
+/// `dry_run` only says what would go. Prunes of one state root run one at a time.
+pub fn prune(store: &RunStore, git: &Git, force: bool, dry_run: bool) -> io::Result<(Vec<Pruned>, Vec<String>)> {
+    let records_dir = record::records_dir(store.root().root())?;
+    let _serial = StatusLock::acquire(&records_dir)?;
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for record in record::read_all(store.root().root())? {
+        let record = match record {
+            Ok(record) => record,
+            Err(problem) => {
+                problems.push(problem);
+                continue;
+            }
+        };
+        let phase = phase_of(store, &record.run_id);
+        let mut left = Vec::new();
+        for entry in &record.worktrees {
+            let listed = look(git, &record.run_id, &phase, entry);
+            let pruned = prune_one(git, listed, force, dry_run);
+            // An active run's worktree may not exist yet: its launch is still making it.
+            let remains = matches!(phase, RunPhase::Active(_))
+                || pruned.listed.exists && !pruned.removed_worktree
+                || pruned.listed.branch_exists && !pruned.removed_branch;
+            if remains {
+                left.push(entry.clone());
+            }
+            out.push(pruned);
+        }
+        if dry_run || left.len() == record.worktrees.len() {
+            continue;
+        }
+        let kept = WorktreeRecord {
+            worktrees: left,
+            ..record.clone()
+        };
+        let written = if kept.worktrees.is_empty() {
+            record::remove(&records_dir, &record.run_id)
+        } else {
+            record::write(&records_dir, &kept)
+        };
+        if let Err(e) = written {
+            problems.push(format!("cannot update the worktree record of '{}': {e}", record.run_id));
+        }
+        if let Some(dir) = record.worktrees.first().and_then(|e| Path::new(&e.path).parent()) {
+            // Empty once every worktree of the run is gone; kept otherwise.
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    Ok((out, problems))
+}
+
+fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
+    let mut pruned = Pruned {
+        removed_worktree: false,
+        removed_branch: false,
+        kept: None,
+        listed,
+    };
+    let listed = &pruned.listed;
+    if let RunPhase::Active(state) = &listed.phase {
+        pruned.kept = Some(format!("its run is {state}"));
+        return pruned;
+    }
+    let repository = Path::new(&listed.entry.repository);
+    if !repository.is_dir() {
+        pruned.kept = Some(format!("its repository {} is gone", listed.entry.repository));
+        return pruned;
+    }
+    if let Some(other) = &listed.other_branch {
+        pruned.kept = Some(format!(
+            "the worktree is on {other} now, not its own branch; it is left to whoever checked that out"
+        ));
+        return pruned;
+    }
+    if listed.exists {
+        if listed.changes > 0 && !force {
+            pruned.kept = Some(format!(
+                "it has {} uncommitted change(s); --force removes them",
+                listed.changes
+            ));
+            return pruned;
+        }
+        if !dry_run {
+            let mut args = vec!["worktree", "remove"];
+            if force {
+                args.push("--force");
+            }
+            args.push(&listed.entry.path);
+            if let Err(e) = git.run(repository, &args) {
+                pruned.kept = Some(e.to_string());
+                return pruned;
+            }
+        }
+        pruned.removed_worktree = true;
+    } else if !dry_run {
+        // A directory removed by hand leaves git's registration behind.
+        let _ = git.run(repository, &["worktree", "prune"]);
+    }
+    if listed.branch_exists {
+        if listed.commits > 0 && !force {
+            pruned.kept = Some(format!(
+                "its branch {} carries {} commit(s) and is kept; --force deletes it",
+                listed.entry.branch, listed.commits
+            ));
+            return pruned;
+        }
+        if !dry_run && let Err(e) = git.run(repository, &["branch", "-D", &listed.entry.branch]) {
+            pruned.kept = Some(e.to_string());
+            return pruned;
+        }
+        pruned.removed_branch = true;
+    }
+    pruned
+}
