@@ -10,17 +10,9 @@
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Instant;
+use sublaunch_tests::bench::{self, median, ms};
 use sublaunch_tests::launch_harness::Scratch;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1e3)
-}
 
 /// A JSON-RPC session with `sublaunch mcp` (newline-delimited messages).
 struct Session {
@@ -87,13 +79,9 @@ impl Drop for Session {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(rounds) = bench::rounds(40) else {
         return;
-    }
-    let rounds: usize = std::env::var("SUBLAUNCH_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(40);
+    };
     let scratch = Scratch::new("bench-mcp");
     let mut session = Session::start(&scratch);
     let call = json!({"name": "run", "arguments": {"agent": "shell", "task": "true"}});

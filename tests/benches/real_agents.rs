@@ -10,14 +10,10 @@
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use sublaunch_tests::bench::{self, median};
 use sublaunch_tests::launch_harness::Scratch;
 use sublaunch_tests::model_server::{ModelServer, Reply};
 use sublaunch_tests::real_agents::{self, Agent, PiApi};
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 /// Runs `command` to its end with `stdin`, which must succeed; returns the time it took.
 fn timed(command: &mut Command, stdin: &str) -> Duration {
@@ -60,14 +56,10 @@ fn direct(agent: &Agent, name: &str) -> Command {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(rounds) = bench::rounds(9) else {
         return;
-    }
+    };
     real_agents::require_installed();
-    let rounds: usize = std::env::var("SUBLAUNCH_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(9);
     let server = ModelServer::shared();
     let scratch = Scratch::new("bench-real-agents");
     let registry = scratch.path().join("models.json");

@@ -9,13 +9,9 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+use sublaunch_tests::bench::{self, median};
 use sublaunch_tests::launch_harness::Scratch;
 use sublaunch_tests::sshd::Sshd;
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
 
 fn timed(command: &mut Command) -> Duration {
     let started = Instant::now();
@@ -46,13 +42,9 @@ fn ssh_true(config: &Path, extra: &[&str]) -> Command {
 }
 
 fn main() {
-    if std::env::args().any(|a| a == "--list") {
+    let Some(rounds) = bench::rounds(15) else {
         return;
-    }
-    let rounds: usize = std::env::var("SUBLAUNCH_BENCH_ROUNDS")
-        .ok()
-        .and_then(|r| r.parse().ok())
-        .unwrap_or(15);
+    };
     let server = Sshd::start();
     let scratch = Scratch::new("bench-remote");
     let home = scratch.path().join("home");
