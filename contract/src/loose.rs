@@ -201,6 +201,27 @@ pub fn string_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Opti
     })
 }
 
+/// Reads a list of file paths where `false` means none (an empty list), so that a step can
+/// drop its agent's default; anything but a list of strings or `false` is refused.
+pub fn reads<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<String>>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(deserializer)? {
+        Value::Null => Ok(None),
+        Value::Bool(false) => Ok(Some(Vec::new())),
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(text) => Ok(text),
+                other => Err(D::Error::custom(format!("a read must be a file path, not {other}"))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        other => Err(D::Error::custom(format!(
+            "reads must be a list of file paths or false, not {other}"
+        ))),
+    }
+}
+
 /// Reads a flag where only JSON `true` counts (rule L4): `true` is `Some(true)`, anything
 /// else `None`.
 pub fn true_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {

@@ -190,6 +190,25 @@ pub struct PlanStep {
     /// Whether the child runs in a managed worktree (written only when true).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub worktree: bool,
+    /// Files the agent reads before the task: relative ones relative to the child's local
+    /// directory (the host resolves and checks them), `~/…` and absolute ones as given; a
+    /// placed child's are resolved against its remote directory.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<String>,
+    /// The file the final answer is also written to: relative to the local directory (never
+    /// above it), or absolute.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The name of the child's answer for later steps (`{outputs.NAME}`).
+    #[serde(rename = "as", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-name"))]
+    pub output_name: Option<String>,
+    /// Shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The workflow phase, shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
 }
 
 /// One child in the workflow graph.
@@ -336,6 +355,11 @@ impl PlanStep {
             output_schema: None,
             structured: false,
             worktree: false,
+            reads: Vec::new(),
+            output: None,
+            output_name: None,
+            label: None,
+            phase: None,
         }
     }
 }

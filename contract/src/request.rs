@@ -149,6 +149,14 @@ pub struct Agent {
     )]
     #[cfg_attr(feature = "wasmtime", component(name = "output-schema"))]
     pub output_schema: Option<String>,
+    /// Files every step of the agent reads first, unless the step names its own.
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::reads",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "default-reads"))]
+    pub default_reads: Option<Vec<String>>,
 }
 
 /// A task of a parallel group. On the wire a task is a step that is not itself a group.
@@ -188,6 +196,26 @@ pub struct Task {
     /// Ignored worktree flag (rule L4).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub worktree: Option<bool>,
+    /// Files the agent reads before the task (`false` or `[]`: none, not the agent's).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::reads",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reads: Option<Vec<String>>,
+    /// A file the step's final answer is also written to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The name later steps use for this step's answer (`{outputs.NAME}`).
+    #[serde(rename = "as", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-name"))]
+    pub output_name: Option<String>,
+    /// A short name shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The phase of the workflow the step belongs to, shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
 }
 
 /// A request step or parallel group.
@@ -236,6 +264,26 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub worktree: Option<bool>,
+    /// Files the agent reads before the task (for a group: each of its tasks; `false` or `[]`: none, not the agent's).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::reads",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub reads: Option<Vec<String>>,
+    /// A file the step's final answer is also written to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+    /// The name later steps use for this step's answer (`{outputs.NAME}`).
+    #[serde(rename = "as", default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "output-name"))]
+    pub output_name: Option<String>,
+    /// A short name shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    /// The phase of the workflow the step (a group: each of its tasks) belongs to, shown in progress and status.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
     /// Tasks of a parallel group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<Task>>,
@@ -405,6 +453,11 @@ impl TryFrom<Step> for Task {
             cwd: step.cwd,
             output_schema: step.output_schema,
             worktree: step.worktree,
+            reads: step.reads,
+            output: step.output,
+            output_name: step.output_name,
+            label: step.label,
+            phase: step.phase,
         })
     }
 }

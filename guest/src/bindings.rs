@@ -66,6 +66,7 @@ impl From<wit::Agent> for c::Agent {
                 adapter: r.adapter,
             }),
             output_schema: a.output_schema,
+            default_reads: a.default_reads,
         }
     }
 }
@@ -81,6 +82,11 @@ impl From<wit::Task> for c::Task {
             cwd: t.cwd.map(Into::into),
             output_schema: t.output_schema,
             worktree: t.worktree,
+            reads: t.reads,
+            output: t.output,
+            output_name: t.output_name,
+            label: t.label,
+            phase: t.phase,
         }
     }
 }
@@ -96,6 +102,11 @@ impl From<wit::Step> for c::Step {
             cwd: s.cwd.map(Into::into),
             output_schema: s.output_schema,
             worktree: s.worktree,
+            reads: s.reads,
+            output: s.output,
+            output_name: s.output_name,
+            label: s.label,
+            phase: s.phase,
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
         }
     }
@@ -214,6 +225,11 @@ impl From<c::PlanStep> for wit::PlanStep {
             output_schema: s.output_schema,
             structured: s.structured,
             worktree: s.worktree,
+            reads: s.reads,
+            output: s.output,
+            output_name: s.output_name,
+            label: s.label,
+            phase: s.phase,
         }
     }
 }

@@ -41,7 +41,7 @@ impl Position {
 }
 
 /// The fields one child reads from its step or task.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct ChildFields<'r> {
     /// Agent name.
     pub agent: &'r str,
@@ -57,6 +57,16 @@ pub struct ChildFields<'r> {
     pub cwd: Option<&'r LooseString>,
     /// Output-schema override (JSON text).
     pub output_schema: Option<&'r str>,
+    /// Files to read first (`Some` of an empty list: none, not the agent's defaults).
+    pub reads: Option<&'r [String]>,
+    /// The file the answer is also written to.
+    pub output: Option<&'r str>,
+    /// The name of the answer for later steps (`as`).
+    pub output_name: Option<&'r str>,
+    /// Label.
+    pub label: Option<&'r str>,
+    /// Phase: its own, else its group's.
+    pub phase: Option<&'r str>,
 }
 
 /// One launched child.
@@ -115,12 +125,13 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
                     None => children.push(sequential(index, step, step.worktree == Some(true))?),
                     Some(tasks) => {
                         let group_worktree = step.worktree == Some(true);
+                        only_task_fields(index, step)?;
                         for (task_index, task) in group_tasks(index, tasks)? {
                             let position = Position::ChainTask {
                                 step: index,
                                 task: task_index,
                             };
-                            children.push(grouped(position, step.machine.as_ref(), task, group_worktree)?);
+                            children.push(grouped(position, step, task, group_worktree)?);
                         }
                     }
                 }
@@ -139,12 +150,13 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
                     },
                 ] => {
                     let group_worktree = group.worktree == Some(true);
+                    only_task_fields(0, group)?;
                     for (task_index, task) in group_tasks(0, tasks)? {
                         let position = Position::ParallelTask {
                             step: 0,
                             task: task_index,
                         };
-                        children.push(grouped(position, group.machine.as_ref(), task, group_worktree)?);
+                        children.push(grouped(position, group, task, group_worktree)?);
                     }
                 }
                 _ => {
@@ -163,6 +175,29 @@ pub fn flatten(request: &PlanRequest) -> Result<Vec<Child<'_>>, PlanError> {
         }
     }
     Ok(children)
+}
+
+/// A group has no answer, output file or label of its own, and reads nothing itself: those
+/// belong on its tasks (its `phase` is theirs by default).
+fn only_task_fields(index: usize, group: &Step) -> Result<(), PlanError> {
+    let own = [
+        ("reads", group.reads.is_some()),
+        ("output", group.output.is_some()),
+        ("as", group.output_name.is_some()),
+        ("label", group.label.is_some()),
+    ];
+    match own.iter().find(|(_, set)| *set) {
+        Some((field, _)) => Err(PlanError::invalid_request(format!(
+            "Invalid request at steps[{index}].{field}: a parallel group has no {} of its own; set it on its tasks.",
+            match *field {
+                "reads" => "files to read",
+                "output" => "output file",
+                "as" => "answer to name",
+                _ => "label",
+            }
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn group_tasks(step: usize, tasks: &[Task]) -> Result<impl Iterator<Item = (usize, &Task)>, PlanError> {
@@ -191,18 +226,19 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             machine: step.machine.as_ref(),
             cwd: step.cwd.as_ref(),
             output_schema: step.output_schema.as_deref(),
+            reads: step.reads.as_deref(),
+            output: step.output.as_deref(),
+            output_name: step.output_name.as_deref(),
+            label: step.label.as_deref(),
+            phase: step.phase.as_deref(),
         },
         group_machine: None,
         worktree,
     })
 }
 
-fn grouped<'r>(
-    position: Position,
-    group_machine: Option<&'r LooseString>,
-    task: &'r Task,
-    worktree: bool,
-) -> Result<Child<'r>, PlanError> {
+fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bool) -> Result<Child<'r>, PlanError> {
+    let group_machine = group.machine.as_ref();
     let (step, index) = (position.step_index(), position.task_index().unwrap_or_default());
     let path = format!("steps[{step}].parallel[{index}]");
     let text = required_task(&path, task.task.as_deref())?;
@@ -217,6 +253,11 @@ fn grouped<'r>(
             machine: task.machine.as_ref(),
             cwd: task.cwd.as_ref(),
             output_schema: task.output_schema.as_deref(),
+            reads: task.reads.as_deref(),
+            output: task.output.as_deref(),
+            output_name: task.output_name.as_deref(),
+            label: task.label.as_deref(),
+            phase: task.phase.as_deref().or(group.phase.as_deref()),
         },
         group_machine,
         worktree,

@@ -21,6 +21,7 @@ mod runner;
 mod schema;
 mod scope;
 mod shape;
+mod step_io;
 mod thinking;
 mod workdir;
 
@@ -39,6 +40,8 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
     let agents = resolve_agents(request, &children)?;
     // 3. Deep output-schema validation (P-S3).
     schema::validate_all(&children, &agents)?;
+    // 3b. Answer names and the references to them.
+    step_io::check_names(&children)?;
     // 4. Each child in flat order.
     let workdirs = workdir::Workdirs::new(request);
     let mut placement = placement::Placement::new(request);
@@ -53,6 +56,7 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
             None => None,
         };
         runner::check_external_options(child, agent, output_schema.is_some())?;
+        let io = step_io::plan(child, agent, machine.as_ref())?;
         let model = if runner::is_external(agent) {
             model::ModelPlan::default()
         } else {
@@ -82,6 +86,11 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
             requested_cwd,
             output_schema: output_schema.map(str::to_owned),
             structured: output_schema.is_some(),
+            reads: io.reads,
+            output: io.output,
+            output_name: io.output_name,
+            label: io.label,
+            phase: io.phase,
         });
     }
     // 5. Graph projection (P-S5).

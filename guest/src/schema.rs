@@ -215,6 +215,7 @@ mod tests {
                 machine: None,
                 cwd: None,
                 output_schema: None,
+                ..ChildFields::default()
             },
             group_machine: None,
             worktree: false,

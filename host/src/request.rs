@@ -44,6 +44,10 @@ pub struct RunSpec {
     pub cwd: Option<String>,
     /// `--max-thinking`: the caller's ceiling, on top of the settings.
     pub max_thinking: Option<String>,
+    /// `--read`: files the agent reads before the task (a single agent only).
+    pub reads: Option<Vec<String>>,
+    /// `--output`: a file the answer is also written to (a single agent only).
+    pub output: Option<String>,
 }
 
 /// Everything the host gathered for planning.
@@ -68,6 +72,8 @@ pub async fn build(spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanReques
         task: Some(spec.task.clone()),
         model: spec.model.as_deref().map(LooseString::from),
         thinking: spec.thinking.clone().map(ThinkingSetting::Text),
+        reads: spec.reads.clone(),
+        output: spec.output.clone(),
         ..Step::default()
     };
     build_steps(Mode::Single, vec![step], spec, inputs).await

@@ -31,5 +31,6 @@ mod registry_cli;
 mod remote_cli;
 mod remote_sshd;
 mod run_planning;
+mod step_io_cli;
 mod wait_many_cli;
 mod worktrees_cli;

@@ -567,3 +567,56 @@ fn real_writers_work_in_their_worktrees_and_resume_there() {
     );
     assert_eq!(git(&["status", "--porcelain"]), "", "the user's checkout is untouched");
 }
+
+#[test]
+fn reads_named_answers_and_output_files_reach_the_real_agents() {
+    let world = World::new("real-step-io");
+    let work = world.scratch.work();
+    write(&work.join("docs/brief.md"), "the brief says: ship on friday\n");
+    let brief = work.join("docs/brief.md");
+    // Claude Code is told which file to read and reads it with its own tool; its answer is
+    // named and handed to Codex; pi reads the same file through its @file argument and its
+    // answer also goes to a file.
+    world.claude.replies([
+        Reply::tool_call("Read", json!({"file_path": brief.to_string_lossy()})),
+        Reply::text("plan: friday"),
+    ]);
+    world.codex.replies([Reply::text("codex agrees")]);
+    world.pi.replies([Reply::text("pi summary")]);
+    let chain = write(
+        &world.scratch.path().join("io.json"),
+        &json!({"steps": [
+            {"agent": "claude", "task": "make a plan", "reads": ["docs/brief.md"], "as": "plan"},
+            {"agent": "codex", "task": "check this plan: {outputs.plan}"},
+            {"agent": "pi", "task": "summarise", "reads": ["docs/brief.md"], "model": "fake/fake-model", "output": "summary.md"}
+        ]})
+        .to_string(),
+    );
+    let (_, stdout) = world.run_ok(&["--chain", chain.to_str().unwrap()]);
+    assert_eq!(stdout, "pi summary\n");
+    let claude = world.claude.main_requests();
+    assert!(
+        claude[0].body.to_string().contains(&format!("- {}", brief.display())),
+        "{}",
+        world.claude.dump()
+    );
+    assert!(
+        claude[1].body.to_string().contains("ship on friday"),
+        "Claude Code read the file: {}",
+        world.claude.dump()
+    );
+    assert!(
+        only_request(&world.codex)
+            .body
+            .to_string()
+            .contains("check this plan: plan: friday"),
+        "{}",
+        world.codex.dump()
+    );
+    assert!(
+        only_request(&world.pi).body.to_string().contains("ship on friday"),
+        "pi put the file's contents before its prompt: {}",
+        world.pi.dump()
+    );
+    assert_eq!(std::fs::read_to_string(work.join("summary.md")).unwrap(), "pi summary");
+}

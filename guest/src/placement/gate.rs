@@ -98,6 +98,7 @@ mod tests {
                 machine: None,
                 cwd: None,
                 output_schema: None,
+                ..ChildFields::default()
             },
             group_machine: None,
             worktree,

@@ -76,6 +76,13 @@ pub struct Args {
     /// not have them).
     #[arg(long)]
     require_clean: bool,
+    /// A file the agent reads before the task (relative to its directory); repeat for
+    /// several.
+    #[arg(long = "read", value_name = "FILE", conflicts_with = "chain")]
+    reads: Vec<String>,
+    /// Also write the agent's final answer to FILE (relative to its directory, or absolute).
+    #[arg(long, value_name = "FILE", conflicts_with = "chain")]
+    output: Option<String>,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -133,6 +140,8 @@ pub fn run(args: Args) -> ExitCode {
         worktree: args.worktree,
         worktree_base: args.base.clone(),
         require_clean: args.require_clean,
+        reads: args.reads.clone(),
+        output: args.output.clone(),
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,

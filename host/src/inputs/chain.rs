@@ -18,8 +18,10 @@
 //!     task: "ls {chain_dir}"
 //! ```
 //!
-//! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?}` or
-//! a group `{parallel: [steps…], concurrency?, failFast?, worktree?}`. A step's `worktree` is
+//! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?,
+//! reads?, output?, as?, label?, phase?}` or a group `{parallel: [steps…], concurrency?,
+//! failFast?, worktree?, phase?}`. `{outputs.NAME}` in a later step's task stands for the
+//! answer of the step named `as: NAME` (the planner checks the names and references). A step's `worktree` is
 //! `true`, `false` or `"previous"` (run in the worktree of the step before it, which must be
 //! one step that has one); a group's is `true` or `false` and gives each task its own. A step without `task` gets `{task}` when
 //! no step runs before it and `{previous}` otherwise. Task texts keep their placeholders —
@@ -57,6 +59,17 @@ pub struct ChainTask {
     pub machine: Option<Value>,
     /// `true`, `false` or `"previous"` (see the module documentation); checked when parsed.
     pub worktree: Option<Value>,
+    /// Files the agent reads before the task (`false`: none, not the agent's `defaultReads`).
+    pub reads: Option<Value>,
+    /// A file the step's answer is also written to.
+    pub output: Option<String>,
+    /// The name later steps give this step's answer: `{outputs.NAME}`.
+    #[serde(rename = "as")]
+    pub output_name: Option<String>,
+    /// A short name shown in progress and status.
+    pub label: Option<String>,
+    /// The workflow phase it belongs to.
+    pub phase: Option<String>,
 }
 
 /// A parallel group.
@@ -71,13 +84,15 @@ pub struct ChainGroup {
     pub fail_fast: Option<bool>,
     /// Each task in its own managed git worktree.
     pub worktree: Option<bool>,
+    /// The workflow phase of its tasks (a task's own wins).
+    pub phase: Option<String>,
 }
 
 /// A step of a chain file.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ChainStep {
-    /// One agent.
-    Task(ChainTask),
+    /// One agent (boxed: a task has many optional fields, a group few).
+    Task(Box<ChainTask>),
     /// Tasks run side by side.
     Group(ChainGroup),
 }
@@ -162,7 +177,7 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
         steps.push(if group {
             ChainStep::Group(from_value(step, &at, &fail)?)
         } else {
-            ChainStep::Task(from_value(step, &at, &fail)?)
+            ChainStep::Task(Box::new(from_value(step, &at, &fail)?))
         });
     }
     let file = ChainFile {
@@ -215,6 +230,7 @@ impl ChainFile {
             return Err(self.error("concurrency", "must be at least 1"));
         }
         self.check_worktrees()?;
+        self.check_reads()?;
         for (index, step) in self.steps.iter().enumerate() {
             let ChainStep::Group(group) = step else { continue };
             if group.parallel.is_empty() {
@@ -232,6 +248,24 @@ impl ChainFile {
 
     /// A step's `worktree` is a flag or `"previous"` after a step of its own, in a chain; a
     /// group's tasks take their group's.
+    fn check_reads(&self) -> Result<(), FileError> {
+        for (at, task, _) in self.tasks() {
+            let Some(value) = &task.reads else { continue };
+            let ok = match value {
+                Value::Bool(false) => true,
+                Value::Array(items) => items.iter().all(Value::is_string),
+                _ => false,
+            };
+            if !ok {
+                return Err(self.error(
+                    format!("{at}.reads"),
+                    format!("expected a list of file paths or false, got {value}"),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     fn check_worktrees(&self) -> Result<(), FileError> {
         for (index, step) in self.steps.iter().enumerate() {
             let at = format!("steps[{index}].worktree");
@@ -298,7 +332,7 @@ impl ChainFile {
         for (index, step) in self.steps.iter().enumerate() {
             let after_previous = chain && index > 0;
             match step {
-                ChainStep::Task(task) => out.push((format!("steps[{index}]"), task, after_previous)),
+                ChainStep::Task(task) => out.push((format!("steps[{index}]"), &**task, after_previous)),
                 ChainStep::Group(group) => out.extend(
                     group
                         .parallel
@@ -361,6 +395,7 @@ impl ChainFile {
                     ChainStep::Group(group) => Step {
                         parallel: Some(group.parallel.iter().map(|t| task_of(t, after_previous)).collect()),
                         worktree: group.worktree,
+                        phase: group.phase.clone(),
                         ..Step::default()
                     },
                 }
@@ -434,6 +469,11 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         machine: task.machine,
         cwd: task.cwd,
         output_schema: task.output_schema,
+        reads: task.reads,
+        output: task.output,
+        output_name: task.output_name,
+        label: task.label,
+        phase: task.phase,
         ..Step::default()
     }
 }
@@ -448,6 +488,19 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         cwd: task.cwd.as_ref().map(loose),
         output_schema: task.output_schema.as_ref().map(Value::to_string),
         worktree: None,
+        reads: task.reads.as_ref().map(reads),
+        output: task.output.clone(),
+        output_name: task.output_name.clone(),
+        label: task.label.clone(),
+        phase: task.phase.clone(),
+    }
+}
+
+/// `reads`: a list of paths, `false` for none; anything else was refused when parsed.
+fn reads(value: &Value) -> Vec<String> {
+    match value {
+        Value::Array(items) => items.iter().filter_map(Value::as_str).map(str::to_owned).collect(),
+        _ => Vec::new(),
     }
 }
 

@@ -176,6 +176,11 @@ pub fn step_config(
     config.model.clone_from(&step.model);
     config.adapter = Some(adapter_spec(step, agent).map_err(|e| format!("Subagent launch aborted: {e}."))?);
     config.set_position(step.step_index, step.task_index);
+    config.reads.clone_from(&step.reads);
+    config.output_file.clone_from(&step.output);
+    config.output_name.clone_from(&step.output_name);
+    config.label.clone_from(&step.label);
+    config.phase.clone_from(&step.phase);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
             Some(text) => serde_json::from_str::<Value>(text)

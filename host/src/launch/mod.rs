@@ -46,6 +46,7 @@ mod sequence;
 mod setup;
 mod spawn;
 mod startup_failure;
+mod step_files;
 mod supervise;
 pub mod terminate;
 #[cfg(feature = "test-hooks")]

@@ -126,6 +126,9 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
         }
     }
+    if let Err(error) = super::step_files::resolve(&mut steps, options.environment.home().as_deref()) {
+        return Err(fail_before_spawn(&ctx, origin, error).await);
+    }
     let config = runner_config(ConfigInputs {
         run_id: &run_id,
         steps,

@@ -170,7 +170,7 @@ pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
 }
 
 /// The answer as one JSON object: `{runId, state, success, error, answer, usage, steps: [{agent,
-/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree}]}`.
+/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree, outputFile, as, label, phase}]}`.
 pub fn answer_json(payload: &ResultPayload) -> Value {
     let steps: Vec<Value> = payload
         .results
@@ -189,6 +189,10 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
                 "usage": r.extra.get("usage"),
                 "agentSession": r.extra.get("agentSession"),
                 "worktree": r.extra.get("worktree"),
+                "outputFile": r.extra.get("outputFile"),
+                "as": r.extra.get("as"),
+                "label": r.extra.get("label"),
+                "phase": r.extra.get("phase"),
             })
         })
         .collect();

@@ -79,6 +79,11 @@ pub struct RunRequest {
     /// Refuse to launch when a worktree's repository has uncommitted changes (also the
     /// settings' `subagents.worktrees.requireClean`).
     pub require_clean: bool,
+    /// Files the agent reads before the task (a single agent; a chain's steps name their
+    /// own).
+    pub reads: Vec<String>,
+    /// A file the answer is also written to (a single agent).
+    pub output: Option<String>,
 }
 
 impl RunRequest {
@@ -105,6 +110,8 @@ impl RunRequest {
             worktree: false,
             worktree_base: None,
             require_clean: false,
+            reads: Vec::new(),
+            output: None,
         }
     }
 }
@@ -383,6 +390,8 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
         machine: request.machine.clone(),
         cwd: request.cwd.clone(),
         max_thinking: request.max_thinking.clone(),
+        reads: (!request.reads.is_empty()).then(|| request.reads.clone()),
+        output: request.output.clone(),
     };
     match &request.work {
         Work::Agent { agent, task } => {

@@ -67,6 +67,17 @@ pub struct StepConfig {
     pub model_check: Option<ModelCheck>,
     /// The managed git worktree the step runs in, when it asked for one.
     pub worktree: Option<StepWorktree>,
+    /// Files the agent reads before the task (absolute; for a placed step, on its machine).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reads: Vec<String>,
+    /// The file (absolute, on this machine) the step's answer is also written to.
+    pub output_file: Option<String>,
+    /// The name later steps give this step's answer (`{outputs.NAME}`).
+    pub output_name: Option<String>,
+    /// A short name shown in progress and status.
+    pub label: Option<String>,
+    /// The workflow phase the step belongs to.
+    pub phase: Option<String>,
     /// Where the step runs, when the plan placed it on a machine.
     pub placement: Option<Placement>,
 }

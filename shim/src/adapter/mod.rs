@@ -24,6 +24,7 @@ mod command;
 mod cursor;
 mod jsonl;
 mod pi;
+pub mod reads;
 mod script_refs;
 mod shell;
 mod text;

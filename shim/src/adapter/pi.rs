@@ -52,10 +52,14 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
         push_option(&mut argv, "--append-system-prompt", Some(path));
     }
     let mut stdin = None;
+    if !input.step.reads.is_empty() {
+        argv.push("--".into());
+        argv.extend(super::reads::pi_arguments(&input.step.reads));
+    }
     if input.task.len() > ARG_LIMIT {
         stdin = Some(input.task.as_bytes().to_vec());
     } else {
-        if input.task.starts_with('-') {
+        if input.task.starts_with('-') && input.step.reads.is_empty() {
             argv.push("--".into());
         }
         argv.push(input.task.to_owned());

@@ -3,6 +3,7 @@
 pub mod exit;
 pub mod hook;
 pub mod model_check;
+pub mod output_file;
 pub mod record;
 pub mod step_end;
 pub mod structured;

@@ -307,7 +307,10 @@ fn result_payload(
 ) -> Value {
     let stopped = *state == RunState::Stopped;
     let timed_out = ends.iter().any(|e| e.timeout.is_some());
-    let results: Vec<StepResult> = ends.iter().map(step_result).collect();
+    let results: Vec<StepResult> = ends
+        .iter()
+        .map(|end| step_result(end, ctx.cfg.steps.get(end.index)))
+        .collect();
     let summary = results
         .iter()
         .zip(ends)
@@ -352,7 +355,7 @@ fn result_payload(
 
 /// `results[i]` of one step (S11 plus the workflow fields: `stepIndex`, `taskIndex`,
 /// `adapter`, `structured`, `structuredErrors`, `outputTruncated`, `reportedModel`, `skipped`).
-fn step_result(end: &StepEnd) -> StepResult {
+fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::config::StepConfig>) -> StepResult {
     let remote = end.remote.as_ref();
     let fields = [
         ("stepIndex", end.position.0.map(Value::from)),
@@ -381,6 +384,13 @@ fn step_result(end: &StepEnd) -> StepResult {
             "worktree",
             end.worktree.as_ref().map(crate::end::worktree::WorktreeEnd::to_json),
         ),
+        ("outputFile", end.output_file.as_ref().map(|path| json!(path))),
+        (
+            "as",
+            config.and_then(|c| c.output_name.as_ref()).map(|name| json!(name)),
+        ),
+        ("label", config.and_then(|c| c.label.as_ref()).map(|label| json!(label))),
+        ("phase", config.and_then(|c| c.phase.as_ref()).map(|phase| json!(phase))),
     ];
     let extra = fields
         .into_iter()

@@ -89,6 +89,8 @@ pub struct StepEnd {
     pub remote: Option<RemoteEnd>,
     /// What it left in its managed git worktree.
     pub worktree: Option<crate::end::worktree::WorktreeEnd>,
+    /// The file its answer was written to (`output`).
+    pub output_file: Option<String>,
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).

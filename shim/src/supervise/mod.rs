@@ -36,6 +36,7 @@ use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_m
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
+use sublaunch_protocol::config::AdapterId;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::events::{self, EventLog};
 use sublaunch_protocol::lease::WriterState;
@@ -203,11 +204,17 @@ impl Supervisor {
         ctx.set_writer(WriterState::Spawning, None);
         let spec = step.adapter.clone();
         let cwd = ctx.cfg.step_cwd(index).to_owned();
+        // pi reads its files as arguments; every other agent is told which to read.
+        let task = if adapter == AdapterId::Pi {
+            task.to_owned()
+        } else {
+            crate::adapter::reads::with_preamble(task, &step.reads)
+        };
         let input = StepInput {
             index,
             step: &step,
             spec: spec.as_ref(),
-            task,
+            task: &task,
             script_values,
             cwd: &cwd,
             run: self.book.run(),
@@ -421,6 +428,15 @@ impl Supervisor {
             state: r.state.borrow().clone(),
         });
         crate::end::verdict::judge(&mut end, &step, extracted);
+        if let Some(path) = &step.output_file
+            && end.state() == sublaunch_protocol::status::RunState::Complete
+        {
+            let answer = crate::workflow::placeholders::handoff(&end);
+            match crate::end::output_file::write(path, &answer, ctx.cfg.agent_umask) {
+                Ok(()) => end.output_file = Some(path.clone()),
+                Err(problem) => end.validation = Some(format!("The step completed, but its answer {problem}.")),
+            }
+        }
         if let Some(worktree) = &step.worktree {
             let start = self
                 .worktree_heads

@@ -96,6 +96,15 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         if let Some(task) = config.task_index {
             step.extra.insert("taskIndex".into(), task.into());
         }
+        for (key, value) in [
+            ("label", &config.label),
+            ("phase", &config.phase),
+            ("as", &config.output_name),
+        ] {
+            if let Some(value) = value {
+                step.extra.insert(key.into(), value.as_str().into());
+            }
+        }
     }
     let workflow = ctx.cfg.workflow.clone();
     let groups: Vec<serde_json::Value> = crate::workflow::groups::groups(&ctx.cfg)

@@ -46,6 +46,7 @@ pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
             .unwrap_or_default(),
         previous: String::new(),
         chain_dir: chain_dir(ctx, &workflow, substitute),
+        outputs: Vec::new(),
     };
     let mut ends: Vec<StepEnd> = Vec::with_capacity(ctx.cfg.steps.len());
     let mut stopped_by: Option<String> = None;
@@ -66,6 +67,11 @@ pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
         }
         let ran: Vec<&StepEnd> = group_ends.iter().filter(|e| e.ran()).collect();
         values.previous = aggregate(&ran, group.parallel);
+        for end in &ran {
+            if let Some(name) = ctx.cfg.steps[end.index].output_name.as_deref() {
+                values.name_output(name, end);
+            }
+        }
         ends.extend(group_ends);
     }
     ends

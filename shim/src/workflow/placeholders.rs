@@ -6,14 +6,16 @@
 //!   parallel group the outputs of all its tasks in order (see [`aggregate`]); empty for the
 //!   first step;
 //! * `{chain_dir}` — the run's shared artifacts directory (`<run>/chain` unless the
-//!   configuration names another), created (0700) before the first step when any task uses it.
+//!   configuration names another), created (0700) before the first step when any task uses it;
+//! * `{outputs.NAME}` — the answer of the earlier step named `as: NAME` (the planner checked
+//!   that it runs before).
 //!
 //! Substitution is one pass, so text inserted by a placeholder is never expanded again, and
 //! any other `{…}` in a task stays as written (tasks are prose).
 //!
 //! A task that is a shell script gets no values pasted in: its placeholders become quoted
-//! references to `$SUBLAUNCH_TASK`, `$SUBLAUNCH_PREVIOUS` and `$SUBLAUNCH_CHAIN_DIR`, which
-//! carry the values ([`Values::script_values`]).
+//! references to `$SUBLAUNCH_TASK`, `$SUBLAUNCH_PREVIOUS`, `$SUBLAUNCH_CHAIN_DIR` and
+//! `$SUBLAUNCH_OUTPUT_<NAME>`, which carry the values ([`Values::script_values`]).
 
 use crate::adapter::{ScriptValues, fill_template};
 use crate::end::step_end::StepEnd;
@@ -27,19 +29,25 @@ pub struct Values {
     pub previous: String,
     /// `{chain_dir}`.
     pub chain_dir: String,
+    /// `{outputs.NAME}`: each named answer so far, as (`outputs.NAME`, answer).
+    pub outputs: Vec<(String, String)>,
 }
 
 impl Values {
     /// `text` with the placeholders replaced.
     pub fn apply(&self, text: &str) -> String {
-        fill_template(
-            text,
-            &[
-                ("task", &self.task),
-                ("previous", &self.previous),
-                ("chain_dir", &self.chain_dir),
-            ],
-        )
+        let mut values = vec![
+            ("task", self.task.as_str()),
+            ("previous", self.previous.as_str()),
+            ("chain_dir", self.chain_dir.as_str()),
+        ];
+        values.extend(self.outputs.iter().map(|(key, value)| (key.as_str(), value.as_str())));
+        fill_template(text, &values)
+    }
+
+    /// Keeps `end`'s answer under `name` for the steps after it.
+    pub fn name_output(&mut self, name: &str, end: &StepEnd) {
+        self.outputs.push((format!("outputs.{name}"), handoff(end)));
     }
 
     /// The values as a shell script receives them: in environment variables.
@@ -48,6 +56,10 @@ impl Values {
         values.push("task", "SUBLAUNCH_TASK", &self.task);
         values.push("previous", "SUBLAUNCH_PREVIOUS", &self.previous);
         values.push("chain_dir", "SUBLAUNCH_CHAIN_DIR", &self.chain_dir);
+        for (key, value) in &self.outputs {
+            let name = key.trim_start_matches("outputs.");
+            values.push(key, &format!("SUBLAUNCH_OUTPUT_{}", name.to_ascii_uppercase()), value);
+        }
         values
     }
 }
@@ -88,10 +100,11 @@ mod tests {
             task: "the task".into(),
             previous: "prev says {task}".into(),
             chain_dir: "/run/chain".into(),
+            outputs: vec![("outputs.plan".into(), "the plan".into())],
         };
         assert_eq!(
-            values.apply("Do {task} with {previous} in {chain_dir}/x, keep {other}"),
-            "Do the task with prev says {task} in /run/chain/x, keep {other}"
+            values.apply("Do {task} with {previous} in {chain_dir}/x, keep {other}, follow {outputs.plan}"),
+            "Do the task with prev says {task} in /run/chain/x, keep {other}, follow the plan"
         );
     }
 

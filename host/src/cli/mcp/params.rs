@@ -37,6 +37,11 @@ pub struct RunParams {
     pub worktree: bool,
     /// The commit or branch the worktrees start at (default: HEAD).
     pub base: Option<String>,
+    /// Files the agent must read before the task (relative to the working directory).
+    pub reads: Option<Vec<String>>,
+    /// A file the agent's final answer is also written to (relative to the working
+    /// directory, or absolute).
+    pub output: Option<String>,
     /// Wait for the run's end and return its result; otherwise the run id comes back at once
     /// (use `wait` later).
     #[serde(default)]

@@ -146,6 +146,8 @@ impl Server {
             worktree: params.worktree,
             worktree_base: params.base,
             require_clean: false,
+            reads: params.reads.unwrap_or_default(),
+            output: params.output,
         };
         let gathered = match Gathered::read(&dir, None, &state.env) {
             Ok(gathered) => gathered,

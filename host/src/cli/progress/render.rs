@@ -142,7 +142,7 @@ impl Renderer {
 
 /// `step 2.1 reviewer: failed after 1.02s (exit code 3): <error>`.
 fn plain_line(step: &StepView) -> String {
-    let mut line = format!("step {} {}: {}", step.label, step.agent, step.state);
+    let mut line = format!("step {} {}: {}", step.label, step.shown_agent(), step.state);
     if step.state != "running"
         && let Some(ms) = step.elapsed_ms
     {
@@ -170,11 +170,14 @@ pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<Strin
             .max()
             .unwrap_or(1)
     };
-    let (label_width, agent_width) = (widest(|s| &s.label), widest(|s| &s.agent));
+    let shown: Vec<String> = snapshot.steps.iter().map(StepView::shown_agent).collect();
+    let label_width = widest(|s| &s.label);
+    let agent_width = shown.iter().map(|a| a.chars().count()).max().unwrap_or(0);
     snapshot
         .steps
         .iter()
-        .map(|step| {
+        .zip(&shown)
+        .map(|(step, agent)| {
             let mark = match step.state.as_str() {
                 "complete" => '✓',
                 "failed" | "rejected" => '✗',
@@ -191,7 +194,7 @@ pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<Strin
                 .unwrap_or("");
             let line = format!(
                 "{mark} {:<label_width$}  {:<agent_width$}  {:<8}  {elapsed:>7}  {detail}",
-                step.label, step.agent, step.state
+                step.label, agent, step.state
             );
             cut(line.trim_end(), width - 1)
         })

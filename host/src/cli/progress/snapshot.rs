@@ -34,9 +34,22 @@ pub struct StepView {
     pub last_line: Option<String>,
     /// Tokens and cost its agent reported, once it ended.
     pub usage: Option<Usage>,
+    /// The step's own label (`label:` in a chain file).
+    pub name: Option<String>,
+    /// The workflow phase it belongs to.
+    pub phase: Option<String>,
 }
 
 impl StepView {
+    /// The agent as progress shows it: `reviewer (review: lexer)` with a phase and a label.
+    pub fn shown_agent(&self) -> String {
+        match (&self.phase, &self.name) {
+            (Some(phase), Some(name)) => format!("{} ({phase}: {name})", self.agent),
+            (Some(tag), None) | (None, Some(tag)) => format!("{} ({tag})", self.agent),
+            (None, None) => self.agent.clone(),
+        }
+    }
+
     /// `{step, agent, state, elapsedMs, exitCode, error}` (`--json` progress and end).
     pub fn json(&self) -> serde_json::Value {
         serde_json::json!({
@@ -47,6 +60,8 @@ impl StepView {
             "exitCode": self.exit_code,
             "error": self.error,
             "usage": self.usage,
+            "label": self.name,
+            "phase": self.phase,
         })
     }
 }
@@ -89,6 +104,12 @@ pub fn labels(run: &Dir) -> Option<Vec<String>> {
     )
 }
 
+/// A text field a step's status entry carries beside the spec's, without control characters.
+fn text_of(step: &sublaunch_protocol::status::StepStatus, key: &str) -> Option<String> {
+    let text = step.extra.get(key)?.as_str()?;
+    Some(text.chars().filter(|c| !c.is_control()).collect())
+}
+
 /// Reads the run now (`now` in wall ms); output tails only with `with_output`.
 pub fn read(run: &Dir, labels: Option<&[String]>, with_output: bool, now: u64) -> Snapshot {
     let Some(status) = status_of(run) else {
@@ -116,6 +137,8 @@ pub fn read(run: &Dir, labels: Option<&[String]>, with_output: bool, now: u64) -
                 None
             },
             usage: step.usage(),
+            name: text_of(step, "label"),
+            phase: text_of(step, "phase"),
         })
         .collect();
     let terminal = status.is_terminal();

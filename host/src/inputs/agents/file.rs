@@ -7,6 +7,7 @@
 //! model: claude-sonnet-4-5
 //! thinking: medium
 //! tools: read, grep, find
+//! defaultReads: [docs/STYLE.md]   # read before every task (relative to the step's directory)
 //! outputSchema:
 //!   type: object
 //!   required: [verdict]
@@ -78,6 +79,10 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         machine: field.machine()?,
         runner: runner.planner_runner(),
         output_schema: field.schema()?,
+        default_reads: match field.get("defaultReads") {
+            None | Some(Value::Bool(false)) => None,
+            Some(_) => Some(field.list("defaultReads")?),
+        },
     };
     Ok(AgentDef {
         planner,
