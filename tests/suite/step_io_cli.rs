@@ -251,3 +251,87 @@ fn named_answers_reach_later_steps_and_labels_show_in_progress_and_status() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn a_deadline_ends_the_run_and_one_that_passed_is_refused() {
+    let scratch = project("io-deadline");
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis();
+    let soon = (now + 1_500).to_string();
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "sleep 30",
+            "--deadline",
+            &soon,
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let id = waited_id(&output);
+    let result: Value =
+        serde_json::from_slice(&scratch.cli(&["result", &id, "--json"]).output().unwrap().stdout).unwrap();
+    assert_eq!(result["state"], "failed");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Subagent timed out after"),
+        "{result}"
+    );
+    // A deadline that has passed: nothing starts.
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "true",
+            "--deadline",
+            "2020-01-01T00:00:00Z",
+        ])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("the deadline 2020-01-01T00:00:00.000Z has passed"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(
+        names_in(&scratch.runs())
+            .into_iter()
+            .filter(|n| !n.starts_with('.'))
+            .count(),
+        1
+    );
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", "true", "--deadline", "soon"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("'soon' is not a time"),
+        "{}",
+        text(&output.stderr)
+    );
+    let chain = write(
+        &scratch.path().join("deadline.yaml"),
+        "deadlineAt: next week\nsteps: [{agent: shell, task: 'true'}]\n",
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(
+        text(&output.stderr).contains("deadline.yaml: deadlineAt: 'next week' is not a time"),
+        "{}",
+        text(&output.stderr)
+    );
+}

@@ -62,6 +62,10 @@ pub struct Args {
     /// Stop the run after SECS seconds (timeoutMs).
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Stop the run at this time at the latest: 2026-12-01T23:00:00Z (RFC 3339), or
+    /// milliseconds since 1970 (deadlineAt).
+    #[arg(long, value_name = "TIME", value_parser = sublaunch::inputs::deadline::parse_deadline)]
+    deadline: Option<u64>,
     /// Use this run id instead of a generated one (it must not name an existing run).
     #[arg(long, value_name = "ID")]
     run_id: Option<String>,
@@ -125,6 +129,7 @@ pub fn run(args: Args) -> ExitCode {
         cwd: args.cwd.clone(),
         models_file: args.models.clone(),
         timeout,
+        deadline_at: args.deadline,
         run_id: args.run_id.clone(),
         concurrency: args.concurrency,
         fail_fast: args.fail_fast,

@@ -8,6 +8,7 @@
 //! cwd: services/api      # run-level working directory (like --cwd)
 //! worktree: true         # every step in its own managed git worktree (like --worktree)
 //! worktreeBase: main     # the commit the worktrees start at (like --base; default HEAD)
+//! deadlineAt: 2026-12-01T23:00:00Z   # the run ends then at the latest (like --deadline)
 //! steps:
 //!   - agent: scout
 //!     task: "Map the code that {task} touches."
@@ -114,6 +115,8 @@ pub struct ChainFile {
     pub worktree: Option<bool>,
     /// The revision the worktrees start at.
     pub worktree_base: Option<String>,
+    /// When the run must end (wall ms since the epoch).
+    pub deadline_at: Option<u64>,
     /// The steps.
     pub steps: Vec<ChainStep>,
 }
@@ -127,6 +130,7 @@ struct RawFile {
     cwd: Option<String>,
     worktree: Option<bool>,
     worktree_base: Option<String>,
+    deadline_at: Option<Value>,
     steps: Vec<Value>,
 }
 
@@ -191,6 +195,24 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
         cwd: raw.cwd,
         worktree: raw.worktree,
         worktree_base: raw.worktree_base,
+        deadline_at: match &raw.deadline_at {
+            None | Some(Value::Null) => None,
+            Some(Value::String(text)) => {
+                Some(crate::inputs::deadline::parse_deadline(text).map_err(|e| fail(Some("deadlineAt".into()), e))?)
+            }
+            Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(|| {
+                fail(
+                    Some("deadlineAt".into()),
+                    format!("{n} is not a time in milliseconds since 1970"),
+                )
+            })?),
+            Some(other) => {
+                return Err(fail(
+                    Some("deadlineAt".into()),
+                    format!("expected a time such as 2026-12-01T23:00:00Z, got {other}"),
+                ));
+            }
+        },
         steps,
     };
     file.check_shape()?;

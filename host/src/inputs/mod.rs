@@ -5,6 +5,7 @@
 pub mod agents;
 pub mod chain;
 pub mod config_files;
+pub mod deadline;
 pub mod herdr;
 pub mod pi_catalog;
 pub mod registry;

@@ -67,6 +67,9 @@ pub struct Caller {
 pub struct Timeouts {
     /// The run's timeout (`timeoutMs`, R12).
     pub run_ms: Option<u64>,
+    /// The run's absolute deadline in wall ms (`deadlineAt`, R12); the earlier of the two
+    /// ends the run.
+    pub deadline_at: Option<u64>,
     /// Host wait per handshake state (default: 10 000 ms, or the test override, K13).
     pub startup: Option<Duration>,
     /// How long [`super::LaunchHandle::committed`] waits for the shim to commit.
@@ -79,6 +82,7 @@ impl Default for Timeouts {
     fn default() -> Self {
         Self {
             run_ms: None,
+            deadline_at: None,
             startup: None,
             commit: DEFAULT_COMMIT_TIMEOUT,
             terminate_grace: TERMINATE_GRACE,

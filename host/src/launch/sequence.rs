@@ -55,6 +55,14 @@ pub struct Launched {
 /// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
 pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
     let setup = Setup::new(plan, &options).map_err(LaunchFailure::preflight)?;
+    if let Some(at) = options.timeouts.deadline_at
+        && at <= setup.os.clock.wall_ms()
+    {
+        return Err(LaunchFailure::preflight(format!(
+            "cannot launch: the deadline {} has passed",
+            sublaunch_protocol::os::clock::iso8601_utc(at)
+        )));
+    }
     let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
     blocking_value(move || preflight::check_cwds(&checks).and_then(|()| preflight::check_shim(&shim)))
         .await
@@ -137,6 +145,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         async_dir: ctx.run.path().to_string_lossy().into_owned(),
         caller: &options.caller,
         timeout_ms: options.timeouts.run_ms,
+        deadline_at: options.timeouts.deadline_at,
         runner_process_instance_id: &instance,
         workflow: &options.workflow,
         agent_umask: options.agent_umask,

@@ -56,6 +56,9 @@ pub struct RunRequest {
     pub models_file: Option<PathBuf>,
     /// Stop the run after this long.
     pub timeout: Option<Duration>,
+    /// Stop the run at this wall time (ms since the epoch; `None`: the chain file's
+    /// `deadlineAt`, if any).
+    pub deadline_at: Option<u64>,
     /// The run id to use instead of a generated one.
     pub run_id: Option<String>,
     /// Tasks of a parallel group running at once (overrides the chain's).
@@ -101,6 +104,7 @@ impl RunRequest {
             cwd: None,
             models_file: None,
             timeout: None,
+            deadline_at: None,
             run_id: None,
             concurrency: None,
             fail_fast: false,
@@ -259,6 +263,10 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
             run_ms: request
                 .timeout
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+            deadline_at: request.deadline_at.or(match &request.work {
+                Work::Chain { chain, .. } => chain.deadline_at,
+                Work::Agent { .. } => None,
+            }),
             ..Timeouts::default()
         },
         agents: inputs.agents,

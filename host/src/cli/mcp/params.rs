@@ -30,6 +30,8 @@ pub struct RunParams {
     pub cwd: Option<String>,
     /// Stop the run after this many seconds.
     pub timeout_seconds: Option<f64>,
+    /// Stop the run at this time at the latest (RFC 3339, e.g. `2026-12-01T23:00:00Z`).
+    pub deadline_at: Option<String>,
     /// Run each step in its own git worktree on a new branch `sublaunch/<run-id>/<step>`,
     /// so that writers never collide with each other or with the user's checkout; the result
     /// says which commits each step made there. Nothing is merged.

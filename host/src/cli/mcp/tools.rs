@@ -131,6 +131,15 @@ impl Server {
             cwd,
             models_file: None,
             timeout,
+            deadline_at: match params
+                .deadline_at
+                .as_deref()
+                .map(sublaunch::inputs::deadline::parse_deadline)
+            {
+                None => None,
+                Some(Ok(at)) => Some(at),
+                Some(Err(e)) => return refuse(format!("deadline_at: {e}")),
+            },
             run_id: None,
             concurrency: None,
             fail_fast: false,

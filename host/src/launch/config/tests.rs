@@ -154,6 +154,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         async_dir: "/r/runs/r-1".into(),
         caller,
         timeout_ms: None,
+        deadline_at: None,
         runner_process_instance_id: "uuid",
         workflow: &workflow,
         agent_umask: Some(0o022),
