@@ -2,13 +2,16 @@
 //! committed run of `sublaunch-shim`, and the bookkeeping after its exit.
 //!
 //! Rule ids refer to `spec/host-and-shim.md`. The sequence ([`launch`]) is: preflight (H1–H3,
-//! `preflight`) → the run directory, created atomically with a preliminary `queued` status
-//! ([`run_dir`]) → the private cfg file (H5, [`config`]) → stale handshake files and runner
+//! `preflight`, with the managed-worktree checks of [`crate::worktrees::plan`]) → the run
+//! directory, created atomically with a preliminary `queued` status ([`run_dir`]) → the
+//! worktrees ([`crate::worktrees::create`]) and the steps' reads and output files resolved
+//! against their final directories (`step_files`) → the private cfg file (H5, [`config`]) → stale handshake files and runner
 //! logs (H6, H7) → the spawn (H8–H11, `spawn`) with the exit watcher armed first (H12,
 //! [`exit_watcher`]) → the initial status, marker, sidecars and capacity claim (H13–H15,
 //! `bookkeeping`) → the proceed file of a fresh launch (H16) or the revival handshake
 //! (K3–K8, K13–K16, `handshake`). A failure before proceed persists the failure (S5,
-//! `startup_failure`), terminates the shim (X1, [`terminate`]) and rolls back capacity (H18).
+//! `startup_failure`), terminates the shim (X1, [`terminate`]), rolls back capacity (H18) and
+//! removes the launch's worktrees.
 //! A supervising task (`supervise`) then tracks the shim's commit (K14 `committed`) and, when
 //! the exit watcher fires, finalizes the run (H19, H20, S7, `finalize`) — see
 //! [`LaunchHandle`].

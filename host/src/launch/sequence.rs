@@ -1,5 +1,5 @@
-//! The launch sequence of host-and-shim.md §1.1, in order: preflight (H1–H3), run directory,
-//! cfg (H5), stale files (H6), logs (H7), spawn (H8–H11) with the exit watcher armed first
+//! The launch sequence of host-and-shim.md §1.1, in order: preflight (H1–H3, and the
+//! worktree checks), run directory, worktrees and step files, cfg (H5), stale files (H6), logs (H7), spawn (H8–H11) with the exit watcher armed first
 //! (H12), bookkeeping (H13–H15), commit (H16) or the revival handshake (H17, K3), and the
 //! failure path (K8, S5, X1, H18).
 
