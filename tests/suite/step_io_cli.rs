@@ -5,7 +5,7 @@
 //! where, when it cannot be honoured.
 
 use serde_json::Value;
-use sublaunch_tests::cli::{git, ok, text, write};
+use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
 use sublaunch_tests::launch_harness::{Scratch, names_in};
 
 /// A project whose `echo` agent answers with the prompt it was given (a `command` runner,
@@ -19,14 +19,6 @@ fn project(name: &str) -> Scratch {
     );
     write(&scratch.work().join("docs/STYLE.md"), "be brief\n");
     scratch
-}
-
-fn answer(scratch: &Scratch, id: &str) -> Value {
-    serde_json::from_str(&ok(&scratch.cli(&["result", id, "--json"]).output().unwrap())).unwrap()
-}
-
-fn waited_id(output: &std::process::Output) -> String {
-    text(&output.stderr).lines().next().unwrap_or_default().to_owned()
 }
 
 #[test]
@@ -132,7 +124,7 @@ fn a_relative_read_and_output_resolve_inside_the_worktree() {
         .output()
         .unwrap();
     let stdout = ok(&output);
-    let id = waited_id(&output);
+    let id = waited_run_id(&output);
     let tree = scratch.root().join("worktrees").join(&id).join("1");
     assert!(
         stdout.contains(&format!("- {}\n", tree.join("docs/STYLE.md").display())),
@@ -174,7 +166,7 @@ fn an_output_file_gets_the_answer_atomically_and_bad_paths_are_refused() {
         ["answer.md"],
         "no temporary file is left"
     );
-    let result = answer(&scratch, &waited_id(&output));
+    let result = scratch.result_json(&waited_run_id(&output));
     assert_eq!(result["steps"][0]["outputFile"], path.to_str().unwrap());
     // A failed step leaves the file as it was.
     let failing = write(
@@ -220,8 +212,8 @@ fn named_answers_reach_later_steps_and_labels_show_in_progress_and_status() {
     let stderr = text(&output.stderr);
     assert!(stderr.contains("step 1 echo (design: planner): complete"), "{stderr}");
     assert!(stderr.contains("step 2.1 echo (review: lexer): complete"), "{stderr}");
-    let id = waited_id(&output);
-    let result = answer(&scratch, &id);
+    let id = waited_run_id(&output);
+    let result = scratch.result_json(&id);
     // A shell step gets the named answer in its environment, never pasted into the script.
     assert_eq!(
         result["steps"][2]["output"].as_str().unwrap().trim(),
@@ -274,7 +266,7 @@ fn a_deadline_ends_the_run_and_one_that_passed_is_refused() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
-    let id = waited_id(&output);
+    let id = waited_run_id(&output);
     let result: Value =
         serde_json::from_slice(&scratch.cli(&["result", &id, "--json"]).output().unwrap().stdout).unwrap();
     assert_eq!(result["state"], "failed");

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-use sublaunch_tests::cli::{git, ok, text, write};
+use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
 use sublaunch_tests::launch_harness::{HOST_FAULT_ENV, Scratch, names_in, wait_terminal};
 
 const LIMIT: Duration = Duration::from_secs(60);
@@ -29,16 +29,6 @@ fn repository(name: &str) -> Scratch {
 /// A shell fragment that commits everything with `message`.
 fn commit(message: &str) -> String {
     format!("git add -A && git -c user.name=agent -c user.email=agent@example.invalid commit -qm '{message}'")
-}
-
-/// `sublaunch result ID --json`.
-fn answer(scratch: &Scratch, id: &str) -> Value {
-    serde_json::from_str(&ok(&scratch.cli(&["result", id, "--json"]).output().unwrap())).unwrap()
-}
-
-/// The id on the first stderr line of a `run --wait`.
-fn waited_id(output: &std::process::Output) -> String {
-    text(&output.stderr).lines().next().unwrap_or_default().to_owned()
 }
 
 /// Branches under `sublaunch/`.
@@ -120,7 +110,7 @@ fn parallel_writers_commit_on_their_own_branches_and_never_see_each_other() {
     });
     let stderr = text(&output.stderr);
     assert!(output.status.success(), "{stderr}");
-    let id = waited_id(&output);
+    let id = waited_run_id(&output);
     assert!(
         stderr.contains(&format!(
             "worktree {}",
@@ -128,7 +118,7 @@ fn parallel_writers_commit_on_their_own_branches_and_never_see_each_other() {
         )),
         "{stderr}"
     );
-    let result = answer(&scratch, &id);
+    let result = scratch.result_json(&id);
     let steps = result["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 3);
     for (n, step) in (1..=3).zip(steps) {
@@ -180,8 +170,8 @@ fn a_chain_step_shares_the_worktree_of_the_step_before_when_asked() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let id = waited_id(&output);
-    let result = answer(&scratch, &id);
+    let id = waited_run_id(&output);
+    let result = scratch.result_json(&id);
     let steps = result["steps"].as_array().unwrap();
     assert_eq!(
         steps[1]["output"].as_str().unwrap().trim(),
@@ -217,7 +207,7 @@ fn an_agent_that_writes_asks_for_its_worktree_in_its_frontmatter() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let id = waited_id(&output);
+    let id = waited_run_id(&output);
     let expected = scratch.root().join("worktrees").join(&id).join("1");
     assert_eq!(Path::new(text(&output.stdout).trim()), expected);
     // A run of the same agent in a chain can say no.
@@ -562,7 +552,7 @@ fn pruning_racing_new_launches_never_takes_a_running_runs_worktree() {
         ids
     });
     for id in &ids {
-        let result = answer(&scratch, id);
+        let result = scratch.result_json(id);
         assert_eq!(result["state"], "complete", "{id}: {result}");
         assert_eq!(result["answer"].as_str().unwrap().trim(), "?? f", "{id}");
     }

@@ -23,6 +23,11 @@ pub fn ok(output: &Output) -> String {
     text(&output.stdout)
 }
 
+/// The run id `run --wait` prints on the first line of its stderr.
+pub fn waited_run_id(output: &Output) -> String {
+    text(&output.stderr).lines().next().unwrap_or_default().to_owned()
+}
+
 /// Writes `content` to `path`, creating its directory; returns the path.
 pub fn write(path: &Path, content: &str) -> PathBuf {
     std::fs::create_dir_all(path.parent().expect("a file path")).expect("the file's directory");

@@ -144,6 +144,17 @@ impl Scratch {
         command
     }
 
+    /// `sublaunch result ID --json` of a run that completed, parsed.
+    pub fn result_json(&self, run_id: &str) -> Value {
+        serde_json::from_str(&crate::cli::ok(
+            &self
+                .cli(&["result", run_id, "--json"])
+                .output()
+                .expect("sublaunch result"),
+        ))
+        .expect("result --json prints JSON")
+    }
+
     /// The environment of [`Scratch::cli`].
     pub fn cli_env(&self) -> Vec<(String, String)> {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
