@@ -9,12 +9,14 @@
 #![warn(missing_docs)]
 
 mod adapter;
+pub mod budget;
 mod error;
 pub mod loose;
 mod plan;
 mod request;
 
 pub use adapter::AdapterId;
+pub use budget::UsageBudget;
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
 pub use plan::{Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, ThinkingLevel};

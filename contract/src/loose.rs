@@ -227,3 +227,25 @@ pub fn reads<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<St
 pub fn true_or_none<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<bool>, D::Error> {
     Ok((Value::deserialize(deserializer)? == Value::Bool(true)).then_some(true))
 }
+
+/// Reads a list of extension or skill names and paths; anything but a list of strings is
+/// refused.
+pub fn names<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Vec<String>>, D::Error> {
+    use serde::de::Error;
+    match Value::deserialize(deserializer)? {
+        Value::Null => Ok(None),
+        Value::Array(items) => items
+            .into_iter()
+            .map(|item| match item {
+                Value::String(text) => Ok(text),
+                other => Err(D::Error::custom(format!(
+                    "an entry must be a name or a path, not {other}"
+                ))),
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        other => Err(D::Error::custom(format!(
+            "expected a list of names or paths, not {other}"
+        ))),
+    }
+}

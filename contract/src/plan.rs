@@ -209,6 +209,28 @@ pub struct PlanStep {
     /// The workflow phase, shown in progress and status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Limits on the tokens and money the child may use; crossing one stops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
+    /// The most tool calls the child may make; one more stops it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
+    pub tool_budget: Option<u32>,
+    /// pi extensions loaded instead of the ones pi discovers (absent: pi discovers its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions the child must load (the host finds each before the launch).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[cfg_attr(feature = "wasmtime", component(name = "required-extensions"))]
+    pub required_extensions: Vec<String>,
+    /// pi skills loaded instead of the ones pi discovers (absent: pi discovers its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills: Option<Vec<String>>,
+    /// How long before the run's deadline the child is asked to wrap up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "checkpoint-before-deadline-ms"))]
+    pub checkpoint_before_deadline_ms: Option<u64>,
 }
 
 /// One child in the workflow graph.
@@ -303,6 +325,7 @@ pub struct Graph {
 
 /// The result of planning.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[cfg_attr(
     feature = "wasmtime",
     derive(
@@ -321,6 +344,10 @@ pub struct LaunchPlan {
     /// Non-fatal notes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
+    /// Limits on the tokens and money the whole run may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
 }
 
 impl LaunchPlan {
@@ -330,6 +357,7 @@ impl LaunchPlan {
             steps: vec![step],
             graph: None,
             warnings: Vec::new(),
+            usage_budget: None,
         }
     }
 }
@@ -360,6 +388,12 @@ impl PlanStep {
             output_name: None,
             label: None,
             phase: None,
+            usage_budget: None,
+            tool_budget: None,
+            extensions: None,
+            required_extensions: Vec::new(),
+            skills: None,
+            checkpoint_before_deadline_ms: None,
         }
     }
 }

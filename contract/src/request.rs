@@ -157,6 +157,40 @@ pub struct Agent {
     )]
     #[cfg_attr(feature = "wasmtime", component(name = "default-reads"))]
     pub default_reads: Option<Vec<String>>,
+    /// Limits on the tokens and money each of its steps may use (`usageBudget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
+    /// The most tool calls each of its steps may make (`toolBudget`: N or `{"maxCalls": N}`).
+    #[serde(
+        default,
+        deserialize_with = "crate::budget::tool_budget",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
+    pub tool_budget: Option<u32>,
+    /// pi extensions to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions each of its steps must load: a missing one fails the launch.
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "required-extensions"))]
+    pub required_extensions: Option<Vec<String>>,
+    /// pi skills to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub skills: Option<Vec<String>>,
 }
 
 /// A task of a parallel group. On the wire a task is a step that is not itself a group.
@@ -216,6 +250,40 @@ pub struct Task {
     /// The phase of the workflow the step belongs to, shown in progress and status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Limits on the tokens and money the task may use (`usageBudget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
+    /// The most tool calls the task may make (`toolBudget`: N or `{"maxCalls": N}`).
+    #[serde(
+        default,
+        deserialize_with = "crate::budget::tool_budget",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
+    pub tool_budget: Option<u32>,
+    /// pi extensions to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions the task must load: a missing one fails the launch.
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "required-extensions"))]
+    pub required_extensions: Option<Vec<String>>,
+    /// pi skills to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub skills: Option<Vec<String>>,
 }
 
 /// A request step or parallel group.
@@ -284,6 +352,40 @@ pub struct Step {
     /// The phase of the workflow the step (a group: each of its tasks) belongs to, shown in progress and status.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub phase: Option<String>,
+    /// Limits on the tokens and money the step (a group: each of its tasks) may use (`usageBudget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
+    /// The most tool calls the step (a group: each of its tasks) may make (`toolBudget`: N or `{"maxCalls": N}`).
+    #[serde(
+        default,
+        deserialize_with = "crate::budget::tool_budget",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
+    pub tool_budget: Option<u32>,
+    /// pi extensions to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions the step (a group: each of its tasks) must load: a missing one fails the launch.
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[cfg_attr(feature = "wasmtime", component(name = "required-extensions"))]
+    pub required_extensions: Option<Vec<String>>,
+    /// pi skills to load instead of the ones pi discovers (an empty list: none).
+    #[serde(
+        default,
+        deserialize_with = "crate::loose::names",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub skills: Option<Vec<String>>,
     /// Tasks of a parallel group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<Task>>,
@@ -317,6 +419,7 @@ pub enum Mode {
 
 /// Run-level launch options.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 #[cfg_attr(
     feature = "wasmtime",
     derive(
@@ -340,6 +443,14 @@ pub struct LaunchOptions {
         skip_serializing_if = "Option::is_none"
     )]
     pub worktree: Option<bool>,
+    /// Limits on the tokens and money the whole run may use (`usageBudget`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
+    pub usage_budget: Option<crate::UsageBudget>,
+    /// How long before the run's deadline its agents are asked to wrap up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "checkpoint-before-deadline-ms"))]
+    pub checkpoint_before_deadline_ms: Option<u64>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).
@@ -458,6 +569,11 @@ impl TryFrom<Step> for Task {
             output_name: step.output_name,
             label: step.label,
             phase: step.phase,
+            usage_budget: step.usage_budget,
+            tool_budget: step.tool_budget,
+            extensions: step.extensions,
+            required_extensions: step.required_extensions,
+            skills: step.skills,
         })
     }
 }

@@ -52,6 +52,24 @@ impl From<wit::ThinkingSetting> for c::ThinkingSetting {
     }
 }
 
+impl From<wit::UsageBudget> for c::UsageBudget {
+    fn from(b: wit::UsageBudget) -> Self {
+        Self {
+            max_tokens: b.max_tokens,
+            max_cost_usd: b.max_cost_usd,
+        }
+    }
+}
+
+impl From<c::UsageBudget> for wit::UsageBudget {
+    fn from(b: c::UsageBudget) -> Self {
+        Self {
+            max_tokens: b.max_tokens,
+            max_cost_usd: b.max_cost_usd,
+        }
+    }
+}
+
 impl From<wit::Agent> for c::Agent {
     fn from(a: wit::Agent) -> Self {
         Self {
@@ -67,6 +85,11 @@ impl From<wit::Agent> for c::Agent {
             }),
             output_schema: a.output_schema,
             default_reads: a.default_reads,
+            usage_budget: a.usage_budget.map(Into::into),
+            tool_budget: a.tool_budget,
+            extensions: a.extensions,
+            required_extensions: a.required_extensions,
+            skills: a.skills,
         }
     }
 }
@@ -87,6 +110,11 @@ impl From<wit::Task> for c::Task {
             output_name: t.output_name,
             label: t.label,
             phase: t.phase,
+            usage_budget: t.usage_budget.map(Into::into),
+            tool_budget: t.tool_budget,
+            extensions: t.extensions,
+            required_extensions: t.required_extensions,
+            skills: t.skills,
         }
     }
 }
@@ -107,6 +135,11 @@ impl From<wit::Step> for c::Step {
             output_name: s.output_name,
             label: s.label,
             phase: s.phase,
+            usage_budget: s.usage_budget.map(Into::into),
+            tool_budget: s.tool_budget,
+            extensions: s.extensions,
+            required_extensions: s.required_extensions,
+            skills: s.skills,
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
         }
     }
@@ -160,6 +193,8 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 machine: l.machine.map(Into::into),
                 cwd: l.cwd.map(Into::into),
                 worktree: l.worktree,
+                usage_budget: l.usage_budget.map(Into::into),
+                checkpoint_before_deadline_ms: l.checkpoint_before_deadline_ms,
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {
@@ -230,6 +265,12 @@ impl From<c::PlanStep> for wit::PlanStep {
             output_name: s.output_name,
             label: s.label,
             phase: s.phase,
+            usage_budget: s.usage_budget.map(Into::into),
+            tool_budget: s.tool_budget,
+            extensions: s.extensions,
+            required_extensions: s.required_extensions,
+            skills: s.skills,
+            checkpoint_before_deadline_ms: s.checkpoint_before_deadline_ms,
         }
     }
 }
@@ -251,6 +292,7 @@ impl From<c::LaunchPlan> for wit::LaunchPlan {
                     .collect(),
             }),
             warnings: p.warnings,
+            usage_budget: p.usage_budget.map(Into::into),
         }
     }
 }

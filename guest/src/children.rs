@@ -1,7 +1,7 @@
 //! The launched children of a request, in flat order (rule L1), and what each inherits from
 //! its group and the launch options (rules L2–L6).
 
-use sublaunch_contract::{LooseString, Mode, PlanError, PlanRequest, Step, Task, ThinkingSetting};
+use sublaunch_contract::{LooseString, Mode, PlanError, PlanRequest, Step, Task, ThinkingSetting, UsageBudget};
 
 /// Where a child sits in the request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,6 +67,40 @@ pub struct ChildFields<'r> {
     pub label: Option<&'r str>,
     /// Phase: its own, else its group's.
     pub phase: Option<&'r str>,
+    /// Usage limits: its own, else its group's.
+    pub usage_budget: Option<Inherited<&'r UsageBudget>>,
+    /// Tool-call limit: its own, else its group's.
+    pub tool_budget: Option<Inherited<u32>>,
+    /// pi extensions: its own, else its group's.
+    pub extensions: Option<Inherited<&'r [String]>>,
+    /// Required pi extensions: its own, else its group's.
+    pub required_extensions: Option<Inherited<&'r [String]>>,
+    /// pi skills: its own, else its group's.
+    pub skills: Option<Inherited<&'r [String]>>,
+}
+
+/// A value a task has of its own or from its group, with the JSON path it was given at.
+#[derive(Clone, Copy, Debug)]
+pub struct Inherited<T> {
+    /// The value.
+    pub value: T,
+    /// Whether it is the group's (messages then name the group's field).
+    pub from_group: bool,
+}
+
+/// The task's own value, else its group's.
+fn own_or_group<T>(own: Option<T>, group: Option<T>) -> Option<Inherited<T>> {
+    match (own, group) {
+        (Some(value), _) => Some(Inherited {
+            value,
+            from_group: false,
+        }),
+        (None, Some(value)) => Some(Inherited {
+            value,
+            from_group: true,
+        }),
+        (None, None) => None,
+    }
 }
 
 /// One launched child.
@@ -88,6 +122,15 @@ impl Child<'_> {
     /// The JSON path of one of the child's fields, e.g. `steps[0].thinking`.
     pub fn field_path(&self, field: &str) -> String {
         format!("{}.{field}", self.path)
+    }
+
+    /// The JSON path of a field the child may have from its group: the group's when it did.
+    pub fn inherited_path<T>(&self, field: &str, value: &Inherited<T>) -> String {
+        if value.from_group {
+            format!("steps[{}].{field}", self.position.step_index())
+        } else {
+            self.field_path(field)
+        }
     }
 }
 
@@ -231,6 +274,11 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             output_name: step.output_name.as_deref(),
             label: step.label.as_deref(),
             phase: step.phase.as_deref(),
+            usage_budget: own_or_group(step.usage_budget.as_ref(), None),
+            tool_budget: own_or_group(step.tool_budget, None),
+            extensions: own_or_group(step.extensions.as_deref(), None),
+            required_extensions: own_or_group(step.required_extensions.as_deref(), None),
+            skills: own_or_group(step.skills.as_deref(), None),
         },
         group_machine: None,
         worktree,
@@ -258,6 +306,14 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
             output_name: task.output_name.as_deref(),
             label: task.label.as_deref(),
             phase: task.phase.as_deref().or(group.phase.as_deref()),
+            usage_budget: own_or_group(task.usage_budget.as_ref(), group.usage_budget.as_ref()),
+            tool_budget: own_or_group(task.tool_budget, group.tool_budget),
+            extensions: own_or_group(task.extensions.as_deref(), group.extensions.as_deref()),
+            required_extensions: own_or_group(
+                task.required_extensions.as_deref(),
+                group.required_extensions.as_deref(),
+            ),
+            skills: own_or_group(task.skills.as_deref(), group.skills.as_deref()),
         },
         group_machine,
         worktree,

@@ -8,6 +8,7 @@
 //! The pipeline follows placement-and-schemas.md §2 and model-and-thinking.md E1; the first
 //! failure ends planning (L10).
 
+mod budgets;
 mod children;
 mod graph;
 mod jsstr;
@@ -15,6 +16,7 @@ mod model;
 mod normalize;
 mod origin;
 mod paths;
+mod pi_resources;
 mod placement;
 mod registry;
 mod runner;
@@ -57,6 +59,8 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
         };
         runner::check_external_options(child, agent, output_schema.is_some())?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
+        let budgets = budgets::plan(child, agent)?;
+        let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let model = if runner::is_external(agent) {
             model::ModelPlan::default()
         } else {
@@ -91,11 +95,24 @@ pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
             output_name: io.output_name,
             label: io.label,
             phase: io.phase,
+            usage_budget: budgets.usage,
+            tool_budget: budgets.tool_calls,
+            extensions: resources.extensions,
+            required_extensions: resources.required_extensions,
+            skills: resources.skills,
+            checkpoint_before_deadline_ms: request.launch.as_ref().and_then(|l| l.checkpoint_before_deadline_ms),
         });
     }
+    // 4b. The run's budget and checkpoint, now that every child's runner and place are known.
+    let usage_budget = budgets::plan_run(request.launch.as_ref(), &children, &agents, &steps)?;
     // 5. Graph projection (P-S5).
     let graph = graph::project(request.mode, &steps);
-    Ok(LaunchPlan { steps, graph, warnings })
+    Ok(LaunchPlan {
+        steps,
+        graph,
+        warnings,
+        usage_budget,
+    })
 }
 
 /// Plans from PlanRequest JSON and returns the document `sublaunch plan` prints for a plan.

@@ -32,12 +32,13 @@ pub struct StepIo {
     pub phase: Option<String>,
 }
 
-fn invalid(path: &str, message: impl std::fmt::Display) -> PlanError {
+/// `invalid-request` at `path`.
+pub fn invalid(path: &str, message: impl std::fmt::Display) -> PlanError {
     PlanError::invalid_request(format!("Invalid request at {path}: {message}"))
 }
 
 /// A path, label or phase: not empty, no NUL or other control character, not too long.
-fn check_text(path: &str, what: &str, text: &str) -> Result<(), PlanError> {
+pub fn check_text(path: &str, what: &str, text: &str) -> Result<(), PlanError> {
     if text.trim().is_empty() {
         return Err(invalid(path, format!("{what} is empty.")));
     }

@@ -48,6 +48,18 @@ pub struct RunSpec {
     pub reads: Option<Vec<String>>,
     /// `--output`: a file the answer is also written to (a single agent only).
     pub output: Option<String>,
+    /// `--max-tokens` / `--max-cost`: the whole run's usage budget.
+    pub usage_budget: Option<sublaunch_contract::UsageBudget>,
+    /// `--max-tool-calls` (a single agent only).
+    pub tool_budget: Option<u32>,
+    /// `--checkpoint-before-deadline`: how long before the deadline agents are asked to wrap up.
+    pub checkpoint_before_deadline_ms: Option<u64>,
+    /// `--extension` (a single agent only; pi).
+    pub extensions: Option<Vec<String>>,
+    /// `--require-extension` (a single agent only; pi).
+    pub required_extensions: Option<Vec<String>>,
+    /// `--skill` (a single agent only; pi).
+    pub skills: Option<Vec<String>>,
 }
 
 /// Everything the host gathered for planning.
@@ -74,6 +86,10 @@ pub async fn build(spec: &RunSpec, inputs: &Inputs) -> anyhow::Result<PlanReques
         thinking: spec.thinking.clone().map(ThinkingSetting::Text),
         reads: spec.reads.clone(),
         output: spec.output.clone(),
+        tool_budget: spec.tool_budget,
+        extensions: spec.extensions.clone(),
+        required_extensions: spec.required_extensions.clone(),
+        skills: spec.skills.clone(),
         ..Step::default()
     };
     build_steps(Mode::Single, vec![step], spec, inputs).await
@@ -102,6 +118,8 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             machine: spec.machine.as_deref().map(LooseString::from),
             cwd: spec.cwd.as_deref().map(LooseString::from),
             worktree: None,
+            usage_budget: spec.usage_budget.clone(),
+            checkpoint_before_deadline_ms: spec.checkpoint_before_deadline_ms,
         }),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),

@@ -62,9 +62,7 @@ fn main() {
     real_agents::require_installed();
     let server = ModelServer::shared();
     let scratch = Scratch::new("bench-real-agents");
-    let registry = scratch.path().join("models.json");
-    std::fs::write(&registry, r#"[{"provider":"fake","id":"fake-model"}]"#).unwrap();
-    let registry = registry.to_string_lossy().into_owned();
+    let registry = bench::fake_registry(scratch.path());
     println!("| measurement | median | × floor |\n|---|---|---|");
     let mut last_run = String::new();
     for name in ["claude", "codex", "pi"] {

@@ -117,6 +117,42 @@ fn finish(child: Child) -> Output {
     child.wait_with_output().expect("sublaunch")
 }
 
+/// An agent that takes messages while it runs has a pipe for its input: the shim dying
+/// closes it, and the agent still ends with its whole group.
+#[test]
+fn x8_a_shim_killed_while_its_agent_reads_streamed_input_fails_the_run_and_ends_the_agent() {
+    let scratch = Scratch::new("crash-streamed");
+    scratch.create_root();
+    // pi in RPC mode (a checkpoint asks for it) that works on and never answers.
+    let bin = scratch.path().join("bin");
+    sublaunch_tests::cli::executable(&bin.join("pi"), "#!/bin/sh\nsleep 300\n");
+    let observers = Observers::start(&scratch, 2);
+    let waiting = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "pi",
+            "--task",
+            "work",
+            "--timeout",
+            "600",
+            "--checkpoint-before-deadline",
+            "60",
+            "--wait",
+        ])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = only_run(&scratch);
+    let (shim, group) = kill_shim_when_running(&run);
+    let output = finish(waiting);
+    assert!(observers.finish() > 0, "the observers listed while the run died");
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_failed_by_death(&run, shim, &group);
+}
+
 #[test]
 fn x8_a_shim_killed_under_run_wait_fails_the_run_and_ends_its_agent_while_listers_run() {
     let scratch = Scratch::new("crash-wait");

@@ -228,6 +228,57 @@ fn runs_outlive_the_client_that_started_them() {
 }
 
 #[test]
+fn the_run_tool_takes_budgets_and_a_checkpoint_and_refuses_what_cannot_be_kept() {
+    let scratch = Scratch::new("mcp-limits");
+    let transcript = drive(
+        &scratch,
+        json!([
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo x", "max_tokens": 10}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo x", "max_tool_calls": 1}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo x", "timeout_seconds": 60,
+                                          "checkpoint_before_deadline_seconds": 5}},
+            {"tool": "run", "arguments": {"chain": {"steps": [{"agent": "shell", "task": "echo x", "toolBudget": 2}]}}},
+        ]),
+    );
+    let run_schema = &transcript["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "run")
+        .unwrap()["inputSchema"]["properties"];
+    for field in [
+        "max_tokens",
+        "max_cost_usd",
+        "max_tool_calls",
+        "checkpoint_before_deadline_seconds",
+    ] {
+        assert!(run_schema[field].is_object(), "{field}: {run_schema}");
+    }
+    let calls = transcript["calls"].as_array().unwrap();
+    for (i, why) in [
+        "reports no token usage",
+        "reports no tool calls",
+        "takes no input while it runs",
+        "reports no tool calls",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert!(calls[i]["isError"].as_bool().unwrap(), "call {i}: {}", calls[i]);
+        assert!(
+            calls[i]["text"].as_str().unwrap().contains(why),
+            "call {i}: {}",
+            calls[i]
+        );
+    }
+    assert_eq!(
+        ok(&scratch.cli(&["list", "--all"]).output().unwrap()),
+        "No runs.\n",
+        "nothing ran"
+    );
+}
+
+#[test]
 fn claude_code_delegates_a_task_through_sublaunch_mcp_and_reads_the_answer() {
     let scratch = Scratch::new("mcp-claude");
     let scope = ModelServer::shared().scope("mcp-claude");

@@ -16,11 +16,11 @@ use sublaunch_tests::model_server::{ModelServer, Reply, Request, Scope};
 use sublaunch_tests::real_agents::{self, Agent, PiApi};
 
 /// A project with the three CLIs set up against scopes of the shared server.
-struct World {
-    scratch: Scratch,
-    claude: Scope,
-    codex: Scope,
-    pi: Scope,
+pub(crate) struct World {
+    pub(crate) scratch: Scratch,
+    pub(crate) claude: Scope,
+    pub(crate) codex: Scope,
+    pub(crate) pi: Scope,
     /// The CLIs' environments, merged (their config directories live as long as these).
     agents: Vec<Agent>,
     /// A registry layer naming pi's fake provider's models.
@@ -29,6 +29,12 @@ struct World {
 
 impl World {
     fn new(name: &str) -> World {
+        World::with_pi_api(name, PiApi::OpenAiCompletions)
+    }
+
+    /// The world with pi talking `api` (the fake server scripts tool calls on the Anthropic
+    /// Messages API).
+    pub(crate) fn with_pi_api(name: &str, api: PiApi) -> World {
         real_agents::require_installed();
         let server = ModelServer::shared();
         let scratch = Scratch::new(name);
@@ -41,7 +47,7 @@ impl World {
         let agents = vec![
             real_agents::claude(&claude),
             real_agents::codex(&codex),
-            real_agents::pi(&pi, PiApi::OpenAiCompletions),
+            real_agents::pi(&pi, api),
         ];
         let registry = write(
             &scratch.path().join("models.json"),
@@ -62,6 +68,11 @@ impl World {
         }
     }
 
+    /// pi's `PI_CODING_AGENT_DIR`.
+    pub(crate) fn pi_config_dir(&self) -> PathBuf {
+        self.agents[2].config_dir.clone()
+    }
+
     /// `.sublaunch/agents/<name>.md` in the project.
     fn agent(&self, name: &str, frontmatter: &str, body: &str) {
         write(
@@ -71,7 +82,7 @@ impl World {
     }
 
     /// `sublaunch ARGS` with the CLIs' environment.
-    fn sublaunch(&self, args: &[&str]) -> Output {
+    pub(crate) fn sublaunch(&self, args: &[&str]) -> Output {
         let mut command = self.scratch.cli(args);
         for agent in &self.agents {
             for (key, value) in &agent.env {
@@ -84,14 +95,14 @@ impl World {
     }
 
     /// `run ARGS --wait`, which must complete: (run id, stdout).
-    fn run_ok(&self, args: &[&str]) -> (String, String) {
+    pub(crate) fn run_ok(&self, args: &[&str]) -> (String, String) {
         let output = self.run(args);
         let stdout = ok(&output);
         (run_id(&output), stdout)
     }
 
     /// `run ARGS --wait --models <registry>`.
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         let registry = self.registry.to_string_lossy().into_owned();
         let mut all = vec!["run"];
         all.extend_from_slice(args);
@@ -100,7 +111,7 @@ impl World {
     }
 
     /// `result ID --json`.
-    fn result(&self, id: &str) -> Value {
+    pub(crate) fn result(&self, id: &str) -> Value {
         let output = self.sublaunch(&["result", id, "--json"]);
         serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output.stderr)))
     }
@@ -112,7 +123,7 @@ fn run_id(output: &Output) -> String {
 }
 
 /// The one conversation request of a scope (the CLI made exactly one).
-fn only_request(scope: &Scope) -> Request {
+pub(crate) fn only_request(scope: &Scope) -> Request {
     let requests = scope.main_requests();
     assert_eq!(requests.len(), 1, "{}", scope.dump());
     requests.into_iter().next().unwrap()

@@ -23,6 +23,14 @@ pub fn median(mut samples: Vec<Duration>) -> Duration {
     samples[samples.len() / 2]
 }
 
+/// A registry file in `dir` naming the fake provider's model (`run --models FILE` with
+/// `--model fake/fake-model`, for the real pi behind the fake model server); its path.
+pub fn fake_registry(dir: &std::path::Path) -> String {
+    let registry = dir.join("models.json");
+    std::fs::write(&registry, r#"[{"provider":"fake","id":"fake-model"}]"#).expect("models.json");
+    registry.to_string_lossy().into_owned()
+}
+
 /// `12.34 ms`.
 pub fn ms(d: Duration) -> String {
     format!("{:.2} ms", d.as_secs_f64() * 1e3)

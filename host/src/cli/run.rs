@@ -87,6 +87,33 @@ pub struct Args {
     /// Also write the agent's final answer to FILE (relative to its directory, or absolute).
     #[arg(long, value_name = "FILE", conflicts_with = "chain")]
     output: Option<String>,
+    /// Stop the run once its agents have used more than N input and output tokens in all
+    /// (usageBudget.maxTokens; pi, Claude Code and Codex report them).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    max_tokens: Option<u64>,
+    /// Stop the run once its agents have spent more than USD dollars in all
+    /// (usageBudget.maxCostUsd; pi and Claude Code report their cost).
+    #[arg(long, value_name = "USD")]
+    max_cost: Option<f64>,
+    /// Stop the agent when it starts its (N+1)th tool call (toolBudget).
+    #[arg(long, value_name = "N", conflicts_with = "chain")]
+    max_tool_calls: Option<u32>,
+    /// Ask the agents to wrap up SECS seconds before the run's timeout or deadline
+    /// (checkpointBeforeDeadlineMs; pi and Claude Code).
+    #[arg(long, value_name = "SECS")]
+    checkpoint_before_deadline: Option<f64>,
+    /// A pi extension (a name pi's extension directory has, or a path) to load instead of
+    /// the ones pi discovers; repeat for several.
+    #[arg(long = "extension", value_name = "EXT", conflicts_with = "chain")]
+    extensions: Vec<String>,
+    /// A pi extension the agent must load: the launch fails when it is not found; repeat for
+    /// several.
+    #[arg(long = "require-extension", value_name = "EXT", conflicts_with = "chain")]
+    required_extensions: Vec<String>,
+    /// A pi skill (a name pi's skill directory has, or a path) to offer instead of the ones
+    /// pi discovers; repeat for several.
+    #[arg(long = "skill", value_name = "SKILL", conflicts_with = "chain")]
+    skills: Vec<String>,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -107,6 +134,15 @@ pub fn run(args: Args) -> ExitCode {
         Ok(timeout) => timeout,
         Err(message) => return usage(message),
     };
+    let checkpoint = match args.checkpoint_before_deadline.map(super::runs::seconds).transpose() {
+        Ok(checkpoint) => checkpoint,
+        Err(message) => return usage(message),
+    };
+    let usage_budget =
+        (args.max_tokens.is_some() || args.max_cost.is_some()).then_some(sublaunch::contract::UsageBudget {
+            max_tokens: args.max_tokens,
+            max_cost_usd: args.max_cost,
+        });
     let work = match &args.chain {
         Some(path) => match read_chain_file(path) {
             Ok(chain) => Work::Chain {
@@ -147,6 +183,12 @@ pub fn run(args: Args) -> ExitCode {
         require_clean: args.require_clean,
         reads: args.reads.clone(),
         output: args.output.clone(),
+        usage_budget,
+        tool_budget: args.max_tool_calls,
+        checkpoint_before_deadline: checkpoint,
+        extensions: (!args.extensions.is_empty()).then(|| args.extensions.clone()),
+        required_extensions: args.required_extensions.clone(),
+        skills: (!args.skills.is_empty()).then(|| args.skills.clone()),
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,

@@ -9,6 +9,8 @@
 //! worktree: true         # every step in its own managed git worktree (like --worktree)
 //! worktreeBase: main     # the commit the worktrees start at (like --base; default HEAD)
 //! deadlineAt: 2026-12-01T23:00:00Z   # the run ends then at the latest (like --deadline)
+//! checkpointBeforeDeadlineMs: 60000   # agents are asked to wrap up a minute before it
+//! usageBudget: {maxTokens: 2000000, maxCostUsd: 5}   # the whole run (like --max-tokens/--max-cost)
 //! steps:
 //!   - agent: scout
 //!     task: "Map the code that {task} touches."
@@ -20,8 +22,10 @@
 //! ```
 //!
 //! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?,
-//! reads?, output?, as?, label?, phase?}` or a group `{parallel: [steps…], concurrency?,
-//! failFast?, worktree?, phase?}`. `{outputs.NAME}` in a later step's task stands for the
+//! reads?, output?, as?, label?, phase?, usageBudget?, toolBudget?, extensions?,
+//! requiredExtensions?, skills?}` or a group `{parallel: [steps…], concurrency?, failFast?,
+//! worktree?, phase?, usageBudget?, toolBudget?, extensions?, requiredExtensions?, skills?}`
+//! (a group's budgets, extensions and skills are each task's unless it has its own). `{outputs.NAME}` in a later step's task stands for the
 //! answer of the step named `as: NAME` (the planner checks the names and references). A step's `worktree` is
 //! `true`, `false` or `"previous"` (run in the worktree of the step before it, which must be
 //! one step that has one); a group's is `true` or `false` and gives each task its own. A step without `task` gets `{task}` when
@@ -35,7 +39,7 @@ use crate::inputs::config_files::FileError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use sublaunch_contract::{LooseString, Mode, Step, Task, ThinkingSetting};
+use sublaunch_contract::{LooseString, Mode, Step, Task, ThinkingSetting, UsageBudget};
 
 /// The placeholders a chain step's task text may use.
 pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
@@ -71,6 +75,17 @@ pub struct ChainTask {
     pub label: Option<String>,
     /// The workflow phase it belongs to.
     pub phase: Option<String>,
+    /// Limits on the tokens and money the step may use.
+    pub usage_budget: Option<UsageBudget>,
+    /// The most tool calls the step may make: N or `{maxCalls: N}`.
+    #[serde(default, deserialize_with = "sublaunch_contract::budget::tool_budget")]
+    pub tool_budget: Option<u32>,
+    /// pi extensions loaded instead of the discovered ones (`[]`: none).
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions the step must load.
+    pub required_extensions: Option<Vec<String>>,
+    /// pi skills loaded instead of the discovered ones (`[]`: none).
+    pub skills: Option<Vec<String>>,
 }
 
 /// A parallel group.
@@ -87,6 +102,17 @@ pub struct ChainGroup {
     pub worktree: Option<bool>,
     /// The workflow phase of its tasks (a task's own wins).
     pub phase: Option<String>,
+    /// Limits on the tokens and money each task (a task's own wins) may use.
+    pub usage_budget: Option<UsageBudget>,
+    /// The most tool calls each task (a task's own wins) may make: N or `{maxCalls: N}`.
+    #[serde(default, deserialize_with = "sublaunch_contract::budget::tool_budget")]
+    pub tool_budget: Option<u32>,
+    /// pi extensions loaded instead of the discovered ones (`[]`: none).
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions each task (a task's own wins) must load.
+    pub required_extensions: Option<Vec<String>>,
+    /// pi skills loaded instead of the discovered ones (`[]`: none).
+    pub skills: Option<Vec<String>>,
 }
 
 /// A step of a chain file.
@@ -117,6 +143,10 @@ pub struct ChainFile {
     pub worktree_base: Option<String>,
     /// When the run must end (wall ms since the epoch).
     pub deadline_at: Option<u64>,
+    /// Limits on the tokens and money the whole run may use.
+    pub usage_budget: Option<UsageBudget>,
+    /// How long before the deadline the agents are asked to wrap up.
+    pub checkpoint_before_deadline_ms: Option<u64>,
     /// The steps.
     pub steps: Vec<ChainStep>,
 }
@@ -131,6 +161,8 @@ struct RawFile {
     worktree: Option<bool>,
     worktree_base: Option<String>,
     deadline_at: Option<Value>,
+    usage_budget: Option<UsageBudget>,
+    checkpoint_before_deadline_ms: Option<u64>,
     steps: Vec<Value>,
 }
 
@@ -213,6 +245,8 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
                 ));
             }
         },
+        usage_budget: raw.usage_budget,
+        checkpoint_before_deadline_ms: raw.checkpoint_before_deadline_ms,
         steps,
     };
     file.check_shape()?;
@@ -418,6 +452,11 @@ impl ChainFile {
                         parallel: Some(group.parallel.iter().map(|t| task_of(t, after_previous)).collect()),
                         worktree: group.worktree,
                         phase: group.phase.clone(),
+                        usage_budget: group.usage_budget.clone(),
+                        tool_budget: group.tool_budget,
+                        extensions: group.extensions.clone(),
+                        required_extensions: group.required_extensions.clone(),
+                        skills: group.skills.clone(),
                         ..Step::default()
                     },
                 }
@@ -496,6 +535,11 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         output_name: task.output_name,
         label: task.label,
         phase: task.phase,
+        usage_budget: task.usage_budget,
+        tool_budget: task.tool_budget,
+        extensions: task.extensions,
+        required_extensions: task.required_extensions,
+        skills: task.skills,
         ..Step::default()
     }
 }
@@ -515,6 +559,11 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         output_name: task.output_name.clone(),
         label: task.label.clone(),
         phase: task.phase.clone(),
+        usage_budget: task.usage_budget.clone(),
+        tool_budget: task.tool_budget,
+        extensions: task.extensions.clone(),
+        required_extensions: task.required_extensions.clone(),
+        skills: task.skills.clone(),
     }
 }
 

@@ -181,6 +181,12 @@ pub fn step_config(
     config.output_name.clone_from(&step.output_name);
     config.label.clone_from(&step.label);
     config.phase.clone_from(&step.phase);
+    config.usage_budget.clone_from(&step.usage_budget);
+    config.tool_budget = step.tool_budget;
+    // Names and relative paths until the launch resolves them (`step_files`).
+    config.extensions.clone_from(&step.extensions);
+    config.required_extensions.clone_from(&step.required_extensions);
+    config.skills.clone_from(&step.skills);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
             Some(text) => serde_json::from_str::<Value>(text)
@@ -269,6 +275,8 @@ pub(crate) struct ConfigInputs<'a> {
     pub agent_umask: Option<u32>,
     pub on_end: Option<&'a sublaunch_protocol::hook::OnEnd>,
     pub max_active: Option<std::num::NonZeroU32>,
+    pub usage_budget: Option<sublaunch_contract::UsageBudget>,
+    pub checkpoint_before_deadline_ms: Option<u64>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -300,6 +308,8 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         workflow: workflow_config(inputs.workflow),
         on_end: inputs.on_end.cloned(),
         max_active: inputs.max_active.map(std::num::NonZeroU32::get),
+        usage_budget: inputs.usage_budget,
+        checkpoint_before_deadline_ms: inputs.checkpoint_before_deadline_ms,
     }
 }
 

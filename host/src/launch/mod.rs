@@ -40,6 +40,7 @@ mod handle;
 mod handshake;
 pub mod ids;
 mod options;
+mod pi_resources;
 pub mod plan_record;
 mod preflight;
 pub mod readiness;

@@ -84,6 +84,41 @@ pub(crate) fn sweep_once(root: &std::sync::Arc<TrustedRoot>) {
     });
 }
 
+/// A deadline that has passed refuses the launch, and so does a checkpoint with no deadline
+/// to count back from (neither a timeout nor `deadlineAt`) or no time before it.
+pub(crate) fn check_deadline(
+    plan: &sublaunch_contract::LaunchPlan,
+    timeouts: &super::Timeouts,
+    now: u64,
+) -> Result<(), String> {
+    if let Some(at) = timeouts.deadline_at
+        && at <= now
+    {
+        return Err(format!(
+            "cannot launch: the deadline {} has passed",
+            sublaunch_protocol::os::clock::iso8601_utc(at)
+        ));
+    }
+    let Some(checkpoint) = plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms) else {
+        return Ok(());
+    };
+    let until_deadline = [timeouts.run_ms, timeouts.deadline_at.map(|at| at - now)]
+        .into_iter()
+        .flatten()
+        .min()
+        .ok_or_else(|| {
+            format!(
+                "cannot launch: the agents are to be asked to wrap up {checkpoint} ms before the deadline, and the run has none: give it a timeout or a deadline"
+            )
+        })?;
+    if checkpoint >= until_deadline {
+        return Err(format!(
+            "cannot launch: the agents are to be asked to wrap up {checkpoint} ms before the deadline, and the run has only {until_deadline} ms"
+        ));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

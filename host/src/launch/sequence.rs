@@ -55,14 +55,7 @@ pub struct Launched {
 /// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
 pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
     let setup = Setup::new(plan, &options).map_err(LaunchFailure::preflight)?;
-    if let Some(at) = options.timeouts.deadline_at
-        && at <= setup.os.clock.wall_ms()
-    {
-        return Err(LaunchFailure::preflight(format!(
-            "cannot launch: the deadline {} has passed",
-            sublaunch_protocol::os::clock::iso8601_utc(at)
-        )));
-    }
+    preflight::check_deadline(plan, &options.timeouts, setup.os.clock.wall_ms()).map_err(LaunchFailure::preflight)?;
     let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
     blocking_value(move || preflight::check_cwds(&checks).and_then(|()| preflight::check_shim(&shim)))
         .await
@@ -134,7 +127,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
         }
     }
-    if let Err(error) = super::step_files::resolve(&mut steps, options.environment.home().as_deref()) {
+    if let Err(error) = super::step_files::resolve(&mut steps, &options.environment) {
         return Err(fail_before_spawn(&ctx, origin, error).await);
     }
     let config = runner_config(ConfigInputs {
@@ -151,6 +144,8 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         agent_umask: options.agent_umask,
         on_end: options.on_end.as_ref(),
         max_active: options.max_active,
+        usage_budget: plan.usage_budget.clone(),
+        checkpoint_before_deadline_ms: plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
     });
     let record = PlanRecord {
         version: 1,

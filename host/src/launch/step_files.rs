@@ -1,4 +1,5 @@
-//! The files a step names — the ones its agent reads first and the one its answer goes to —
+//! The files a step names — the ones its agent reads first, the one its answer goes to, its
+//! pi extensions and skills ([`super::pi_resources`]) —
 //! resolved against the directory it will run in (inside its worktree when it has one) and
 //! checked before the run starts: a read that does not exist, or an output file whose
 //! directory does not, refuses the launch naming it. A placed step's reads are on its
@@ -26,11 +27,15 @@ fn absolute(path: &str, base: &str, home: Option<&Path>) -> Result<PathBuf, Stri
     Ok(Path::new(base).join(path))
 }
 
-/// Resolves and checks the reads and output files of `steps` (their final directories set).
-pub(crate) fn resolve(steps: &mut [StepConfig], home: Option<&Path>) -> Result<(), String> {
+/// Resolves and checks the reads, output files, pi extensions and skills of `steps` (their
+/// final directories set).
+pub(crate) fn resolve(steps: &mut [StepConfig], env: &crate::Environment) -> Result<(), String> {
+    let home = env.home();
+    let home = home.as_deref();
     for step in steps.iter_mut() {
         let base = step.cwd.clone().unwrap_or_default();
         let who = label(step);
+        super::pi_resources::resolve(step, env, &who)?;
         if step.placement.is_none() {
             let mut resolved = Vec::with_capacity(step.reads.len());
             for read in &step.reads {

@@ -170,7 +170,7 @@ pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
 }
 
 /// The answer as one JSON object: `{runId, state, success, error, answer, usage, steps: [{agent,
-/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree, outputFile, as, label, phase}]}`.
+/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree, outputFile, budgetExceeded, as, label, phase}]}`.
 pub fn answer_json(payload: &ResultPayload) -> Value {
     let steps: Vec<Value> = payload
         .results
@@ -190,6 +190,7 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
                 "agentSession": r.extra.get("agentSession"),
                 "worktree": r.extra.get("worktree"),
                 "outputFile": r.extra.get("outputFile"),
+                "budgetExceeded": r.extra.get("budgetExceeded"),
                 "as": r.extra.get("as"),
                 "label": r.extra.get("label"),
                 "phase": r.extra.get("phase"),

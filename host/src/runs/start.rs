@@ -87,6 +87,19 @@ pub struct RunRequest {
     pub reads: Vec<String>,
     /// A file the answer is also written to (a single agent).
     pub output: Option<String>,
+    /// Limits on the tokens and money the whole run may use (`None`: the chain file's).
+    pub usage_budget: Option<sublaunch_contract::UsageBudget>,
+    /// The most tool calls the agent may make (a single agent; a chain's steps set their own).
+    pub tool_budget: Option<u32>,
+    /// How long before the deadline the agents are asked to wrap up (`None`: the chain
+    /// file's `checkpointBeforeDeadlineMs`).
+    pub checkpoint_before_deadline: Option<Duration>,
+    /// pi extensions instead of the discovered ones (a single agent).
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions the agent must load (a single agent).
+    pub required_extensions: Vec<String>,
+    /// pi skills instead of the discovered ones (a single agent).
+    pub skills: Option<Vec<String>>,
 }
 
 impl RunRequest {
@@ -116,6 +129,12 @@ impl RunRequest {
             require_clean: false,
             reads: Vec::new(),
             output: None,
+            usage_budget: None,
+            tool_budget: None,
+            checkpoint_before_deadline: None,
+            extensions: None,
+            required_extensions: Vec::new(),
+            skills: None,
         }
     }
 }
@@ -400,6 +419,14 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
         max_thinking: request.max_thinking.clone(),
         reads: (!request.reads.is_empty()).then(|| request.reads.clone()),
         output: request.output.clone(),
+        usage_budget: request.usage_budget.clone(),
+        tool_budget: request.tool_budget,
+        checkpoint_before_deadline_ms: request
+            .checkpoint_before_deadline
+            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        extensions: request.extensions.clone(),
+        required_extensions: (!request.required_extensions.is_empty()).then(|| request.required_extensions.clone()),
+        skills: request.skills.clone(),
     };
     match &request.work {
         Work::Agent { agent, task } => {
@@ -425,6 +452,25 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
                 .map_err(|e| invalid(e.to_string()))?;
             if spec.cwd.is_none() {
                 spec.cwd.clone_from(&chain.cwd);
+            }
+            let single_only = [
+                ("a tool budget", spec.tool_budget.is_some()),
+                (
+                    "extensions",
+                    spec.extensions.is_some() || spec.required_extensions.is_some(),
+                ),
+                ("skills", spec.skills.is_some()),
+            ];
+            if let Some((what, _)) = single_only.iter().find(|(_, given)| *given) {
+                return Err(invalid(format!(
+                    "{what} on the command line applies to a single agent; a chain file sets them on its steps"
+                )));
+            }
+            if spec.usage_budget.is_none() {
+                spec.usage_budget.clone_from(&chain.usage_budget);
+            }
+            if spec.checkpoint_before_deadline_ms.is_none() {
+                spec.checkpoint_before_deadline_ms = chain.checkpoint_before_deadline_ms;
             }
             let mode = if chain.mode == Mode::Parallel {
                 Mode::Parallel

@@ -18,7 +18,7 @@ mod placement;
 mod workflow;
 
 pub use placement::Placement;
-pub use sublaunch_contract::AdapterId;
+pub use sublaunch_contract::{AdapterId, UsageBudget};
 pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
 /// The argv, environment overrides and cwd of one agent command.
@@ -78,6 +78,17 @@ pub struct StepConfig {
     pub label: Option<String>,
     /// The workflow phase the step belongs to.
     pub phase: Option<String>,
+    /// Limits on the tokens and money the step may use: crossing one stops it.
+    pub usage_budget: Option<UsageBudget>,
+    /// The most tool calls the step may make: one more stops it.
+    pub tool_budget: Option<u32>,
+    /// pi extensions (absolute paths) loaded instead of the ones pi discovers.
+    pub extensions: Option<Vec<String>>,
+    /// pi extensions (absolute paths) loaded in every case (the host found each).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_extensions: Vec<String>,
+    /// pi skills (absolute paths) loaded instead of the ones pi discovers.
+    pub skills: Option<Vec<String>>,
     /// Where the step runs, when the plan placed it on a machine.
     pub placement: Option<Placement>,
 }
@@ -182,6 +193,10 @@ pub struct RunnerConfig {
     /// The cap of active runs under the root: the shim waits for a slot in the capacity
     /// queue ([`crate::capacity`]) before it starts anything. `None`: it never waits.
     pub max_active: Option<u32>,
+    /// Limits on the tokens and money the whole run may use: crossing one stops it.
+    pub usage_budget: Option<UsageBudget>,
+    /// How long before the deadline the agents are asked to wrap up.
+    pub checkpoint_before_deadline_ms: Option<u64>,
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).

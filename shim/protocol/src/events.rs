@@ -324,6 +324,16 @@ pub fn step_started(ts: u64, run_id: &str, step_index: usize, agent: &str) -> Ev
         .with("agent", agent)
 }
 
+/// `subagent.step.checkpoint`: the agent of step `step_index` was asked to wrap up, `ms`
+/// before the run's deadline.
+pub fn step_checkpoint(ts: u64, run_id: &str, step_index: usize, agent: &str, ms: u64) -> Event {
+    Event::new("subagent.step.checkpoint", ts)
+        .with("runId", run_id)
+        .with("stepIndex", step_index)
+        .with("agent", agent)
+        .with("beforeDeadlineMs", ms)
+}
+
 /// How a step ended, for `subagent.step.<outcome>`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StepOutcome {

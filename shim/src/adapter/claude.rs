@@ -11,6 +11,13 @@
 //! The output is the `result` field of the final `{"type":"result"}` event; a result with
 //! `is_error: true` (or a run that printed none) fails the step. The text of the last
 //! `{"type":"assistant"}` message stands in when the result event carries no text.
+//!
+//! A dollar limit becomes `--max-budget-usd` (Claude Code stops before the call that would
+//! cross it). A run with a checkpoint reads streamed input (`--input-format stream-json
+//! --replay-user-messages`): the task is the first user message, the checkpoint a later one,
+//! and the input closes at the first result (Claude Code still answers a message it queued).
+//! Claude Code echoes each message as it takes it up, so the run is over only when a result
+//! followed the last one.
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::push_option;
@@ -53,9 +60,38 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     }
     push_option(&mut argv, "--json-schema", native_schema(input).map(|s| s.to_string()));
     push_option(&mut argv, "--resume", input.resume());
-    let mut command = input.agent_command(argv, Some(input.task.as_bytes().to_vec()));
+    // Claude Code keeps a dollar limit itself, stopping before the call that would cross it.
+    push_option(
+        &mut argv,
+        "--max-budget-usd",
+        input.live.cost_cap_usd.map(|cap| format!("{cap:.6}")),
+    );
+    let streamed = input.live.streamed_input;
+    let stdin = if streamed {
+        argv.extend(
+            ["--input-format", "stream-json", "--replay-user-messages"]
+                .into_iter()
+                .map(str::to_owned),
+        );
+        user_line(input.task)
+    } else {
+        input.task.as_bytes().to_vec()
+    };
+    let mut command = input.agent_command(argv, Some(stdin));
     command.env = env;
+    command.streamed_stdin = streamed;
     Ok(command)
+}
+
+/// One user message of Claude Code's streamed input.
+pub fn user_line(text: &str) -> Vec<u8> {
+    let message = serde_json::json!({
+        "type": "user",
+        "message": {"role": "user", "content": [{"type": "text", "text": text}]},
+    });
+    let mut line = serde_json::to_vec(&message).unwrap_or_default();
+    line.push(b'\n');
+    line
 }
 
 /// The environment variable Claude Code reads a thinking budget from.
@@ -101,6 +137,24 @@ pub struct ResultEvents {
     session: Option<String>,
     /// The run was given `--json-schema`: a result without `structured_output` fails.
     expects_structured: bool,
+    /// The usage of the model calls before the current one, and the current call's id and
+    /// usage (Claude Code repeats a call's usage on the event of each of its content blocks,
+    /// one after the other).
+    calls_before: Usage,
+    current_call: Option<(String, Usage)>,
+    /// The tool calls the model made (each content block has one event of its own).
+    tool_uses: u64,
+    /// The input is streamed: the messages written, the ones Claude Code took up (it echoes
+    /// each, `isReplay`, as it takes it), and whether a result followed the last one taken.
+    streamed: Option<Streamed>,
+}
+
+/// Where the messages of a streamed input stand.
+#[derive(Debug, Default)]
+struct Streamed {
+    sent: u32,
+    taken: u32,
+    result_after_last: bool,
 }
 
 impl ResultEvents {
@@ -113,7 +167,22 @@ impl ResultEvents {
             model: None,
             session: None,
             expects_structured,
+            calls_before: Usage::default(),
+            current_call: None,
+            tool_uses: 0,
+            streamed: None,
         })
+    }
+}
+
+impl JsonlParser<ResultEvents> {
+    /// The parser of a run whose input is streamed (`streamed`): the task is its first message.
+    pub fn streamed(mut self, streamed: bool) -> Self {
+        self.reader_mut().streamed = streamed.then(|| Streamed {
+            sent: 1,
+            ..Streamed::default()
+        });
+        self
     }
 }
 
@@ -133,12 +202,43 @@ impl EventReader for ResultEvents {
                 }
             }
             "assistant" => {
-                let text = jsonl::content_text(value.get("message").and_then(|m| m.get("content")));
+                let message = value.get("message");
+                let content = message.and_then(|m| m.get("content"));
+                let text = jsonl::content_text(content);
                 if !text.is_empty() {
                     self.last_assistant = Some(text);
                 }
+                if let (Some(id), Some(usage)) = (jsonl::string(message, "id"), message.and_then(|m| m.get("usage"))) {
+                    // The usage as the call started: its input is final, its output is not
+                    // (the result event has the exact figures).
+                    let usage = call_usage(Some(usage));
+                    match &mut self.current_call {
+                        Some((current, latest)) if *current == id => *latest = usage,
+                        _ => {
+                            if let Some((_, finished)) = self.current_call.replace((id, usage)) {
+                                self.calls_before.add(&finished);
+                            }
+                        }
+                    }
+                }
+                let blocks = content.and_then(Value::as_array).into_iter().flatten();
+                let tools = blocks
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_use"))
+                    .count();
+                self.tool_uses = self.tool_uses.saturating_add(tools as u64);
             }
-            "result" => self.result = Some(value.clone()),
+            "user" if value.get("isReplay").and_then(Value::as_bool) == Some(true) => {
+                if let Some(streamed) = &mut self.streamed {
+                    streamed.taken += 1;
+                    streamed.result_after_last = false;
+                }
+            }
+            "result" => {
+                self.result = Some(value.clone());
+                if let Some(streamed) = &mut self.streamed {
+                    streamed.result_after_last = true;
+                }
+            }
             "stream_event" => return ParsedLine::Ignore,
             _ => {}
         }
@@ -146,7 +246,39 @@ impl EventReader for ResultEvents {
     }
 
     fn settled(&self) -> bool {
+        // With streamed input a result answers only the messages taken before it: one still
+        // queued (a checkpoint) makes a turn of its own.
         self.result.is_some()
+            && self
+                .streamed
+                .as_ref()
+                .is_none_or(|s| s.result_after_last && s.taken >= s.sent)
+    }
+
+    fn answered(&self) -> bool {
+        // Claude Code still runs a queued message after its input closed.
+        self.result.is_some()
+    }
+
+    fn input_sent(&mut self) {
+        if let Some(streamed) = &mut self.streamed {
+            streamed.sent += 1;
+        }
+    }
+
+    fn spent(&self) -> super::Spent {
+        super::Spent {
+            usage: match (&self.result, &self.current_call) {
+                (Some(result), _) => result_usage(result),
+                (None, Some((_, current))) => {
+                    let mut sum = self.calls_before.clone();
+                    sum.add(current);
+                    Some(sum)
+                }
+                (None, None) => None,
+            },
+            tool_calls: self.tool_uses,
+        }
     }
 
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
@@ -211,13 +343,36 @@ fn result_usage(result: &Value) -> Option<Usage> {
     if usage.is_none() && cost.is_none() {
         return None;
     }
-    Some(Usage {
+    let mut counted = call_usage(usage);
+    if counted.total_tokens() == 0 {
+        // A run Claude Code ended itself (`error_max_budget_usd`) reports zero `usage`; the
+        // per-model figures have the tokens.
+        let models = ["model_usage_since_last_result", "modelUsage"]
+            .iter()
+            .find_map(|key| result.get(*key).and_then(Value::as_object).filter(|m| !m.is_empty()));
+        for model in models.into_iter().flat_map(|m| m.values()) {
+            counted.add(&Usage {
+                input_tokens: jsonl::count(Some(model), "inputTokens"),
+                output_tokens: jsonl::count(Some(model), "outputTokens"),
+                cache_read_tokens: jsonl::count(Some(model), "cacheReadInputTokens"),
+                cache_write_tokens: jsonl::count(Some(model), "cacheCreationInputTokens"),
+                cost_usd: None,
+            });
+        }
+    }
+    counted.cost_usd = cost;
+    Some(counted)
+}
+
+/// The tokens of an Anthropic `usage` object.
+fn call_usage(usage: Option<&Value>) -> Usage {
+    Usage {
         input_tokens: jsonl::count(usage, "input_tokens"),
         output_tokens: jsonl::count(usage, "output_tokens"),
         cache_read_tokens: jsonl::count(usage, "cache_read_input_tokens"),
         cache_write_tokens: jsonl::count(usage, "cache_creation_input_tokens"),
-        cost_usd: cost,
-    })
+        cost_usd: None,
+    }
 }
 
 #[cfg(test)]
@@ -245,5 +400,64 @@ mod tests {
         let failed = run(&[r#"{"type":"result","subtype":"error_max_turns","is_error":true,"result":""}"#]);
         assert!(failed.failure.unwrap().contains("error_max_turns"));
         assert!(run(&[]).failure.unwrap().contains("without a result event"));
+    }
+
+    #[test]
+    fn spent_counts_each_call_once_then_takes_the_results_figures() {
+        let mut p = ResultEvents::parser("Claude Code", false);
+        let feed = |p: &mut JsonlParser<ResultEvents>, line: &str| {
+            p.stdout_line(line.as_bytes(), line.len());
+        };
+        // Two content blocks of one call repeat its usage; a second call adds its own.
+        let call = |id: &str, block: &str| {
+            format!(
+                r#"{{"type":"assistant","message":{{"id":"{id}","content":[{block}],"usage":{{"input_tokens":100,"cache_creation_input_tokens":20,"cache_read_input_tokens":30,"output_tokens":1}}}}}}"#
+            )
+        };
+        feed(&mut p, &call("m1", r#"{"type":"text","text":"a"}"#));
+        feed(
+            &mut p,
+            &call("m1", r#"{"type":"tool_use","id":"t1","name":"Bash","input":{}}"#),
+        );
+        feed(
+            &mut p,
+            &call("m2", r#"{"type":"tool_use","id":"t2","name":"Read","input":{}}"#),
+        );
+        let spent = p.spent();
+        assert_eq!(spent.tool_calls, 2);
+        let usage = spent.usage.unwrap();
+        assert_eq!(
+            (usage.input_tokens, usage.cache_write_tokens, usage.output_tokens),
+            (200, 40, 2)
+        );
+        // Claude Code ending a run itself over its dollar limit reports zero `usage`.
+        feed(
+            &mut p,
+            r#"{"type":"result","subtype":"error_max_budget_usd","is_error":true,"total_cost_usd":18,"usage":{"input_tokens":0,"output_tokens":0},"modelUsage":{"m":{"inputTokens":1000000,"outputTokens":1000000,"costUSD":18}}}"#,
+        );
+        let usage = p.spent().usage.unwrap();
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens, usage.cost_usd),
+            (1_000_000, 1_000_000, Some(18.0))
+        );
+    }
+
+    #[test]
+    fn a_streamed_run_settles_only_once_every_message_was_answered() {
+        let mut p = ResultEvents::parser("Claude Code", false).streamed(true);
+        let feed = |p: &mut JsonlParser<ResultEvents>, line: &str| {
+            p.stdout_line(line.as_bytes(), line.len());
+        };
+        let replay = r#"{"type":"user","message":{"role":"user","content":[]},"isReplay":true}"#;
+        let result = r#"{"type":"result","subtype":"success","is_error":false,"result":"one"}"#;
+        feed(&mut p, replay);
+        p.input_sent();
+        feed(&mut p, result);
+        assert!(p.answered() && !p.settled(), "the checkpoint is still queued");
+        feed(&mut p, replay);
+        assert!(!p.settled());
+        feed(&mut p, &result.replace("one", "two"));
+        assert!(p.settled());
+        assert_eq!(p.finish(b"", false).output, "two");
     }
 }

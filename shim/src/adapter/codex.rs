@@ -96,7 +96,15 @@ pub struct CodexEvents {
     usage: Option<Usage>,
     /// The total before this run (a resumed thread).
     usage_before: Option<Usage>,
+    /// The tool items (commands, MCP calls, web searches, file changes) seen, and the ids of
+    /// those started and not yet completed (an item is counted once, at whichever it shows
+    /// first; only the ones in flight are remembered).
+    tool_items: u64,
+    tools_in_flight: std::collections::BTreeSet<String>,
 }
+
+/// The item types that are tool calls.
+const TOOL_ITEMS: [&str; 4] = ["command_execution", "mcp_tool_call", "web_search", "file_change"];
 
 impl CodexEvents {
     /// The parser of a run whose final message Codex writes to `last_message_file`.
@@ -109,13 +117,41 @@ impl CodexEvents {
     }
 }
 
+impl CodexEvents {
+    /// This run's part of the thread's running total.
+    fn this_run_usage(&self) -> Option<Usage> {
+        self.usage.as_ref().map(|total| match &self.usage_before {
+            Some(before) => total.since(before),
+            None => total.clone(),
+        })
+    }
+}
+
 impl EventReader for CodexEvents {
     fn program(&self) -> &str {
         "Codex"
     }
 
     fn event(&mut self, value: Value) -> ParsedLine {
-        match jsonl::kind(&value) {
+        let kind = jsonl::kind(&value);
+        if matches!(kind, "item.started" | "item.completed") {
+            let item = value.get("item");
+            let item_kind = item
+                .and_then(|i| i.get("type").or_else(|| i.get("item_type")))
+                .and_then(Value::as_str);
+            if item_kind.is_some_and(|k| TOOL_ITEMS.contains(&k)) {
+                let id = jsonl::string(item, "id");
+                let seen = match (kind, id) {
+                    ("item.started", Some(id)) => !self.tools_in_flight.insert(id),
+                    (_, Some(id)) => self.tools_in_flight.remove(&id),
+                    (_, None) => false,
+                };
+                if !seen {
+                    self.tool_items = self.tool_items.saturating_add(1);
+                }
+            }
+        }
+        match kind {
             "item.completed" => {
                 let item = value.get("item");
                 let kind = item
@@ -168,12 +204,16 @@ impl EventReader for CodexEvents {
         self.turn_ended
     }
 
+    fn spent(&self) -> super::Spent {
+        super::Spent {
+            usage: self.this_run_usage(),
+            tool_calls: self.tool_items,
+        }
+    }
+
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let mut out = Extracted {
-            usage: self.usage.as_ref().map(|total| match &self.usage_before {
-                Some(before) => total.since(before),
-                None => total.clone(),
-            }),
+            usage: self.this_run_usage(),
             session_usage: self.usage.clone(),
             session: self.thread.clone(),
             ..Extracted::default()
@@ -269,5 +309,32 @@ mod tests {
         let error = r#"{"type":"error","message":"Reconnecting... 5/5 (stream disconnected before completion)"}"#;
         lost.stdout_line(error.as_bytes(), error.len());
         assert!(lost.finish(b"", false).failure.unwrap().contains("Reconnecting... 5/5"));
+    }
+
+    #[test]
+    fn spent_counts_tool_items_once_and_this_runs_part_of_the_thread() {
+        let before = Usage {
+            input_tokens: 100,
+            output_tokens: 10,
+            ..Usage::default()
+        };
+        let mut p = CodexEvents::parser("/nonexistent".into(), Some(before));
+        for line in [
+            r#"{"type":"item.started","item":{"id":"c1","type":"command_execution","command":"ls"}}"#,
+            r#"{"type":"item.completed","item":{"id":"c1","type":"command_execution","command":"ls"}}"#,
+            r#"{"type":"item.completed","item":{"id":"f1","type":"file_change","changes":[]}}"#,
+            r#"{"type":"item.completed","item":{"id":"m1","type":"agent_message","text":"x"}}"#,
+        ] {
+            p.stdout_line(line.as_bytes(), line.len());
+        }
+        assert_eq!((p.spent().tool_calls, p.spent().usage), (2, None));
+        let done =
+            r#"{"type":"turn.completed","usage":{"input_tokens":150,"cached_input_tokens":20,"output_tokens":30}}"#;
+        p.stdout_line(done.as_bytes(), done.len());
+        let usage = p.spent().usage.unwrap();
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens),
+            (30, 20, 20)
+        );
     }
 }

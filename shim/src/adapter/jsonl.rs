@@ -105,6 +105,16 @@ pub trait EventReader {
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted;
     /// Whether the terminal event has been read (X5).
     fn settled(&self) -> bool;
+    /// What the agent reported so far.
+    fn spent(&self) -> super::Spent {
+        super::Spent::default()
+    }
+    /// See [`OutputParser::answered`].
+    fn answered(&self) -> bool {
+        self.settled()
+    }
+    /// See [`OutputParser::input_sent`].
+    fn input_sent(&mut self) {}
 }
 
 /// An [`EventReader`] as an [`OutputParser`]: lines that are JSON objects are events, other
@@ -116,6 +126,11 @@ pub struct JsonlParser<R> {
 }
 
 impl<R> JsonlParser<R> {
+    /// The reader, to configure it.
+    pub fn reader_mut(&mut self) -> &mut R {
+        &mut self.reader
+    }
+
     /// The parser reading events with `reader`.
     pub fn of(reader: R) -> Self {
         Self {
@@ -151,6 +166,18 @@ impl<R: EventReader> OutputParser for JsonlParser<R> {
 
     fn settled(&self) -> bool {
         self.reader.settled()
+    }
+
+    fn spent(&self) -> super::Spent {
+        self.reader.spent()
+    }
+
+    fn answered(&self) -> bool {
+        self.reader.answered()
+    }
+
+    fn input_sent(&mut self) {
+        self.reader.input_sent();
     }
 
     fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {

@@ -30,7 +30,9 @@ mod shell;
 mod text;
 mod tools;
 
+pub use claude::user_line as claude_user_line;
 pub use command::fill_template;
+pub use pi::rpc_line as pi_rpc_line;
 pub use script_refs::ScriptValues;
 pub use text::{TEXT_LINE_RETAIN, TextParser};
 
@@ -59,6 +61,21 @@ pub struct AgentCommand {
     /// Start from an empty environment instead of the shim's (`ssh` for placed steps gets
     /// only `env`, P-H6).
     pub clear_env: bool,
+    /// `stdin` holds the first messages of an agent that takes more while it runs: its
+    /// standard input is a pipe the supervisor keeps open (a checkpoint is written there)
+    /// until the agent has answered.
+    pub streamed_stdin: bool,
+}
+
+/// What the run asks of one step beyond its configuration.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LiveOptions {
+    /// The dollars the agent may still spend (its budget's, or what is left of the run's),
+    /// for agents that keep such a limit themselves (Claude Code's `--max-budget-usd`).
+    pub cost_cap_usd: Option<f64>,
+    /// The agent takes messages while it runs (pi's RPC mode, Claude Code's streamed input),
+    /// so that it can be asked to wrap up before the deadline.
+    pub streamed_input: bool,
 }
 
 /// What a stdout line is, for the supervisor.
@@ -108,6 +125,15 @@ impl Extracted {
     }
 }
 
+/// What an agent reported so far, for the budgets: its usage and the tool calls it started.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Spent {
+    /// Tokens and cost so far (`None`: nothing reported yet).
+    pub usage: Option<Usage>,
+    /// Tool calls started so far.
+    pub tool_calls: u64,
+}
+
 /// Reads one step's stdout.
 pub trait OutputParser {
     /// Bytes of a line kept for [`OutputParser::stdout_line`]; longer lines arrive truncated
@@ -123,6 +149,18 @@ pub trait OutputParser {
     /// that lingers is drained (X5).
     fn settled(&self) -> bool {
         false
+    }
+    /// Whether the agent gave an answer (its input, when it takes messages, can close):
+    /// usually the same as [`OutputParser::settled`].
+    fn answered(&self) -> bool {
+        self.settled()
+    }
+    /// One more message was written to the agent's input (a checkpoint).
+    fn input_sent(&mut self) {}
+    /// What the agent reported so far (nothing, for agents that report neither usage nor
+    /// tool calls).
+    fn spent(&self) -> Spent {
+        Spent::default()
     }
     /// The step's output, given the last bytes of stdout (`tail_cut`: older bytes were
     /// dropped from the tail).
@@ -148,6 +186,8 @@ pub struct StepInput<'a> {
     pub cwd: &'a str,
     /// `<run>`, where adapters keep their files (system prompts, final messages).
     pub run: &'a Dir,
+    /// What the run asks of the step beyond its configuration.
+    pub live: LiveOptions,
 }
 
 impl StepInput<'_> {
@@ -160,6 +200,7 @@ impl StepInput<'_> {
             cwd: self.cwd.to_owned(),
             stdin,
             clear_env: false,
+            streamed_stdin: false,
         }
     }
 
@@ -271,10 +312,10 @@ pub fn parser(id: AdapterId, input: &StepInput<'_>) -> Box<dyn OutputParser> {
                 .then(|| input.run.join(pi::session_dir_name(input.index))),
             input.resume().map(str::to_owned),
         )),
-        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => Box::new(claude::ResultEvents::parser(
-            "Claude Code",
-            claude::native_schema(input).is_some(),
-        )),
+        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => Box::new(
+            claude::ResultEvents::parser("Claude Code", claude::native_schema(input).is_some())
+                .streamed(input.live.streamed_input),
+        ),
         AdapterId::CursorAgent | AdapterId::CursorAgentWriter => {
             Box::new(claude::ResultEvents::parser("cursor-agent", false))
         }

@@ -13,6 +13,13 @@
 //!
 //! The task is the last argument (after `--` when it starts with `-`); a task longer than one
 //! argument may be (128 KiB) goes to pi's standard input instead, which pi reads as the prompt.
+//! `extensions` and `skills` replace what pi discovers (`--no-extensions -e …`, `--no-skills
+//! --skill …`); required extensions are always given with `-e`.
+//!
+//! A run with a checkpoint uses pi's RPC mode instead (`pi --mode rpc`, the same events): the
+//! task is the first command on its standard input (`{"type":"prompt","message":…}`, its
+//! reads named in it, since RPC mode takes no `@file`), the checkpoint is steered in later
+//! (`{"type":"steer",…}`), and the input closes once pi answered, which ends it.
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, AgentCommand, Extracted, ParsedLine, StepInput, push_option};
@@ -28,7 +35,12 @@ pub fn session_dir_name(index: usize) -> String {
 /// The command of a step: its conversation saved under `<run>` (a placed step's is not kept:
 /// the machine has no `<run>`), or continued from the session file a resume names.
 pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
-    let mut argv = input.argv("pi", &["--mode", "json", "-p"]);
+    let streamed = input.live.streamed_input;
+    let mut argv = if streamed {
+        input.argv("pi", &["--mode", "rpc"])
+    } else {
+        input.argv("pi", &["--mode", "json", "-p"])
+    };
     match input.resume() {
         Some(file) => push_option(&mut argv, "--session", Some(file)),
         None if input.step.placement.is_none() => {
@@ -51,6 +63,14 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
         let path = input.write_file(&format!("system-prompt-{}.md", input.index), system.as_bytes())?;
         push_option(&mut argv, "--append-system-prompt", Some(path));
     }
+    push_resources(&mut argv, input.step);
+    if streamed {
+        // RPC mode takes no files or messages on its command line: the task (its reads named
+        // in it) is the first command, and a checkpoint is steered in later.
+        let mut command = input.agent_command(argv, Some(rpc_line("prompt", input.task)));
+        command.streamed_stdin = true;
+        return Ok(command);
+    }
     let mut stdin = None;
     if !input.step.reads.is_empty() {
         argv.push("--".into());
@@ -67,6 +87,37 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
     Ok(input.agent_command(argv, stdin))
 }
 
+/// pi's extensions and skills: a list replaces what pi discovers (`--no-extensions`,
+/// `--no-skills`), required extensions are loaded in every case.
+fn push_resources(argv: &mut Vec<String>, step: &sublaunch_protocol::config::StepConfig) {
+    if let Some(extensions) = &step.extensions {
+        argv.push("--no-extensions".into());
+        for extension in extensions {
+            push_option(argv, "-e", Some(extension.as_str()));
+        }
+    }
+    for extension in step
+        .required_extensions
+        .iter()
+        .filter(|e| !step.extensions.as_ref().is_some_and(|listed| listed.contains(e)))
+    {
+        push_option(argv, "-e", Some(extension.as_str()));
+    }
+    if let Some(skills) = &step.skills {
+        argv.push("--no-skills".into());
+        for skill in skills {
+            push_option(argv, "--skill", Some(skill.as_str()));
+        }
+    }
+}
+
+/// One command line of pi's RPC mode: `{"type": kind, "message": text}`.
+pub fn rpc_line(kind: &str, message: &str) -> Vec<u8> {
+    let mut line = serde_json::to_vec(&serde_json::json!({"type": kind, "message": message})).unwrap_or_default();
+    line.push(b'\n');
+    line
+}
+
 /// Reads pi's JSON event stream.
 #[derive(Debug, Default)]
 pub struct PiEvents {
@@ -78,6 +129,10 @@ pub struct PiEvents {
     session_dir: Option<PathBuf>,
     /// The session file a resumed run continues.
     resumed: Option<String>,
+    /// Tool calls started (`tool_execution_start`).
+    tool_calls: u64,
+    /// A command of RPC mode that pi refused (its `response` with `success: false`).
+    refused: Option<String>,
 }
 
 /// pi's output parser.
@@ -100,18 +155,24 @@ impl PiEvents {
         if self.resumed.is_some() {
             return self.resumed.clone();
         }
-        let (dir, id) = (self.session_dir.as_ref()?, self.session.as_ref()?);
-        let suffix = format!("_{id}.jsonl");
-        std::fs::read_dir(dir)
+        let dir = self.session_dir.as_ref()?;
+        // RPC mode prints no `session` line: the directory, which is the step's own, then
+        // holds the one conversation.
+        let suffix = self
+            .session
+            .as_ref()
+            .map_or_else(|| ".jsonl".to_owned(), |id| format!("_{id}.jsonl"));
+        let mut found = std::fs::read_dir(dir)
             .ok()?
             .filter_map(Result::ok)
             .map(|entry| entry.path())
-            .find(|path| {
+            .filter(|path| {
                 path.file_name()
                     .and_then(|n| n.to_str())
                     .is_some_and(|n| n.ends_with(&suffix))
-            })
-            .map(|path| path.to_string_lossy().into_owned())
+            });
+        let first = found.next()?;
+        (self.session.is_some() || found.next().is_none()).then(|| first.to_string_lossy().into_owned())
     }
 }
 
@@ -128,6 +189,17 @@ impl EventReader for PiEvents {
             "agent_settled" => self.ended = true,
             "auto_retry_start" => self.ended = false,
             "session" => self.session = jsonl::string(Some(&value), "id"),
+            "tool_execution_start" => self.tool_calls += 1,
+            // RPC mode answers each command; a refused prompt means no turn will come.
+            "response" if value.get("success").and_then(Value::as_bool) == Some(false) => {
+                let command = value.get("command").and_then(Value::as_str).unwrap_or("?");
+                let error = value.get("error").and_then(Value::as_str).unwrap_or("no error message");
+                if command == "prompt" {
+                    self.ended = true;
+                }
+                self.refused
+                    .get_or_insert_with(|| format!("pi refused the {command} command: {error}"));
+            }
             "message_end" | "turn_end" => {
                 let message = value.get("message");
                 if message.and_then(|m| m.get("role")).and_then(Value::as_str) == Some("assistant") {
@@ -149,8 +221,18 @@ impl EventReader for PiEvents {
         self.ended
     }
 
+    fn spent(&self) -> super::Spent {
+        super::Spent {
+            usage: self.usage.clone(),
+            tool_calls: self.tool_calls,
+        }
+    }
+
     fn extract(&mut self, stdout_tail: &[u8]) -> Extracted {
         let Some(message) = &self.last else {
+            if let Some(refused) = &self.refused {
+                return Extracted::failed(refused.clone());
+            }
             return Extracted::failed(format!(
                 "pi ended without an assistant message (expected `--mode json` events on stdout). Output ended with: {}",
                 jsonl::excerpt(stdout_tail)
@@ -245,6 +327,43 @@ mod tests {
                 .failure
                 .unwrap()
                 .contains("without an assistant message")
+        );
+    }
+
+    #[test]
+    fn spent_counts_each_assistant_message_and_tool_start_and_rpc_refusals_end_the_step() {
+        let mut p = PiParser::default();
+        feed(
+            &mut p,
+            &[
+                r#"{"type":"message_start","message":{"role":"assistant","content":[],"usage":{"input":5,"output":1}}}"#,
+                r#"{"type":"message_end","message":{"role":"assistant","content":[],"stopReason":"toolUse","usage":{"input":10,"output":4,"cacheRead":2,"cacheWrite":0,"cost":{"total":0.5}}}}"#,
+                r#"{"type":"tool_execution_start","toolCallId":"a","toolName":"bash","args":{}}"#,
+                r#"{"type":"tool_execution_start","toolCallId":"b","toolName":"read","args":{}}"#,
+                r#"{"type":"message_end","message":{"role":"toolResult","content":[],"usage":{"input":99}}}"#,
+            ],
+        );
+        let spent = p.spent();
+        assert_eq!(spent.tool_calls, 2);
+        let usage = spent.usage.unwrap();
+        assert_eq!(
+            (usage.input_tokens, usage.output_tokens, usage.cache_read_tokens),
+            (10, 4, 2)
+        );
+        assert_eq!(usage.cost_usd, Some(0.5));
+        let mut rpc = PiParser::default();
+        feed(
+            &mut rpc,
+            &[
+                r#"{"id":"1","type":"response","command":"prompt","success":false,"error":"Agent is already processing."}"#,
+            ],
+        );
+        assert!(rpc.settled());
+        assert!(
+            rpc.finish(b"", false)
+                .failure
+                .unwrap()
+                .contains("refused the prompt command: Agent is already processing.")
         );
     }
 }

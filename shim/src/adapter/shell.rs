@@ -51,6 +51,7 @@ mod tests {
             script_values: None,
             cwd: "/tmp",
             run: &run,
+            live: Default::default(),
         };
         let command = super::command(&input).unwrap();
         assert_eq!(command.argv, ["sh", "-c", "--", "echo hi"]);
@@ -69,6 +70,7 @@ mod tests {
             script_values: None,
             cwd: "/tmp",
             run: &run,
+            live: Default::default(),
         };
         assert_eq!(super::command(&input).unwrap().argv, ["/bin/agent", "x"]);
         let mut bare = custom.clone();
@@ -93,6 +95,7 @@ mod tests {
             script_values: Some(&values),
             cwd: "/tmp",
             run: &run,
+            live: Default::default(),
         };
         let command = super::command(&input).unwrap();
         assert_eq!(command.argv, ["sh", "-c", "--", "echo got \"${SUBLAUNCH_PREVIOUS}\""]);

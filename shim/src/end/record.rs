@@ -62,6 +62,9 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     if let Some(worktree) = &end.worktree {
         step.extra.insert("worktree".into(), worktree.to_json());
     }
+    if let Some(budget) = &end.budget {
+        step.extra.insert("budgetExceeded".into(), budget.to_json());
+    }
     if let Some(pid) = end.pid {
         step.extra.insert(
             "externalProcess".into(),
@@ -385,6 +388,10 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::config::StepCo
             end.worktree.as_ref().map(crate::end::worktree::WorktreeEnd::to_json),
         ),
         ("outputFile", end.output_file.as_ref().map(|path| json!(path))),
+        (
+            "budgetExceeded",
+            end.budget.as_ref().map(crate::supervise::budget::Exceeded::to_json),
+        ),
         (
             "as",
             config.and_then(|c| c.output_name.as_ref()).map(|name| json!(name)),

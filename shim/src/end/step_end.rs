@@ -81,6 +81,8 @@ pub struct StepEnd {
     pub agent_session_usage: Option<Usage>,
     /// Stopped because a failFast sibling failed, with the message.
     pub cancel: Option<String>,
+    /// The budget it (or the run) crossed: it was stopped and its step fails.
+    pub budget: Option<crate::supervise::budget::Exceeded>,
     /// Never started, and why (an earlier step failed, the run was stopped …).
     pub not_run: Option<String>,
     /// Its end was already written into the status and its event appended.
@@ -108,6 +110,7 @@ impl StepEnd {
         self.drained
             || self.stop.is_some()
             || self.cancel.is_some()
+            || self.budget.is_some()
             || self.timeout.is_some()
             || self.interrupted
             || self.protocol.is_some()
@@ -168,7 +171,7 @@ impl StepEnd {
     /// [`StepEnd::validation`]) has failed.
     pub fn state(&self) -> RunState {
         match derive_terminal_state(&self.facts()) {
-            RunState::Complete if self.validation.is_some() => RunState::Failed,
+            RunState::Complete if self.validation.is_some() || self.budget.is_some() => RunState::Failed,
             state => state,
         }
     }
@@ -187,7 +190,11 @@ impl StepEnd {
             return Some(reason.clone());
         }
         if derive_terminal_state(&self.facts()) == RunState::Complete {
-            return self.validation.clone();
+            return self
+                .budget
+                .as_ref()
+                .map(crate::supervise::budget::Exceeded::message)
+                .or_else(|| self.validation.clone());
         }
         match self.state() {
             RunState::Complete => None,

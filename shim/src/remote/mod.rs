@@ -170,6 +170,7 @@ pub fn wrap(
         cwd: command.cwd,
         stdin: command.stdin,
         clear_env: true,
+        streamed_stdin: command.streamed_stdin,
     };
     Ok((wrapped, capture))
 }

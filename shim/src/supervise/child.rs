@@ -27,6 +27,10 @@ pub struct ChildIo {
     pub protocol_failed: bool,
     /// When data last arrived (X7).
     pub last_data: Instant,
+    /// Its standard input, when it takes messages while it runs.
+    pub input: Option<crate::supervise::input::AgentInput>,
+    /// The checkpoint was written to its input.
+    pub checkpointed: bool,
 }
 
 impl ChildIo {
@@ -42,6 +46,8 @@ impl ChildIo {
             log,
             protocol_failed: false,
             last_data: Instant::now(),
+            input: None,
+            checkpointed: false,
         }
     }
 
@@ -97,6 +103,8 @@ pub struct ChildRun {
     pub protocol: Option<String>,
     /// A stop aimed at this child alone (a failFast sibling failed), with its message.
     pub cancel: Option<String>,
+    /// The budget it (or the run) crossed: it is stopped and its step fails.
+    pub budget: Option<crate::supervise::budget::Exceeded>,
     /// The machine it runs on, when placed.
     pub remote: Option<RemoteChild>,
 }

@@ -1,6 +1,7 @@
 //! Supervising agents (R10–R13, X4–X9): spawn an agent, drain its output, honour the
-//! deadline, the control inbox and signals, terminate and verify its process tree, and report
-//! how it ended. Any number of agents run at once (the tasks of a parallel group); every
+//! deadline, the control inbox and signals, the budgets ([`budget`]) and the checkpoint before
+//! the deadline (written to the input of agents that take messages, [`input`]), terminate and
+//! verify its process tree, and report how it ended. Any number of agents run at once (the tasks of a parallel group); every
 //! request of the run (stop, timeout, interrupt, a second stop signal) applies to all of them,
 //! and a failFast cancellation to the ones it names.
 //!
@@ -11,8 +12,10 @@
 
 pub mod book;
 pub mod bounded;
+pub mod budget;
 pub mod child;
 pub mod control;
+pub mod input;
 pub mod output;
 pub mod queue;
 pub mod reaper;
@@ -93,6 +96,11 @@ pub struct Supervisor {
     /// Where each managed worktree stands (its path → the commit the last step there left),
     /// so a step sharing the worktree of the one before counts only its own commits.
     pub worktree_heads: std::collections::BTreeMap<String, String>,
+    /// The usage of the run's finished agents (the run's budget counts it with the running
+    /// ones').
+    pub run_spent: sublaunch_protocol::usage::Usage,
+    /// How long before the deadline the agents are asked to wrap up (only with a deadline).
+    pub checkpoint: Option<u64>,
 }
 
 impl Supervisor {
@@ -204,8 +212,13 @@ impl Supervisor {
         ctx.set_writer(WriterState::Spawning, None);
         let spec = step.adapter.clone();
         let cwd = ctx.cfg.step_cwd(index).to_owned();
-        // pi reads its files as arguments; every other agent is told which to read.
-        let task = if adapter == AdapterId::Pi {
+        let live = adapter::LiveOptions {
+            cost_cap_usd: self.cost_cap(ctx, &step),
+            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && takes_input(adapter),
+        };
+        // pi reads its files as arguments (outside its RPC mode); every other agent is told
+        // which to read.
+        let task = if adapter == AdapterId::Pi && !live.streamed_input {
             task.to_owned()
         } else {
             crate::adapter::reads::with_preamble(task, &step.reads)
@@ -218,6 +231,7 @@ impl Supervisor {
             script_values,
             cwd: &cwd,
             run: self.book.run(),
+            live,
         };
         let parser = adapter::parser(adapter, &input);
         let built =
@@ -230,9 +244,11 @@ impl Supervisor {
             (built, _) => (built, parser, None),
         };
         let spawned = built.and_then(|command| {
-            crate::supervise::spawn::spawn(&command, ctx.cfg.agent_umask).map_err(|e| spawn_error(&command.argv, &e))
+            crate::supervise::spawn::spawn(&command, ctx.cfg.agent_umask)
+                .map(|spawned| (spawned, command.stdin))
+                .map_err(|e| spawn_error(&command.argv, &e))
         });
-        let spawned = match spawned {
+        let (spawned, first_input) = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
                 ctx.set_writer(WriterState::None, None);
@@ -246,12 +262,15 @@ impl Supervisor {
         ctx.set_writer(WriterState::Running, Some(pid));
         self.reaper.watch(pid);
         self.note_pid(ctx, index, pid);
-        let io = ChildIo::new(
+        let mut io = ChildIo::new(
             Pipe::new(spawned.stdout, parser.line_retain_limit()),
             Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
             parser,
             OutputLog::open(self.run_dir(), index, self.log_cap),
         );
+        io.input = spawned
+            .stdin
+            .map(|fd| crate::supervise::input::AgentInput::new(fd, first_input.unwrap_or_default()));
         Ok(ChildRun {
             index,
             agent: end.agent,
@@ -265,6 +284,7 @@ impl Supervisor {
             swept: None,
             protocol: None,
             cancel: None,
+            budget: None,
             remote,
         })
     }
@@ -280,6 +300,7 @@ impl Supervisor {
         for child in running.iter_mut() {
             self.advance(ctx, child, now, escalate);
         }
+        self.checkpoint_due(ctx, running, now);
         self.book.tick(now);
         if ctx.parent.gone(now) {
             let pids: Vec<u32> = running.iter().map(|c| c.pid).collect();
@@ -294,6 +315,13 @@ impl Supervisor {
         for child in running.iter() {
             fds.extend(child.io.stdout.pollfd());
             fds.extend(child.io.stderr.pollfd());
+            fds.extend(
+                child
+                    .io
+                    .input
+                    .as_ref()
+                    .and_then(crate::supervise::input::AgentInput::pollfd),
+            );
         }
         let control_slot = self.control.pollfd().map(|p| {
             fds.push(p);
@@ -306,6 +334,9 @@ impl Supervisor {
             }
         };
         at(self.deadline.filter(|_| !self.requests.timed_out).map(|(d, _)| d));
+        if running.iter().any(|c| c.io.input.is_some() && !c.io.checkpointed) {
+            at(self.checkpoint_at());
+        }
         for child in running.iter() {
             at(child.killer.as_ref().and_then(|k| k.next_wake(now)));
             if let Some(exited) = child.exit_seen.filter(|_| child.io.any_open()) {
@@ -330,6 +361,44 @@ impl Supervisor {
             if err_ready {
                 self.drain(ctx, child, Stream::Stderr);
             }
+            if let Some(input) = &mut child.io.input {
+                input.flush();
+            }
+        }
+        self.check_budgets(ctx, running);
+    }
+
+    /// Marks every agent that crossed its step's budget, and every running agent when the
+    /// run's agents together crossed the run's; [`Self::advance`] then stops them.
+    fn check_budgets(&self, ctx: &Ctx, running: &mut [ChildRun]) {
+        let run_budget = ctx.cfg.usage_budget.as_ref();
+        let mut run_usage = run_budget.map(|_| self.run_spent.clone());
+        for child in running.iter_mut() {
+            let spent = child.io.parser.spent();
+            if let (Some(total), Some(usage)) = (run_usage.as_mut(), &spent.usage) {
+                total.add(usage);
+            }
+            if child.budget.is_none() {
+                let step = &ctx.cfg.steps[child.index];
+                child.budget = budget::crossed(
+                    budget::Scope::Step,
+                    step.usage_budget.as_ref(),
+                    step.tool_budget,
+                    &spent,
+                );
+            }
+        }
+        let run_spent = adapter::Spent {
+            usage: run_usage,
+            tool_calls: 0,
+        };
+        if let Some(exceeded) = budget::crossed(budget::Scope::Run, run_budget, None, &run_spent) {
+            for child in running
+                .iter_mut()
+                .filter(|c| c.budget.is_none() && c.exit_seen.is_none())
+            {
+                child.budget = Some(exceeded.clone());
+            }
         }
     }
 
@@ -340,7 +409,11 @@ impl Supervisor {
             child.exit_seen = Some(now);
             child.io.last_data = now;
         }
-        let wanted = if self.requests.stop.is_some() || self.requests.timed_out || child.cancel.is_some() {
+        let wanted = if self.requests.stop.is_some()
+            || self.requests.timed_out
+            || child.cancel.is_some()
+            || child.budget.is_some()
+        {
             Some(Ladder::Stop)
         } else if child.protocol.is_some() {
             Some(Ladder::Protocol)
@@ -353,6 +426,13 @@ impl Supervisor {
         };
         if wanted.is_some() && child.exit_seen.is_none() {
             stop_remote_side(child);
+        }
+        // An agent that takes messages ends when its input does: once it answered, or when it
+        // is being stopped anyway.
+        if (wanted.is_some() || child.exit_seen.is_some() || child.io.parser.answered())
+            && let Some(input) = child.io.input.as_mut().filter(|i| !i.closing())
+        {
+            input.close();
         }
         match (&child.killer, wanted) {
             (None, Some(ladder)) => child.killer = Some(TreeKiller::start(pid, ladder, now)),
@@ -422,7 +502,19 @@ impl Supervisor {
         end.protocol = child.protocol.take();
         let tail = child.io.stdout_tail.bytes();
         let tail_cut = child.io.stdout.total() > tail.len() as u64;
-        let extracted = child.io.parser.finish(&tail, tail_cut);
+        let spent = child.io.parser.spent();
+        let mut extracted = child.io.parser.finish(&tail, tail_cut);
+        // An agent stopped before its final event still reported what it spent so far.
+        if extracted.usage.is_none() {
+            extracted.usage.clone_from(&spent.usage);
+        }
+        end.budget = child
+            .budget
+            .take()
+            .or_else(|| self.final_budget_check(ctx, child.index, &extracted, &spent));
+        if let Some(usage) = &extracted.usage {
+            self.run_spent.add(usage);
+        }
         end.remote = child.remote.as_ref().map(|r| RemoteEnd {
             placement: r.placement.clone(),
             state: r.state.borrow().clone(),
@@ -469,6 +561,83 @@ impl Supervisor {
             self.stop_signal(signal);
         }
         end
+    }
+
+    /// When the agents are asked to wrap up: the checkpoint's time before the deadline.
+    fn checkpoint_at(&self) -> Option<Instant> {
+        let (deadline, _) = self.deadline?;
+        let before = Duration::from_millis(self.checkpoint?);
+        Some(deadline.checked_sub(before).unwrap_or(self.started))
+    }
+
+    /// Writes the checkpoint to every running agent that takes messages, once, when it is
+    /// due and the agent has not answered yet.
+    fn checkpoint_due(&mut self, ctx: &Ctx, running: &mut [ChildRun], now: Instant) {
+        let (Some(at), Some(ms)) = (self.checkpoint_at(), self.checkpoint) else {
+            return;
+        };
+        if now < at {
+            return;
+        }
+        for child in running.iter_mut() {
+            let io = &mut child.io;
+            if io.checkpointed || io.parser.answered() || child.exit_seen.is_some() {
+                continue;
+            }
+            let Some(input) = io.input.as_mut().filter(|i| i.is_open() && !i.closing()) else {
+                continue;
+            };
+            io.checkpointed = true;
+            io.parser.input_sent();
+            let text = checkpoint_message(ms);
+            input.send(&match adapter::for_step(&ctx.cfg, child.index) {
+                AdapterId::Pi => crate::adapter::pi_rpc_line("steer", &text),
+                _ => crate::adapter::claude_user_line(&text),
+            });
+            let event = events::step_checkpoint(ctx.now_wall(), &ctx.cfg.id, child.index, &child.agent, ms);
+            self.events.append(&event);
+        }
+    }
+
+    /// The dollars a Claude Code step may still spend: its own budget, or what is left of the
+    /// run's, whichever is less.
+    fn cost_cap(&self, ctx: &Ctx, step: &sublaunch_protocol::config::StepConfig) -> Option<f64> {
+        let own = step.usage_budget.as_ref().and_then(|b| b.max_cost_usd);
+        let left = ctx
+            .cfg
+            .usage_budget
+            .as_ref()
+            .and_then(|b| b.max_cost_usd)
+            .map(|max| (max - self.run_spent.cost_usd.unwrap_or(0.0)).max(0.0));
+        match (own, left) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The budgets against the agent's last word (Claude Code's result has the exact
+    /// figures; Codex reports its usage only as its turn ends).
+    fn final_budget_check(
+        &self,
+        ctx: &Ctx,
+        index: usize,
+        extracted: &adapter::Extracted,
+        spent: &adapter::Spent,
+    ) -> Option<budget::Exceeded> {
+        let step = &ctx.cfg.steps[index];
+        let last = adapter::Spent {
+            usage: extracted.usage.clone(),
+            tool_calls: spent.tool_calls,
+        };
+        budget::crossed(budget::Scope::Step, step.usage_budget.as_ref(), step.tool_budget, &last).or_else(|| {
+            let mut total = self.run_spent.clone();
+            total.add(extracted.usage.as_ref()?);
+            let run = adapter::Spent {
+                usage: Some(total),
+                tool_calls: 0,
+            };
+            budget::crossed(budget::Scope::Run, ctx.cfg.usage_budget.as_ref(), None, &run)
+        })
     }
 
     fn step_running(&mut self, ctx: &Ctx, index: usize, wall: u64) {
@@ -613,6 +782,25 @@ fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
         started_wall,
         ..StepEnd::default()
     }
+}
+
+/// Whether the adapter takes messages while it runs (pi in RPC mode, Claude Code with
+/// streamed input).
+fn takes_input(adapter: AdapterId) -> bool {
+    matches!(
+        adapter,
+        AdapterId::Pi | AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter
+    )
+}
+
+/// What an agent is told when the deadline nears.
+fn checkpoint_message(ms: u64) -> String {
+    let seconds = ms.div_ceil(1000);
+    format!(
+        "[sublaunch] This run ends in {seconds} s. Wrap up now: stop starting new work, finish or \
+         abandon what is in progress, and give your final answer with what you have, saying \
+         what is left undone."
+    )
 }
 
 /// An OS spawn error, saying which program and, when it was not found, where it was looked for.

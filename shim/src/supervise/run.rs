@@ -181,6 +181,8 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         log_cap: crate::supervise::streams::OutputLog::cap_from_env(),
         control_woken: false,
         worktree_heads: std::collections::BTreeMap::new(),
+        run_spent: sublaunch_protocol::usage::Usage::default(),
+        checkpoint: ctx.cfg.checkpoint_before_deadline_ms.filter(|_| deadline.is_some()),
     })
 }
 

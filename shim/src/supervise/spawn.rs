@@ -4,7 +4,8 @@
 //! for adapters that deliver the prompt there, a sealed in-memory file holding it, so the shim
 //! never writes to a pipe the agent may not read), stdout and stderr pipes. The agent is told to
 //! die with the shim (`PR_SET_PDEATHSIG`, X8): a `pre_exec` step, so fork+exec instead of
-//! `posix_spawn`, which costs the small shim little. Every other descriptor of the shim
+//! `posix_spawn`, which costs the small shim little. An agent that takes messages while it
+//! runs gets a pipe instead ([`crate::supervise::input`]). Every other descriptor of the shim
 //! is CLOEXEC (hygiene + every fd the shim opens), so the agent gets exactly 0, 1, 2 (F63).
 //! The spawn runs with an empty signal mask. The agent is never waited for through `std`: the
 //! shim reaps everything itself with `waitid(P_ALL)` (see [`crate::supervise::reaper`]).
@@ -24,6 +25,8 @@ pub struct Spawned {
     pub stdout: OwnedFd,
     /// The read end of its stderr (non-blocking).
     pub stderr: OwnedFd,
+    /// The write end of its stdin (non-blocking), when it takes messages while it runs.
+    pub stdin: Option<OwnedFd>,
 }
 
 /// Spawns `command` (H10 environment, R10 placement) with `umask` (the launching user's;
@@ -40,6 +43,7 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     match &command.stdin {
+        _ if command.streamed_stdin => cmd.stdin(Stdio::piped()),
         None => cmd.stdin(Stdio::null()),
         Some(bytes) => cmd.stdin(Stdio::from(input_file(bytes)?)),
     };
@@ -66,12 +70,18 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
     let pid = child.id();
     let stdout = OwnedFd::from(child.stdout.take().ok_or_else(|| io::Error::other("no stdout pipe"))?);
     let stderr = OwnedFd::from(child.stderr.take().ok_or_else(|| io::Error::other("no stderr pipe"))?);
+    let stdin = child.stdin.take().map(OwnedFd::from);
     // The `Child` is dropped without waiting: reaping is the reaper's job.
     drop(child);
-    for fd in [&stdout, &stderr] {
+    for fd in [Some(&stdout), Some(&stderr), stdin.as_ref()].into_iter().flatten() {
         rustix::io::ioctl_fionbio(fd, true)?;
     }
-    Ok(Spawned { pid, stdout, stderr })
+    Ok(Spawned {
+        pid,
+        stdout,
+        stderr,
+        stdin,
+    })
 }
 
 /// In the forked agent: SIGKILL when the shim dies. The signal follows the thread that forked,

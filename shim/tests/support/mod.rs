@@ -223,6 +223,8 @@ impl Root {
             workflow: Default::default(),
             on_end: None,
             max_active: None,
+            usage_budget: None,
+            checkpoint_before_deadline_ms: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

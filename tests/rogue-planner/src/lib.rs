@@ -45,6 +45,7 @@ mod component {
                 steps: Vec::new(),
                 graph: None,
                 warnings: Vec::new(),
+                usage_budget: None,
             })
         }
 

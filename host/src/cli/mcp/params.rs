@@ -44,6 +44,18 @@ pub struct RunParams {
     /// A file the agent's final answer is also written to (relative to the working
     /// directory, or absolute).
     pub output: Option<String>,
+    /// Stop the run once its agents have used more than this many input and output tokens
+    /// in all (pi, Claude Code and Codex report them).
+    pub max_tokens: Option<u64>,
+    /// Stop the run once its agents have spent more than this many US dollars in all (pi and
+    /// Claude Code report their cost).
+    pub max_cost_usd: Option<f64>,
+    /// Stop the agent when it starts a tool call beyond this many (one agent only; a chain's
+    /// steps set `toolBudget`).
+    pub max_tool_calls: Option<u32>,
+    /// Ask the agents (pi, Claude Code) to wrap up this many seconds before the run's timeout
+    /// or deadline.
+    pub checkpoint_before_deadline_seconds: Option<f64>,
     /// Wait for the run's end and return its result; otherwise the run id comes back at once
     /// (use `wait` later).
     #[serde(default)]

@@ -101,6 +101,13 @@ impl Server {
             Ok(timeout) => timeout,
             Err(message) => return refuse(message),
         };
+        let checkpoint = match seconds(
+            params.checkpoint_before_deadline_seconds,
+            "checkpoint_before_deadline_seconds",
+        ) {
+            Ok(checkpoint) => checkpoint,
+            Err(message) => return refuse(message),
+        };
         let work = match (params.agent, params.chain) {
             (Some(_), Some(_)) => return refuse("give either agent (with task) or chain, not both"),
             (None, None) => return refuse("give an agent and a task, or a chain"),
@@ -157,6 +164,17 @@ impl Server {
             require_clean: false,
             reads: params.reads.unwrap_or_default(),
             output: params.output,
+            usage_budget: (params.max_tokens.is_some() || params.max_cost_usd.is_some()).then_some(
+                sublaunch::contract::UsageBudget {
+                    max_tokens: params.max_tokens,
+                    max_cost_usd: params.max_cost_usd,
+                },
+            ),
+            tool_budget: params.max_tool_calls,
+            checkpoint_before_deadline: checkpoint,
+            extensions: None,
+            required_extensions: Vec::new(),
+            skills: None,
         };
         let gathered = match Gathered::read(&dir, None, &state.env) {
             Ok(gathered) => gathered,

@@ -83,6 +83,14 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             None | Some(Value::Bool(false)) => None,
             Some(_) => Some(field.list("defaultReads")?),
         },
+        usage_budget: field.typed("usageBudget")?,
+        tool_budget: field.typed_with("toolBudget", sublaunch_contract::budget::tool_budget)?,
+        extensions: field.get("extensions").map(|_| field.list("extensions")).transpose()?,
+        required_extensions: field
+            .get("requiredExtensions")
+            .map(|_| field.list("requiredExtensions"))
+            .transpose()?,
+        skills: field.get("skills").map(|_| field.list("skills")).transpose()?,
     };
     Ok(AgentDef {
         planner,
@@ -180,7 +188,7 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
         }
     }
 
-    /// A list written as a YAML sequence or a comma-separated string.
+    /// `true` or `false` (absent: `false`).
     fn flag(&self, key: &str) -> Result<bool, FileError> {
         match self.get(key) {
             None => Ok(false),
@@ -189,6 +197,25 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
         }
     }
 
+    /// A value of the contract's own type, refused with serde's message (naming the inner
+    /// field, as in `usageBudget.maxTokens`).
+    fn typed<T: serde::de::DeserializeOwned>(&self, key: &str) -> Result<Option<T>, FileError> {
+        self.typed_with(key, |value: Value| T::deserialize(value).map(Some))
+    }
+
+    /// A value read by `read` (a contract deserializer), refused with its message.
+    fn typed_with<T>(
+        &self,
+        key: &str,
+        read: impl FnOnce(Value) -> Result<Option<T>, serde_json::Error>,
+    ) -> Result<Option<T>, FileError> {
+        match self.get(key) {
+            None => Ok(None),
+            Some(value) => read(value.clone()).map_err(|e| (self.fail)(Some(key), e.to_string())),
+        }
+    }
+
+    /// A list written as a YAML sequence or a comma-separated string.
     fn list(&self, key: &str) -> Result<Vec<String>, FileError> {
         match self.get(key) {
             None => Ok(Vec::new()),

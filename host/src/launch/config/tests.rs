@@ -40,6 +40,7 @@ fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
         steps,
         graph: None,
         warnings: vec![],
+        usage_budget: None,
     }
 }
 
@@ -160,6 +161,8 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         agent_umask: Some(0o022),
         on_end: None,
         max_active: None,
+        usage_budget: None,
+        checkpoint_before_deadline_ms: None,
     };
     let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));

@@ -1,0 +1,189 @@
+//! The pi extensions and skills a step names, found before the run starts. A name is looked
+//! up where pi discovers its own (`$PI_CODING_AGENT_DIR`, by default `~/.pi/agent`, then the
+//! project's `.pi`), a path is taken against the step's directory; one that is not there
+//! refuses the launch, naming where it was looked for. pi itself would refuse a missing
+//! extension only once the run had started, and skips a missing skill without a word.
+
+use crate::Environment;
+use std::path::{Path, PathBuf};
+use sublaunch_protocol::config::StepConfig;
+
+/// Where pi keeps its own configuration: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
+pub(crate) fn agent_dir(env: &Environment) -> Option<PathBuf> {
+    match env.text("PI_CODING_AGENT_DIR") {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => env.home().map(|home| home.join(".pi/agent")),
+    }
+}
+
+/// What is looked up: an extension (a file, or a directory with an index) or a skill (a
+/// directory with a `SKILL.md`, or the file itself).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Extension,
+    Skill,
+}
+
+impl Kind {
+    fn dir_name(self) -> &'static str {
+        match self {
+            Kind::Extension => "extensions",
+            Kind::Skill => "skills",
+        }
+    }
+
+    fn what(self) -> &'static str {
+        match self {
+            Kind::Extension => "pi extension",
+            Kind::Skill => "pi skill",
+        }
+    }
+
+    /// The entries of a directory that stand for `name`.
+    fn candidates(self, dir: &Path, name: &str) -> Vec<PathBuf> {
+        match self {
+            Kind::Extension => vec![
+                dir.join(format!("{name}.ts")),
+                dir.join(format!("{name}.js")),
+                dir.join(name).join("index.ts"),
+                dir.join(name).join("index.js"),
+                dir.join(name),
+            ],
+            Kind::Skill => vec![dir.join(name).join("SKILL.md")],
+        }
+    }
+
+    /// Whether `path` is usable as given.
+    fn usable(self, path: &Path) -> bool {
+        match self {
+            Kind::Extension => path.exists(),
+            Kind::Skill => path.is_file() || path.join("SKILL.md").is_file(),
+        }
+    }
+}
+
+/// One lookup context: the step's directory, HOME and pi's directory.
+struct Lookup<'a> {
+    cwd: &'a Path,
+    home: Option<PathBuf>,
+    agent_dir: Option<PathBuf>,
+    who: &'a str,
+}
+
+impl Lookup<'_> {
+    /// The directories a name is looked up in, in order.
+    fn dirs(&self, kind: Kind) -> Vec<PathBuf> {
+        self.agent_dir
+            .iter()
+            .map(|d| d.join(kind.dir_name()))
+            .chain(std::iter::once(self.cwd.join(".pi").join(kind.dir_name())))
+            .collect()
+    }
+
+    fn find(&self, kind: Kind, entry: &str) -> Result<PathBuf, String> {
+        if entry.contains('/') {
+            let path = if let Some(rest) = entry.strip_prefix("~/") {
+                self.home
+                    .as_ref()
+                    .ok_or_else(|| {
+                        format!(
+                            "cannot launch: {} names the {} {entry}, which starts with ~, and HOME is not set",
+                            self.who,
+                            kind.what()
+                        )
+                    })?
+                    .join(rest)
+            } else {
+                self.cwd.join(entry)
+            };
+            if kind.usable(&path) {
+                return Ok(path);
+            }
+            let why = if kind == Kind::Skill && path.is_dir() {
+                "has no SKILL.md"
+            } else {
+                "does not exist"
+            };
+            return Err(format!(
+                "cannot launch: {} names the {} {entry}, and {} {why}",
+                self.who,
+                kind.what(),
+                path.display()
+            ));
+        }
+        let dirs = self.dirs(kind);
+        for dir in &dirs {
+            if let Some(found) = kind.candidates(dir, entry).into_iter().find(|p| p.exists()) {
+                // A skill is handed to pi as its directory.
+                return Ok(match kind {
+                    Kind::Skill => found.parent().map_or(found.clone(), Path::to_path_buf),
+                    Kind::Extension => found,
+                });
+            }
+        }
+        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        Err(format!(
+            "cannot launch: {} needs the {} '{entry}', which is in none of {}",
+            self.who,
+            kind.what(),
+            looked.join(" and ")
+        ))
+    }
+
+    fn find_all(&self, kind: Kind, entries: &[String]) -> Result<Vec<String>, String> {
+        entries
+            .iter()
+            .map(|entry| self.find(kind, entry).map(|p| p.to_string_lossy().into_owned()))
+            .collect()
+    }
+}
+
+/// Resolves the extensions and skills of `step` (`who` names it in messages). A placed step's
+/// are on its machine and stay as planned.
+pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Result<(), String> {
+    if step.placement.is_some()
+        || (step.extensions.is_none() && step.required_extensions.is_empty() && step.skills.is_none())
+    {
+        return Ok(());
+    }
+    let cwd = PathBuf::from(step.cwd.clone().unwrap_or_default());
+    let lookup = Lookup {
+        cwd: &cwd,
+        home: env.home(),
+        agent_dir: agent_dir(env),
+        who,
+    };
+    if let Some(list) = &step.extensions {
+        step.extensions = Some(lookup.find_all(Kind::Extension, list)?);
+    }
+    let required = lookup.find_all(Kind::Extension, &step.required_extensions)?;
+    // With discovery on, pi loads what its own directory holds; naming it again would load it
+    // twice.
+    let discovered = lookup.agent_dir.as_ref().map(|d| d.join("extensions"));
+    step.required_extensions = required
+        .into_iter()
+        .filter(|path| {
+            step.extensions.is_some()
+                || !discovered
+                    .as_ref()
+                    .is_some_and(|dir| in_discovery_dir(Path::new(path), dir))
+        })
+        .collect();
+    if let Some(list) = &step.skills {
+        let tools = step.adapter.as_ref().map(|a| a.tools.as_slice()).unwrap_or_default();
+        if !list.is_empty() && !tools.is_empty() && !tools.iter().any(|t| t == "read" || t == "bash") {
+            return Err(format!(
+                "cannot launch: {who} names skills, and its tools ({}) have neither read nor bash, without which pi offers no skills",
+                tools.join(", ")
+            ));
+        }
+        step.skills = Some(lookup.find_all(Kind::Skill, list)?);
+    }
+    Ok(())
+}
+
+/// Whether pi's discovery finds `path` in `dir` (`dir/x.ts` or `dir/x/index.ts`).
+fn in_discovery_dir(path: &Path, dir: &Path) -> bool {
+    let parent = path.parent();
+    parent == Some(dir) || parent.and_then(Path::parent) == Some(dir)
+}
