@@ -22,14 +22,21 @@
 //
 // `--batch` (used by the tests) plans one request per input line and writes one line per
 // request: {"exit": 0|1, "output": "<what the single mode prints>"}.
+//
+// `--session REGISTRY.json` (after the other arguments) plans in one `planner-session`
+// holding that model registry (a JSON array of availableModels entries): the registry
+// crosses into the component once, and a request without availableModels uses it.
 
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { createInterface } from 'node:readline';
 
-/** Loads the transpiled planner; `planJson(text)` then returns {exit, output}. */
-export async function loadPlanner(dir) {
+/**
+ * Loads the transpiled planner; `planJson(text)` then returns {exit, output}. With `registry`
+ * (availableModels entries), every plan runs in one planner session holding it.
+ */
+export async function loadPlanner(dir, registry = null) {
   const { instantiate } = await import(pathToFileURL(join(resolve(dir), 'planner.js')).href);
   const modules = new Map(); // compiled once, even when a trap forces a new instance
   const getCoreModule = (name) => {
@@ -38,16 +45,18 @@ export async function loadPlanner(dir) {
   };
   let instance = null;
   let sandbox = null;
+  let session = null;
 
   return {
     async planJson(request) {
       if (instance === null) {
         sandbox = wasiStubs();
         instance = await instantiate(getCoreModule, sandbox.imports);
+        session = registry === null ? null : new instance.planner.PlannerSession(registry.map(modelEntry));
       }
       sandbox.clearStderr();
       try {
-        return ok(instance.planner.planJson(request));
+        return ok(session === null ? instance.planner.planJson(request) : session.planJson(request));
       } catch (error) {
         if (error?.payload?.code) return failure(error.payload); // the typed plan-error
         // A trap (a panic ends in one): the instance may be broken, so use a fresh one next.
@@ -63,6 +72,16 @@ export async function loadPlanner(dir) {
 }
 
 const ok = (plan) => ({ exit: 0, output: plan });
+
+/** An availableModels entry (JSON) as the WIT record `model-entry` (absent fields: none). */
+const modelEntry = (entry) => ({
+  provider: entry.provider,
+  id: entry.id,
+  name: entry.name ?? undefined,
+  reasoning: entry.reasoning ?? undefined,
+  thinkingLevels: entry.thinkingLevels ?? undefined,
+  contextWindow: entry.contextWindow ?? undefined,
+});
 // `sublaunch plan` prints errors as two-space pretty JSON with the keys in this order.
 const failure = ({ code, message }) => ({ exit: 1, output: JSON.stringify({ error: { code, message } }, null, 2) });
 
@@ -131,12 +150,19 @@ function wasiStubs() {
 }
 
 async function main(argv) {
-  const [dir, flag] = argv;
+  const args = [...argv];
+  let registry = null;
+  const at = args.indexOf('--session');
+  if (at !== -1) {
+    registry = JSON.parse(readFileSync(args[at + 1] ?? '', 'utf8'));
+    args.splice(at, 2);
+  }
+  const [dir, flag] = args;
   if (!dir || (flag && flag !== '--batch')) {
-    process.stderr.write('usage: node plan.mjs PLANNER_DIR [--batch] < request.json\n');
+    process.stderr.write('usage: node plan.mjs PLANNER_DIR [--batch] [--session REGISTRY.json] < request.json\n');
     return 2;
   }
-  const planner = await loadPlanner(dir);
+  const planner = await loadPlanner(dir, registry);
   if (flag === '--batch') {
     for await (const line of createInterface({ input: process.stdin, crlfDelay: Infinity })) {
       if (line.trim() === '') continue;

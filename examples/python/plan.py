@@ -18,6 +18,10 @@ the cap becomes {"error": {"code": "planner-fault", "message": "...which..."}}.
 
 `--batch` (used by the tests) plans one request per input line and
 writes one line per request: {"exit": 0|1, "output": "<what the single mode prints>"}.
+
+`--session REGISTRY.json` plans in one `planner-session` holding that model registry (a JSON
+array of availableModels entries): the registry crosses into the component once (its records
+are the one thing mapped by hand), and a request without availableModels uses it.
 """
 
 import json
@@ -40,6 +44,21 @@ def error_document(code, message):
     return json.dumps({"error": {"code": code, "message": message}}, indent=2, ensure_ascii=False)
 
 
+class ModelEntry:
+    """An availableModels entry (JSON) as the WIT record `model-entry`: wasmtime-py reads a
+    record's fields as attributes named as in WIT (absent ones are none)."""
+
+    FIELDS = {"provider": "provider", "id": "id", "name": "name", "reasoning": "reasoning",
+              "thinking-levels": "thinkingLevels", "context-window": "contextWindow"}
+
+    def __init__(self, entry):
+        for wit_name, json_name in self.FIELDS.items():
+            value = entry.get(json_name)
+            if wit_name == "context-window" and value is not None:
+                value = float(value)
+            setattr(self, wit_name, value)
+
+
 class Planner:
     """One compiled component and one instance, reused for every call until a fault.
 
@@ -48,7 +67,7 @@ class Planner:
     `_instantiate()` before each call, for roughly half a millisecond more per call.
     """
 
-    def __init__(self, wasm_path, fuel=FUEL, memory_bytes=MEMORY_BYTES):
+    def __init__(self, wasm_path, fuel=FUEL, memory_bytes=MEMORY_BYTES, registry=None):
         config = wasmtime.Config()
         config.consume_fuel = True
         self.engine = wasmtime.Engine(config)
@@ -61,6 +80,14 @@ class Planner:
         self.linker.add_wasip2()  # only what the checked imports use is ever reached
         interface = self.component.get_export_index(INTERFACE)
         self.plan_json_export = self.component.get_export_index("plan-json", interface)
+        # With a registry, every plan runs in one planner-session holding it: the registry
+        # crosses into the component once, and a request without availableModels uses it.
+        self.registry = None if registry is None else [ModelEntry(entry) for entry in registry]
+        self.session_exports = (
+            self.component.get_export_index("[constructor]planner-session", interface),
+            self.component.get_export_index("[method]planner-session.plan-json", interface),
+        )
+        self.session = None
         self.fuel = fuel
         self.memory_bytes = memory_bytes
         self.func = None
@@ -79,6 +106,12 @@ class Planner:
         self.store.set_fuel(self.fuel)
         instance = self.linker.instantiate(self.store, self.component)
         self.func = instance.get_func(self.store, self.plan_json_export)
+        self.session = None
+        if self.registry is not None:
+            constructor = instance.get_func(self.store, self.session_exports[0])
+            self.session = constructor(self.store, self.registry)
+            constructor.post_return(self.store)
+            self.func = instance.get_func(self.store, self.session_exports[1])
 
     def plan_json(self, request):
         """Plans one PlanRequest JSON text; returns (exit code, text to print)."""
@@ -88,7 +121,8 @@ class Planner:
                 self._instantiate()
             stderr_start = os.fstat(self.stderr.fileno()).st_size
             self.store.set_fuel(self.fuel)  # instantiation uses a little; refill per call
-            result = self.func(self.store, request)
+            args = (request,) if self.session is None else (self.session, request)
+            result = self.func(self.store, *args)
             self.func.post_return(self.store)
         except wasmtime.WasmtimeError as error:  # a trap, the deadline or the memory cap
             self.func = None  # a trapped instance is not reused
@@ -113,10 +147,17 @@ class Planner:
 
 
 def main(argv):
+    argv = list(argv)
+    registry = None
+    if "--session" in argv:
+        at = argv.index("--session")
+        with open(argv[at + 1] if at + 1 < len(argv) else "", encoding="utf-8") as file:
+            registry = json.load(file)
+        del argv[at:at + 2]
     if len(argv) not in (1, 2) or (len(argv) == 2 and argv[1] != "--batch"):
-        print("usage: python plan.py PLANNER_WASM [--batch] < request.json", file=sys.stderr)
+        print("usage: python plan.py PLANNER_WASM [--batch] [--session REGISTRY.json] < request.json", file=sys.stderr)
         return 2
-    planner = Planner(argv[0])
+    planner = Planner(argv[0], registry=registry)
     if len(argv) == 2:
         for line in sys.stdin.buffer:
             if line.strip():

@@ -6,13 +6,15 @@ wit_bindgen::generate!({
     path: "../wit/planner.wit",
 });
 
-use exports::sublaunch::planner::planner::Guest;
+use exports::sublaunch::planner::planner::{Guest, GuestPlannerSession};
 use exports::sublaunch::planner::types as wit;
 use sublaunch_contract as c;
 
 struct Planner;
 
 impl Guest for Planner {
+    type PlannerSession = crate::Session;
+
     fn plan(request: wit::PlanRequest) -> Result<wit::LaunchPlan, wit::PlanError> {
         crate::plan(&request.into()).map(Into::into).map_err(Into::into)
     }
@@ -22,7 +24,36 @@ impl Guest for Planner {
     }
 }
 
+impl GuestPlannerSession for crate::Session {
+    fn new(registry: Vec<wit::ModelEntry>) -> Self {
+        Self::new(registry.into_iter().map(Into::into).collect())
+    }
+
+    fn plan(&self, request: wit::PlanRequest) -> Result<wit::LaunchPlan, wit::PlanError> {
+        crate::Session::plan(self, &request.into())
+            .map(Into::into)
+            .map_err(Into::into)
+    }
+
+    fn plan_json(&self, request: String) -> Result<String, wit::PlanError> {
+        crate::Session::plan_json(self, request.as_bytes()).map_err(Into::into)
+    }
+}
+
 export!(Planner);
+
+impl From<wit::ModelEntry> for c::ModelEntry {
+    fn from(m: wit::ModelEntry) -> Self {
+        Self {
+            provider: m.provider,
+            id: m.id,
+            name: m.name,
+            reasoning: m.reasoning,
+            thinking_levels: m.thinking_levels,
+            context_window: m.context_window,
+        }
+    }
+}
 
 impl From<wit::LooseString> for c::LooseString {
     fn from(value: wit::LooseString) -> Self {
@@ -161,19 +192,9 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 id: p.id,
             }),
             current_model_provider: r.current_model_provider,
-            available_models: r.available_models.map(|models| {
-                models
-                    .into_iter()
-                    .map(|m| c::ModelEntry {
-                        provider: m.provider,
-                        id: m.id,
-                        name: m.name,
-                        reasoning: m.reasoning,
-                        thinking_levels: m.thinking_levels,
-                        context_window: m.context_window,
-                    })
-                    .collect()
-            }),
+            available_models: r
+                .available_models
+                .map(|models| models.into_iter().map(Into::into).collect()),
             scoped_models: r.scoped_models,
             model_scopes: r.model_scopes.map(|scopes| {
                 scopes

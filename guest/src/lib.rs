@@ -22,6 +22,7 @@ mod registry;
 mod runner;
 mod schema;
 mod scope;
+mod session;
 mod shape;
 mod step_io;
 mod thinking;
@@ -31,13 +32,22 @@ mod workdir;
 mod bindings;
 
 use std::collections::BTreeMap;
-use sublaunch_contract::{Agent, ErrorCode, LaunchPlan, PlanError, PlanRequest, PlanStep};
+use sublaunch_contract::{Agent, ErrorCode, LaunchPlan, ModelEntry, PlanError, PlanRequest, PlanStep};
+
+pub use session::Session;
 
 /// Plans a launch: every child in flat order, or the first error (L10).
 pub fn plan(request: &PlanRequest) -> Result<LaunchPlan, PlanError> {
+    plan_with(request, None)
+}
+
+/// [`plan`] with `registry` standing in for a request that has no `availableModels` (a
+/// [`Session`]'s).
+fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<LaunchPlan, PlanError> {
     // 1. Request shape: C3, L1, C4, then the model area's E1.1 checks.
     let children = shape::check(request)?;
-    let models = model::ModelSettings::from_request(request)?;
+    let registry = request.available_models.as_deref().or(registry);
+    let models = model::ModelSettings::from_request(request, registry)?;
     // 2. Every child's agent exists, in flat order.
     let agents = resolve_agents(request, &children)?;
     // 3. Deep output-schema validation (P-S3).

@@ -11,7 +11,7 @@ use crate::registry::Registry;
 use crate::runner;
 use crate::scope::Scopes;
 use crate::thinking::{self, AppliedThinking};
-use sublaunch_contract::{Agent, LooseString, ModelOrigin, PlanError, PlanRequest, ThinkingLevel};
+use sublaunch_contract::{Agent, LooseString, ModelEntry, ModelOrigin, PlanError, PlanRequest, ThinkingLevel};
 
 /// Request-level model inputs, validated in pipeline step 1 (rule E1.1).
 pub struct ModelSettings<'r> {
@@ -61,7 +61,8 @@ impl<'r> ModelSettings<'r> {
     /// Validates the ceilings, scopes and model value types of the request (E1.1, E2), in
     /// that order: `thinkingCeiling`, `inheritedThinkingCeiling`, `modelScopes`, then every
     /// `model` value.
-    pub fn from_request(request: &'r PlanRequest) -> Result<Self, PlanError> {
+    /// `registry` is the one to use: the request's, else a session's.
+    pub fn from_request(request: &'r PlanRequest, registry: Option<&'r [ModelEntry]>) -> Result<Self, PlanError> {
         let settings_ceiling = request_ceiling(request.thinking_ceiling.as_ref(), "thinkingCeiling")?;
         let inherited_ceiling =
             request_ceiling(request.inherited_thinking_ceiling.as_ref(), "inheritedThinkingCeiling")?;
@@ -70,7 +71,7 @@ impl<'r> ModelSettings<'r> {
         Ok(Self {
             parent: Parent::from_request(request.parent_model.as_ref()),
             session_provider: origin::non_empty(request.current_model_provider.as_deref()),
-            registry: Registry::new(request.available_models.as_deref()),
+            registry: Registry::new(registry),
             scopes,
             settings_ceiling,
             inherited_ceiling,

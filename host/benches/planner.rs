@@ -182,6 +182,7 @@ fn model_resolution(planner: &Planner, noop: &Planner) {
         fuzzy_json,
         floor,
     );
+    planner_session(planner, &fuzzy_500);
     for size in [100, 1000, 2000, 10_000] {
         let exact = registry_request(
             size,
@@ -203,4 +204,48 @@ fn model_resolution(planner: &Planner, noop: &Planner) {
         row(&format!("exact full id, {size}-entry registry"), exact_time, floor);
         row(&format!("fuzzy name, {size}-entry registry"), fuzzy_time, floor);
     }
+}
+
+/// A planner session holding the 500-entry registry: its plans against the fresh-store plan of
+/// the same request with the registry in it (the floor), and against a fresh-store plan of a
+/// one-step request without a registry.
+fn planner_session(planner: &Planner, fuzzy_500: &PlanRequest) {
+    let registry = fuzzy_500.available_models.clone().unwrap();
+    let mut bare = fuzzy_500.clone();
+    bare.available_models = None;
+    let one_step: PlanRequest = parse_request(ONE_STEP).unwrap();
+    let session = std::cell::RefCell::new(planner.session(&registry).unwrap());
+    assert_eq!(
+        session.borrow_mut().plan(&bare).unwrap(),
+        planner.plan(fuzzy_500).unwrap()
+    );
+    let [floor, in_session, session_one_step, fresh_one_step] = measure_interleaved(
+        30,
+        1500,
+        &mut [
+            &mut || drop(planner.plan(fuzzy_500).unwrap()),
+            &mut || drop(session.borrow_mut().plan(&bare).unwrap()),
+            &mut || drop(session.borrow_mut().plan(&one_step).unwrap()),
+            &mut || drop(planner.plan(&one_step).unwrap()),
+        ],
+    )[..] else {
+        unreachable!("four ops, four summaries")
+    };
+    header("Planner session (the 500-entry registry given once)");
+    row(
+        "floor: fresh-store plan, fuzzy name, 500-entry registry in the request",
+        floor,
+        floor,
+    );
+    row(
+        "session plan, fuzzy name, the session's 500-entry registry",
+        in_session,
+        floor,
+    );
+    row("session plan, one-step request", session_one_step, floor);
+    row(
+        "fresh-store plan, one-step request (no registry)",
+        fresh_one_step,
+        floor,
+    );
 }

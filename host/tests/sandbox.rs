@@ -119,3 +119,37 @@ fn the_real_planner_refuses_an_oversized_request_inside_its_limits() {
     assert_eq!(error.code, ErrorCode::PlannerFault);
     assert!(error.message.contains("memory cap of 8 MiB"), "{}", error.message);
 }
+
+#[test]
+fn a_session_gets_the_fuel_deadline_per_call_and_ends_after_a_fault() {
+    let planner = rogue(Limits {
+        fuel: 50_000_000,
+        ..Limits::default()
+    });
+    let mut session = planner.session(&[]).expect("the rogue planner has sessions");
+    // Many calls in one session each get the whole budget.
+    for _ in 0..20 {
+        assert!(session.plan(&request("/ok")).is_ok());
+    }
+    let error = session.plan(&request("/loop")).unwrap_err();
+    assert_eq!(error.code, ErrorCode::PlannerFault);
+    assert!(error.message.contains("deadline"), "{}", error.message);
+    let after = session.plan(&request("/ok")).unwrap_err();
+    assert!(
+        after.message.contains("ended after an earlier fault"),
+        "{}",
+        after.message
+    );
+    // The planner itself, and a new session, still serve.
+    assert!(planner.plan(&request("/ok")).is_ok());
+    assert!(planner.session(&[]).unwrap().plan(&request("/ok")).is_ok());
+}
+
+#[test]
+fn a_session_that_hoards_memory_meets_the_cap() {
+    let planner = rogue(Limits::default());
+    let mut session = planner.session(&[]).unwrap();
+    let error = session.plan(&request("/alloc")).unwrap_err();
+    assert_eq!(error.code, ErrorCode::PlannerFault);
+    assert!(error.message.contains("memory cap"), "{}", error.message);
+}

@@ -343,6 +343,89 @@ fn the_bindgen_rust_host_prints_what_sublaunch_plan_prints_for_every_vector() {
     every_vector_matches(Host::Wasmtime);
 }
 
+/// The printed outcome with any parse position left out of its error message (inserting a
+/// registry moves them).
+fn unplaced(printed: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<Value>(printed) else {
+        return printed.to_owned();
+    };
+    if let Some(message) = value.pointer_mut("/error/message")
+        && let Some(text) = message.as_str()
+    {
+        *message = Value::from(text.split(" at line ").next().unwrap_or(text));
+    }
+    canonical(&value.to_string()).unwrap()
+}
+
+/// Every vector without its own registry, planned by `host` in one `planner-session` holding
+/// a 500-entry registry, prints what the host library plans for the same request with that
+/// registry in it.
+fn every_vector_matches_in_a_session(host: Host) {
+    let planner = sublaunch::Planner::embedded(sublaunch::Options::default()).unwrap();
+    let mut registry: Vec<Value> = vectors::all()
+        .iter()
+        .filter_map(|(_, v)| v.request.get("availableModels")?.as_array().cloned())
+        .flatten()
+        .take(400)
+        .collect();
+    registry.extend(
+        (registry.len()..500)
+            .map(|i| serde_json::json!({"provider": format!("filler{}", i % 7), "id": format!("model-{i}")})),
+    );
+    let file = scratch().join(format!("session-registry-{host:?}.json"));
+    std::fs::write(&file, Value::Array(registry.clone()).to_string()).unwrap();
+    let (mut requests, mut wanted) = (Vec::new(), Vec::new());
+    for (_, vector) in vectors::all() {
+        let mut bare = vector.request.clone();
+        let Some(object) = bare.as_object_mut() else { continue };
+        object.remove("availableModels");
+        let mut with = bare.clone();
+        with["availableModels"] = Value::Array(registry.clone());
+        let expected = match planner.plan_json(&with.to_string()) {
+            Ok(plan) => (0, plan),
+            Err(error) => (1, sublaunch::contract::render(&Err(error))),
+        };
+        requests.push(bare.to_string());
+        wanted.push((vector.name, expected));
+    }
+    let mut command = host.command(false);
+    command.arg("--batch").arg("--session").arg(&file);
+    let output = run(command, (requests.join("\n") + "\n").as_bytes());
+    assert!(
+        output.status.success(),
+        "{host:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        lines.len(),
+        wanted.len(),
+        "{host:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for (line, (name, (exit, printed))) in lines.iter().zip(&wanted) {
+        assert_eq!(line["exit"], *exit, "{host:?} {name}: {line}");
+        assert_eq!(
+            unplaced(line["output"].as_str().unwrap()),
+            unplaced(printed),
+            "{host:?} {name}"
+        );
+    }
+}
+
+#[test]
+fn node_with_jco_plans_in_a_planner_session_what_the_host_plans_with_the_registry() {
+    every_vector_matches_in_a_session(Host::Node);
+}
+
+#[test]
+fn python_with_wasmtime_py_plans_in_a_planner_session_what_the_host_plans_with_the_registry() {
+    every_vector_matches_in_a_session(Host::Python);
+}
+
 /// The documented mode: one request on stdin, the document on stdout, exit 0 or 1.
 #[test]
 fn the_single_request_mode_prints_and_exits_like_sublaunch_plan() {

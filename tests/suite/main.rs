@@ -24,6 +24,7 @@ mod launch_stress;
 mod limits_cli;
 mod mcp_cli;
 mod plan_cli;
+mod planner_session;
 mod progress_cli;
 mod prune_cli;
 mod real_agents;

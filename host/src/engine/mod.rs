@@ -6,3 +6,4 @@ pub mod artifact_cache;
 pub mod limits;
 pub mod planner;
 pub mod sandbox;
+pub mod session;

@@ -54,6 +54,8 @@ pub struct Planner {
     pre: InstancePre<Sandbox>,
     plan: ComponentExportIndex,
     plan_json: ComponentExportIndex,
+    /// The `planner-session` resource's constructor and methods, when the component has them.
+    session: Option<super::session::SessionExports>,
     limits: Limits,
     cache_outcome: CacheOutcome,
     cache_note: Option<String>,
@@ -90,6 +92,7 @@ impl Planner {
                 .ok_or_else(|| anyhow!("the component's {PLANNER_INTERFACE} has no `{name}` function"))
         };
         let (plan, plan_json) = (function("plan")?, function("plan-json")?);
+        let session = super::session::SessionExports::find(&component, &interface);
         let pre = sandbox::linker(&engine)?
             .instantiate_pre(&component)
             .map_err(wasmtime_error)
@@ -99,6 +102,7 @@ impl Planner {
             pre,
             plan,
             plan_json,
+            session,
             limits: options.limits,
             cache_outcome,
             cache_note,
@@ -113,6 +117,35 @@ impl Planner {
     /// Plans from PlanRequest JSON through the component's own JSON entry point.
     pub fn plan_json(&self, request: &str) -> Result<String, PlanError> {
         self.call::<(&str,), String>(self.plan_json, (request,))
+    }
+
+    /// A session holding `registry` for many plans (the component's `planner-session`): the
+    /// registry crosses into the guest once, and each plan uses it when its request has no
+    /// `availableModels`. The session keeps one instance (and its memory cap) for its life;
+    /// each call gets the whole fuel budget.
+    pub fn session(
+        &self,
+        registry: &[sublaunch_contract::ModelEntry],
+    ) -> Result<super::session::PlannerSession<'_>, PlanError> {
+        let exports = self.session.clone().ok_or_else(|| {
+            PlanError::new(
+                ErrorCode::PlannerFault,
+                format!("The planner component's {PLANNER_INTERFACE} has no planner-session resource."),
+            )
+        })?;
+        super::session::PlannerSession::open(self, exports, registry)
+    }
+
+    /// A fresh store with the sandbox, its memory cap and the whole fuel budget.
+    pub(super) fn store(&self) -> Store<Sandbox> {
+        let mut store = Store::new(&self.engine, Sandbox::new(self.limits.memory_bytes));
+        store.limiter(|sandbox| &mut sandbox.memory);
+        store
+    }
+
+    /// The linked component, ready to instantiate.
+    pub(super) fn instance_pre(&self) -> &InstancePre<Sandbox> {
+        &self.pre
     }
 
     /// The interfaces the component imports.
@@ -135,8 +168,7 @@ impl Planner {
         P: ComponentNamedList + Lower,
         R: Lift + 'static,
     {
-        let mut store = Store::new(&self.engine, Sandbox::new(self.limits.memory_bytes));
-        store.limiter(|sandbox| &mut sandbox.memory);
+        let mut store = self.store();
         let outcome = store
             .set_fuel(self.limits.fuel)
             .and_then(|()| self.pre.instantiate(&mut store))
@@ -150,7 +182,7 @@ impl Planner {
 
     /// Describes why a call failed: the deadline, the memory cap, or a trap (with whatever
     /// the guest wrote to stderr).
-    fn fault(&self, store: &Store<Sandbox>, error: &wasmtime::Error) -> PlanError {
+    pub(super) fn fault(&self, store: &Store<Sandbox>, error: &wasmtime::Error) -> PlanError {
         let sandbox = store.data();
         let stderr = sandbox.stderr();
         let mut message = if error.downcast_ref::<Trap>() == Some(&Trap::OutOfFuel) {

@@ -9,8 +9,8 @@
 mod component {
     wit_bindgen::generate!({ world: "planner-component", path: "../../wit/planner.wit" });
 
-    use exports::sublaunch::planner::planner::Guest;
-    use exports::sublaunch::planner::types::{LaunchPlan, PlanError, PlanRequest};
+    use exports::sublaunch::planner::planner::{Guest, GuestPlannerSession};
+    use exports::sublaunch::planner::types::{LaunchPlan, ModelEntry, PlanError, PlanRequest};
 
     struct Rogue;
 
@@ -38,7 +38,26 @@ mod component {
         }
     }
 
+    /// A session that misbehaves like the functions (its registry is ignored).
+    struct RogueSession;
+
+    impl GuestPlannerSession for RogueSession {
+        fn new(_registry: Vec<ModelEntry>) -> Self {
+            RogueSession
+        }
+
+        fn plan(&self, request: PlanRequest) -> Result<LaunchPlan, PlanError> {
+            <Rogue as Guest>::plan(request)
+        }
+
+        fn plan_json(&self, request: String) -> Result<String, PlanError> {
+            <Rogue as Guest>::plan_json(request)
+        }
+    }
+
     impl Guest for Rogue {
+        type PlannerSession = RogueSession;
+
         fn plan(request: PlanRequest) -> Result<LaunchPlan, PlanError> {
             misbehave(&request.cwd);
             Ok(LaunchPlan {
