@@ -145,12 +145,23 @@ fn x8_a_shim_killed_while_its_agent_reads_streamed_input_fails_the_run_and_ends_
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let run = only_run(&scratch);
+    let (run, shim, group, _) = kill_shim_under_wait(&scratch, observers, waiting);
+    assert_failed_by_death(&run, shim, &group);
+}
+
+/// Kills the shim of the one run under `waiting` (`run --wait`) once its agent runs; the run
+/// directory, the shim, the agent's group and what the waiting host printed (it failed).
+fn kill_shim_under_wait(
+    scratch: &Scratch,
+    observers: Observers,
+    waiting: Child,
+) -> (std::path::PathBuf, u32, Vec<u32>, Output) {
+    let run = only_run(scratch);
     let (shim, group) = kill_shim_when_running(&run);
     let output = finish(waiting);
     assert!(observers.finish() > 0, "the observers listed while the run died");
     assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
-    assert_failed_by_death(&run, shim, &group);
+    (run, shim, group, output)
 }
 
 #[test]
@@ -164,11 +175,7 @@ fn x8_a_shim_killed_under_run_wait_fails_the_run_and_ends_its_agent_while_lister
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let run = only_run(&scratch);
-    let (shim, group) = kill_shim_when_running(&run);
-    let output = finish(waiting);
-    assert!(observers.finish() > 0, "the observers listed while the run died");
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let (run, shim, group, output) = kill_shim_under_wait(&scratch, observers, waiting);
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(&format!(
