@@ -104,20 +104,7 @@ pub fn plan(child: &Child<'_>, agent: &Agent) -> Result<ChildBudgets, PlanError>
     };
     if let Some((budget, path)) = &usage {
         check_usage(path, budget)?;
-        if budget.max_tokens.is_some() && !can.tokens {
-            return Err(unsupported(
-                agent,
-                child,
-                &format!("reports no token usage, so {path}.maxTokens cannot be kept"),
-            ));
-        }
-        if budget.max_cost_usd.is_some() && !can.cost {
-            return Err(unsupported(
-                agent,
-                child,
-                &format!("reports no cost, so {path}.maxCostUsd cannot be kept (maxTokens can)"),
-            ));
-        }
+        check_kept(child, agent, budget, path)?;
     }
     let tool_calls = match child.fields.tool_budget {
         Some(given) => Some((given.value, child.inherited_path("toolBudget", &given))),
@@ -138,6 +125,27 @@ pub fn plan(child: &Child<'_>, agent: &Agent) -> Result<ChildBudgets, PlanError>
         usage: usage.map(|(b, _)| b.clone()),
         tool_calls: tool_calls.map(|(n, _)| n),
     })
+}
+
+/// Refuses a limit of `budget` (given at `path`) that `agent` does not report.
+fn check_kept(child: &Child<'_>, agent: &Agent, budget: &UsageBudget, path: &str) -> Result<(), PlanError> {
+    let can = reports(adapter(agent));
+    if budget.max_tokens.is_some() && !can.tokens {
+        return Err(unsupported(
+            agent,
+            child,
+            &format!("reports no token usage, so {path}.maxTokens cannot be kept"),
+        ));
+    }
+    if budget.max_cost_usd.is_some() && !can.cost {
+        let but = if can.tokens { " (maxTokens can)" } else { "" };
+        return Err(unsupported(
+            agent,
+            child,
+            &format!("reports no cost, so {path}.maxCostUsd cannot be kept{but}"),
+        ));
+    }
+    Ok(())
 }
 
 /// A usage budget names at least one limit, each above zero.
@@ -172,21 +180,7 @@ pub fn plan_run(
         let path = "launch.usageBudget";
         check_usage(path, budget)?;
         for (child, agent) in children.iter().zip(agents) {
-            let can = reports(adapter(agent));
-            if budget.max_tokens.is_some() && !can.tokens {
-                return Err(unsupported(
-                    agent,
-                    child,
-                    &format!("reports no token usage, so the run's {path}.maxTokens cannot be kept"),
-                ));
-            }
-            if budget.max_cost_usd.is_some() && !can.cost {
-                return Err(unsupported(
-                    agent,
-                    child,
-                    &format!("reports no cost, so the run's {path}.maxCostUsd cannot be kept"),
-                ));
-            }
+            check_kept(child, agent, budget, &format!("the run's {path}"))?;
         }
     }
     if let Some(ms) = launch.checkpoint_before_deadline_ms {

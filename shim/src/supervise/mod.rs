@@ -372,6 +372,14 @@ impl Supervisor {
     /// run's agents together crossed the run's; [`Self::advance`] then stops them.
     fn check_budgets(&self, ctx: &Ctx, running: &mut [ChildRun]) {
         let run_budget = ctx.cfg.usage_budget.as_ref();
+        let limited = |c: &ChildRun| {
+            let step = &ctx.cfg.steps[c.index];
+            step.usage_budget.is_some() || step.tool_budget.is_some()
+        };
+        // Most runs have no budget: their agents' counters are not even read.
+        if run_budget.is_none() && !running.iter().any(limited) {
+            return;
+        }
         let mut run_usage = run_budget.map(|_| self.run_spent.clone());
         for child in running.iter_mut() {
             let spent = child.io.parser.spent();
