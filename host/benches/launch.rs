@@ -1,6 +1,7 @@
 //! Launch benchmarks (host side), each against a floor measured in the same run:
 //! - the library launch until the shim has committed, against a bare spawn + exit of
-//!   `/bin/true` from Rust, with default durability and with `SUBLAUNCH_DURABILITY=strict`;
+//!   `/bin/true` from Rust (and one durable write, the storage floor), with default
+//!   durability and with `SUBLAUNCH_DURABILITY=strict`;
 //! - the CLI: `sublaunch run --agent shell --task true` (prints the id once committed) and
 //!   `sublaunch run --wait --agent shell --task true` end to end;
 //! - a revival launch through the full handshake;
@@ -18,6 +19,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::{LaunchOptions, launch, tokio};
+use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
@@ -38,6 +40,17 @@ fn main() {
         Command::new("/bin/true").status().unwrap();
     });
     row("floor: spawn + exit of /bin/true from Rust", floor, floor);
+    // What storage costs: the launch commit makes about two of these durable (the run's name
+    // in <runs>, the initial status and the proceed file sharing one directory fsync).
+    let fsync_dir = sublaunch_protocol::dir::Dir::create_private(&scratch.join("fsync-floor")).unwrap();
+    let durable = measure(3, SAMPLES, || {
+        fsync_dir.write("doc.json", &[b'x'; 1024], Durability::Durable).unwrap();
+    });
+    row(
+        "floor: one durable write of 1 KiB (fsync file, rename, fsync directory)",
+        durable,
+        floor,
+    );
     for (name, policy) in [
         (
             "library launch → committed (default durability)",

@@ -49,11 +49,12 @@ fn drive(scratch: &Scratch, calls: Value) -> Value {
 fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
     let scratch = Scratch::new("mcp-client");
     // Observers list every run while the client works; none may disturb it or fail.
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let done = sublaunch_tests::stop_flag::StopFlag::new();
     let transcript = std::thread::scope(|threads| {
+        let stop_observer = done.raise_on_drop();
         let observer = threads.spawn(|| {
             let mut looks = 0;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            while !done.raised() {
                 ok(&scratch.cli(&["list", "--all", "--json"]).output().unwrap());
                 looks += 1;
             }
@@ -84,7 +85,7 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
                 {"tool": "models", "arguments": {"query": "claude-sonnet-4-5"}},
             ]),
         );
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stop_observer);
         assert!(observer.join().unwrap() > 0);
         transcript
     });

@@ -112,11 +112,12 @@ fn an_active_run_is_never_pruned() {
 #[test]
 fn pruning_racing_new_launches_leaves_each_run_whole_or_gone() {
     let scratch = Scratch::new("prune-race");
-    let stop = std::sync::atomic::AtomicBool::new(false);
+    let stop = sublaunch_tests::stop_flag::StopFlag::new();
     let ids = std::thread::scope(|threads| {
+        let stop_pruner = stop.raise_on_drop();
         let pruner = threads.spawn(|| {
             let mut rounds = 0;
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            while !stop.raised() {
                 let out = scratch.cli(&["prune"]).output().unwrap();
                 assert!(out.status.success(), "{}", text(&out.stderr));
                 rounds += 1;
@@ -124,7 +125,7 @@ fn pruning_racing_new_launches_leaves_each_run_whole_or_gone() {
             rounds
         });
         let ids: Vec<String> = (0..6).map(|i| run(&scratch, &format!("echo {i}"))).collect();
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stop_pruner);
         assert!(pruner.join().unwrap() > 0);
         ids
     });

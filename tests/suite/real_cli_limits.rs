@@ -5,16 +5,16 @@
 
 use crate::real_cli_runs::{World, only_request};
 use serde_json::{Value, json};
-use std::sync::atomic::{AtomicBool, Ordering};
 use sublaunch_tests::cli::{text, waited_run_id, write};
 use sublaunch_tests::model_server::Reply;
 use sublaunch_tests::real_agents::PiApi;
+use sublaunch_tests::stop_flag::StopFlag;
 
 /// `list` and `status` of every listed run in a loop until `stop`, each call asserted to
 /// work: observers beside the runs under test.
-fn observe(world: &World, stop: &AtomicBool) -> usize {
+fn observe(world: &World, stop: &StopFlag) -> usize {
     let mut rounds = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.raised() {
         let out = world.sublaunch(&["list", "--all", "--json"]);
         assert!(out.status.success(), "list: {}", text(&out.stderr));
         let listed: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
@@ -48,8 +48,9 @@ fn error_of(result: &Value) -> &str {
 #[test]
 fn usage_budgets_stop_the_real_agents_and_say_which_limit() {
     let world = World::with_pi_api("real-usage-budget", PiApi::AnthropicMessages);
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     std::thread::scope(|threads| {
+        let stop_observer = stop.raise_on_drop();
         let observer = threads.spawn(|| observe(&world, &stop));
 
         // pi's first model call alone is over the step's token budget: pi is stopped while its
@@ -137,7 +138,7 @@ fn usage_budgets_stop_the_real_agents_and_say_which_limit() {
             assert_eq!(step["budgetExceeded"]["scope"], "run", "{result}");
             assert!(step["budgetExceeded"]["used"].as_f64().unwrap() >= 2000.0, "{result}");
         }
-        stop.store(true, Ordering::Relaxed);
+        drop(stop_observer);
         assert!(observer.join().unwrap() > 0);
     });
 }

@@ -341,18 +341,19 @@ fn dropped_streams_that_recover_are_successes() {
         "mode: parallel\nsteps:\n  - {agent: claude, task: 'a'}\n  - {agent: codex, task: 'b'}\n  - {agent: pi, model: fake/fake-model, task: 'c'}\n",
     );
     // Observers list and read every run while it goes; none may disturb it or fail.
-    let done = std::sync::atomic::AtomicBool::new(false);
+    let done = sublaunch_tests::stop_flag::StopFlag::new();
     let (id, _) = std::thread::scope(|threads| {
+        let stop_observer = done.raise_on_drop();
         let observer = threads.spawn(|| {
             let mut looks = 0;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+            while !done.raised() {
                 ok(&world.sublaunch(&["list", "--all", "--json"]));
                 looks += 1;
             }
             looks
         });
         let ran = world.run_ok(&["--chain", &group.to_string_lossy()]);
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        drop(stop_observer);
         assert!(observer.join().unwrap() > 0);
         ran
     });

@@ -8,10 +8,10 @@
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
 use sublaunch_tests::launch_harness::{HOST_FAULT_ENV, Scratch, names_in, wait_terminal};
+use sublaunch_tests::stop_flag::StopFlag;
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -53,9 +53,9 @@ fn worktree_entries(scratch: &Scratch) -> Vec<String> {
 
 /// Runs `list --json` and `status` of every listed run in a loop until `stop`, asserting
 /// each call works (observers beside the runs under test).
-fn observe(scratch: &Scratch, stop: &AtomicBool) -> usize {
+fn observe(scratch: &Scratch, stop: &StopFlag) -> usize {
     let mut rounds = 0;
-    while !stop.load(Ordering::Relaxed) {
+    while !stop.raised() {
         let out = scratch.cli(&["list", "--all", "--json"]).output().unwrap();
         assert!(out.status.success(), "list: {}", text(&out.stderr));
         let listed = ok(&scratch.cli(&["worktrees", "list", "--json"]).output().unwrap());
@@ -97,14 +97,15 @@ fn parallel_writers_commit_on_their_own_branches_and_never_see_each_other() {
         &scratch.path().join("writers.json"),
         &serde_json::json!({"cwd": "pkg", "steps": [{"parallel": tasks, "worktree": true}]}).to_string(),
     );
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let output = std::thread::scope(|threads| {
+        let stop_observer = stop.raise_on_drop();
         let observer = threads.spawn(|| observe(&scratch, &stop));
         let output = scratch
             .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
             .output()
             .unwrap();
-        stop.store(true, Ordering::Relaxed);
+        drop(stop_observer);
         assert!(observer.join().unwrap() > 0);
         output
     });
@@ -525,11 +526,12 @@ fn prune_removes_only_what_belongs_to_ended_runs() {
 #[test]
 fn pruning_racing_new_launches_never_takes_a_running_runs_worktree() {
     let scratch = repository("wt-race");
-    let stop = AtomicBool::new(false);
+    let stop = StopFlag::new();
     let ids = std::thread::scope(|threads| {
+        let stop_observers = stop.raise_on_drop();
         let pruner = threads.spawn(|| {
             let mut rounds = 0;
-            while !stop.load(Ordering::Relaxed) {
+            while !stop.raised() {
                 let out = scratch.cli(&["worktrees", "prune", "--force"]).output().unwrap();
                 assert!(out.status.success(), "{}", text(&out.stderr));
                 rounds += 1;
@@ -546,7 +548,7 @@ fn pruning_racing_new_launches_never_takes_a_running_runs_worktree() {
                 )
             })
             .collect();
-        stop.store(true, Ordering::Relaxed);
+        drop(stop_observers);
         assert!(pruner.join().unwrap() > 0);
         assert!(observer.join().unwrap() > 0);
         ids

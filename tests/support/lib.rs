@@ -8,6 +8,7 @@ pub mod launch_harness;
 pub mod model_server;
 pub mod real_agents;
 pub mod sshd;
+pub mod stop_flag;
 pub mod vectors;
 
 use std::path::PathBuf;

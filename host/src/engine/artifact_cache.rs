@@ -1,10 +1,10 @@
 //! The precompiled-component cache.
 //!
-//! Compiling the planner takes 50–400 ms; loading a precompiled artifact takes about 1 ms.
+//! Compiling the planner takes 50–400 ms; loading a precompiled artifact takes under 1 ms.
 //! Artifacts live in a private directory (0700, files 0600), one file per key: the
 //! component's hash, the wasmtime version and the engine's compatibility hash. Nothing there
 //! is trusted: an entry is used only when it is a regular file owned by this user, not
-//! writable by others, and its content hash (BLAKE3, in the file's header) matches. A
+//! writable by others, and its content hash (BLAKE3, in the file's trailer) matches. A
 //! missing, corrupt, truncated, foreign or wrongly owned entry is replaced by a fresh
 //! compilation, written atomically; if the directory itself cannot be trusted or written,
 //! the component is compiled in memory and nothing is cached.
@@ -12,14 +12,20 @@
 use anyhow::anyhow;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::atomic::{Dir, Durability};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 
-const MAGIC: &[u8; 16] = b"sublaunch-cwasm1";
-const HEADER_LEN: usize = MAGIC.len() + 32;
+/// An entry is wasmtime's artifact followed by this trailer: the magic and the artifact's
+/// BLAKE3 hash. At the end, so that wasmtime can map the entry's file as it is (the artifact's
+/// code runs from the page cache) instead of copying it into fresh memory.
+const MAGIC: &[u8; 16] = b"sublaunch-cwasm2";
+const TRAILER_LEN: usize = MAGIC.len() + 32;
+/// The size of the reads that hash an entry (one buffer, reused).
+const HASH_CHUNK: usize = 64 * 1024;
 /// Entries larger than this are not read (a planner artifact is a few MiB).
 const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
 
@@ -133,16 +139,30 @@ impl ArtifactCache {
         if stat.st_size as u64 > MAX_ENTRY_BYTES {
             return Err(Rejected::Invalid(format!("{name} is too large")));
         }
-        let mut bytes = Vec::with_capacity(stat.st_size as usize);
-        file.read_to_end(&mut bytes)
-            .map_err(|e| Rejected::Invalid(e.to_string()))?;
-        let payload =
-            verified_payload(&bytes).ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
-        // SAFETY: the payload is what `Component::serialize` produced for this engine
+        let payload_len = usize::try_from(stat.st_size)
+            .ok()
+            .and_then(|len| len.checked_sub(TRAILER_LEN))
+            .ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
+        if !verified(&mut file, payload_len).map_err(|e| Rejected::Invalid(e.to_string()))? {
+            return Err(Rejected::Invalid(format!("{name} is corrupt or truncated")));
+        }
+        // SAFETY: the artifact is what `Component::serialize` produced for this engine
         // configuration: the entry is ours (owner and mode checked), it is keyed by the
         // component hash and the engine's compatibility hash, and its content hash matches.
-        unsafe { Component::deserialize(engine, payload) }
-            .map_err(|e| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}")))
+        // `/proc/self/fd` reopens the inode just checked, whatever its name points to now.
+        let mapped = unsafe { Component::deserialize_file(engine, format!("/proc/self/fd/{}", file.as_raw_fd())) };
+        mapped.or_else(|_| {
+            // Without /proc: the artifact is read and copied in.
+            let mut bytes = Vec::with_capacity(payload_len);
+            std::io::Seek::rewind(&mut file).map_err(|e| Rejected::Invalid(e.to_string()))?;
+            (&mut file)
+                .take(payload_len as u64)
+                .read_to_end(&mut bytes)
+                .map_err(|e| Rejected::Invalid(e.to_string()))?;
+            // SAFETY: as above, for the same bytes.
+            unsafe { Component::deserialize(engine, &bytes) }
+                .map_err(|e| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}")))
+        })
     }
 
     fn store(&self, component: &Component, name: &str) -> anyhow::Result<()> {
@@ -154,10 +174,9 @@ impl ArtifactCache {
         let payload = component
             .serialize()
             .map_err(|e| anyhow!("serialising the component: {e:?}"))?;
-        let mut bytes = Vec::with_capacity(HEADER_LEN + payload.len());
+        let mut bytes = payload.to_vec();
         bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(blake3::hash(&payload).as_bytes());
-        bytes.extend_from_slice(&payload);
         dir.write(name, &bytes, Durability::Atomic)?;
         Ok(())
     }
@@ -199,9 +218,28 @@ fn trusted_dir(dir: &Path) -> Result<(), DirProblem> {
     Ok(())
 }
 
-/// The payload of an entry whose header and content hash are intact.
-fn verified_payload(bytes: &[u8]) -> Option<&[u8]> {
-    let (header, payload) = (bytes.get(..HEADER_LEN)?, bytes.get(HEADER_LEN..)?);
-    let (magic, hash) = header.split_at(MAGIC.len());
-    (magic == MAGIC && blake3::hash(payload).as_bytes() == hash).then_some(payload)
+/// Whether the entry open in `file` is `payload_len` bytes of artifact followed by an intact
+/// trailer whose hash matches them. Reads the file once, in chunks, into one buffer.
+fn verified(file: &mut std::fs::File, payload_len: usize) -> std::io::Result<bool> {
+    let mut hasher = blake3::Hasher::new();
+    let mut chunk = vec![0_u8; HASH_CHUNK];
+    let mut left = payload_len;
+    while left > 0 {
+        let want = left.min(HASH_CHUNK);
+        match file.read_exact(&mut chunk[..want]) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+            Err(e) => return Err(e),
+        }
+        hasher.update(&chunk[..want]);
+        left -= want;
+    }
+    let mut trailer = [0_u8; TRAILER_LEN];
+    match file.read_exact(&mut trailer) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let (magic, hash) = trailer.split_at(MAGIC.len());
+    Ok(magic == MAGIC && hasher.finalize().as_bytes() == hash)
 }

@@ -74,7 +74,9 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
     let fail = |e: String| format!("Failed to persist initial async status: {e}");
     let context = ctx.clone();
     blocking(move || {
-        let options = context.policy.for_kind(DocKind::InitialStatus);
+        // Staged: the proceed file, written durably in the same directory before anyone is
+        // told the run started, fsyncs the directory for both (A4, K7).
+        let options = context.policy.for_kind(DocKind::InitialStatus).staged();
         let bytes = to_pretty_bytes(&status);
         (context.faults).write(&context.run, HostPoint::StatusInitial, names::STATUS, &bytes, options)
     })

@@ -63,7 +63,9 @@ pub(crate) fn open_root(layout: &Layout, os: std::sync::Arc<Os>) -> Result<Trust
 }
 
 /// A12: the first launch under a root in this process sweeps the temp files dead writers left
-/// there, in the background: the launch does not wait for it.
+/// there, in the background (the launch does not wait for it), when the root's sweep stamp is
+/// older than the orphan age ([`sublaunch_protocol::sweep::sweep_root_if_due`]). A process
+/// that exits soon after waits for a sweep it started, so at most once per ten minutes.
 pub(crate) fn sweep_once(root: &std::sync::Arc<TrustedRoot>) {
     static SWEPT: std::sync::Mutex<std::collections::BTreeSet<std::path::PathBuf>> =
         std::sync::Mutex::new(std::collections::BTreeSet::new());
@@ -72,13 +74,15 @@ pub(crate) fn sweep_once(root: &std::sync::Arc<TrustedRoot>) {
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
         .insert(path)
+        || !sublaunch_protocol::sweep::sweep_due(root)
     {
         return;
     }
     let root = root.clone();
     tokio::task::spawn_blocking(move || {
-        let report = sublaunch_protocol::sweep::sweep_root(&root, &sublaunch_protocol::procinfo::SystemProcesses);
-        for error in report.errors {
+        let oracle = sublaunch_protocol::procinfo::SystemProcesses;
+        let errors = sublaunch_protocol::sweep::sweep_root_if_due(&root, &oracle).map(|r| r.errors);
+        for error in errors.into_iter().flatten() {
             log::warn!("orphan temp sweep: {error}");
         }
     });

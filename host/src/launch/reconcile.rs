@@ -26,7 +26,7 @@ use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesse
 use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
 use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
 use sublaunch_protocol::status::{LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY};
-use sublaunch_protocol::sweep::sweep_root;
+use sublaunch_protocol::sweep::sweep_root_if_due;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// The runs under one root, seen by a process that did not spawn them.
@@ -216,10 +216,12 @@ impl RunStore {
         }
     }
 
-    /// A full pass: sweep (A12), every run (S13), every marker (I5); returns the non-fatal
+    /// A full pass: sweep when due (A12), every run (S13), every marker (I5); returns the non-fatal
     /// problems.
     pub fn reconcile_all(&self) -> Vec<String> {
-        let mut warnings = sweep_root(&self.root, self.oracle.as_ref()).errors;
+        let mut warnings = sweep_root_if_due(&self.root, self.oracle.as_ref())
+            .map(|report| report.errors)
+            .unwrap_or_default();
         self.sweep_hidden_dirs();
         match self.run_ids() {
             Ok(ids) => {

@@ -96,6 +96,24 @@ impl RunWatcher {
     }
 }
 
+impl Drop for RunWatcher {
+    /// Closing an inotify instance that watched anything waits for a kernel grace period
+    /// (15–18 ms on this machine). The close happens on a thread of its own, so whoever drops
+    /// the watcher — an MCP `wait` about to answer, `settled_result` about to read the result —
+    /// goes on at once.
+    fn drop(&mut self) {
+        if let Some(fd) = self.inotify.take() {
+            let fd = fd.into_inner();
+            if let Err(e) = std::thread::Builder::new()
+                .name("inotify-close".into())
+                .spawn(move || drop(fd))
+            {
+                log::debug!("closing the run watcher on this thread: {e}");
+            }
+        }
+    }
+}
+
 /// Waits for inotify events and discards them (their content does not matter: the caller
 /// re-reads the files).
 async fn drain(fd: &AsyncFd<OwnedFd>) {

@@ -34,6 +34,27 @@ pub enum Durability {
     Atomic,
     /// Atomic and fsynced (file before the rename, directory after it).
     Durable,
+    /// The file is fsynced before the rename, the directory is not: the writer fsyncs the
+    /// directory later (a [`Durability::Durable`] write in it, or [`Dir::sync`]) and reports
+    /// nothing that depends on the write before then. Documents of one directory so share one
+    /// directory fsync; a power loss before it may lose the new name (the old document stays),
+    /// never tear the content.
+    Staged,
+}
+
+impl Durability {
+    /// [`Durability::Staged`] for a durable write; an atomic write stays atomic.
+    pub fn staged(self) -> Self {
+        match self {
+            Self::Durable | Self::Staged => Self::Staged,
+            Self::Atomic => Self::Atomic,
+        }
+    }
+
+    /// Whether the file is fsynced before its rename.
+    fn syncs_file(self) -> bool {
+        matches!(self, Self::Durable | Self::Staged)
+    }
 }
 
 impl Dir {
@@ -45,7 +66,7 @@ impl Dir {
         let temp_path = self.join(&temp);
         let result = (|| {
             write_all(self, &fd, bytes).map_err(|e| os_error(e, "write", &temp_path))?;
-            if durability == Durability::Durable {
+            if durability.syncs_file() {
                 retry_eintr(|| os.files.fsync(fd.as_fd())).map_err(|e| os_error(e, "fsync", &temp_path))?;
             }
             drop(fd);

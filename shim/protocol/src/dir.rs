@@ -283,6 +283,18 @@ impl Dir {
         }
     }
 
+    /// Creates the empty file `name` (mode 0600) if it is missing and sets its mtime to now
+    /// with an explicit `futimens` (opening an existing file does not change it). Never
+    /// follows a symlink at `name`.
+    pub fn touch(&self, name: &str) -> io::Result<()> {
+        check_name(name, &self.path)?;
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let files = &self.os.files;
+        let fd = retry_eintr(|| files.openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))
+            .map_err(|e| os_error(e, "open", &self.path.join(name)))?;
+        retry_eintr(|| files.touch(fd.as_fd())).map_err(|e| os_error(e, "futimens", &self.path.join(name)))
+    }
+
     /// Removes the file `name`; an absent file is fine (H6, K12, X10).
     pub fn remove(&self, name: &str) -> io::Result<()> {
         check_name(name, &self.path)?;

@@ -6,18 +6,16 @@
 //! Aliases are created with mkdir+create retried on `ENOENT` (another process may have removed
 //! the then-empty directory) and empty directories are removed only with `rmdir` (I6).
 
-use crate::dir::{Dir, FILE_MODE};
+use crate::dir::Dir;
 use crate::doc::ReadDoc;
 use crate::durability::{DocKind, DurabilityPolicy};
-use crate::errors::{has_errno, is_capacity_error, os_error};
+use crate::errors::{has_errno, is_capacity_error};
 use crate::layout::{enc, enc_candidates, names};
-use crate::os::files::retry_eintr;
 use crate::status::{RunState, Status, read_status};
-use rustix::fs::{FileType, Mode, OFlags};
+use rustix::fs::FileType;
 use rustix::io::Errno;
 use serde::Serialize;
 use std::io;
-use std::path::Path;
 use std::time::Duration;
 
 /// Retries of an alias/marker create after `ENOENT` (I6 a).
@@ -160,8 +158,18 @@ impl ActiveRunIndex {
         Ok(())
     }
 
-    /// Writes `.terminal-runs/<enc(sid)>/<16-digit endedAt>-<enc(runId)>.json` (I4).
+    /// Writes `.terminal-runs/<enc(sid)>/<16-digit endedAt>-<enc(runId)>.json` (I4), unless it
+    /// is there already: the shim wrote it durably when it released the run, and the host's
+    /// release after the shim exited finds it (the name holds everything the entry says).
     pub fn write_terminal_entry(&self, session_id: &str, run_id: &str, ended_at: u64) -> io::Result<()> {
+        let name = names::terminal_run_entry(ended_at, run_id);
+        if let Ok(Some(dir)) = self.runs.open_path(&[names::TERMINAL_RUNS_DIR, &enc(session_id)])
+            && let Ok(Some(stat)) = dir.stat(&name)
+            && rustix::fs::FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile
+            && stat.st_size > 0
+        {
+            return Ok(());
+        }
         let entry = TerminalRunEntry {
             version: 1,
             run_id,
@@ -173,7 +181,7 @@ impl ActiveRunIndex {
             let dir = self
                 .runs
                 .ensure_path_synced(&[names::TERMINAL_RUNS_DIR, &enc(session_id)])?;
-            dir.write_doc(&names::terminal_run_entry(ended_at, run_id), &entry, options)
+            dir.write_doc(&name, &entry, options)
         })
     }
 
@@ -267,15 +275,8 @@ impl ActiveRunIndex {
 
     /// Creates or touches `name` inside the nested directory, retrying mkdir+create on ENOENT.
     fn touch_file(&self, components: &[&str], name: &str) -> io::Result<()> {
-        retry_enoent(|| {
-            let dir = self.runs.ensure_path_synced(components)?;
-            let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let fs = &dir.os().files;
-            let fd = retry_eintr(|| fs.openat(dir.fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))
-                .map_err(|e| os_error(e, "open", &dir.join(name)))?;
-            // I2 ⊕: an explicit futimens, so the mtime reflects the latest mark.
-            retry_eintr(|| fs.touch(rustix::fd::AsFd::as_fd(&fd))).map_err(|e| os_error(e, "futimens", &dir.join(name)))
-        })
+        // I2 ⊕: `Dir::touch` sets the mtime explicitly, so it reflects the latest mark.
+        retry_enoent(|| self.runs.ensure_path_synced(components)?.touch(name))
     }
 }
 

@@ -101,16 +101,34 @@ impl ProcStat {
         })
     }
 
-    /// Reads `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
+    /// Reads `/proc/<pid>/stat`; `Ok(None)` when the process is gone. One `read` into a
+    /// stack buffer: the line is a few hundred bytes, and this is called for every process a
+    /// sweep looks at.
     pub fn read(pid: u32) -> io::Result<Option<Self>> {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Ok(text) => Self::parse(&text)
-                .map(Some)
-                .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("unparsable /proc/{pid}/stat"))),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) if e.raw_os_error() == Some(Errno::SRCH.raw_os_error()) => Ok(None),
-            Err(e) => Err(e),
+        let gone =
+            |e: &io::Error| e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(Errno::SRCH.raw_os_error());
+        let path = format!("/proc/{pid}/stat");
+        let mut file = match std::fs::File::open(&path) {
+            Ok(file) => file,
+            Err(e) if gone(&e) => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut buf = [0_u8; 1024];
+        let mut len = 0;
+        while len < buf.len() {
+            match io::Read::read(&mut file, &mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => len += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) if gone(&e) => return Ok(None),
+                Err(e) => return Err(e),
+            }
         }
+        std::str::from_utf8(&buf[..len])
+            .ok()
+            .and_then(Self::parse)
+            .map(Some)
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("unparsable {path}")))
     }
 
     /// Exited and not yet reaped (`Z`, or `X` while being reaped): it runs nothing any more.

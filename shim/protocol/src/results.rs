@@ -188,9 +188,11 @@ pub fn publish_result(request: &Publish<'_>, policy: DurabilityPolicy) -> Result
     let session_dir = enc(session_id);
 
     // Step 2: the pending copy (create retried on ENOENT: another run may rmdir the session dir).
+    // Its content is fsynced, its name is not (A4): only the public name it is renamed to in
+    // step 4 has to survive a power loss, and that directory is fsynced after the rename.
     let pending = retry_enoent(|| {
-        let dir = results.ensure_path_synced(&[names::RESULT_PENDING_DIR, &session_dir])?;
-        dir.write(&pending_name, &payload, durable)?;
+        let dir = results.ensure_path(&[names::RESULT_PENDING_DIR, &session_dir])?;
+        dir.write(&pending_name, &payload, durable.staged())?;
         Ok(dir)
     })
     .map_err(ResultError::Io)?;
@@ -332,6 +334,49 @@ mod tests {
             "pending copy renamed away, empty dir removed"
         );
         assert!(crate::testing::temp_files(results.path()).is_empty());
+    }
+
+    /// A4 after a power loss: once publication returns, the public result and its session and
+    /// run index entries survive, by the model of a filesystem that keeps only what was
+    /// fsynced ([`crate::testing::ScriptedFs::durable`]). The pending copy's content is
+    /// fsynced but not its name (only the public name must survive), so the whole publication
+    /// costs six fsyncs.
+    #[test]
+    fn a4_a_published_result_and_its_indexes_survive_a_power_loss() {
+        let fs = crate::testing::ScriptedFs::new();
+        let tmp = tempfile::tempdir().unwrap();
+        let os = crate::os::Os::system().with_files(fs.clone()).shared();
+        let results = Dir::create_private_with(&tmp.path().join("results"), os).unwrap();
+        let payload = json!({"success": true});
+        let publish = |run_id: &str| {
+            let path = results.join(format!("{run_id}.json"));
+            let publish = Publish {
+                results: &results,
+                result_path: &path,
+                run_id,
+                session_id: Some("s1"),
+                tool_call_id: None,
+                async_dir: None,
+                payload: &payload,
+            };
+            publish_result(&publish, DurabilityPolicy::standard()).unwrap();
+        };
+        // The first publication of a session also creates (and fsyncs) the index directories.
+        publish("r0");
+        let before = fs.calls(crate::testing::Op::Fsync);
+        publish("r1");
+        let root = std::fs::canonicalize(results.path()).unwrap();
+        let durable = fs.durable();
+        for run in ["r0", "r1"] {
+            for name in [
+                format!("{run}.json"),
+                format!("result-index/sessions/s1/{run}.json"),
+                format!("result-index/runs/{run}.json"),
+            ] {
+                assert!(durable.contains(&root.join(&name)), "{name} survives: {durable:?}");
+            }
+        }
+        assert_eq!(fs.calls(crate::testing::Op::Fsync) - before, 6);
     }
 
     #[test]

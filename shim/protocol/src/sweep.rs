@@ -1,5 +1,6 @@
 //! The orphan temp sweep (A12 ⊕): removes `.<name>.<pid>.<ms>.<rand>.tmp` files older than 10
-//! minutes whose writer pid is not alive. Run at host start and by listers.
+//! minutes whose writer pid is not alive. Run at host start and by listers, at most once per
+//! [`ORPHAN_TEMP_AGE`] under a root ([`sweep_root_if_due`]).
 
 use crate::atomic::parse_temp_name;
 use crate::dir::Dir;
@@ -11,6 +12,9 @@ use std::time::Duration;
 
 /// Minimum age of a temp file before it may be swept.
 pub const ORPHAN_TEMP_AGE: Duration = Duration::from_secs(600);
+
+/// The file in `<root>` whose mtime says when the root was last swept.
+pub const SWEEP_STAMP: &str = ".temp-sweep";
 
 /// What a sweep did.
 #[derive(Debug, Default)]
@@ -74,6 +78,46 @@ pub fn sweep_root(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> SweepReport
     report
 }
 
+/// [`sweep_root`], unless the root was swept less than [`ORPHAN_TEMP_AGE`] ago (by its
+/// [`SWEEP_STAMP`]); `None` when it was not due. A temp file becomes removable only at that
+/// age, so sweeping more often finds next to nothing, while the walk over every run directory
+/// would cost each launch and each `list` of a loop time that grows with the runs kept.
+/// The stamp is set before the walk: of two processes finding it due at once, both may sweep,
+/// which is harmless.
+pub fn sweep_root_if_due(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> Option<SweepReport> {
+    if !sweep_due(root) {
+        return None;
+    }
+    let mut report = SweepReport::default();
+    if let Err(e) = root.root().touch(SWEEP_STAMP) {
+        report.errors.push(e.to_string());
+    }
+    let walked = sweep_root(root, oracle);
+    report.removed = walked.removed;
+    report.kept = walked.kept;
+    report.errors.extend(walked.errors);
+    Some(report)
+}
+
+/// Whether `root` has no [`SWEEP_STAMP`] younger than [`ORPHAN_TEMP_AGE`] (one `stat`).
+pub fn sweep_due(root: &TrustedRoot) -> bool {
+    let dir = root.root();
+    let now = dir.os().clock.wall_ms();
+    let last = match dir.stat(SWEEP_STAMP) {
+        Ok(Some(stat)) => {
+            #[allow(clippy::useless_conversion)] // the field types differ between platforms
+            let nanos = u64::try_from(stat.st_mtime_nsec).unwrap_or(0);
+            u64::try_from(stat.st_mtime)
+                .ok()
+                .map(|secs| secs * 1000 + nanos / 1_000_000)
+        }
+        _ => None,
+    };
+    let age_ms = u64::try_from(ORPHAN_TEMP_AGE.as_millis()).unwrap_or(u64::MAX);
+    // A stamp from the future (the clock was set back) does not postpone the sweep.
+    !last.is_some_and(|last| last <= now && now - last < age_ms)
+}
+
 fn sweep_tree(dir: &Dir, oracle: &dyn ProcessOracle, depth: usize, report: &mut SweepReport) {
     sweep_dir(dir, oracle, report);
     if depth == 0 {
@@ -110,6 +154,32 @@ mod tests {
                 Liveness::Dead
             }
         }
+    }
+
+    /// A12: a root swept less than ten minutes ago is not walked again; once the stamp is
+    /// that old, it is.
+    #[test]
+    fn a12_a_root_is_swept_at_most_once_per_orphan_age() {
+        let tmp = tempfile::tempdir().unwrap();
+        let wall_now = crate::os::clock::Clock::wall_ms(&crate::os::clock::SystemClock);
+        let clock = Arc::new(ManualClock::new(wall_now));
+        let root = TrustedRoot::open(
+            &Layout::new(tmp.path().join("root")),
+            Os::system().with_clock(clock.clone()).shared(),
+        )
+        .unwrap();
+        let oracle = Oracle { alive: vec![] };
+        assert!(sweep_root_if_due(&root, &oracle).is_some(), "a root never swept is due");
+        assert!(!sweep_due(&root), "the sweep stamped the root");
+        let orphan = temp_name("status.json", 111, wall_now - 11 * 60 * 1000, 1);
+        std::fs::write(root.runs().join(&orphan), b"x").unwrap();
+        clock.advance(Duration::from_secs(9 * 60));
+        assert!(sweep_root_if_due(&root, &oracle).is_none(), "swept nine minutes ago");
+        assert!(root.runs().join(&orphan).exists());
+        clock.advance(Duration::from_secs(2 * 60));
+        let report = sweep_root_if_due(&root, &oracle).expect("due after ten minutes");
+        assert_eq!(report.removed, vec![root.runs().join(&orphan)]);
+        assert!(root.root().join(SWEEP_STAMP).is_file(), "the sweep stamped the root");
     }
 
     #[test]

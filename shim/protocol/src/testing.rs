@@ -33,6 +33,19 @@ pub enum Op {
 
 type Hook = Arc<dyn Fn(Op, &Path) + Send + Sync>;
 
+/// A call that decides what a power loss keeps, with absolute paths ([`ScriptedFs::durable`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Journal {
+    Fsync(PathBuf),
+    Rename { from: PathBuf, to: PathBuf },
+}
+
+/// The path an open descriptor names (`/proc/self/fd`).
+fn fd_path(fd: BorrowedFd<'_>) -> PathBuf {
+    use rustix::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd())).unwrap_or_default()
+}
+
 /// A real filesystem whose calls can be counted, failed with queued errnos, limited to short
 /// writes, or paused by a hook run before each call.
 #[derive(Default)]
@@ -42,6 +55,7 @@ pub struct ScriptedFs {
     paths: Mutex<Vec<(Op, PathBuf)>>,
     hook: Mutex<Option<Hook>>,
     write_chunk: Mutex<Option<usize>>,
+    journal: Mutex<Vec<Journal>>,
 }
 
 impl fmt::Debug for ScriptedFs {
@@ -89,6 +103,42 @@ impl ScriptedFs {
         *self.write_chunk.lock().unwrap() = Some(chunk);
     }
 
+    /// The files a power loss after the calls so far cannot take away, on a filesystem that
+    /// keeps only what it was told to: a renamed file's content survives only if the file was
+    /// fsynced before the rename (or after it, under its new name), and its new name only if
+    /// its directory was fsynced after the rename. Real filesystems keep more (ext4 commits
+    /// renames in order); sublaunch's durability promises (A4) must hold without that.
+    pub fn durable(&self) -> std::collections::BTreeSet<PathBuf> {
+        let mut synced_content = std::collections::HashSet::new();
+        let mut named: HashMap<PathBuf, bool> = HashMap::new();
+        let mut durable = std::collections::BTreeSet::new();
+        for event in self.journal.lock().unwrap().iter() {
+            match event {
+                Journal::Fsync(path) => {
+                    if named.contains_key(path) {
+                        named.insert(path.clone(), true);
+                    }
+                    synced_content.insert(path.clone());
+                    for (name, content) in &named {
+                        if *content && name.parent() == Some(path.as_path()) {
+                            durable.insert(name.clone());
+                        }
+                    }
+                }
+                Journal::Rename { from, to } => {
+                    // The old document under `to` is gone, the new one is not durable yet; a
+                    // renamed file keeps its content's durability (a temp file, or a file
+                    // moved from another name).
+                    durable.remove(to);
+                    durable.remove(from);
+                    let content = synced_content.remove(from) | named.remove(from).unwrap_or(false);
+                    named.insert(to.clone(), content);
+                }
+            }
+        }
+        durable
+    }
+
     fn enter(&self, op: Op, name: &Path) -> Result<(), Errno> {
         *self.calls.lock().unwrap().entry(op).or_default() += 1;
         self.paths.lock().unwrap().push((op, name.to_owned()));
@@ -117,12 +167,19 @@ impl Files for ScriptedFs {
 
     fn fsync(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
         self.enter(Op::Fsync, Path::new(""))?;
-        RealFiles.fsync(fd)
+        RealFiles.fsync(fd)?;
+        self.journal.lock().unwrap().push(Journal::Fsync(fd_path(fd)));
+        Ok(())
     }
 
     fn renameat(&self, from_dir: BorrowedFd<'_>, from: &Path, to_dir: BorrowedFd<'_>, to: &Path) -> Result<(), Errno> {
         self.enter(Op::Rename, to)?;
-        RealFiles.renameat(from_dir, from, to_dir, to)
+        RealFiles.renameat(from_dir, from, to_dir, to)?;
+        self.journal.lock().unwrap().push(Journal::Rename {
+            from: fd_path(from_dir).join(from),
+            to: fd_path(to_dir).join(to),
+        });
+        Ok(())
     }
 
     fn unlinkat(&self, dir: BorrowedFd<'_>, name: &Path) -> Result<(), Errno> {

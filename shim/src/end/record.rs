@@ -150,6 +150,8 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     if ends.is_empty() {
         return crate::end::exit::RECORDING_FAILED;
     }
+    // No request can change the outcome from here on (R12): stop watching the inbox now.
+    sup.control.stop_watching();
     let (mut state, mut error) = ended_before_any_step(sup, ends).unwrap_or_else(|| run_outcome(ends));
     let ended_wall = ctx.now_wall();
     let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());

@@ -30,7 +30,7 @@ pub enum ControlRequest {
 #[derive(Debug)]
 pub struct ControlInbox {
     dir: Option<Dir>,
-    inotify: Option<OwnedFd>,
+    inotify: Option<(OwnedFd, Option<i32>)>,
     next_poll: Instant,
 }
 
@@ -47,8 +47,8 @@ impl ControlInbox {
         let inotify = dir.as_ref().and_then(|dir| {
             let fd = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).ok()?;
             let mask = inotify::WatchFlags::MOVED_TO | inotify::WatchFlags::CLOSE_WRITE | inotify::WatchFlags::CREATE;
-            inotify::add_watch(&fd, dir.path(), mask).ok()?;
-            Some(fd)
+            let watch = inotify::add_watch(&fd, dir.path(), mask).ok()?;
+            Some((fd, Some(watch)))
         });
         Self {
             dir,
@@ -59,7 +59,7 @@ impl ControlInbox {
 
     /// The inotify descriptor to wait on.
     pub fn pollfd(&self) -> Option<libc::pollfd> {
-        self.inotify.as_ref().map(|fd| poll_in(fd.as_raw_fd()))
+        self.inotify.as_ref().map(|(fd, _)| poll_in(fd.as_raw_fd()))
     }
 
     /// When the next safety poll is due.
@@ -73,7 +73,7 @@ impl ControlInbox {
         if !woken && now < self.next_poll {
             return Vec::new();
         }
-        if let Some(fd) = &self.inotify {
+        if let Some((fd, _)) = &self.inotify {
             let mut buf = [MaybeUninit::<u8>::uninit(); 1024];
             let mut reader = inotify::Reader::new(fd, &mut buf);
             while reader.next().is_ok() {}
@@ -98,5 +98,16 @@ impl ControlInbox {
             }
         }
         requests
+    }
+
+    /// Stops watching, once the run has ended: the kernel frees a removed watch after a grace
+    /// period (15 ms here), and closing an instance waits for that, so removing the watch
+    /// before the end records lets the wait pass while they are written instead of at exit.
+    pub fn stop_watching(&mut self) {
+        if let Some((fd, watch)) = &mut self.inotify
+            && let Some(watch) = watch.take()
+        {
+            let _ = inotify::remove_watch(&*fd, watch);
+        }
     }
 }

@@ -87,18 +87,23 @@ impl Reaper {
 
 /// The shim's current children (`/proc/self/task/*/children`).
 pub fn children_of_self() -> Vec<u32> {
+    children_of("self").unwrap_or_default()
+}
+
+/// The children of process `pid` (`/proc/<pid>/task/*/children`); `None` when they cannot be
+/// listed (the process is gone, or the kernel lacks the `children` files).
+fn children_of(pid: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.filter_map(Result::ok) {
-        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
-            out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
-        }
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))
+        .ok()?
+        .filter_map(Result::ok)
+    {
+        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
+        out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
     }
     out.sort_unstable();
     out.dedup();
-    out
+    Some(out)
 }
 
 /// `/proc/<pid>/stat` of `pid`, if it can be read.
@@ -108,20 +113,54 @@ pub fn proc_stat(pid: u32) -> Option<ProcStat> {
 
 /// Every live (non-zombie) process whose session is `session` or whose group is `pgrp`,
 /// except `except`.
+///
+/// Only the shim's descendants are looked at: the shim leads its session and is a child
+/// subreaper, so a process re-parented when its parent died comes to it, and members of its
+/// session or of its agents' groups (both inherited only through fork) are all below it.
+/// The walk costs what the tree holds, where a scan of `/proc` costs every process of the
+/// machine. Where the `children` files are missing it falls back to that scan.
 pub fn members(session: Option<u32>, pgrp: Option<u32>, except: u32) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
+    let matches = |pid: u32| {
+        pid != except
+            && proc_stat(pid)
+                .is_some_and(|st| !st.is_zombie() && (Some(st.session) == session || Some(st.pgrp) == pgrp))
     };
-    let mut out: Vec<u32> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| *pid != except)
-        .filter(|pid| {
-            proc_stat(*pid).is_some_and(|st| !st.is_zombie() && (Some(st.session) == session || Some(st.pgrp) == pgrp))
-        })
-        .collect();
+    let mut out: Vec<u32> = match descendants_of_self() {
+        Some(tree) => tree.into_iter().filter(|pid| matches(*pid)).collect(),
+        None => std::fs::read_dir("/proc")
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                    .filter(|pid| matches(*pid))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    };
     out.sort_unstable();
     out
+}
+
+/// Every descendant of the shim, breadth first; `None` when the shim's own children cannot be
+/// listed. A process that exits during the walk takes its subtree's listing with it, but its
+/// children are re-parented to the shim, whose listing is read again at the end.
+fn descendants_of_self() -> Option<Vec<u32>> {
+    let mut seen = children_of("self")?;
+    let mut next = 0;
+    while let Some(&pid) = seen.get(next) {
+        next += 1;
+        for child in children_of(&pid.to_string()).unwrap_or_default() {
+            if !seen.contains(&child) {
+                seen.push(child);
+            }
+        }
+    }
+    for child in children_of("self").unwrap_or_default() {
+        if !seen.contains(&child) {
+            seen.push(child);
+        }
+    }
+    Some(seen)
 }
 
 #[cfg(test)]

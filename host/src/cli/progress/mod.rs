@@ -7,9 +7,10 @@
 //!   the summary;
 //! - with `--json`, a JSON object per step state change (JSON lines).
 //!
-//! Changes are noticed through the run directory's inotify watch ([`RunWatcher`]); nothing
-//! polls faster than the watcher's safety tick, except that a live block is refreshed twice a
-//! second so elapsed times move.
+//! The display re-reads the run ten times a second (its refresh rate) instead of watching it
+//! with inotify: the end of the run comes from the caller (the shim's exit), and closing an
+//! inotify instance that watched anything waits for a kernel grace period (15–18 ms here) —
+//! at the exit of every `run --wait`, after the run had ended.
 
 mod render;
 mod snapshot;
@@ -23,13 +24,10 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::tokio;
-use sublaunch::runs::RunWatcher;
 use sublaunch_protocol::dir::Dir;
 
 /// The shortest time between two refreshes (at most 10 Hz).
 const MIN_INTERVAL: Duration = Duration::from_millis(100);
-/// How often a live block is refreshed when nothing changes (elapsed times).
-const LIVE_TICK: Duration = Duration::from_millis(500);
 /// `SUBLAUNCH_PROGRESS`: `live`, `plain`, `json` or `off`, overriding the detection.
 const PROGRESS_ENV: &str = "SUBLAUNCH_PROGRESS";
 
@@ -82,15 +80,9 @@ impl Progress {
         if self.renderer.is_none() {
             return std::future::pending().await;
         }
-        let mut watcher = RunWatcher::new(self.run.path());
         loop {
             self.refresh().await;
             tokio::time::sleep(MIN_INTERVAL).await;
-            if self.live {
-                let _ = tokio::time::timeout(LIVE_TICK, watcher.changed()).await;
-            } else {
-                watcher.changed().await;
-            }
         }
     }
 

@@ -168,6 +168,28 @@ fn a4_durable_writes_fsync_file_then_dir_and_atomic_writes_none() {
     assert_eq!(fs.calls(Op::Fsync), 2);
 }
 
+/// A4: staged writes fsync their files, and the durable write after them in the same
+/// directory makes every name durable with one directory fsync.
+#[test]
+fn a4_staged_writes_share_the_next_directory_fsync() {
+    let tmp = tempfile::tempdir().unwrap();
+    let fs = ScriptedFs::new();
+    let dir = Dir::open_with(tmp.path(), os_with(fs.clone()).shared()).unwrap();
+    dir.write("status.json", b"1", Durability::Durable.staged()).unwrap();
+    assert_eq!(fs.calls(Op::Fsync), 1, "the file only");
+    let path = std::fs::canonicalize(tmp.path()).unwrap();
+    assert!(fs.durable().is_empty(), "a power loss now may lose the new name");
+    dir.write("proceed.json", b"1", Durability::Durable).unwrap();
+    assert_eq!(fs.calls(Op::Fsync), 3);
+    let durable = fs.durable();
+    assert!(durable.contains(&path.join("status.json")) && durable.contains(&path.join("proceed.json")));
+    assert_eq!(
+        Durability::Atomic.staged(),
+        Durability::Atomic,
+        "an atomic write stays atomic"
+    );
+}
+
 #[test]
 fn f15_a4_fsync_failure_means_the_file_never_becomes_visible() {
     let tmp = tempfile::tempdir().unwrap();

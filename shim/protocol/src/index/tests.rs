@@ -3,7 +3,7 @@ use crate::atomic::Durability;
 use crate::os::Os;
 use crate::testing::{Op, ScriptedFs};
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Barrier, mpsc};
 
@@ -93,6 +93,47 @@ fn i4_release_removes_marker_alias_and_empty_alias_dir_and_records_terminal_entr
     );
     let again = index.release("r2", &RunState::Failed, Some("tc"), None).unwrap();
     assert!(!again.marker_removed, "idempotent");
+}
+
+/// I4: the second release of a run (the host's, after the shim's) finds the terminal entry
+/// and writes nothing; a damaged (empty) entry is written again.
+#[test]
+fn i4_a_second_release_keeps_the_terminal_entry_it_finds() {
+    let fs = ScriptedFs::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let runs =
+        Dir::create_private_with(&tmp.path().join("runs"), Os::system().with_files(fs.clone()).shared()).unwrap();
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    let run = runs.ensure_child("r1").unwrap();
+    run.write_doc(
+        "status.json",
+        &json!({"runId": "r1", "state": "complete", "sessionId": "s", "endedAt": 7u64}),
+        Durability::Atomic,
+    )
+    .unwrap();
+    let entry = runs.join(".terminal-runs/s/0000000000000007-r1.json");
+    assert!(
+        index
+            .release("r1", &RunState::Complete, None, Some(&run))
+            .unwrap()
+            .terminal_entry_written
+    );
+    let (renames, fsyncs) = (fs.calls(Op::Rename), fs.calls(Op::Fsync));
+    assert!(
+        index
+            .release("r1", &RunState::Complete, None, Some(&run))
+            .unwrap()
+            .terminal_entry_written
+    );
+    assert_eq!(
+        (fs.calls(Op::Rename), fs.calls(Op::Fsync)),
+        (renames, fsyncs),
+        "nothing rewritten"
+    );
+    std::fs::write(&entry, b"").unwrap();
+    index.release("r1", &RunState::Complete, None, Some(&run)).unwrap();
+    assert_eq!(fs.calls(Op::Rename), renames + 1, "an empty entry is replaced");
+    assert!(std::fs::metadata(&entry).unwrap().len() > 0);
 }
 
 #[test]

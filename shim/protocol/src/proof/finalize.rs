@@ -266,6 +266,11 @@ pub fn finalize(
     match judge_existing(&existing, run.path(), ctx.run_id, ctx.runner_process_instance_id) {
         ExistingProof::Final(proof) => {
             let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings);
+            if policy.for_kind(DocKind::TerminalStatus) != crate::atomic::Durability::Atomic
+                && let Err(e) = run.sync()
+            {
+                warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
+            }
             return Ok(FinalizeOutcome {
                 proof,
                 kind: FinalizeKind::AlreadyFinal,
@@ -309,7 +314,9 @@ pub fn finalize(
         run.path(),
         ctx,
     );
-    if let Err(e) = run.write_doc(names::PROCESS_TERMINAL, &proof, policy.for_kind(DocKind::FinalProof)) {
+    // The proof and the status overlay share one fsync of the run directory, at the end (A4).
+    let durability = policy.for_kind(DocKind::FinalProof);
+    if let Err(e) = run.write_doc(names::PROCESS_TERMINAL, &proof, durability.staged()) {
         let mut failed = ProcessTerminal::unknown(
             ctx.run_id,
             ctx.runner_process_instance_id,
@@ -341,6 +348,11 @@ pub fn finalize(
         }
     }
     let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings);
+    if durability != crate::atomic::Durability::Atomic
+        && let Err(e) = run.sync()
+    {
+        warnings.push(format!("Failed to persist process-terminal proof: {e}"));
+    }
     append_event(run, clock.wall_ms(), &proof, &mut warnings);
     Ok(FinalizeOutcome {
         proof,
@@ -352,7 +364,8 @@ pub fn finalize(
 }
 
 /// S9 under the held lock; a missing or corrupt status is skipped (the sidecar stays
-/// authoritative). Skips the write when nothing changes.
+/// authoritative). Skips the write when nothing changes. A durable overlay is staged: the
+/// caller fsyncs the run directory after it.
 pub(super) fn apply_overlay(
     run: &Dir,
     proof: &ProcessTerminal,
@@ -369,7 +382,7 @@ pub(super) fn apply_overlay(
         if *status == before {
             (Change::Keep, ())
         } else {
-            (Change::Write(policy.for_kind(DocKind::TerminalStatus)), ())
+            (Change::Write(policy.for_kind(DocKind::TerminalStatus).staged()), ())
         }
     });
     match result {

@@ -489,6 +489,32 @@ fn s7_proof_write_failure_emits_nothing() {
     assert!(crate::testing::temp_files(run.path()).is_empty());
 }
 
+/// A4 after a power loss: once finalization returns, the proof and the status it was overlaid
+/// into survive (the model of [`ScriptedFs::durable`]): both files are fsynced before their
+/// renames and share one fsync of the run directory after them.
+#[test]
+fn a4_a_finalized_proof_and_its_overlay_survive_a_power_loss() {
+    let fs = ScriptedFs::new();
+    let (_tmp, runs, run) = run_dir(Os::system().with_files(fs.clone()));
+    host_bookkeeping(&run);
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    let before = fs.calls(Op::Fsync);
+    let outcome = finalize(
+        &run,
+        &ctx(exit(Some(0), None), &free, &no_file),
+        Some(&index),
+        DurabilityPolicy::standard(),
+    )
+    .unwrap();
+    assert!(outcome.overlay_applied);
+    let dir = std::fs::canonicalize(run.path()).unwrap();
+    let durable = fs.durable();
+    for name in ["process-terminal.json", "status.json"] {
+        assert!(durable.contains(&dir.join(name)), "{name} survives: {durable:?}");
+    }
+    assert_eq!(fs.calls(Op::Fsync) - before, 3, "two files, one directory");
+}
+
 #[test]
 fn f38_symlinked_proof_is_replaced_on_finalize() {
     let (tmp, _runs, run) = run_dir(Os::system());
