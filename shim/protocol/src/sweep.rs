@@ -156,10 +156,8 @@ mod tests {
         }
     }
 
-    /// A12: a root swept less than ten minutes ago is not walked again; once the stamp is
-    /// that old, it is.
-    #[test]
-    fn a12_a_root_is_swept_at_most_once_per_orphan_age() {
+    /// A fresh root whose clock starts at the real wall time and can be advanced.
+    fn root_at_now() -> (tempfile::TempDir, u64, Arc<ManualClock>, TrustedRoot) {
         let tmp = tempfile::tempdir().unwrap();
         let wall_now = crate::os::clock::Clock::wall_ms(&crate::os::clock::SystemClock);
         let clock = Arc::new(ManualClock::new(wall_now));
@@ -168,6 +166,14 @@ mod tests {
             Os::system().with_clock(clock.clone()).shared(),
         )
         .unwrap();
+        (tmp, wall_now, clock, root)
+    }
+
+    /// A12: a root swept less than ten minutes ago is not walked again; once the stamp is
+    /// that old, it is.
+    #[test]
+    fn a12_a_root_is_swept_at_most_once_per_orphan_age() {
+        let (_tmp, wall_now, clock, root) = root_at_now();
         let oracle = Oracle { alive: vec![] };
         assert!(sweep_root_if_due(&root, &oracle).is_some(), "a root never swept is due");
         assert!(!sweep_due(&root), "the sweep stamped the root");
@@ -184,14 +190,7 @@ mod tests {
 
     #[test]
     fn f64_sweeps_old_temps_of_dead_writers_only() {
-        let tmp = tempfile::tempdir().unwrap();
-        let wall_now = crate::os::clock::Clock::wall_ms(&crate::os::clock::SystemClock);
-        let clock = Arc::new(ManualClock::new(wall_now));
-        let root = TrustedRoot::open(
-            &Layout::new(tmp.path().join("root")),
-            Os::system().with_clock(clock.clone()).shared(),
-        )
-        .unwrap();
+        let (_tmp, wall_now, clock, root) = root_at_now();
         let run = root.runs().ensure_child("run-1").unwrap();
         let old = wall_now - 11 * 60 * 1000;
         let dead_old = temp_name("status.json", 111, old, 1);
