@@ -91,15 +91,22 @@ pub fn children_of_self() -> Vec<u32> {
 }
 
 /// The children of process `pid` (`/proc/<pid>/task/*/children`); `None` when they cannot be
-/// listed (the process is gone, or the kernel lacks the `children` files).
+/// listed (the process is gone, or the kernel lacks the `children` files). A thread that
+/// ends during the listing takes only its own entry with it.
 fn children_of(pid: &str) -> Option<Vec<u32>> {
     let mut out = Vec::new();
+    let mut listed = false;
     for task in std::fs::read_dir(format!("/proc/{pid}/task"))
         .ok()?
         .filter_map(Result::ok)
     {
-        let text = std::fs::read_to_string(task.path().join("children")).ok()?;
-        out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        if let Ok(text) = std::fs::read_to_string(task.path().join("children")) {
+            listed = true;
+            out.extend(text.split_ascii_whitespace().filter_map(|p| p.parse::<u32>().ok()));
+        }
+    }
+    if !listed {
+        return None;
     }
     out.sort_unstable();
     out.dedup();
@@ -171,5 +178,33 @@ mod tests {
     fn own_stat_is_readable() {
         let st = proc_stat(std::process::id()).unwrap();
         assert!(!st.is_zombie());
+    }
+
+    /// X8: session members are found among this process's descendants, grandchildren
+    /// included, and a process of the same session that is not below it (its parent) is not
+    /// looked at.
+    #[test]
+    fn x8_members_are_the_descendants_in_the_session() {
+        let me = std::process::id();
+        let session = proc_stat(me).unwrap().session;
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(child.stdout.take().unwrap()), &mut line).unwrap();
+        let grandchild: u32 = line.trim().parse().unwrap();
+        let found = members(Some(session), None, me);
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(i32::try_from(grandchild).unwrap()).unwrap(),
+            rustix::process::Signal::KILL,
+        );
+        child.wait().unwrap();
+        assert!(found.contains(&child.id()) && found.contains(&grandchild), "{found:?}");
+        let parent = rustix::process::getppid().map_or(0, |p| p.as_raw_nonzero().get().cast_unsigned());
+        if proc_stat(parent).is_some_and(|st| st.session == session) {
+            assert!(!found.contains(&parent), "the parent is not a descendant: {found:?}");
+        }
     }
 }
