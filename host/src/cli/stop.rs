@@ -33,7 +33,15 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
     let limit = timeout_arg(args.timeout, "stop")?.unwrap_or(DEFAULT_STOP_WAIT);
     let (store, run, run_id) = open_run(&args.run_id, "stop")?;
     if let Some(status) = status_of(&run).filter(|s| s.is_terminal()) {
-        say!("{run_id}: {} (already ended)", state_name(&status));
+        // How it ended, as below: a run found dead by a lister just before says why.
+        match status.error.as_deref() {
+            Some(error) => say!(
+                "{run_id}: {} (already ended): {}",
+                state_name(&status),
+                for_terminal(error)
+            ),
+            None => say!("{run_id}: {} (already ended)", state_name(&status)),
+        }
         return Ok(ExitCode::SUCCESS);
     }
     let written = sublaunch::runs::request_stop(&run, &run_id, "sublaunch-cli", &super::environment());
