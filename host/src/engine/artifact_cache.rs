@@ -146,23 +146,24 @@ impl ArtifactCache {
         if !verified(&mut file, payload_len).map_err(|e| Rejected::Invalid(e.to_string()))? {
             return Err(Rejected::Invalid(format!("{name} is corrupt or truncated")));
         }
-        // SAFETY: the artifact is what `Component::serialize` produced for this engine
-        // configuration: the entry is ours (owner and mode checked), it is keyed by the
-        // component hash and the engine's compatibility hash, and its content hash matches.
+        let rejected = |e: wasmtime::Error| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}"));
         // `/proc/self/fd` reopens the inode just checked, whatever its name points to now.
-        let mapped = unsafe { Component::deserialize_file(engine, format!("/proc/self/fd/{}", file.as_raw_fd())) };
-        mapped.or_else(|_| {
-            // Without /proc: the artifact is read and copied in.
-            let mut bytes = Vec::with_capacity(payload_len);
-            std::io::Seek::rewind(&mut file).map_err(|e| Rejected::Invalid(e.to_string()))?;
-            (&mut file)
-                .take(payload_len as u64)
-                .read_to_end(&mut bytes)
-                .map_err(|e| Rejected::Invalid(e.to_string()))?;
-            // SAFETY: as above, for the same bytes.
-            unsafe { Component::deserialize(engine, &bytes) }
-                .map_err(|e| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}")))
-        })
+        let reopened = format!("/proc/self/fd/{}", file.as_raw_fd());
+        if std::fs::metadata(&reopened).is_ok() {
+            // SAFETY: the artifact is what `Component::serialize` produced for this engine
+            // configuration: the entry is ours (owner and mode checked), it is keyed by the
+            // component hash and the engine's compatibility hash, and its content hash matches.
+            return unsafe { Component::deserialize_file(engine, &reopened) }.map_err(rejected);
+        }
+        // Without /proc: the artifact is read and copied in.
+        let mut bytes = Vec::with_capacity(payload_len);
+        std::io::Seek::rewind(&mut file).map_err(|e| Rejected::Invalid(e.to_string()))?;
+        (&mut file)
+            .take(payload_len as u64)
+            .read_to_end(&mut bytes)
+            .map_err(|e| Rejected::Invalid(e.to_string()))?;
+        // SAFETY: as above, for the same bytes.
+        unsafe { Component::deserialize(engine, &bytes) }.map_err(rejected)
     }
 
     fn store(&self, component: &Component, name: &str) -> anyhow::Result<()> {

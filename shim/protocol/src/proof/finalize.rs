@@ -265,8 +265,10 @@ pub fn finalize(
     let mut corrupt_preserved_as = None;
     match judge_existing(&existing, run.path(), ctx.run_id, ctx.runner_process_instance_id) {
         ExistingProof::Final(proof) => {
-            let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings);
-            if policy.for_kind(DocKind::TerminalStatus) != crate::atomic::Durability::Atomic
+            let overlay = apply_overlay(run, &proof, policy, &mut warnings);
+            let overlay_applied = overlay.is_some();
+            if overlay == Some(true)
+                && policy.for_kind(DocKind::TerminalStatus) != crate::atomic::Durability::Atomic
                 && let Err(e) = run.sync()
             {
                 warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
@@ -347,7 +349,7 @@ pub fn finalize(
             Err(e) => warnings.push(format!("Failed to release the active-run marker: {e}")),
         }
     }
-    let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings);
+    let overlay_applied = apply_overlay(run, &proof, policy, &mut warnings).is_some();
     if durability != crate::atomic::Durability::Atomic
         && let Err(e) = run.sync()
     {
@@ -365,13 +367,13 @@ pub fn finalize(
 
 /// S9 under the held lock; a missing or corrupt status is skipped (the sidecar stays
 /// authoritative). Skips the write when nothing changes. A durable overlay is staged: the
-/// caller fsyncs the run directory after it.
+/// caller fsyncs the run directory after it. `Some(written)` when the status was there.
 pub(super) fn apply_overlay(
     run: &Dir,
     proof: &ProcessTerminal,
     policy: DurabilityPolicy,
     warnings: &mut Vec<String>,
-) -> bool {
+) -> Option<bool> {
     let candidate = run
         .read_doc::<Candidate>(names::PROCESS_TERMINAL_CANDIDATE)
         .ok()
@@ -380,17 +382,17 @@ pub(super) fn apply_overlay(
         let before = status.clone();
         super::overlay(status, proof, candidate.as_ref());
         if *status == before {
-            (Change::Keep, ())
+            (Change::Keep, false)
         } else {
-            (Change::Write(policy.for_kind(DocKind::TerminalStatus).staged()), ())
+            (Change::Write(policy.for_kind(DocKind::TerminalStatus).staged()), true)
         }
     });
     match result {
-        Ok(()) => true,
-        Err(ModifyError::Absent | ModifyError::Corrupt(_)) => false,
+        Ok(written) => Some(written),
+        Err(ModifyError::Absent | ModifyError::Corrupt(_)) => None,
         Err(ModifyError::Io(e)) => {
             warnings.push(format!("Failed to overlay the proof into status.json: {e}"));
-            false
+            None
         }
     }
 }
