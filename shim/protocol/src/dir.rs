@@ -287,12 +287,22 @@ impl Dir {
     /// with an explicit `futimens` (opening an existing file does not change it). Never
     /// follows a symlink at `name`.
     pub fn touch(&self, name: &str) -> io::Result<()> {
+        self.set_mtime(name, None)
+    }
+
+    /// [`Dir::touch`], setting the mtime to the handle's wall clock, for a stamp that is later
+    /// compared with that clock (a coarse kernel time could be ahead of an injected one).
+    pub fn stamp(&self, name: &str) -> io::Result<()> {
+        self.set_mtime(name, Some(self.os.clock.wall_ms()))
+    }
+
+    fn set_mtime(&self, name: &str, at_ms: Option<u64>) -> io::Result<()> {
         check_name(name, &self.path)?;
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let files = &self.os.files;
         let fd = retry_eintr(|| files.openat(self.fd.as_fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE)))
             .map_err(|e| os_error(e, "open", &self.path.join(name)))?;
-        retry_eintr(|| files.touch(fd.as_fd())).map_err(|e| os_error(e, "futimens", &self.path.join(name)))
+        retry_eintr(|| files.touch(fd.as_fd(), at_ms)).map_err(|e| os_error(e, "futimens", &self.path.join(name)))
     }
 
     /// Removes the file `name`; an absent file is fine (H6, K12, X10).

@@ -89,7 +89,7 @@ pub fn sweep_root_if_due(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> Opti
         return None;
     }
     let mut report = SweepReport::default();
-    if let Err(e) = root.root().touch(SWEEP_STAMP) {
+    if let Err(e) = root.root().stamp(SWEEP_STAMP) {
         report.errors.push(e.to_string());
     }
     let walked = sweep_root(root, oracle);
@@ -156,11 +156,13 @@ mod tests {
         }
     }
 
-    /// A fresh root whose clock starts at the real wall time and can be advanced.
+    /// A fresh root whose clock can be advanced. It starts a second behind the real wall
+    /// time (returned), so a stamp taken from the kernel's clock instead of the root's would
+    /// look as if it came from the future.
     fn root_at_now() -> (tempfile::TempDir, u64, Arc<ManualClock>, TrustedRoot) {
         let tmp = tempfile::tempdir().unwrap();
         let wall_now = crate::os::clock::Clock::wall_ms(&crate::os::clock::SystemClock);
-        let clock = Arc::new(ManualClock::new(wall_now));
+        let clock = Arc::new(ManualClock::new(wall_now - 1000));
         let root = TrustedRoot::open(
             &Layout::new(tmp.path().join("root")),
             Os::system().with_clock(clock.clone()).shared(),

@@ -197,9 +197,9 @@ impl Files for ScriptedFs {
         RealFiles.rmdirat(dir, name)
     }
 
-    fn touch(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
+    fn touch(&self, fd: BorrowedFd<'_>, at_ms: Option<u64>) -> Result<(), Errno> {
         self.enter(Op::Touch, Path::new(""))?;
-        RealFiles.touch(fd)
+        RealFiles.touch(fd, at_ms)
     }
 }
 

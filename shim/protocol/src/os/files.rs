@@ -48,17 +48,24 @@ pub trait Files: Send + Sync + Debug {
         fs::unlinkat(dir, name, AtFlags::REMOVEDIR)
     }
 
-    /// Sets a file's access and modification times to now (`futimens`, I2).
-    fn touch(&self, fd: BorrowedFd<'_>) -> Result<(), Errno> {
-        let now = Timespec {
-            tv_sec: 0,
-            tv_nsec: fs::UTIME_NOW,
+    /// Sets a file's access and modification times (`futimens`, I2): to `at_ms` (epoch ms)
+    /// when given, else to the kernel's now.
+    fn touch(&self, fd: BorrowedFd<'_>, at_ms: Option<u64>) -> Result<(), Errno> {
+        let when = match at_ms {
+            Some(ms) => Timespec {
+                tv_sec: (ms / 1000).try_into().unwrap_or(i64::MAX),
+                tv_nsec: ((ms % 1000) * 1_000_000).try_into().unwrap_or_default(),
+            },
+            None => Timespec {
+                tv_sec: 0,
+                tv_nsec: fs::UTIME_NOW,
+            },
         };
         fs::futimens(
             fd,
             &Timestamps {
-                last_access: now,
-                last_modification: now,
+                last_access: when,
+                last_modification: when,
             },
         )
     }
