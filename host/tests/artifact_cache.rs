@@ -1,9 +1,11 @@
-//! The precompiled-component cache: private, keyed, and never trusted.
+//! The precompiled-component cache: private, keyed, and never trusted; a matching hash is
+//! stamped so that an unchanged entry is not hashed on every load.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use sublaunch::engine::artifact_cache::{ArtifactCache, CacheOutcome};
-use sublaunch::engine::planner::{EMBEDDED_COMPONENT_SHA256, engine};
+use std::time::Duration;
+use sublaunch::engine::artifact_cache::{ArtifactCache, CHECKED_SUFFIX, CacheOutcome, DEFAULT_SETTLE, EntryCheck};
+use sublaunch::engine::planner::{EMBEDDED_COMPONENT, EMBEDDED_COMPONENT_SHA256, engine};
 use sublaunch::{Limits, Options, Planner};
 
 fn load(dir: &Path) -> Planner {
@@ -159,4 +161,91 @@ fn a_loose_cache_directory_of_ours_is_made_private() {
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
     assert_eq!(load(&dir).cache_report().0, CacheOutcome::Stored);
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
+}
+
+fn cached(dir: &Path, settle: Duration) -> sublaunch::engine::artifact_cache::Loaded {
+    let engine = engine(&Limits::default(), Options::default().instance_pool).unwrap();
+    ArtifactCache::new(dir)
+        .settle(settle)
+        .load_or_compile(&engine, EMBEDDED_COMPONENT, EMBEDDED_COMPONENT_SHA256)
+        .unwrap()
+}
+
+fn stamp(dir: &Path) -> PathBuf {
+    let mut name = entry(dir).into_os_string();
+    name.push(CHECKED_SUFFIX);
+    PathBuf::from(name)
+}
+
+#[test]
+fn an_entry_whose_hash_matched_is_not_hashed_again_while_unchanged() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("components");
+    assert_eq!(cached(&dir, Duration::ZERO).outcome, CacheOutcome::Stored);
+    let second = cached(&dir, Duration::ZERO);
+    assert_eq!(
+        (second.outcome, second.check),
+        (CacheOutcome::Hit, Some(EntryCheck::Hashed))
+    );
+    assert_eq!(
+        std::fs::metadata(stamp(&dir)).unwrap().permissions().mode() & 0o777,
+        0o600,
+        "the stamp is private"
+    );
+    let third = cached(&dir, Duration::ZERO);
+    assert_eq!(
+        (third.outcome, third.check),
+        (CacheOutcome::Hit, Some(EntryCheck::Stamped))
+    );
+}
+
+#[test]
+fn an_entry_changed_recently_is_not_stamped() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("components");
+    cached(&dir, DEFAULT_SETTLE);
+    for _ in 0..2 {
+        let loaded = cached(&dir, DEFAULT_SETTLE);
+        assert_eq!(
+            (loaded.outcome, loaded.check),
+            (CacheOutcome::Hit, Some(EntryCheck::Hashed))
+        );
+    }
+    assert!(
+        !stamp(&dir).exists(),
+        "a change in the same tick as the stamp could go unseen"
+    );
+}
+
+#[test]
+fn a_stamped_entry_that_was_replaced_or_grew_is_hashed_and_rebuilt() {
+    for damage in ["replaced by a corrupt copy of the same size", "appended to"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("components");
+        cached(&dir, Duration::ZERO);
+        cached(&dir, Duration::ZERO);
+        assert!(stamp(&dir).is_file(), "{damage}: stamped");
+        let path = entry(&dir);
+        let mut bytes = std::fs::read(&path).unwrap();
+        if damage == "appended to" {
+            let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+            std::io::Write::write_all(&mut file, b"x").unwrap();
+        } else {
+            let middle = bytes.len() / 2;
+            bytes[middle] ^= 0xff;
+            let copy = dir.join("copy");
+            std::fs::write(&copy, &bytes).unwrap();
+            std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
+            std::fs::rename(&copy, &path).unwrap();
+        }
+        let loaded = cached(&dir, Duration::ZERO);
+        assert_eq!(loaded.outcome, CacheOutcome::Stored, "{damage}: rebuilt");
+        assert!(loaded.note.unwrap_or_default().contains("corrupt"), "{damage}");
+        let again = cached(&dir, Duration::ZERO);
+        assert_eq!(
+            (again.outcome, again.check),
+            (CacheOutcome::Hit, Some(EntryCheck::Hashed)),
+            "{damage}"
+        );
+    }
 }

@@ -147,6 +147,38 @@ pub fn load_planner() -> Result<Planner, PlanError> {
     })
 }
 
+/// [`load_planner`] on a thread of its own, so that the engine and the cached component load
+/// while the caller reads its other inputs.
+pub struct PlannerLoad(Option<std::thread::JoinHandle<Result<Planner, PlanError>>>);
+
+impl PlannerLoad {
+    /// Starts loading.
+    pub fn start() -> Self {
+        Self(Some(std::thread::spawn(load_planner)))
+    }
+
+    /// The loaded planner; a loader that panicked (a bug) is a `planner-fault`.
+    pub fn finish(mut self) -> Result<Planner, PlanError> {
+        let loader = self.0.take().expect("a load is finished once");
+        loader.join().unwrap_or_else(|_| {
+            Err(PlanError::new(
+                ErrorCode::PlannerFault,
+                "The planner component could not be loaded: its loader panicked",
+            ))
+        })
+    }
+}
+
+impl Drop for PlannerLoad {
+    /// A load nobody asked for is still waited for: the process exit must not cut off a
+    /// cache entry being written.
+    fn drop(&mut self) {
+        if let Some(loader) = self.0.take() {
+            let _ = loader.join();
+        }
+    }
+}
+
 /// Prints `header` and `rows` as columns two spaces apart, every column but the last padded
 /// to its widest cell (counted in characters).
 pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {

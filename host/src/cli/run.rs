@@ -3,7 +3,7 @@
 //! `--dry-run`). Before launching, every local step's program must be found.
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
-use super::{EXIT_USAGE, load_planner, plan::print_outcome};
+use super::{EXIT_USAGE, PlannerLoad, plan::print_outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use sublaunch::inputs::chain::read_chain_file;
@@ -126,6 +126,8 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch run: {message}");
         ExitCode::from(EXIT_USAGE)
     };
+    // The planner (engine and cached component) loads while the request's inputs are read.
+    let planner = PlannerLoad::start();
     // clap does not enforce `requires` on these two next to `required_unless_present`.
     if args.chain.is_none() && (args.concurrency.is_some() || args.fail_fast) {
         return usage("--concurrency and --fail-fast need --chain".to_owned());
@@ -201,7 +203,7 @@ pub fn run(args: Args) -> ExitCode {
     for warning in gathered.warnings() {
         eprintln!("sublaunch run: warning: {warning}");
     }
-    let planner = match load_planner() {
+    let planner = match planner.finish() {
         Ok(planner) => planner,
         Err(error) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),
     };

@@ -8,6 +8,13 @@
 //! missing, corrupt, truncated, foreign or wrongly owned entry is replaced by a fresh
 //! compilation, written atomically; if the directory itself cannot be trusted or written,
 //! the component is compiled in memory and nothing is cached.
+//!
+//! Hashing the entry is most of a warm load's time, so an entry whose hash matched gets a
+//! [`CHECKED_SUFFIX`] stamp beside it recording the file's identity (device, inode, size,
+//! mtime and ctime). While the entry still has that identity it has not been written since it
+//! was hashed, and the hash is skipped. ctime cannot be set back by a user, and the stamp is
+//! only written for an entry whose last change is older than [`ArtifactCache::settle`], so a
+//! write in the same tick of the filesystem's clock as the stamped ctime cannot go unseen.
 
 use anyhow::anyhow;
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -28,6 +35,11 @@ const TRAILER_LEN: usize = MAGIC.len() + 32;
 const HASH_CHUNK: usize = 64 * 1024;
 /// Entries larger than this are not read (a planner artifact is a few MiB).
 const MAX_ENTRY_BYTES: u64 = 256 * 1024 * 1024;
+/// The stamp of an entry whose hash matched is its name with this suffix.
+pub const CHECKED_SUFFIX: &str = ".checked";
+/// How old an entry's last change must be before its check is stamped (by default): well
+/// above the coarse clock that file timestamps are taken from.
+pub const DEFAULT_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// How a component was obtained.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,12 +52,23 @@ pub enum CacheOutcome {
     Uncached,
 }
 
+/// How a hit's entry was found intact.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EntryCheck {
+    /// Its content hash was computed and matched.
+    Hashed,
+    /// Its stamp showed it unchanged since its hash last matched.
+    Stamped,
+}
+
 /// A component and how it was obtained.
 pub struct Loaded {
     /// The ready component.
     pub component: Component,
     /// Hit, stored, or uncached.
     pub outcome: CacheOutcome,
+    /// For a hit, how the entry was checked.
+    pub check: Option<EntryCheck>,
     /// Why a present entry was rejected or why storing failed, for diagnostics.
     pub note: Option<String>,
 }
@@ -54,12 +77,24 @@ pub struct Loaded {
 #[derive(Clone, Debug)]
 pub struct ArtifactCache {
     dir: PathBuf,
+    settle: std::time::Duration,
 }
 
 impl ArtifactCache {
     /// A cache in `dir` (created on first store).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+        Self {
+            dir: dir.into(),
+            settle: DEFAULT_SETTLE,
+        }
+    }
+
+    /// How old an entry's last change must be for a matching hash to be stamped
+    /// ([`DEFAULT_SETTLE`] unless set).
+    #[must_use]
+    pub fn settle(mut self, settle: std::time::Duration) -> Self {
+        self.settle = settle;
+        self
     }
 
     /// The cache directory.
@@ -83,10 +118,11 @@ impl ArtifactCache {
     pub fn load_or_compile(&self, engine: &Engine, wasm: &[u8], component_sha256: &str) -> anyhow::Result<Loaded> {
         let name = Self::entry_name(engine, component_sha256);
         let rejected = match self.load(engine, &name) {
-            Ok(component) => {
+            Ok((component, check)) => {
                 return Ok(Loaded {
                     component,
                     outcome: CacheOutcome::Hit,
+                    check: Some(check),
                     note: None,
                 });
             }
@@ -105,11 +141,12 @@ impl ArtifactCache {
         Ok(Loaded {
             component,
             outcome,
+            check: None,
             note,
         })
     }
 
-    fn load(&self, engine: &Engine, name: &str) -> Result<Component, Rejected> {
+    fn load(&self, engine: &Engine, name: &str) -> Result<(Component, EntryCheck), Rejected> {
         trusted_dir(&self.dir).map_err(|reason| match reason {
             DirProblem::Missing => Rejected::Missing,
             DirProblem::Untrusted(reason) => Rejected::Invalid(reason),
@@ -143,17 +180,31 @@ impl ArtifactCache {
             .ok()
             .and_then(|len| len.checked_sub(TRAILER_LEN))
             .ok_or_else(|| Rejected::Invalid(format!("{name} is corrupt or truncated")))?;
-        if !verified(&mut file, payload_len).map_err(|e| Rejected::Invalid(e.to_string()))? {
+        let identity = Identity::of(&stat);
+        let stamp = format!("{name}{CHECKED_SUFFIX}");
+        let check = if read_stamp(&dir, &stamp) == Some(identity) {
+            EntryCheck::Stamped
+        } else if verified(&mut file, payload_len).map_err(|e| Rejected::Invalid(e.to_string()))? {
+            if identity.settled(self.settle) {
+                // Only an optimisation: an entry without a stamp is hashed again next time.
+                let _ = dir.write(&stamp, identity.to_line().as_bytes(), Durability::Atomic);
+            }
+            EntryCheck::Hashed
+        } else {
+            let _ = dir.remove(&stamp);
             return Err(Rejected::Invalid(format!("{name} is corrupt or truncated")));
-        }
+        };
         let rejected = |e: wasmtime::Error| Rejected::Invalid(format!("{name} was rejected by wasmtime: {e}"));
         // `/proc/self/fd` reopens the inode just checked, whatever its name points to now.
         let reopened = format!("/proc/self/fd/{}", file.as_raw_fd());
         if std::fs::metadata(&reopened).is_ok() {
             // SAFETY: the artifact is what `Component::serialize` produced for this engine
             // configuration: the entry is ours (owner and mode checked), it is keyed by the
-            // component hash and the engine's compatibility hash, and its content hash matches.
-            return unsafe { Component::deserialize_file(engine, &reopened) }.map_err(rejected);
+            // component hash and the engine's compatibility hash, and its content hash matches
+            // (now, or when it was stamped with the identity it still has).
+            return unsafe { Component::deserialize_file(engine, &reopened) }
+                .map(|component| (component, check))
+                .map_err(rejected);
         }
         // Without /proc: the artifact is read and copied in.
         let mut bytes = Vec::with_capacity(payload_len);
@@ -163,7 +214,9 @@ impl ArtifactCache {
             .read_to_end(&mut bytes)
             .map_err(|e| Rejected::Invalid(e.to_string()))?;
         // SAFETY: as above, for the same bytes.
-        unsafe { Component::deserialize(engine, &bytes) }.map_err(rejected)
+        unsafe { Component::deserialize(engine, &bytes) }
+            .map(|component| (component, check))
+            .map_err(rejected)
     }
 
     fn store(&self, component: &Component, name: &str) -> anyhow::Result<()> {
@@ -186,6 +239,77 @@ impl ArtifactCache {
 enum Rejected {
     Missing,
     Invalid(String),
+}
+
+/// What identifies one version of an entry's file: any write to it, or its replacement,
+/// changes at least one of these (ctime is set by the kernel on every change).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    size: i64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Identity {
+    #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // the field types differ between platforms
+    fn of(stat: &rustix::fs::Stat) -> Self {
+        Self {
+            dev: stat.st_dev as u64,
+            ino: stat.st_ino as u64,
+            size: stat.st_size as i64,
+            mtime: (stat.st_mtime as i64, stat.st_mtime_nsec as i64),
+            ctime: (stat.st_ctime as i64, stat.st_ctime_nsec as i64),
+        }
+    }
+
+    fn to_line(self) -> String {
+        format!(
+            "v1 {} {} {} {} {} {} {}\n",
+            self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
+        )
+    }
+
+    fn parse(line: &str) -> Option<Self> {
+        let mut fields = line.trim_end().split(' ');
+        if fields.next()? != "v1" {
+            return None;
+        }
+        let mut next = || fields.next()?.parse::<i64>().ok();
+        let identity = Self {
+            dev: u64::try_from(next()?).ok()?,
+            ino: u64::try_from(next()?).ok()?,
+            size: next()?,
+            mtime: (next()?, next()?),
+            ctime: (next()?, next()?),
+        };
+        fields.next().is_none().then_some(identity)
+    }
+
+    /// Whether the last change is at least `settle` old by the wall clock.
+    fn settled(self, settle: std::time::Duration) -> bool {
+        let changed = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(self.ctime.0).unwrap_or(u64::MAX),
+                u32::try_from(self.ctime.1).unwrap_or(0),
+            );
+        std::time::SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= settle)
+    }
+}
+
+/// The identity recorded in the stamp `name`, if it is a private file of ours that parses.
+fn read_stamp(dir: &Dir, name: &str) -> Option<Identity> {
+    let (mut file, stat) = dir.open_file(name).ok()??;
+    let ours = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile
+        && stat.st_uid == rustix::process::getuid().as_raw()
+        && stat.st_mode & 0o022 == 0;
+    let mut line = String::new();
+    (ours && stat.st_size < 256).then_some(())?;
+    file.read_to_string(&mut line).ok()?;
+    Identity::parse(&line)
 }
 
 enum DirProblem {

@@ -6,6 +6,7 @@ use super::context::{RunContext, warn};
 use super::run_dir;
 use super::setup::Setup;
 use std::sync::Arc;
+use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::capacity::{CapacityQueue, TicketRequest};
 use sublaunch_protocol::doc::to_pretty_bytes;
 use sublaunch_protocol::durability::DocKind;
@@ -76,9 +77,23 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
     blocking(move || {
         // Staged: the proceed file, written durably in the same directory before anyone is
         // told the run started, fsyncs the directory for both (A4, K7).
-        let options = context.policy.for_kind(DocKind::InitialStatus).staged();
+        let durability = context.policy.for_kind(DocKind::InitialStatus);
         let bytes = to_pretty_bytes(&status);
-        (context.faults).write(&context.run, HostPoint::StatusInitial, names::STATUS, &bytes, options)
+        (context.faults).write(
+            &context.run,
+            HostPoint::StatusInitial,
+            names::STATUS,
+            &bytes,
+            durability.staged(),
+        )?;
+        // The run's own name in <runs>, created with its directory (`run_dir::create`), made
+        // durable here rather than there so that the shim is spawned one fsync sooner and
+        // starts while the host writes. On a journaling filesystem the status's fsync has
+        // usually committed the directory's creation already, and this one finds little to do.
+        if durability == Durability::Durable {
+            context.root.runs().sync()?;
+        }
+        Ok(())
     })
     .await
     .map_err(|e| fail(e.to_string()))?;

@@ -8,7 +8,6 @@ use rustix::fs::RenameFlags;
 use rustix::io::Errno;
 use serde_json::json;
 use std::io;
-use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::os_error;
@@ -114,10 +113,9 @@ pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: Durabili
             return Err(os_error(e, "rename", &runs.join(run_id)));
         }
     }
-    // A4: the run's name in <runs> is as durable as the initial status written in it.
-    if policy.for_kind(DocKind::InitialStatus) == Durability::Durable {
-        runs.sync()?;
-    }
+    // A4: the run's name in <runs> is made durable with the initial status, before the commit
+    // (`bookkeeping::initial_status`), not here: a power loss before the commit only loses a
+    // run nobody was told about.
     runs.open_child(run_id)?
         .map(Some)
         .ok_or_else(|| os_error(Errno::NOENT, "open", &runs.join(run_id)))

@@ -206,6 +206,12 @@ impl StatusBook {
         }
     }
 
+    /// Notes a change of the in-memory status that the next write carries (a coalesced
+    /// activity write at the latest).
+    pub fn changed(&mut self) {
+        self.dirty = true;
+    }
+
     /// Notes agent activity (coalesced into the next status write).
     pub fn touch_activity(&mut self, wall_ms: u64) {
         self.status.last_activity_at = Some(wall_ms);

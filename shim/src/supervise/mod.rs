@@ -659,7 +659,9 @@ impl Supervisor {
             step.started_at = Some(wall);
             step.agent.get_or_insert_with(|| ctx.agent_name(index));
         }
-        self.book.update();
+        // Written with the agent's pid right after the spawn (`note_pid`), or with the step's
+        // end when it cannot start: one status write per step start instead of two.
+        self.book.changed();
     }
 
     fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
