@@ -1,6 +1,5 @@
 //! Running synchronous run-file calls (locks, fsyncs, directory scans) off the runtime
-//! threads (X2). Spawning the shim is the exception: `posix_spawn` is one short call, cheaper
-//! than the hop (`sequence::launch`).
+//! threads (X2).
 
 use std::io;
 

@@ -159,10 +159,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         Ok(prepared) => prepared,
         Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
     };
-    // Called on the runtime thread: posix_spawn returns once the shim has exec'd (~0.2 ms),
-    // while a hop to the blocking pool and back cost up to 1 ms, the woken runtime thread
-    // competing for a core with the shim that just started.
-    let spawned = match spawn::spawn_shim(spawn_request) {
+    let spawned = match blocking(move || spawn::spawn_shim(spawn_request)).await {
         Ok(spawned) => spawned,
         Err(e) => {
             let error = format!("async runner did not produce a pid for cwd: {}: {e}", setup.cwd);
