@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Interleaved A/B of two sublaunch builds, whole CLI processes.
+
+Usage: scripts/bench-ab.py BASE_DIR NEW_DIR [N]
+  BASE_DIR and NEW_DIR each hold a `sublaunch` and a `sublaunch-shim` (release builds, e.g.
+  copies of target/release from two commits).
+
+Each sample runs the base build and then the new one, so that the machine's drift (this VM's
+fsync latency moves by tens of percent within minutes) falls on both alike. Prints the medians
+and p90 of `run` (until committed) and `run --wait` (end to end) for each build, with the
+spawn + exit of /bin/true measured in the same rounds as the floor, and the CPU time per
+`run --wait` (user + system of the CLI and everything it reaps: the shim and the agent),
+taken from the same interleaved samples.
+"""
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+if len(sys.argv) < 3:
+    sys.exit(__doc__)
+builds = {"base": sys.argv[1], "new": sys.argv[2]}
+samples = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+scratch = tempfile.mkdtemp(prefix="sublaunch-ab-")
+commands = {
+    "run": ["run", "--agent", "shell", "--task", "true"],
+    "run --wait": ["run", "--wait", "--agent", "shell", "--task", "true"],
+}
+
+
+def env_for(name):
+    return dict(
+        os.environ,
+        SUBLAUNCH_ROOT=os.path.join(scratch, name, "root"),
+        SUBLAUNCH_SHIM=os.path.join(builds[name], "sublaunch-shim"),
+        SUBLAUNCH_CACHE_DIR=os.path.join(scratch, name, "cache"),
+    )
+
+
+cpu = {name: [0.0, 0.0, 0] for name in builds}
+
+
+def run(argv, env=None, cpu_of=None):
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, check=False)
+    elapsed = (time.perf_counter() - start) * 1e3
+    if cpu_of is not None:
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu[cpu_of][0] += after.ru_utime - before.ru_utime
+        cpu[cpu_of][1] += after.ru_stime - before.ru_stime
+        cpu[cpu_of][2] += 1
+    return elapsed
+
+
+def summary(values):
+    values = sorted(values)
+    return f"{statistics.median(values):.2f} ms | {values[int(len(values) * 0.9)]:.2f} ms"
+
+
+try:
+    envs = {name: env_for(name) for name in builds}
+    for name, path in builds.items():
+        # Warm the component cache, then let the entry age past the stamp's settle time.
+        run([os.path.join(path, "sublaunch")] + commands["run"], envs[name])
+    time.sleep(2.5)
+    times = {(name, label): [] for name in builds for label in commands}
+    floor = []
+    for label, args in commands.items():
+        for name, path in builds.items():
+            for _ in range(3):
+                run([os.path.join(path, "sublaunch")] + args, envs[name])
+        for _ in range(samples):
+            floor.append(run(["/bin/true"]))
+            for name, path in builds.items():
+                cpu_of = name if label == "run --wait" else None
+                times[(name, label)].append(run([os.path.join(path, "sublaunch")] + args, envs[name], cpu_of))
+    floor_median = statistics.median(floor)
+    print("| measurement | median | p90 | × floor |")
+    print("|---|---|---|---|")
+    print(f"| floor: spawn + exit of /bin/true | {summary(floor)} | 1.00 |")
+    for (name, label), values in sorted(times.items(), key=lambda item: item[0][1]):
+        print(f"| {name}: `sublaunch {label}` | {summary(values)} | {statistics.median(values) / floor_median:.2f} |")
+    for name, (user, system, count) in cpu.items():
+        print(f"| {name}: CPU per `run --wait` | user {user / count * 1e3:.2f} ms, system {system / count * 1e3:.2f} ms | | |")
+finally:
+    shutil.rmtree(scratch, ignore_errors=True)
