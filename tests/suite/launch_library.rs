@@ -341,3 +341,62 @@ fn a12_the_first_launch_under_a_root_sweeps_orphan_temp_files() {
     });
     assert!(young.exists(), "a temp file younger than ten minutes stays");
 }
+
+/// A4 under a power loss: on a filesystem that keeps only what was fsynced, the run's name in
+/// `<runs>` is durable before the proceed file can be seen (the commit point), and the initial
+/// status and the proceed file are durable once the launch has committed.
+#[test]
+fn the_launch_commit_survives_a_power_loss() {
+    use std::sync::Mutex;
+    use sublaunch_protocol::os::Os;
+    use sublaunch_protocol::testing::{Op, ScriptedFs};
+
+    let scratch = Scratch::new("power-loss");
+    // A first run makes the root's directories, whose creation fsyncs `<runs>` too.
+    let plan = shell_plan("true", &scratch.work());
+    let hooks = Arc::new(RecordingHooks::default());
+    block_on(async {
+        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        launched.handle.finished().await.unwrap();
+    });
+    let fs = ScriptedFs::new();
+    let fsynced_before_proceed: Arc<Mutex<Option<Vec<std::path::PathBuf>>>> = Arc::default();
+    {
+        let fs_in_hook = Arc::downgrade(&fs);
+        let seen = fsynced_before_proceed.clone();
+        fs.set_hook(move |op, name| {
+            if op == Op::Rename
+                && name == std::path::Path::new("runner-startup-proceed.json")
+                && let Some(fs) = fs_in_hook.upgrade()
+            {
+                seen.lock().unwrap().get_or_insert_with(|| fs.fsynced());
+            }
+        });
+    }
+    let mut options = options(&scratch, &hooks);
+    options.os = Some(Os::system().with_files(fs.clone()).shared());
+    let run_id = block_on(async {
+        let launched = launch(&plan, options).await.expect("started");
+        launched.handle.committed().await.expect("committed");
+        let durable = fs.durable();
+        launched.handle.finished().await.unwrap();
+        let run = launched.run_dir.canonicalize().unwrap();
+        for name in ["status.json", "runner-startup-proceed.json"] {
+            assert!(
+                durable.contains(&run.join(name)),
+                "{name} is durable at the commit: {durable:?}"
+            );
+        }
+        launched.run_id
+    });
+    let runs = scratch.runs().canonicalize().unwrap();
+    let before = fsynced_before_proceed
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("proceed was written");
+    assert!(
+        before.contains(&runs),
+        "<runs> is fsynced after the run directory {run_id} was made and before proceed: {before:?}"
+    );
+}

@@ -93,6 +93,19 @@ impl ScriptedFs {
             .collect()
     }
 
+    /// The paths fsynced so far, in call order (what a descriptor named when it was fsynced).
+    pub fn fsynced(&self) -> Vec<PathBuf> {
+        self.journal
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                Journal::Fsync(path) => Some(path.clone()),
+                Journal::Rename { .. } => None,
+            })
+            .collect()
+    }
+
     /// Runs `hook(op, name)` before every call (e.g. to pause on a barrier).
     pub fn set_hook(&self, hook: impl Fn(Op, &Path) + Send + Sync + 'static) {
         *self.hook.lock().unwrap() = Some(Arc::new(hook));
