@@ -249,3 +249,18 @@ fn a_stamped_entry_that_was_replaced_or_grew_is_hashed_and_rebuilt() {
         );
     }
 }
+
+#[test]
+fn a_stamp_others_can_write_is_not_believed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("components");
+    cached(&dir, Duration::ZERO);
+    cached(&dir, Duration::ZERO);
+    std::fs::set_permissions(stamp(&dir), std::fs::Permissions::from_mode(0o666)).unwrap();
+    let loaded = cached(&dir, Duration::ZERO);
+    assert_eq!(
+        (loaded.outcome, loaded.check),
+        (CacheOutcome::Hit, Some(EntryCheck::Hashed)),
+        "anyone could have written that stamp"
+    );
+}

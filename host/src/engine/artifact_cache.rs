@@ -157,21 +157,8 @@ impl ArtifactCache {
             Ok(None) => return Err(Rejected::Missing),
             Err(e) => return Err(Rejected::Invalid(e.to_string())),
         };
-        let uid = rustix::process::getuid().as_raw();
-        if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
-            return Err(Rejected::Invalid(format!("{name} is not a regular file")));
-        }
-        if stat.st_uid != uid {
-            return Err(Rejected::Invalid(format!(
-                "{name} is owned by uid {}, not {uid}",
-                stat.st_uid
-            )));
-        }
-        if stat.st_mode & 0o022 != 0 {
-            return Err(Rejected::Invalid(format!(
-                "{name} is writable by others (mode {:o})",
-                stat.st_mode & 0o777
-            )));
+        if let Some(reason) = not_private(&stat) {
+            return Err(Rejected::Invalid(format!("{name} {reason}")));
         }
         if stat.st_size as u64 > MAX_ENTRY_BYTES {
             return Err(Rejected::Invalid(format!("{name} is too large")));
@@ -300,14 +287,27 @@ impl Identity {
     }
 }
 
+/// Why a cache file is not to be trusted: not a regular file, another user's, or writable by
+/// others; `None` for a private file of ours.
+fn not_private(stat: &rustix::fs::Stat) -> Option<String> {
+    let uid = rustix::process::getuid().as_raw();
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return Some("is not a regular file".to_owned());
+    }
+    if stat.st_uid != uid {
+        return Some(format!("is owned by uid {}, not {uid}", stat.st_uid));
+    }
+    if stat.st_mode & 0o022 != 0 {
+        return Some(format!("is writable by others (mode {:o})", stat.st_mode & 0o777));
+    }
+    None
+}
+
 /// The identity recorded in the stamp `name`, if it is a private file of ours that parses.
 fn read_stamp(dir: &Dir, name: &str) -> Option<Identity> {
     let (mut file, stat) = dir.open_file(name).ok()??;
-    let ours = rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::RegularFile
-        && stat.st_uid == rustix::process::getuid().as_raw()
-        && stat.st_mode & 0o022 == 0;
+    (not_private(&stat).is_none() && stat.st_size < 256).then_some(())?;
     let mut line = String::new();
-    (ours && stat.st_size < 256).then_some(())?;
     file.read_to_string(&mut line).ok()?;
     Identity::parse(&line)
 }
