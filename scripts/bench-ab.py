@@ -5,8 +5,9 @@ Usage: scripts/bench-ab.py BASE_DIR NEW_DIR [N]
   BASE_DIR and NEW_DIR each hold a `sublaunch` and a `sublaunch-shim` (release builds, e.g.
   copies of target/release from two commits).
 
-Each sample runs the base build and then the new one, so that the machine's drift (this VM's
-fsync latency moves by tens of percent within minutes) falls on both alike. Prints the medians
+Samples alternate base-new and new-base, so that the machine's drift (this VM's fsync latency
+moves by tens of percent within minutes) and any advantage of running second fall on both
+alike. Prints the medians
 and p90 of `run` (until committed) and `run --wait` (end to end) for each build, with the
 spawn + exit of /bin/true measured in the same rounds as the floor, and the CPU time per
 `run --wait` (user + system of the CLI and everything it reaps: the shim and the agent),
@@ -32,10 +33,12 @@ commands = {
 }
 
 
-def env_for(name):
+def env_for(name, root):
+    # The state roots are swapped between the builds sample by sample: where a directory lands
+    # on the disk (its inode group) alone moved one build's system time by 20 %.
     return dict(
         os.environ,
-        SUBLAUNCH_ROOT=os.path.join(scratch, name, "root"),
+        SUBLAUNCH_ROOT=os.path.join(scratch, f"root-{root}"),
         SUBLAUNCH_SHIM=os.path.join(builds[name], "sublaunch-shim"),
         SUBLAUNCH_CACHE_DIR=os.path.join(scratch, name, "cache"),
     )
@@ -63,22 +66,28 @@ def summary(values):
 
 
 try:
-    envs = {name: env_for(name) for name in builds}
+    envs = {(name, root): env_for(name, root) for name in builds for root in (0, 1)}
     for name, path in builds.items():
         # Warm the component cache, then let the entry age past the stamp's settle time.
-        run([os.path.join(path, "sublaunch")] + commands["run"], envs[name])
+        run([os.path.join(path, "sublaunch")] + commands["run"], envs[(name, 0)])
     time.sleep(2.5)
     times = {(name, label): [] for name in builds for label in commands}
     floor = []
     for label, args in commands.items():
         for name, path in builds.items():
-            for _ in range(3):
-                run([os.path.join(path, "sublaunch")] + args, envs[name])
-        for _ in range(samples):
+            for root in (0, 1):
+                run([os.path.join(path, "sublaunch")] + args, envs[(name, root)])
+        for sample in range(samples):
             floor.append(run(["/bin/true"]))
-            for name, path in builds.items():
+            # The order alternates: whichever build runs second in a pair was measured up to
+            # ~10 % faster (two runs of the same binary showed it), so neither may always be.
+            order = list(builds.items())
+            if sample % 2:
+                order.reverse()
+            for index, (name, path) in enumerate(order):
+                env = envs[(name, (sample // 2 + index) % 2)]
                 cpu_of = name if label == "run --wait" else None
-                times[(name, label)].append(run([os.path.join(path, "sublaunch")] + args, envs[name], cpu_of))
+                times[(name, label)].append(run([os.path.join(path, "sublaunch")] + args, env, cpu_of))
     floor_median = statistics.median(floor)
     print("| measurement | median | p90 | × floor |")
     print("|---|---|---|---|")

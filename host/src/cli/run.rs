@@ -126,8 +126,6 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch run: {message}");
         ExitCode::from(EXIT_USAGE)
     };
-    // The planner (engine and cached component) loads while the request's inputs are read.
-    let planner = PlannerLoad::start();
     // clap does not enforce `requires` on these two next to `required_unless_present`.
     if args.chain.is_none() && (args.concurrency.is_some() || args.fail_fast) {
         return usage("--concurrency and --fail-fast need --chain".to_owned());
@@ -196,6 +194,9 @@ pub fn run(args: Args) -> ExitCode {
         Ok(cwd) => cwd,
         Err(e) => return usage(format!("cannot read the working directory: {e}")),
     };
+    // The planner (engine and cached component) loads while settings and agents are read; the
+    // arguments were checked first, so a usage error never waits for a load.
+    let planner = PlannerLoad::start();
     let gathered = match Gathered::read(&cwd, args.models.as_deref(), &super::environment()) {
         Ok(gathered) => gathered,
         Err(e) => return usage(e.to_string()),
