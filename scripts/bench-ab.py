@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Interleaved A/B of two sublaunch builds, whole CLI processes.
 
-Usage: scripts/bench-ab.py BASE_DIR NEW_DIR [N]
+Usage: scripts/bench-ab.py [--own-roots] BASE_DIR NEW_DIR [N]
   BASE_DIR and NEW_DIR each hold a `sublaunch` and a `sublaunch-shim` (release builds, e.g.
   copies of target/release from two commits).
+  --own-roots: each build keeps its own two state roots instead of sharing two, for a change
+  that leaves a mark on the root (a directory flag) which the other build would then enjoy.
 
 Samples alternate base-new and new-base, so that the machine's drift (this VM's fsync latency
 moves by tens of percent within minutes) and any advantage of running second fall on both
@@ -22,10 +24,13 @@ import sys
 import tempfile
 import time
 
-if len(sys.argv) < 3:
+arguments = sys.argv[1:]
+own_roots = "--own-roots" in arguments
+arguments = [a for a in arguments if a != "--own-roots"]
+if len(arguments) < 2:
     sys.exit(__doc__)
-builds = {"base": sys.argv[1], "new": sys.argv[2]}
-samples = int(sys.argv[3]) if len(sys.argv) > 3 else 60
+builds = {"base": arguments[0], "new": arguments[1]}
+samples = int(arguments[2]) if len(arguments) > 2 else 60
 scratch = tempfile.mkdtemp(prefix="sublaunch-ab-")
 commands = {
     "run": ["run", "--agent", "shell", "--task", "true"],
@@ -38,7 +43,7 @@ def env_for(name, root):
     # on the disk (its inode group) alone moved one build's system time by 20 %.
     return dict(
         os.environ,
-        SUBLAUNCH_ROOT=os.path.join(scratch, f"root-{root}"),
+        SUBLAUNCH_ROOT=os.path.join(scratch, f"root-{name}-{root}" if own_roots else f"root-{root}"),
         SUBLAUNCH_SHIM=os.path.join(builds[name], "sublaunch-shim"),
         SUBLAUNCH_CACHE_DIR=os.path.join(scratch, name, "cache"),
     )

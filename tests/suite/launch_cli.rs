@@ -155,6 +155,35 @@ fn resume_revives_a_finished_run() {
     assert!(proof.get("canonicalSession").is_some(), "{proof}");
 }
 
+/// R6a through `resume`: the revival lease names the source run's plan record, so a second
+/// revival of a run whose first revival still runs is refused, and the first one ends normally.
+#[test]
+fn r6a_two_revivals_of_one_run_exclude_each_other() {
+    let scratch = Scratch::new("cli-resume-lease");
+    let hold = scratch.work().join("hold");
+    let task = "while test -e hold; do sleep 0.02; done";
+    let first = scratch
+        .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
+        .output()
+        .unwrap();
+    ok(&first);
+    let source = text(&first.stderr).lines().next().unwrap().to_owned();
+    std::fs::write(&hold, b"").unwrap();
+    let revival = scratch.cli(&["resume", &source, "--json"]).output().unwrap();
+    let json: Value = serde_json::from_str(ok(&revival).trim()).unwrap();
+    let revival_id = json["runId"].as_str().unwrap().to_owned();
+    let second = scratch.cli(&["resume", &source, "--json"]).output().unwrap();
+    assert!(!second.status.success(), "a second revival started");
+    let stderr = text(&second.stderr);
+    assert!(
+        stderr.contains(&format!("already owned by run '{revival_id}'")),
+        "{stderr}"
+    );
+    std::fs::remove_file(&hold).unwrap();
+    let waited = scratch.cli(&["wait", &revival_id]).output().unwrap();
+    assert!(waited.status.success(), "{}", text(&waited.stderr));
+}
+
 #[test]
 fn h9_descriptors_inherited_by_the_cli_do_not_reach_the_shim() {
     let scratch = Scratch::new("cli-h9");

@@ -1,6 +1,7 @@
 //! `sublaunch resume RUN_ID [--task TEXT [--step LABEL]] [--wait] [--json]`: revival. A new
-//! run holds the source's session lease (`revivalLease {sessionFile: <source>/session.json,
-//! runId: <new>, sourceRunId: RUN_ID}`) through the full handshake ready → ack →
+//! run holds the source's session lease (`revivalLease {sessionFile:
+//! <source>/launch-plan.json, runId: <new>, sourceRunId: RUN_ID}`: the source's plan record
+//! names the session, so two revivals of one run exclude each other) through the full handshake ready → ack →
 //! acknowledged → confirm → confirmed → proceed (K3). Without `--task` it re-runs the source
 //! run's steps; with `--task` it continues the agent conversation of the source's last step
 //! (or the task `--step` names) with that follow-up, through the agent's own mechanism
@@ -12,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::contract::{LaunchPlan, PlanStep};
-use sublaunch::launch::plan_record::read_plan_record;
+use sublaunch::launch::plan_record::{LAUNCH_PLAN_FILE, read_plan_record};
 use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::{Caller, Continuation, LaunchOptions, OnEnd, new_run_id};
 use sublaunch::runs::RunWatcher;
@@ -20,9 +21,6 @@ use sublaunch::runs::read_result;
 use sublaunch_protocol::config::RevivalLease;
 use sublaunch_protocol::doc::ReadDoc;
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-
-/// The session file a run leaves for revival (written by the shim at commit).
-pub const SESSION_FILE: &str = "session.json";
 
 /// Arguments of `sublaunch resume`.
 #[derive(clap::Args)]
@@ -67,11 +65,7 @@ pub fn run(args: Args) -> ExitCode {
         let why = "its launch plan is missing or unreadable";
         return fail("resume", format_args!("run '{source_id}' cannot be resumed: {why}"));
     };
-    let session_file = source.join(SESSION_FILE);
-    if !session_file.is_file() {
-        let why = format!("it has no session file ({})", session_file.display());
-        return fail("resume", format_args!("run '{source_id}' cannot be resumed: {why}"));
-    }
+    let session_file = source.join(LAUNCH_PLAN_FILE);
     wait_for_source_shim(&source);
     let (plan, continuation) = match &args.task {
         None => (record.plan.clone(), None),

@@ -9,7 +9,8 @@
 //! * os — [`os::Os`] bundles [`fs::Fs`], [`clock::Clock`], [`random::RandomSource`],
 //!   [`retry::Sleeper`] and the [`retry::RetryPolicy`];
 //! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
-//!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3);
+//!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3), [`placement`] (where the
+//!   filesystem puts the runs);
 //! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a),
 //!   [`hook`] (completion hooks: what runs when a run ends, and how it ended), [`capacity`]
@@ -36,6 +37,7 @@ pub mod layout;
 pub mod lease;
 pub mod lock;
 pub mod os;
+pub mod placement;
 pub mod procinfo;
 pub mod proof;
 pub mod results;

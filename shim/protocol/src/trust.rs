@@ -90,8 +90,11 @@ impl TrustedRoot {
         if let Some(reason) = judge(&stat, None) {
             return Err(untrusted(reason));
         }
+        crate::placement::spread_subdirectories(&root);
         let runs = trusted_child(&root, names::RUNS_DIR)?;
+        crate::placement::spread_subdirectories(&runs);
         let results = trusted_child(&root, names::RESULTS_DIR)?;
+        crate::placement::spread_subdirectories(&results);
         Ok(Self {
             layout: layout.clone(),
             root,
