@@ -135,6 +135,13 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         "one progress notification per run: {}",
         calls[3]
     );
+    let counted: Vec<(f64, f64)> = calls[3]["progress"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["progress"].as_f64().unwrap(), p["total"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(counted, [(1.0, 3.0), (2.0, 3.0), (3.0, 3.0)]);
     assert_eq!(answer(4)["answer"], "got first");
     assert_eq!(answer(4)["steps"][0]["output"], "first");
     let lines: Vec<&str> = answer(5)["lines"]

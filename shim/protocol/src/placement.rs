@@ -1,10 +1,10 @@
-//! Where the filesystem puts the runs. ext4 without a journal does not reuse an inode freed in
-//! the last minute or more: creating a file in a block group checks every such inode of the
-//! group, one buffer-cache lookup each. Replacing a document frees the old version's inode, so
-//! where run directories are packed into one group (ext4 places a subdirectory near its
-//! parent), every run's replacements and removals tax the next run's creations; with steady
-//! launches each creation costs up to a scan of the whole group (0.5–0.7 ms measured, against
-//! ~15 µs in a quiet group). Marking `<runs>` as the top of a directory hierarchy
+//! Where the filesystem puts the runs (H3 ⊕: the root, once trusted, is marked). ext4 without a
+//! journal does not reuse an inode freed in the last minute or more: creating a file in a block
+//! group checks every such inode of the group, one buffer-cache lookup each. Replacing a document
+//! frees the old version's inode, so where run directories are packed into one group (ext4 places a
+//! subdirectory near its parent), every run's replacements and removals tax the next run's
+//! creations; with steady launches each creation costs up to a scan of the whole group (0.5–0.7 ms
+//! measured, against ~15 µs in a quiet group). Marking `<runs>` as the top of a directory hierarchy
 //! (`FS_TOPDIR_FL`, `chattr +T`) has ext4's Orlov allocator spread its subdirectories over the
 //! block groups instead. The mark is a hint: filesystems without it refuse or ignore it, and
 //! nothing else changes.
