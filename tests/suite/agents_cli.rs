@@ -492,7 +492,7 @@ fn an_unprivileged_user_trusts_their_own_and_roots_agent_files_only() {
     // A copy the other user can reach whatever the permissions of the build tree's parents.
     let binary = scratch.path().join("bin/sublaunch");
     std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
-    std::fs::copy(sublaunch_tests::bin("sublaunch"), &binary).unwrap();
+    sublaunch_tests::launch_harness::copy_executable(&sublaunch_tests::bin("sublaunch"), &binary);
     let mut command = std::process::Command::new("setpriv");
     command
         .args([

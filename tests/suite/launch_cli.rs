@@ -333,7 +333,7 @@ fn a_sublaunch_binary_alone_launches_with_its_built_in_runner() {
     let scratch = Scratch::new("cli-alone");
     let alone = scratch.path().join("bin/sublaunch");
     std::fs::create_dir_all(alone.parent().unwrap()).unwrap();
-    std::fs::copy(sublaunch_tests::bin("sublaunch"), &alone).unwrap();
+    sublaunch_tests::launch_harness::copy_executable(&sublaunch_tests::bin("sublaunch"), &alone);
     let cache = scratch.path().join("cache");
     let run = |task: &str| {
         std::process::Command::new(&alone)

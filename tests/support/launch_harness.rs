@@ -121,7 +121,7 @@ impl Scratch {
         let bin = self.path.join("user-bin");
         std::fs::create_dir_all(&bin).expect("user bin");
         for name in ["sublaunch", "sublaunch-shim"] {
-            std::fs::copy(crate::bin(name), bin.join(name)).expect("copy a binary for the user");
+            copy_executable(&crate::bin(name), &bin.join(name));
         }
         let cache = self.path.join("user-cache");
         copy_tree(&cache_dir(), &cache);
@@ -206,6 +206,19 @@ fn copy_tree(from: &Path, to: &Path) {
             _ => {}
         }
     }
+}
+
+/// Copies an executable to `to` in a `cp` process of its own. A copy written by the test
+/// process itself holds a write descriptor that a child forked meanwhile by another test
+/// thread inherits until it execs; running the copy in that moment fails with `ETXTBSY`.
+pub fn copy_executable(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp")
+        .arg("--")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
+    assert!(status.success(), "cp {} {}", from.display(), to.display());
 }
 
 /// A planner artifact cache shared by every CLI run of the suites (compiling the planner

@@ -2,6 +2,11 @@
 //! the run directory, watch the shim's liveness (pid + start identity, X3) and reconcile when
 //! it died without an end record (S13). The file reads, the liveness probe and the locked
 //! reconciliation run on the blocking pool (X2).
+//!
+//! A terminal status is the first of the end records the shim writes (S12); the result and its
+//! indexes follow. A run counts as ended here only once they are durable too (A4) — the result
+//! is published, or the shim is gone — so that nobody is told a run ended whose result a power
+//! loss a moment later would take away.
 
 use super::status_of;
 use super::watch::RunWatcher;
@@ -82,9 +87,12 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
         };
     };
     if status.is_terminal() {
-        return Look {
-            terminal: Some(Box::new(status)),
-            shim: None,
+        return match still_recording(store, run, &status) {
+            None => Look {
+                terminal: Some(Box::new(status)),
+                shim: None,
+            },
+            shim => Look { terminal: None, shim },
         };
     }
     let shim = status.pid.map(|pid| (pid, status.pid_start_identity.clone()));
@@ -100,4 +108,32 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
         };
     }
     Look { terminal: None, shim }
+}
+
+/// The shim, while it still records the end its terminal status announced: `None` once the
+/// end records are durable. The shim publishes the result after the status, the indexes and
+/// the terminal-run entry (each durable when its write returns), renaming it into `<results>`
+/// and then fsyncing that directory; a waiter that sees the result fsyncs the directory itself
+/// rather than race that last fsync. A shim that is gone has nothing left to write (killed,
+/// its records are whatever S13 finds).
+fn still_recording(store: &RunStore, run: &Dir, status: &Status) -> Option<(u32, Option<String>)> {
+    let pid = status.pid?;
+    let identity = status.pid_start_identity.clone();
+    if SystemProcesses.liveness(pid, identity.as_deref()) != Liveness::Alive {
+        return None;
+    }
+    let run_id = status
+        .run_id
+        .clone()
+        .or_else(|| Some(run.path().file_name()?.to_str()?.to_owned()))?;
+    let results = store.root().results();
+    match results.stat(&format!("{run_id}.json")) {
+        Ok(Some(_)) => {
+            if let Err(e) = results.sync() {
+                log::warn!("cannot fsync {}: {e}", results.path().display());
+            }
+            None
+        }
+        Ok(None) | Err(_) => Some((pid, identity)),
+    }
 }

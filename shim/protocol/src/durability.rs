@@ -4,6 +4,14 @@
 //! the launch commit (the proceed file and the status written before it) and the end records
 //! (terminal status, process-terminal record, result payload and indexes). With
 //! `SUBLAUNCH_DURABILITY=strict` every write is durable.
+//!
+//! The candidate (`process-terminal-candidate.json`) is not an end record: only the host that
+//! watched the shim exit reads it, right after the exit, to write the proof (durably). A power
+//! loss ends that host too, and whoever looks at the run after the reboot writes the orphan
+//! proof (S13), `unknown` whatever the candidate says; a lost final candidate only turns the
+//! step proof of a step that never spawned from `not-started` into that `unknown` (the result
+//! still marks the step skipped). Its two fsyncs per run (four on a revival, with the lease
+//! acknowledgement) bought nothing more.
 
 use crate::atomic::Durability;
 
@@ -29,7 +37,8 @@ pub enum DocKind {
     StartupReport,
     /// The host's initial `process-terminal-candidate.json` (H14).
     InitialCandidate,
-    /// The shim's final candidate and the S5 zero-writer candidate: part of the end record.
+    /// The shim's final candidate and the S5 zero-writer candidate: read only by the host
+    /// that observed the exit, so outside the default durable class.
     FinalCandidate,
     /// The pending `process-terminal.json` (H14).
     PendingProof,
@@ -59,7 +68,6 @@ impl DocKind {
             Self::InitialStatus
                 | Self::Proceed
                 | Self::TerminalStatus
-                | Self::FinalCandidate
                 | Self::FinalProof
                 | Self::StartupFailureRecord
                 | Self::ResultPayload
@@ -134,6 +142,7 @@ mod tests {
         for kind in [
             DocKind::RunnerConfig,
             DocKind::InitialCandidate,
+            DocKind::FinalCandidate,
             DocKind::PendingProof,
             DocKind::HandshakeControl,
             DocKind::RunningStatus,
@@ -151,6 +160,7 @@ mod tests {
             Durability::Durable,
             "F12 runs in strict mode"
         );
+        assert_eq!(p.for_kind(DocKind::FinalCandidate), Durability::Durable);
         assert_eq!(p.for_kind(DocKind::Other), Durability::Durable);
     }
 }

@@ -251,11 +251,21 @@ pub fn repair_orphan(
     policy: DurabilityPolicy,
 ) -> io::Result<Option<OrphanOutcome>> {
     let _lock = StatusLock::acquire(run)?;
-    let Ok(ReadDoc::Present(stored)) = run.read_doc::<ProcessTerminal>(names::PROCESS_TERMINAL) else {
-        return Ok(None);
-    };
     let Ok(ReadDoc::Present(mut status)) = read_status(run) else {
         return Ok(None);
+    };
+    let mut warnings = Vec::new();
+    let mut unreadable = None;
+    let stored = match run.read_doc::<ProcessTerminal>(names::PROCESS_TERMINAL) {
+        Ok(ReadDoc::Present(stored)) => stored,
+        Ok(ReadDoc::Corrupt(corrupt)) => match proof_from_status(&status) {
+            Some(stored) => {
+                unreadable = Some(corrupt);
+                stored
+            }
+            None => return Ok(None),
+        },
+        Ok(ReadDoc::Absent) | Err(_) => return Ok(None),
     };
     let tail = stderr_tail(run);
     let (reason, failure) = match decide_orphan(&stored, &status, request, tail.as_deref()) {
@@ -264,9 +274,11 @@ pub fn repair_orphan(
         OrphanDecision::StaleRepair(message) => (Some(UnknownReason::StaleRepair), Some(message)),
         OrphanDecision::StaleStatus(message) => (None, Some(message)),
     };
-    let mut warnings = Vec::new();
     let proof = match reason {
         Some(reason) => {
+            if let Some(corrupt) = &unreadable {
+                preserve_corrupt_proof(run, corrupt, &mut warnings);
+            }
             let proof = ProcessTerminal::unknown(&stored.run_id, &stored.runner_process_instance_id, reason, None);
             run.write_doc(names::PROCESS_TERMINAL, &proof, policy.for_kind(DocKind::FinalProof))?;
             let candidate = run
@@ -303,4 +315,24 @@ pub fn repair_orphan(
         repaired,
         warnings,
     }))
+}
+
+/// The proof the status carries (S6: the host's initial status holds the pending proof, the
+/// overlay a final one), when it names a run: stands in for a proof file that is unreadable.
+/// The pending proof is written at launch without an fsync of its content, so after a power
+/// loss the file can hold zeros or nothing while its name survived the commit; without this
+/// the run whose runner the power loss killed would stay `running` forever.
+fn proof_from_status(status: &Status) -> Option<ProcessTerminal> {
+    let proof: ProcessTerminal = serde_json::from_value(status.process_terminal.clone()?).ok()?;
+    let names_this_run = status.run_id.as_deref().is_none_or(|id| id == proof.run_id);
+    (names_this_run && !proof.run_id.is_empty()).then_some(proof)
+}
+
+/// Keeps an unreadable proof's bytes as `process-terminal.json.corrupt-<epochMs>` before the
+/// repair replaces it (as the finalizer does, F35).
+fn preserve_corrupt_proof(run: &Dir, corrupt: &crate::doc::Corrupt, warnings: &mut Vec<String>) {
+    let name = names::corrupt_proof(run.os().clock.wall_ms());
+    if let Err(e) = run.write(&name, &corrupt.bytes, crate::atomic::Durability::Atomic) {
+        warnings.push(format!("Failed to preserve the invalid proof ({}): {e}", corrupt.error));
+    }
 }

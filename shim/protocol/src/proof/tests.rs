@@ -635,6 +635,120 @@ fn s13_stale_repair_of_a_running_run_quotes_the_stderr_tail() {
     assert!(!runs.join(".active-runs").join(RUN).exists());
 }
 
+/// A4 and S13 after a power loss: the pending proof is written at launch without an fsync of
+/// its content, while its name is made durable by the commit, so the reboot can leave
+/// `process-terminal.json` as zeros. The runner the power loss killed is repaired from the
+/// proof the status carries, the unreadable bytes are kept aside, and nothing is written while
+/// the runner lives.
+#[test]
+fn s13_a_proof_left_unreadable_by_a_power_loss_does_not_keep_a_dead_run_running() {
+    let (_tmp, runs, run) = run_dir(Os::system());
+    host_bookkeeping(&run);
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    index.mark(RUN, None).unwrap();
+    let zeros = vec![0_u8; 120];
+    run.write("process-terminal.json", &zeros, Durability::Atomic).unwrap();
+    let request = |oracle| OrphanRequest {
+        spawned_here: false,
+        oracle,
+        own_pid_namespace: None,
+    };
+    let alive = AliveOnly(vec![4242]);
+    assert!(
+        repair_orphan(&run, &request(&alive), Some(&index), DurabilityPolicy::standard())
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(run.read("process-terminal.json").unwrap().unwrap(), zeros);
+    assert!(names_in(run.path()).iter().all(|n| !n.contains(".corrupt-")));
+
+    let dead = AliveOnly(vec![]);
+    let outcome = repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
+        .unwrap()
+        .unwrap();
+    assert!(outcome.proof_written);
+    assert_eq!(outcome.proof.reason, Some(UnknownReason::StaleRepair));
+    assert_eq!(
+        read(&run, "process-terminal.json"),
+        json!({"version": 1, "state": "unknown", "runId": RUN, "runnerProcessInstanceId": RP, "reason": "stale-repair"})
+    );
+    let status = read(&run, "status.json");
+    assert_eq!(status["state"], "failed");
+    assert_eq!(status["processTerminal"]["reason"], "stale-repair");
+    assert!(!runs.join(".active-runs").join(RUN).exists(), "marker released");
+    let kept: Vec<String> = names_in(run.path())
+        .into_iter()
+        .filter(|n| n.starts_with("process-terminal.json.corrupt-"))
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(run.read(&kept[0]).unwrap().unwrap(), zeros);
+    assert_eq!(event_types(&run), vec!["subagent.run.process_terminal"]);
+}
+
+/// After a power loss, a run that had ended (its terminal status durable) with nobody left to
+/// finalize it: the pending proof and the final candidate (neither fsynced) are zeros. The
+/// repair writes the orphan proof and keeps the run's end as recorded.
+#[test]
+fn s13_an_ended_run_whose_proof_and_candidate_a_power_loss_emptied_keeps_its_end() {
+    let (_tmp, runs, run) = run_dir(Os::system());
+    host_bookkeeping(&run);
+    let mut status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
+    status.mark_terminal(RunState::Complete, 9_000, None);
+    run.write_doc("status.json", &status, Durability::Durable).unwrap();
+    run.write("process-terminal.json", &[0; 64], Durability::Atomic)
+        .unwrap();
+    run.write("process-terminal-candidate.json", &[0; 200], Durability::Atomic)
+        .unwrap();
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    let dead = AliveOnly(vec![]);
+    let request = OrphanRequest {
+        spawned_here: false,
+        oracle: &dead,
+        own_pid_namespace: None,
+    };
+    let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
+        .unwrap()
+        .unwrap();
+    assert!(outcome.repaired.is_none(), "an ended run is not failed");
+    assert_eq!(outcome.proof.reason, Some(UnknownReason::ObserverUnavailable));
+    let status = read(&run, "status.json");
+    assert_eq!(status["state"], "complete");
+    assert_eq!(status["endedAt"], 9_000);
+    assert_eq!(status["processTerminal"]["reason"], "observer-unavailable");
+    assert_eq!(status["steps"][0]["processTerminal"]["reason"], "observer-unavailable");
+}
+
+fn names_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect()
+}
+
+/// The proof in the status stands in only for its own run.
+#[test]
+fn s13_an_unreadable_proof_with_a_status_naming_another_run_is_left_alone() {
+    let (_tmp, runs, run) = run_dir(Os::system());
+    host_bookkeeping(&run);
+    let mut status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
+    status.process_terminal = Some(ProcessTerminal::pending("another-run", RP).to_value());
+    run.write_doc("status.json", &status, Durability::Atomic).unwrap();
+    run.write("process-terminal.json", b"", Durability::Atomic).unwrap();
+    let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
+    let dead = AliveOnly(vec![]);
+    let request = OrphanRequest {
+        spawned_here: false,
+        oracle: &dead,
+        own_pid_namespace: None,
+    };
+    assert!(
+        repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(read(&run, "status.json")["state"], "running");
+}
+
 #[test]
 fn s13_no_action_for_live_own_or_foreign_namespace_runners() {
     let (_tmp, _runs, run) = run_dir(Os::system());
