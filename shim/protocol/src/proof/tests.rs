@@ -583,11 +583,7 @@ fn f33_s13_dead_runner_of_a_terminal_run_gets_observer_unavailable_once() {
     .unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     let dead = FixedOracle(Liveness::Dead);
-    let request = OrphanRequest {
-        spawned_here: false,
-        oracle: &dead,
-        own_pid_namespace: None,
-    };
+    let request = lister(&dead);
     let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
         .unwrap()
         .unwrap();
@@ -617,11 +613,7 @@ fn s13_stale_repair_of_a_running_run_quotes_the_stderr_tail() {
     let stderr: String = (0..40).map(|i| format!("line {i}\n")).collect();
     std::fs::write(run.join("runner.stderr.log"), stderr).unwrap();
     let dead = FixedOracle(Liveness::Dead);
-    let request = OrphanRequest {
-        spawned_here: false,
-        oracle: &dead,
-        own_pid_namespace: None,
-    };
+    let request = lister(&dead);
     let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
         .unwrap()
         .unwrap();
@@ -648,24 +640,13 @@ fn s13_a_proof_left_unreadable_by_a_power_loss_does_not_keep_a_dead_run_running(
     index.mark(RUN, None).unwrap();
     let zeros = vec![0_u8; 120];
     run.write("process-terminal.json", &zeros, Durability::Atomic).unwrap();
-    let request = |oracle| OrphanRequest {
-        spawned_here: false,
-        oracle,
-        own_pid_namespace: None,
-    };
     let alive = AliveOnly(vec![4242]);
-    assert!(
-        repair_orphan(&run, &request(&alive), Some(&index), DurabilityPolicy::standard())
-            .unwrap()
-            .is_none()
-    );
+    assert!(repair_seen_by(&run, &index, &alive).is_none());
     assert_eq!(run.read("process-terminal.json").unwrap().unwrap(), zeros);
     assert!(names_in(run.path()).iter().all(|n| !n.contains(".corrupt-")));
 
     let dead = AliveOnly(vec![]);
-    let outcome = repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
-        .unwrap()
-        .unwrap();
+    let outcome = repair_seen_by(&run, &index, &dead).unwrap();
     assert!(outcome.proof_written);
     assert_eq!(outcome.proof.reason, Some(UnknownReason::StaleRepair));
     assert_eq!(
@@ -701,11 +682,7 @@ fn s13_an_ended_run_whose_proof_and_candidate_a_power_loss_emptied_keeps_its_end
         .unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     let dead = AliveOnly(vec![]);
-    let request = OrphanRequest {
-        spawned_here: false,
-        oracle: &dead,
-        own_pid_namespace: None,
-    };
+    let request = lister(&dead);
     let outcome = repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
         .unwrap()
         .unwrap();
@@ -736,11 +713,7 @@ fn s13_an_unreadable_proof_with_a_status_naming_another_run_is_left_alone() {
     run.write("process-terminal.json", b"", Durability::Atomic).unwrap();
     let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
     let dead = AliveOnly(vec![]);
-    let request = OrphanRequest {
-        spawned_here: false,
-        oracle: &dead,
-        own_pid_namespace: None,
-    };
+    let request = lister(&dead);
     assert!(
         repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
             .unwrap()
@@ -797,6 +770,20 @@ impl ProcessOracle for AliveOnly {
     }
 }
 
+/// A lister in another process, with `oracle` judging liveness.
+fn lister(oracle: &dyn ProcessOracle) -> OrphanRequest<'_> {
+    OrphanRequest {
+        spawned_here: false,
+        oracle,
+        own_pid_namespace: None,
+    }
+}
+
+/// S13 as such a lister runs it.
+fn repair_seen_by(run: &Dir, index: &ActiveRunIndex, oracle: &dyn ProcessOracle) -> Option<OrphanOutcome> {
+    repair_orphan(run, &lister(oracle), Some(index), DurabilityPolicy::standard()).unwrap()
+}
+
 fn with_launch_host(mut status: Status, host: u32) -> Status {
     status.extra.insert(crate::status::LAUNCH_HOST_PID.into(), json!(host));
     status
@@ -809,19 +796,14 @@ fn s13_a_live_launching_host_keeps_the_proof_and_a_dead_one_does_not() {
     let status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
     let status = with_launch_host(status, 777);
     let pending = ProcessTerminal::pending(RUN, RP);
-    let request = |oracle| OrphanRequest {
-        spawned_here: false,
-        oracle,
-        own_pid_namespace: None,
-    };
     let host_alive = AliveOnly(vec![777]);
     assert_eq!(
-        decide_orphan(&pending, &status, &request(&host_alive), None),
+        decide_orphan(&pending, &status, &lister(&host_alive), None),
         OrphanDecision::NotOrphan("the launching host observes the runner")
     );
     let all_dead = AliveOnly(vec![]);
     assert!(matches!(
-        decide_orphan(&pending, &status, &request(&all_dead), None),
+        decide_orphan(&pending, &status, &lister(&all_dead), None),
         OrphanDecision::StaleRepair(_)
     ));
 }
@@ -835,21 +817,10 @@ fn a_final_proof_with_an_active_status_and_a_dead_runner_fails_the_run_and_keeps
     let proof = ProcessTerminal::unknown(RUN, RP, UnknownReason::WriterCloseUnverified, None);
     run.write_doc("process-terminal.json", &proof, Durability::Atomic)
         .unwrap();
-    let request = |oracle| OrphanRequest {
-        spawned_here: false,
-        oracle,
-        own_pid_namespace: None,
-    };
     let alive = AliveOnly(vec![4242]);
-    assert!(
-        repair_orphan(&run, &request(&alive), Some(&index), DurabilityPolicy::standard())
-            .unwrap()
-            .is_none()
-    );
+    assert!(repair_seen_by(&run, &index, &alive).is_none());
     let dead = AliveOnly(vec![]);
-    let outcome = repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
-        .unwrap()
-        .unwrap();
+    let outcome = repair_seen_by(&run, &index, &dead).unwrap();
     assert!(!outcome.proof_written);
     assert_eq!(outcome.proof, proof);
     assert_eq!(
@@ -867,9 +838,7 @@ fn a_final_proof_with_an_active_status_and_a_dead_runner_fails_the_run_and_keeps
     );
     assert!(!runs.join(".active-runs").join(RUN).exists(), "marker released");
     assert!(
-        repair_orphan(&run, &request(&dead), Some(&index), DurabilityPolicy::standard())
-            .unwrap()
-            .is_none(),
+        repair_seen_by(&run, &index, &dead).is_none(),
         "a failed run with a final proof is left alone"
     );
 }
