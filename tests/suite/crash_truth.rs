@@ -252,37 +252,47 @@ fn s13_listers_never_pre_empt_the_proof_of_a_live_launching_host() {
     assert!(proofs.is_empty(), "every proof is the launching host's: {proofs:#?}");
 }
 
-/// A4 and S12 from a waiter's side: the terminal status is the first end record the shim
+/// A4 and S12 from an observer's side: the terminal status is the first end record the shim
 /// writes, the result comes after it. `wait` (and the MCP server's wait, which shares it)
 /// reports the end only once the result is published and durable, never in between, where a
-/// power loss would take back the result of a run the user was told had ended. The shim is
-/// held between the two by a fault, with listers running.
+/// power loss would take back the result of a run the user was told had ended; `status
+/// --json` of a run seen in between gives its result too. Each run's shim is held between the
+/// two by a fault, with listers running.
 #[test]
 fn a4_wait_reports_an_end_only_once_its_result_is_recorded() {
     let scratch = Scratch::new("crash-wait-records");
     scratch.create_root();
     let observers = Observers::start(&scratch, 2);
-    let launched = scratch
-        .cli(&["run", "--agent", "shell", "--task", "true"])
-        .env(
-            sublaunch_tests::launch_harness::SHIM_FAULT_ENV,
-            "before-result:sleep:2000",
-        )
-        .output()
-        .unwrap();
-    assert!(launched.status.success(), "{}", text(&launched.stderr));
-    let run_id = text(&launched.stdout).trim().to_owned();
-    let run = scratch.run_dir(&run_id);
-    let result = scratch.results().join(format!("{run_id}.json"));
-    wait_for("the terminal status", Duration::from_secs(20), || {
-        status(&run).filter(|s| s["state"] == "complete")
-    });
-    assert!(!result.exists(), "the shim is held before the result");
-    let waited = scratch.cli(&["wait", &run_id]).output().unwrap();
-    assert!(waited.status.success(), "{}", text(&waited.stderr));
-    assert!(text(&waited.stdout).contains("complete"), "{}", text(&waited.stdout));
-    assert!(result.exists(), "wait returned before the result was published");
-    let index = scratch.results().join(format!("result-index/runs/{run_id}.json"));
-    assert!(index.exists(), "and its index");
+    for command in [&["wait"][..], &["status", "--json"][..]] {
+        let launched = scratch
+            .cli(&["run", "--agent", "shell", "--task", "echo done"])
+            .env(
+                sublaunch_tests::launch_harness::SHIM_FAULT_ENV,
+                "before-result:sleep:2000",
+            )
+            .output()
+            .unwrap();
+        assert!(launched.status.success(), "{}", text(&launched.stderr));
+        let run_id = text(&launched.stdout).trim().to_owned();
+        let run = scratch.run_dir(&run_id);
+        let result = scratch.results().join(format!("{run_id}.json"));
+        wait_for("the terminal status", Duration::from_secs(20), || {
+            status(&run).filter(|s| s["state"] == "complete")
+        });
+        assert!(!result.exists(), "the shim is held before the result");
+        let mut args = vec![command[0], run_id.as_str()];
+        args.extend_from_slice(&command[1..]);
+        let said = scratch.cli(&args).output().unwrap();
+        assert!(said.status.success(), "{}", text(&said.stderr));
+        let said = text(&said.stdout);
+        assert!(said.contains("complete"), "{command:?}: {said}");
+        assert!(result.exists(), "{command:?} returned before the result was published");
+        let index = scratch.results().join(format!("result-index/runs/{run_id}.json"));
+        assert!(index.exists(), "and its index");
+        if command[0] == "status" {
+            let json: Value = serde_json::from_str(&said).unwrap();
+            assert_eq!(json["result"]["answer"], "done", "{json:#}");
+        }
+    }
     assert!(observers.finish() > 0);
 }

@@ -6,6 +6,9 @@
 use super::runs::say;
 use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
 use std::process::ExitCode;
+use sublaunch::runs::{AnswerError, RunStore, read_result, settled_result};
+use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::results::ResultPayload;
 use sublaunch_protocol::status::RunState;
 
 /// Arguments of `sublaunch status`.
@@ -35,9 +38,7 @@ pub fn run(args: Args) -> ExitCode {
         return match raw_status(&run) {
             Ok(mut value) => {
                 // An ended run's answer, so one call tells a script both.
-                if let (Some(object), Ok(payload)) =
-                    (value.as_object_mut(), sublaunch::runs::read_result(&store, &run_id))
-                {
+                if let (Some(object), Some(payload)) = (value.as_object_mut(), ended_result(&store, &run_id, &run)) {
                     object.insert("result".into(), sublaunch::runs::answer_json(&payload));
                 }
                 if let (Some(object), Some(place)) = (value.as_object_mut(), place) {
@@ -61,5 +62,17 @@ pub fn run(args: Args) -> ExitCode {
             let why = super::runs::status_problem(&run);
             fail("status", format_args!("run '{run_id}': {why}"))
         }
+    }
+}
+
+/// The result of an ended run. The shim publishes it just after the terminal status, so a run
+/// seen in between is given the moment it takes (an async runtime only then).
+fn ended_result(store: &RunStore, run_id: &str, run: &Dir) -> Option<ResultPayload> {
+    match read_result(store, run_id) {
+        Err(AnswerError::NotYet(_)) if status_of(run).is_some_and(|s| s.is_terminal()) => {
+            let runtime = super::runs::async_runtime("status").ok()?;
+            runtime.block_on(settled_result(store, run_id, run)).ok()
+        }
+        read => read.ok(),
     }
 }

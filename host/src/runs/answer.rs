@@ -73,7 +73,7 @@ pub async fn settled_result(store: &RunStore, run_id: &str, run: &Dir) -> Result
         let writer = status
             .as_ref()
             .filter(|s| s.is_terminal())
-            .and_then(|s| Some((s.pid?, s.pid_start_identity.clone())))
+            .and_then(super::shim_of)
             .filter(|(pid, identity)| SystemProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
         let Some((pid, identity)) = writer else {
             // A last look: the shim may have published and exited since the first.

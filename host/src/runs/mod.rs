@@ -28,3 +28,8 @@ use sublaunch_protocol::status::{Status, read_status};
 pub fn status_of(run: &Dir) -> Option<Status> {
     read_status(run).ok().and_then(ReadDoc::present)
 }
+
+/// The shim a status names: its pid and start identity (X3).
+pub(crate) fn shim_of(status: &Status) -> Option<(u32, Option<String>)> {
+    Some((status.pid?, status.pid_start_identity.clone()))
+}

@@ -8,8 +8,8 @@
 //! is published, or the shim is gone — so that nobody is told a run ended whose result a power
 //! loss a moment later would take away.
 
-use super::status_of;
 use super::watch::RunWatcher;
+use super::{shim_of, status_of};
 use crate::launch::reconcile::RunStore;
 use crate::launch::tokio;
 use std::sync::Arc;
@@ -95,7 +95,7 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
             shim => Look { terminal: None, shim },
         };
     }
-    let shim = status.pid.map(|pid| (pid, status.pid_start_identity.clone()));
+    let shim = shim_of(&status);
     let dead = match &shim {
         Some((pid, identity)) => SystemProcesses.liveness(*pid, identity.as_deref()) == Liveness::Dead,
         None => true,
@@ -115,10 +115,10 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
 /// the terminal-run entry (each durable when its write returns), renaming it into `<results>`
 /// and then fsyncing that directory; a waiter that sees the result fsyncs the directory itself
 /// rather than race that last fsync. A shim that is gone has nothing left to write (killed,
-/// its records are whatever S13 finds).
+/// its records are whatever S13 finds); one whose life cannot be judged is not waited for,
+/// since nothing would end that wait when its result never comes.
 fn still_recording(store: &RunStore, run: &Dir, status: &Status) -> Option<(u32, Option<String>)> {
-    let pid = status.pid?;
-    let identity = status.pid_start_identity.clone();
+    let (pid, identity) = shim_of(status)?;
     if SystemProcesses.liveness(pid, identity.as_deref()) != Liveness::Alive {
         return None;
     }

@@ -257,7 +257,15 @@ impl Server {
         };
         self.state.store.reconcile_run(&run);
         let status = sublaunch::runs::status_of(&run);
-        answer(&self.state.describe(&id, &run, status.as_ref()))
+        let mut summary = self.state.describe(&id, &run, status.as_ref());
+        // The shim publishes the result just after the terminal status.
+        if summary.get("result").is_none()
+            && status.as_ref().is_some_and(Status::is_terminal)
+            && let Ok(payload) = settled_result(&self.state.store, &id, &run).await
+        {
+            summary["result"] = answer_json(&payload);
+        }
+        answer(&summary)
     }
 
     /// Lists runs.
