@@ -260,6 +260,12 @@ fn six_launchers_that_exit_at_once_share_two_slots_in_arrival_order() {
         "{human}"
     );
 
+    // The observer sees the cap reached while the first two hold their slots, so that its
+    // "never more than two" below is not the verdict of samples that all fell between runs.
+    wait_for("list to show the two running runs", LIMIT, || {
+        (peaks.lock().unwrap().0 == 2).then_some(())
+    });
+
     // Releasing the oldest running run lets exactly the next arrival start, each time.
     for (i, id) in order.iter().enumerate() {
         gates[id].open();
