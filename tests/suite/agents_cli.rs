@@ -19,7 +19,7 @@ struct Project {
 impl Project {
     fn new(name: &str) -> Self {
         let project = Self {
-            scratch: Scratch::new(name),
+            scratch: Scratch::trusting(name),
         };
         project.scratch.init_repo();
         std::fs::create_dir_all(project.cwd()).unwrap();
@@ -303,7 +303,7 @@ const PWN_SHELL: &str =
 
 #[test]
 fn a_shared_directory_above_the_project_is_never_searched() {
-    let scratch = Scratch::new("agents-shared-parent");
+    let scratch = Scratch::trusting("agents-shared-parent");
     // A sticky, world-writable directory (as /tmp is) in which another user planted an agent
     // for everybody working below it.
     let shared = scratch.work().join("shared");
@@ -493,24 +493,29 @@ fn an_unprivileged_user_trusts_their_own_and_roots_agent_files_only() {
     let binary = scratch.path().join("bin/sublaunch");
     std::fs::create_dir_all(binary.parent().unwrap()).unwrap();
     sublaunch_tests::launch_harness::copy_executable(&sublaunch_tests::bin("sublaunch"), &binary);
-    let mut command = std::process::Command::new("setpriv");
-    command
-        .args([
-            format!("--reuid={OTHER_UID}"),
-            format!("--regid={OTHER_UID}"),
-            "--clear-groups".to_owned(),
-            "--".to_owned(),
-        ])
-        .arg(&binary)
-        .args(["agents", "--json"])
-        .current_dir(&repo)
-        .env_clear()
-        .envs([
-            ("PATH", "/usr/bin:/bin".to_owned()),
-            ("HOME", home.to_string_lossy().into_owned()),
-            ("SUBLAUNCH_ROOT", home.join("state").to_string_lossy().into_owned()),
-        ]);
-    let output = command.output().unwrap();
+    let as_user = |args: &[&str]| {
+        let mut command = std::process::Command::new("setpriv");
+        command
+            .args([
+                format!("--reuid={OTHER_UID}"),
+                format!("--regid={OTHER_UID}"),
+                "--clear-groups".to_owned(),
+                "--".to_owned(),
+            ])
+            .arg(&binary)
+            .args(args)
+            .current_dir(&repo)
+            .env_clear()
+            .envs([
+                ("PATH", "/usr/bin:/bin".to_owned()),
+                ("HOME", home.to_string_lossy().into_owned()),
+                ("SUBLAUNCH_ROOT", home.join("state").to_string_lossy().into_owned()),
+            ]);
+        command.output().unwrap()
+    };
+    // The user trusts their own repository (the ownership checks below apply all the same).
+    ok(&as_user(&["trust"]));
+    let output = as_user(&["agents", "--json"]);
     let list: Value = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
     let list = list.as_array().unwrap();

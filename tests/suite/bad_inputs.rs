@@ -192,7 +192,7 @@ fn e1_damaged_agent_settings_and_chain_files_are_named_and_never_hang_or_panic()
     let seed = seed();
     eprintln!("bad configuration files: seed {seed} (replay with SUBLAUNCH_BAD_INPUT_SEED={seed})");
     let mut rng = Rng(seed);
-    let scratch = Scratch::new("bad-config-files");
+    let scratch = Scratch::trusting("bad-config-files");
     assert!(
         Command::new("git")
             .args(["init", "-q"])

@@ -430,7 +430,7 @@ fn a_launch_that_fails_before_commit_leaves_no_ticket() {
 
 #[test]
 fn bad_caps_are_refused_naming_where_they_come_from() {
-    let scratch = Scratch::new("capacity-bad");
+    let scratch = Scratch::trusting("capacity-bad");
     for value in ["0", "two", "-1", "1.5"] {
         let out = capped(&scratch, value, &["run", "--agent", "shell", "--task", "echo hi"])
             .output()

@@ -490,7 +490,7 @@ fn a_value_the_environment_cannot_carry_fails_the_step_clearly() {
 
 #[test]
 fn a_command_runner_gets_each_value_as_one_argument_and_shell_templates_get_references() {
-    let scratch = Scratch::new("command-hostile");
+    let scratch = Scratch::trusting("command-hostile");
     scratch.init_repo();
     write(
         &scratch.work().join(".sublaunch/agents/argv.md"),

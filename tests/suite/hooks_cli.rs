@@ -324,7 +324,7 @@ fn the_settings_hook_applies_and_an_empty_flag_turns_it_off() {
 
 #[test]
 fn a_trusted_project_settings_hook_runs_and_says_where_it_comes_from() {
-    let scratch = Scratch::new("hook-project");
+    let scratch = Scratch::trusting("hook-project");
     let work = scratch.init_repo();
     let hook = recording_hook(&scratch);
     let settings = settings(
@@ -350,7 +350,7 @@ fn a_trusted_project_settings_hook_runs_and_says_where_it_comes_from() {
 
 #[test]
 fn an_untrusted_project_settings_file_names_no_hook() {
-    let scratch = Scratch::new("hook-untrusted");
+    let scratch = Scratch::trusting("hook-untrusted");
     let work = scratch.init_repo();
     let hook = recording_hook(&scratch);
     let settings = settings(

@@ -28,7 +28,7 @@ fn refused(scratch: &Scratch, args: &[&str], code: i32) -> String {
 
 #[test]
 fn malformed_budgets_are_refused_naming_the_file_and_the_field() {
-    let scratch = Scratch::new("limits-bad");
+    let scratch = Scratch::trusting("limits-bad");
     let chain = |name: &str, body: &str| write(&scratch.path().join(name), body).to_string_lossy().into_owned();
     let file = chain(
         "tools.json",

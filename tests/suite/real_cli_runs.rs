@@ -37,7 +37,7 @@ impl World {
     pub(crate) fn with_pi_api(name: &str, api: PiApi) -> World {
         real_agents::require_installed();
         let server = ModelServer::shared();
-        let scratch = Scratch::new(name);
+        let scratch = Scratch::trusting(name);
         scratch.init_repo();
         let (claude, codex, pi) = (
             server.scope(&format!("{name}-claude")),

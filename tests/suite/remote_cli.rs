@@ -28,7 +28,7 @@ impl Remote {
     }
 
     fn with(name: &str, options: &SshdOptions, trust_host_key: bool) -> Self {
-        let scratch = Scratch::new(name);
+        let scratch = Scratch::trusting(name);
         let server = Sshd::start_with(options);
         server.client_home(&scratch.path().join("home"), ALIAS, trust_host_key);
         executable(

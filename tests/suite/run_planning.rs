@@ -71,7 +71,15 @@ impl Sandbox {
         command
     }
 
+    /// Runs `sublaunch` after trusting the project as it is (the user of these tests trusts
+    /// their project; trust itself is tested in `trust_cli`).
     fn run(&self, args: &[&str], env: &[(&str, &Path)]) -> Output {
+        let mut trust = self.sublaunch(&["trust"]);
+        for (key, value) in env {
+            trust.env(key, value);
+        }
+        // A project with broken files cannot be trusted; the command reports them itself.
+        let _ = trust.output().unwrap();
         let mut command = self.sublaunch(args);
         for (key, value) in env {
             command.env(key, value);
@@ -307,6 +315,9 @@ fn the_machine_root_comes_from_settings_with_pi_settings_as_fallback() {
 fn malformed_settings_are_an_error_naming_the_file() {
     let sandbox = Sandbox::new();
     let project = sandbox.dir.path().join("work/project/.sublaunch/settings.json");
+    // Trusted while it was whole, then broken.
+    sandbox.write(&project, "{}");
+    assert!(sandbox.run(&["agents"], &[]).status.success());
     sandbox.write(&project, r#"{"subagents": {"machines": }"#);
     let output = sandbox.run(&["run", "--dry-run", "--agent", "shell", "--task", "true"], &[]);
     assert_eq!(output.status.code(), Some(2));

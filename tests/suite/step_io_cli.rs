@@ -11,7 +11,7 @@ use sublaunch_tests::launch_harness::{Scratch, names_in};
 /// A project whose `echo` agent answers with the prompt it was given (a `command` runner,
 /// which gets its task in `{task}`, as every prompt-taking agent does).
 fn project(name: &str) -> Scratch {
-    let scratch = Scratch::new(name);
+    let scratch = Scratch::trusting(name);
     scratch.init_repo();
     write(
         &scratch.work().join(".sublaunch/agents/echo.md"),

@@ -17,7 +17,7 @@ const LIMIT: Duration = Duration::from_secs(60);
 
 /// A scratch whose `work/` is a repository with one commit: `README` and `pkg/lib.txt`.
 fn repository(name: &str) -> Scratch {
-    let scratch = Scratch::new(name);
+    let scratch = Scratch::trusting(name);
     let work = scratch.init_repo();
     write(&work.join("README"), "hello\n");
     write(&work.join("pkg/lib.txt"), "lib\n");

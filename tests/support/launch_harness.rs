@@ -29,6 +29,8 @@ static NEXT: AtomicUsize = AtomicUsize::new(0);
 #[derive(Debug)]
 pub struct Scratch {
     path: PathBuf,
+    /// Whether the user this scratch plays trusts the work directory's project.
+    trusting: bool,
 }
 
 impl Scratch {
@@ -43,7 +45,42 @@ impl Scratch {
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
         std::fs::create_dir_all(path.join("work")).expect("scratch directory");
-        Self { path }
+        Self { path, trusting: false }
+    }
+
+    /// A scratch whose user trusts the project of `work/` and approves its programs as they
+    /// are at each command (`sublaunch trust` runs before every [`Scratch::cli`]): for suites
+    /// about what project configuration does once trusted, not about trust itself.
+    pub fn trusting(name: &str) -> Self {
+        let mut scratch = Self::new(name);
+        scratch.trusting = true;
+        scratch
+    }
+
+    /// Trusts the project of `work/` as it is now, through the CLI.
+    pub fn trust_work(&self) {
+        let output = self.trust_output();
+        assert!(
+            output.status.success(),
+            "sublaunch trust failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+
+    /// [`Scratch::trust_work`] before a command of a trusting scratch: a project whose files
+    /// are broken cannot be trusted, and the command that follows reports them itself.
+    fn trust_quietly(&self) {
+        let _ = self.trust_output();
+    }
+
+    fn trust_output(&self) -> std::process::Output {
+        Command::new(crate::bin("sublaunch"))
+            .args(["trust", "--json"])
+            .current_dir(self.work())
+            .env_clear()
+            .envs(self.cli_env())
+            .output()
+            .expect("sublaunch trust")
     }
 
     /// The scratch directory.
@@ -101,6 +138,9 @@ impl Scratch {
     /// The `sublaunch` CLI with a clean test environment: this root, the test-parent monitor,
     /// a shared planner cache, the work directory as cwd.
     pub fn cli(&self, args: &[&str]) -> Command {
+        if self.trusting {
+            self.trust_quietly();
+        }
         let mut command = Command::new(crate::bin("sublaunch"));
         command
             .args(args)
@@ -117,6 +157,9 @@ impl Scratch {
     pub fn cli_unprivileged(&self, args: &[&str]) -> Command {
         if !running_as_root() {
             return self.cli(args);
+        }
+        if self.trusting {
+            self.trust_quietly();
         }
         let bin = self.path.join("user-bin");
         std::fs::create_dir_all(&bin).expect("user bin");

@@ -30,7 +30,10 @@ pub fn run(args: Args) -> ExitCode {
             return ExitCode::from(super::EXIT_USAGE);
         }
     };
-    let catalog = discover(&cwd, &super::environment());
+    let env = super::environment();
+    let project = sublaunch::inputs::project::Project::open(&cwd, &env);
+    let catalog = discover(&project, &env);
+    super::print_notices("agents", project.ignored().iter().chain(&catalog.ignored));
     let rows = rows(&catalog, args.all);
     if args.json {
         let list: Vec<Value> = rows

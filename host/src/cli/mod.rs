@@ -19,6 +19,7 @@ mod runs;
 mod status;
 mod stop;
 mod terminal_text;
+mod trust;
 mod wait;
 mod worktrees;
 
@@ -70,6 +71,9 @@ enum Command {
     Worktrees(worktrees::Args),
     /// Serve the run tools over the Model Context Protocol on stdin/stdout, for coding agents.
     Mcp(mcp::Args),
+    /// Trust a project's own configuration (.sublaunch/, .pi/) and approve the programs it
+    /// runs; --list the trusted projects; --revoke one.
+    Trust(trust::Args),
 }
 
 impl Cli {
@@ -92,6 +96,7 @@ impl Cli {
             Command::Mcp(args) => mcp::run(args),
             Command::Prune(args) => prune::run(args),
             Command::Worktrees(args) => worktrees::run(args),
+            Command::Trust(args) => trust::run(args),
         }
     }
 }
@@ -120,6 +125,18 @@ impl log::Log for StderrLogger {
     }
 
     fn flush(&self) {}
+}
+
+/// Prints each notice once on stderr as `sublaunch <command>: note: …`, made safe for a
+/// terminal (file names come from repositories).
+pub fn print_notices<T: std::fmt::Display>(command: &str, notices: impl IntoIterator<Item = T>) {
+    let mut seen = std::collections::BTreeSet::new();
+    for notice in notices {
+        let text = notice.to_string();
+        if seen.insert(text.clone()) {
+            eprintln!("sublaunch {command}: note: {}", terminal_text::for_terminal(&text));
+        }
+    }
 }
 
 /// The process environment: the CLI is the one part of sublaunch that reads it; the library

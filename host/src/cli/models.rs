@@ -43,7 +43,9 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage(format!("cannot read the working directory: {e}")),
     };
     let env = super::environment();
-    let registry = match Registry::load(&cwd, args.models.as_deref(), &env) {
+    let project = sublaunch::inputs::project::Project::open(&cwd, &env);
+    super::print_notices("models", &project.ignored());
+    let registry = match Registry::load(&cwd, &project, args.models.as_deref(), &env) {
         Ok(registry) => registry,
         Err(e) => return usage(format!("{e:#}")),
     };
@@ -57,7 +59,7 @@ pub fn run(args: Args) -> ExitCode {
             thinking,
             provider,
         }) => {
-            let settings = match Settings::load(&cwd, &env) {
+            let settings = match Settings::load(&project, &env) {
                 Ok(settings) => settings,
                 Err(e) => return usage(format!("{e:#}")),
             };

@@ -35,7 +35,10 @@ pub fn run(args: Args) -> ExitCode {
     };
     if args.with_registry && request.available_models.is_none() {
         let cwd = std::path::Path::new(&request.cwd);
-        match sublaunch::inputs::registry::Registry::load(cwd, args.models.as_deref(), &super::environment()) {
+        let env = super::environment();
+        let project = sublaunch::inputs::project::Project::open(cwd, &env);
+        super::print_notices("plan", &project.ignored());
+        match sublaunch::inputs::registry::Registry::load(cwd, &project, args.models.as_deref(), &env) {
             Ok(registry) => {
                 for warning in &registry.warnings {
                     eprintln!("sublaunch plan: warning: {warning}");

@@ -80,9 +80,10 @@ pub fn run(args: Args) -> ExitCode {
     let agent = plan.steps.first().map_or("run", |s| s.agent.as_str());
     let run_id = new_run_id(agent);
     let environment = super::environment();
+    let project = sublaunch::inputs::project::Project::open(Path::new(&record.cwd), &environment);
     let max_active = match super::capacity::max_active(&environment).and_then(|cap| match cap {
         Some(cap) => Ok(Some(cap)),
-        None => sublaunch::inputs::settings::Settings::load(Path::new(&record.cwd), &environment)
+        None => sublaunch::inputs::settings::Settings::load(&project, &environment)
             .map_err(|e| format!("{e:#}"))?
             .max_active(),
     }) {
@@ -106,7 +107,11 @@ pub fn run(args: Args) -> ExitCode {
         run_id: Some(run_id.clone()),
         cwd: Some(PathBuf::from(&record.cwd)),
         // The agents as they are defined now, seen from the run's directory.
-        agents: sublaunch::inputs::agents::discover(Path::new(&record.cwd), &environment).agents,
+        agents: {
+            let catalog = sublaunch::inputs::agents::discover(&project, &environment);
+            super::print_notices("resume", project.ignored().iter().chain(&catalog.ignored));
+            catalog.agents
+        },
         caller: Caller {
             session_id: Some(CLI_SESSION_ID.into()),
             revival_lease: Some(RevivalLease {

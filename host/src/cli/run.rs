@@ -202,8 +202,12 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage(e.to_string()),
     };
     for warning in gathered.warnings() {
-        eprintln!("sublaunch run: warning: {warning}");
+        eprintln!(
+            "sublaunch run: warning: {}",
+            super::terminal_text::for_terminal(&warning)
+        );
     }
+    super::print_notices("run", gathered.ignored());
     let planner = match planner.finish() {
         Ok(planner) => planner,
         Err(error) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),

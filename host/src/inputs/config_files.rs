@@ -183,33 +183,28 @@ pub fn read<T: DeserializeOwned>(file: &Path) -> anyhow::Result<Option<T>> {
     }
 }
 
-/// The nearest `<dir>/<relative>` file, walking up from `start` to its [`walk_boundary`].
-pub fn nearest(start: &Path, home: Option<&Path>, relative: &str) -> Option<PathBuf> {
-    let boundary = walk_boundary(start, home);
-    for dir in start.ancestors() {
-        let candidate = dir.join(relative);
-        if candidate.is_file() {
-            return Some(candidate);
-        }
-        if dir == boundary {
-            break;
-        }
-    }
-    None
-}
-
-/// Where an upward search for project files from `start` ends: the nearest directory
-/// holding `.git` (a repository or worktree root), else `home` when `start` is inside it,
-/// else `start` itself. Files in directories shared with other users above a project (such
-/// as `/tmp`) are never picked up.
+/// Where an upward search for project files from `start` ends: the nearest repository root
+/// ([`repository_root`]), else `home` when `start` is inside it, else `start` itself. Files in
+/// directories shared with other users above a project (such as `/tmp`) are never picked up.
 pub fn walk_boundary<'a>(start: &'a Path, home: Option<&Path>) -> &'a Path {
-    if let Some(root) = start.ancestors().find(|dir| dir.join(".git").exists()) {
+    if let Some(root) = repository_root(start) {
         return root;
     }
     match home {
         Some(home) if start.starts_with(home) => start.ancestors().find(|dir| *dir == home).unwrap_or(start),
         _ => start,
     }
+}
+
+/// The nearest directory at or above `start` holding a `.git` (a repository or worktree root)
+/// that counts: the `.git` and the directory holding it belong to the user or root. Anyone
+/// who can write a shared directory (`/tmp`) could plant a `.git` there to widen other users'
+/// searches up to it, so another user's `.git` is passed over.
+pub fn repository_root(start: &Path) -> Option<&Path> {
+    use std::os::unix::fs::MetadataExt as _;
+    let me = rustix::process::geteuid().as_raw();
+    let ours = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|meta| meta.uid() == me || meta.uid() == 0);
+    start.ancestors().find(|dir| ours(&dir.join(".git")) && ours(dir))
 }
 
 #[cfg(test)]
@@ -278,9 +273,5 @@ mod tests {
         let outside = tmp.path().join("shared/work");
         std::fs::create_dir_all(&outside).unwrap();
         assert_eq!(walk_boundary(&outside, Some(&home)), outside);
-        std::fs::create_dir_all(tmp.path().join("shared/.sublaunch")).unwrap();
-        std::fs::write(tmp.path().join("shared/.sublaunch/settings.json"), "{}").unwrap();
-        assert_eq!(nearest(&outside, Some(&home), ".sublaunch/settings.json"), None);
-        assert!(nearest(&tmp.path().join("shared"), Some(&home), ".sublaunch/settings.json").is_some());
     }
 }

@@ -3,10 +3,12 @@
 //! reader ([`config_files`]).
 
 pub mod agents;
+pub mod approval;
 pub mod chain;
 pub mod config_files;
 pub mod deadline;
 pub mod herdr;
 pub mod pi_catalog;
+pub mod project;
 pub mod registry;
 pub mod settings;

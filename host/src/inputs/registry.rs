@@ -9,7 +9,7 @@
 //!    catalogs and the user's custom pi models, read from that installation (and cached) by
 //!    [`pi_catalog`], so sublaunch accepts what that pi accepts;
 //! 3. the user's `~/.config/sublaunch/models.json`;
-//! 4. the project's nearest `.sublaunch/models.json`;
+//! 4. the project's nearest `.sublaunch/models.json`, in a trusted project;
 //! 5. `--models FILE`.
 //!
 //! Each layer either extends the ones below it — its entries come first, so on a duplicate
@@ -83,7 +83,12 @@ impl Registry {
     /// The registry in effect for `cwd`, with `extra` (`--models FILE`) on top. pi is looked
     /// up on `env`'s `PATH` (relative entries against `cwd`); its agent directory and
     /// sublaunch's cache directory come from `env` too.
-    pub fn load(cwd: &Path, extra: Option<&Path>, env: &crate::Environment) -> anyhow::Result<Self> {
+    pub fn load(
+        cwd: &Path,
+        project: &crate::inputs::project::Project,
+        extra: Option<&Path>,
+        env: &crate::Environment,
+    ) -> anyhow::Result<Self> {
         let pi = crate::inputs::agents::locate_program("pi", cwd, env.var("PATH")).ok();
         let agent_dir = env.pi_agent_dir();
         let cache_dir = env.cache_dir();
@@ -92,12 +97,12 @@ impl Registry {
             agent_dir: agent_dir.as_deref(),
             cache_dir: cache_dir.as_deref(),
         });
-        Self::load_with(cwd, extra, env, pi.as_ref())
+        Self::load_with(project, extra, env, pi.as_ref())
     }
 
     /// [`Registry::load`] with pi's layer read from `pi` (`None`: no pi layer).
     pub fn load_with(
-        cwd: &Path,
+        project: &crate::inputs::project::Project,
         extra: Option<&Path>,
         env: &crate::Environment,
         pi: Option<&PiSource<'_>>,
@@ -128,7 +133,7 @@ impl Registry {
         if let Some(dir) = env.config_dir() {
             files.push(dir.join("models.json"));
         }
-        if let Some(project) = config_files::nearest(cwd, env.home().as_deref(), ".sublaunch/models.json")
+        if let Some(project) = project.entry(".sublaunch/models.json")
             && !files.contains(&project)
         {
             files.push(project);

@@ -4,9 +4,12 @@
 //! sublaunch reads `~/.config/sublaunch/settings.json` (user) and the nearest
 //! `.sublaunch/settings.json` above the working directory (project). So that pi users keep
 //! their setup, pi's `~/.pi/agent/settings.json` (or `$PI_CODING_AGENT_DIR/settings.json`)
-//! and the nearest `.pi/settings.json` are read in their place when ours are absent.
+//! and the nearest `.pi/settings.json` are read in their place when ours are absent. Project
+//! settings count only in a trusted project, and their completion hook only once approved
+//! ([`crate::inputs::project`]).
 
 use crate::inputs::config_files;
+use crate::inputs::project::{Ignored, ProgramItem, Project};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -26,24 +29,30 @@ pub struct Settings {
     pub user: Option<SettingsFile>,
     /// Project settings (omitted when it is the same file as the user settings).
     pub project: Option<SettingsFile>,
+    /// The project they were read for, which decides whether its hook may run.
+    pub from: Option<Project>,
 }
 
 impl Settings {
-    /// Reads the settings for `cwd`. A malformed file is an error naming the file.
-    pub fn load(cwd: &Path, env: &crate::Environment) -> anyhow::Result<Self> {
+    /// Reads the user's settings and, when `project` is trusted, the project's. A malformed
+    /// file is an error naming the file.
+    pub fn load(project: &Project, env: &crate::Environment) -> anyhow::Result<Self> {
         let user = first_present(&user_candidates(env))?;
-        let home = env.home();
         let project_paths: Vec<PathBuf> = [".sublaunch/settings.json", ".pi/settings.json"]
             .into_iter()
-            .filter_map(|relative| config_files::nearest(cwd, home.as_deref(), relative))
+            .filter_map(|relative| project.entry(relative))
             .collect();
-        let mut project = first_present(&project_paths)?;
-        if let (Some(u), Some(p)) = (&user, &project)
+        let mut project_file = first_present(&project_paths)?;
+        if let (Some(u), Some(p)) = (&user, &project_file)
             && same_file(&u.path, &p.path)
         {
-            project = None;
+            project_file = None;
         }
-        Ok(Self { user, project })
+        Ok(Self {
+            user,
+            project: project_file,
+            from: Some(project.clone()),
+        })
     }
 
     /// The ceiling configured for every agent (`subagents.maxThinking`), when set.
@@ -65,7 +74,8 @@ impl Settings {
     /// `subagents.onEndTimeoutSeconds`). A hook names a command that runs as you, so it is
     /// taken only from a settings file that is trusted like an agent file (README "Which files
     /// are trusted"): the file and its directory belong to you or root and nobody else can
-    /// write them. The keys of any other file are left out, each with a warning in
+    /// write them; a project's hook also only once the user approved that command (`sublaunch
+    /// trust`). The keys of any other file are left out, each with a warning in
     /// [`OnEndSettings::ignored`]. A value of the wrong type is an error naming the file.
     pub fn on_end(&self) -> Result<OnEndSettings, String> {
         let mut settings = OnEndSettings::default();
@@ -86,33 +96,56 @@ impl Settings {
                 ));
                 continue;
             }
-            if let Some(command) = command
-                && settings.command.is_none()
-            {
-                let text = command.as_str().ok_or_else(|| {
+            let command = match command {
+                Some(command) => Some(command.as_str().ok_or_else(|| {
                     format!(
                         "{}: subagents.onEnd must be a string (a shell command)",
                         file.path.display()
                     )
-                })?;
-                settings.command = Some(text.to_owned());
+                })?),
+                None => None,
+            };
+            let timeout_ms = match timeout {
+                Some(timeout) => {
+                    let max = sublaunch_protocol::hook::MAX_TIMEOUT_MS / 1000;
+                    let seconds = timeout
+                        .as_f64()
+                        .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
+                        .ok_or_else(|| {
+                            format!(
+                                "{}: subagents.onEndTimeoutSeconds must be a number of seconds above 0 and at most {max}",
+                                file.path.display()
+                            )
+                        })?;
+                    Some(((seconds * 1000.0).ceil() as u64).max(1))
+                }
+                None => None,
+            };
+            if project && let Some(command) = command.filter(|c| !c.trim().is_empty()) {
+                let item = ProgramItem::completion_hook(&file.path, command, timeout_ms);
+                let approved = match &self.from {
+                    Some(from) => from.check(&item),
+                    None => Ok(()),
+                };
+                match approved {
+                    Ok(()) => settings.program = Some(item),
+                    Err(ignored) => {
+                        settings.unapproved = Some(ignored);
+                        continue;
+                    }
+                }
+            }
+            if let Some(command) = command
+                && settings.command.is_none()
+            {
+                settings.command = Some(command.to_owned());
                 settings.source = Some(file.path.clone());
                 settings.from_project = project;
             }
-            if let Some(timeout) = timeout
+            if let Some(timeout_ms) = timeout_ms
                 && settings.timeout_ms.is_none()
             {
-                let max = sublaunch_protocol::hook::MAX_TIMEOUT_MS / 1000;
-                let seconds = timeout
-                    .as_f64()
-                    .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
-                    .ok_or_else(|| {
-                        format!(
-                            "{}: subagents.onEndTimeoutSeconds must be a number of seconds above 0 and at most {max}",
-                            file.path.display()
-                        )
-                    })?;
-                settings.timeout_ms = Some(((seconds * 1000.0).ceil() as u64).max(1));
+                settings.timeout_ms = Some(timeout_ms);
             }
         }
         Ok(settings)
@@ -212,6 +245,10 @@ pub struct OnEndSettings {
     pub timeout_ms: Option<u64>,
     /// Warnings: the hooks of untrusted files, left out.
     pub ignored: Vec<String>,
+    /// The project's hook, left out because the user has not approved it.
+    pub unapproved: Option<Ignored>,
+    /// The project's hook as approved (what `sublaunch trust` records).
+    pub program: Option<ProgramItem>,
 }
 
 /// Whether a settings file may name a command: it and its directory pass the agent-file

@@ -277,6 +277,7 @@ pub(crate) struct ConfigInputs<'a> {
     pub max_active: Option<std::num::NonZeroU32>,
     pub usage_budget: Option<sublaunch_contract::UsageBudget>,
     pub checkpoint_before_deadline_ms: Option<u64>,
+    pub project_config: sublaunch_protocol::config::ProjectConfig,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -310,6 +311,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         max_active: inputs.max_active.map(std::num::NonZeroU32::get),
         usage_budget: inputs.usage_budget,
         checkpoint_before_deadline_ms: inputs.checkpoint_before_deadline_ms,
+        project_config: inputs.project_config,
     }
 }
 

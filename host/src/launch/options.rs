@@ -203,6 +203,9 @@ pub struct LaunchOptions {
     /// How the managed worktrees of steps that ask for one are made (the base commit, a
     /// clean-repository requirement, where they go, which steps share the one before).
     pub worktrees: crate::worktrees::WorktreeOptions,
+    /// Whether the agents may load their own configuration from the project (set from the
+    /// user's trust in it by [`crate::runs::start::prepare`]).
+    pub project_config: sublaunch_protocol::config::ProjectConfig,
 }
 
 impl Default for LaunchOptions {
@@ -228,6 +231,7 @@ impl Default for LaunchOptions {
             on_end: None,
             max_active: None,
             worktrees: crate::worktrees::WorktreeOptions::default(),
+            project_config: sublaunch_protocol::config::ProjectConfig::default(),
         }
     }
 }

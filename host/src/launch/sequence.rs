@@ -146,6 +146,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         max_active: options.max_active,
         usage_budget: plan.usage_budget.clone(),
         checkpoint_before_deadline_ms: plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
+        project_config: options.project_config,
     });
     let record = PlanRecord {
         version: 1,

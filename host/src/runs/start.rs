@@ -9,6 +9,8 @@ use crate::engine::planner::Planner;
 use crate::inputs::agents::AdapterId;
 use crate::inputs::agents::{Catalog, discover};
 use crate::inputs::chain::ChainFile;
+use crate::inputs::project::lineage::LINEAGE_VAR;
+use crate::inputs::project::{Ignored, ProgramItem, Project};
 use crate::inputs::registry::Registry;
 use crate::inputs::settings::Settings;
 use crate::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
@@ -17,6 +19,7 @@ use crate::request::{self, Inputs, RunSpec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest, Step};
+use sublaunch_protocol::config::ProjectConfig;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -144,6 +147,10 @@ impl RunRequest {
 pub struct Gathered {
     inputs: Inputs,
     catalog: Catalog,
+    /// The project of the working directory and the user's trust in it.
+    project: Project,
+    /// The project's pi extensions, left out because the user has not approved them.
+    pi_extensions: Option<Ignored>,
     /// The registry file on top of the configured ones.
     models: Option<PathBuf>,
 }
@@ -152,17 +159,23 @@ impl Gathered {
     /// The agents and settings of `cwd`; `models` is a registry file on top of the configured
     /// ones, read with them only for a plan that picks models.
     pub fn read(cwd: &Path, models: Option<&Path>, env: &Environment) -> Result<Self, StartError> {
-        let catalog = discover(cwd, env);
+        let project = Project::open(cwd, env);
+        let catalog = discover(&project, env);
         let inputs = Inputs {
             registry: Registry::default(),
-            settings: Settings::load(cwd, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
+            settings: Settings::load(&project, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
             env: env.clone(),
             agents: catalog.agents.clone(),
             cwd: cwd.to_owned(),
         };
+        let pi_extensions = project
+            .entry(".pi/extensions")
+            .and_then(|dir| project.check(&ProgramItem::pi_extensions(&dir)).err());
         Ok(Self {
             inputs,
             catalog,
+            project,
+            pi_extensions,
             models: models.map(Path::to_owned),
         })
     }
@@ -197,8 +210,13 @@ impl Gathered {
                         .any(|task| task.model.is_some() || task.thinking.is_some() || planned(Some(&task.agent)))
             });
         if needed {
-            self.inputs.registry = Registry::load(&self.inputs.cwd, self.models.as_deref(), &self.inputs.env)
-                .map_err(|e| StartError::Invalid(format!("{e:#}")))?;
+            self.inputs.registry = Registry::load(
+                &self.inputs.cwd,
+                &self.project,
+                self.models.as_deref(),
+                &self.inputs.env,
+            )
+            .map_err(|e| StartError::Invalid(format!("{e:#}")))?;
         }
         Ok(())
     }
@@ -213,6 +231,32 @@ impl Gathered {
             .map(ToString::to_string)
             .chain(hooks)
             .collect()
+    }
+
+    /// Project configuration left out because the project is not trusted or a program in it
+    /// is not approved: each says which file, and the command that trusts it.
+    pub fn ignored(&self) -> Vec<Ignored> {
+        let hook = self.inputs.settings.on_end().ok().and_then(|s| s.unapproved);
+        let mut ignored = self.project.ignored();
+        ignored.extend(self.catalog.ignored.iter().cloned());
+        ignored.extend(hook);
+        ignored.extend(self.pi_extensions.iter().cloned());
+        ignored
+    }
+
+    /// Whether the agents may load their own configuration from the project: only when the
+    /// user trusts it and approved its pi extensions as they are.
+    pub fn project_config(&self) -> ProjectConfig {
+        if self.project.is_trusted() && self.pi_extensions.is_none() {
+            ProjectConfig::Load
+        } else {
+            ProjectConfig::Ignore
+        }
+    }
+
+    /// The project the configuration was read for.
+    pub fn project(&self) -> &Project {
+        &self.project
     }
 }
 
@@ -246,7 +290,13 @@ pub enum StartError {
 pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner) -> Result<Prepared, StartError> {
     let mut gathered = gathered;
     gathered.load_registry_for(&request)?;
-    let Gathered { inputs, catalog, .. } = gathered;
+    let project_config = gathered.project_config();
+    let Gathered {
+        inputs,
+        catalog,
+        project,
+        ..
+    } = gathered;
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
     let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
@@ -300,6 +350,9 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         on_end,
         max_active,
         worktrees: worktree_options,
+        // The run's agents trust at most what this launch did.
+        env: vec![(LINEAGE_VAR.into(), project.lineage().to_var().into())],
+        project_config,
         ..LaunchOptions::default()
     };
     Ok(Prepared {

@@ -197,6 +197,34 @@ pub struct RunnerConfig {
     pub usage_budget: Option<UsageBudget>,
     /// How long before the deadline the agents are asked to wrap up.
     pub checkpoint_before_deadline_ms: Option<u64>,
+    /// Whether the agents may load the configuration of the project they run in (their own
+    /// project settings, extensions and hooks), as the user's project trust decided.
+    #[serde(default, skip_serializing_if = "ProjectConfig::is_agents_own")]
+    pub project_config: ProjectConfig,
+}
+
+/// Whether agents load their own configuration from the project they run in (pi's `.pi/`
+/// settings and extensions, Claude Code's project settings and hooks), as the user's trust
+/// in the project decided. A cloned repository's configuration can run programs inside the
+/// agent, so an untrusted project's is refused to the agent as it is to sublaunch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProjectConfig {
+    /// Nobody decided (a library caller that did not say): each agent's own rules apply.
+    #[default]
+    AgentsOwn,
+    /// The user trusts the project and approved its programs: the agents load it.
+    Load,
+    /// The project is not trusted, or a program in it is not approved: the agents do not
+    /// load it.
+    Ignore,
+}
+
+impl ProjectConfig {
+    /// Whether this is [`ProjectConfig::AgentsOwn`] (left out of the file).
+    pub fn is_agents_own(&self) -> bool {
+        *self == Self::AgentsOwn
+    }
 }
 
 /// A configuration error; its text is the R2 message (`Invalid runner configuration: …`).

@@ -60,6 +60,12 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     }
     push_option(&mut argv, "--json-schema", native_schema(input).map(|s| s.to_string()));
     push_option(&mut argv, "--resume", input.resume());
+    // Claude Code skips its folder-trust question in print mode, so a cloned repository's
+    // `.claude/` settings (hooks among them) would run: in a project the user does not trust,
+    // only the user's own settings are read.
+    if input.live.project_config == sublaunch_protocol::config::ProjectConfig::Ignore {
+        push_option(&mut argv, "--setting-sources", Some("user"));
+    }
     // Claude Code keeps a dollar limit itself, stopping before the call that would cross it.
     push_option(
         &mut argv,

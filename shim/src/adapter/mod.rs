@@ -76,6 +76,8 @@ pub struct LiveOptions {
     /// The agent takes messages while it runs (pi's RPC mode, Claude Code's streamed input),
     /// so that it can be asked to wrap up before the deadline.
     pub streamed_input: bool,
+    /// Whether the agent may load its own configuration from the project it runs in.
+    pub project_config: sublaunch_protocol::config::ProjectConfig,
 }
 
 /// What a stdout line is, for the supervisor.

@@ -25,6 +25,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, AgentCommand, Extracted, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::path::PathBuf;
+use sublaunch_protocol::config::ProjectConfig;
 use sublaunch_protocol::usage::Usage;
 
 /// `pi-sessions-<n>`: where pi keeps step `n`'s conversation, so a resume can continue it.
@@ -64,6 +65,13 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
         push_option(&mut argv, "--append-system-prompt", Some(path));
     }
     push_resources(&mut argv, input.step);
+    // pi keeps its own trust in projects; sublaunch's decision for this run overrides it both
+    // ways: what the user trusted and approved is loaded, an untrusted project's `.pi/` is not.
+    match input.live.project_config {
+        ProjectConfig::Load => argv.push("--approve".into()),
+        ProjectConfig::Ignore => argv.push("--no-approve".into()),
+        ProjectConfig::AgentsOwn => {}
+    }
     if streamed {
         // RPC mode takes no files or messages on its command line: the task (its reads named
         // in it) is the first command, and a checkpoint is steered in later.

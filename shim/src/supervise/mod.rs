@@ -215,6 +215,7 @@ impl Supervisor {
         let live = adapter::LiveOptions {
             cost_cap_usd: self.cost_cap(ctx, &step),
             streamed_input: self.checkpoint.is_some() && step.placement.is_none() && takes_input(adapter),
+            project_config: ctx.cfg.project_config,
         };
         // pi reads its files as arguments (outside its RPC mode); every other agent is told
         // which to read.

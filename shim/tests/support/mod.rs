@@ -225,6 +225,7 @@ impl Root {
             max_active: None,
             usage_budget: None,
             checkpoint_before_deadline_ms: None,
+            project_config: Default::default(),
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

@@ -180,7 +180,8 @@ impl Server {
             Ok(gathered) => gathered,
             Err(e) => return refuse(e),
         };
-        let warnings = gathered.warnings();
+        let mut warnings = gathered.warnings();
+        warnings.extend(gathered.ignored().iter().map(ToString::to_string));
         let prepared = match prepare(request, gathered, &state.planner).await {
             Ok(prepared) => prepared,
             Err(StartError::Plan(error)) => return refuse(format!("{} ({})", error.message, error.code.as_str())),
@@ -377,7 +378,14 @@ impl Server {
     )]
     async fn agents(&self, Parameters(params): Parameters<AgentsParams>) -> ToolResult {
         let dir = self.state.local_dir(params.cwd.as_deref(), None);
-        let catalog = sublaunch::inputs::agents::discover(&dir, &self.state.env);
+        let project = sublaunch::inputs::project::Project::open(&dir, &self.state.env);
+        let catalog = sublaunch::inputs::agents::discover(&project, &self.state.env);
+        let ignored = project
+            .ignored()
+            .iter()
+            .chain(&catalog.ignored)
+            .map(ToString::to_string)
+            .collect::<Vec<_>>();
         let agents: Vec<Value> = catalog
             .agents
             .iter()
@@ -386,6 +394,7 @@ impl Server {
         answer(&json!({
             "agents": agents,
             "warnings": catalog.untrusted.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            "notes": ignored,
             "notLoaded": catalog.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
         }))
     }
@@ -395,10 +404,12 @@ impl Server {
         description = "Models the planner knows (provider/id, context window, reasoning, where the entry comes from); query filters by text."
     )]
     async fn models(&self, Parameters(params): Parameters<ModelsParams>) -> ToolResult {
-        let registry = match sublaunch::inputs::registry::Registry::load(&self.state.cwd, None, &self.state.env) {
-            Ok(registry) => registry,
-            Err(e) => return refuse(format!("{e:#}")),
-        };
+        let project = sublaunch::inputs::project::Project::open(&self.state.cwd, &self.state.env);
+        let registry =
+            match sublaunch::inputs::registry::Registry::load(&self.state.cwd, &project, None, &self.state.env) {
+                Ok(registry) => registry,
+                Err(e) => return refuse(format!("{e:#}")),
+            };
         let query = params.query.as_deref().map(str::to_lowercase);
         let matching: Vec<Value> = registry
             .entries
@@ -420,6 +431,7 @@ impl Server {
         answer(&json!({
             "total": matching.len(),
             "models": matching.into_iter().take(limit).collect::<Vec<_>>(),
+            "notes": project.ignored().iter().map(ToString::to_string).collect::<Vec<_>>(),
         }))
     }
 }

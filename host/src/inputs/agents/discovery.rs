@@ -3,13 +3,18 @@
 //! Project locations are looked for from the working directory up to the repository root
 //! (the nearest directory holding `.git`), else up to `$HOME`, else in the working directory
 //! alone: a `.sublaunch/agents` in a shared directory above a project is never picked up.
-//! Every location and file must pass [`super::trust`]; one that fails is left out and
-//! reported in [`Catalog::untrusted`].
+//! They count only in a project the user trusts ([`crate::inputs::project`]), and a project
+//! agent that runs a program of its own choosing, or takes the name of a built-in or user
+//! agent, only once the user approved its file's exact content; what is left out is reported
+//! in [`Catalog::ignored`]. Every location and file must also pass [`super::trust`]; one that
+//! fails is left out and reported in [`Catalog::untrusted`].
 
 use super::trust::{self, Untrusted};
-use super::{AgentDef, AgentSource, Scope, builtins, parse_agent_file};
+use super::{AdapterId, AgentDef, AgentSource, Scope, builtins, parse_agent_file};
 use crate::environment::Environment;
 use crate::inputs::config_files::FileError;
+use crate::inputs::project::store::ProgramKind;
+use crate::inputs::project::{Ignored, ProgramItem, Project};
 use std::path::{Path, PathBuf};
 
 /// Every agent known for a working directory.
@@ -23,6 +28,13 @@ pub struct Catalog {
     pub problems: Vec<FileError>,
     /// Locations and files left out because someone else could have written them.
     pub untrusted: Vec<Untrusted>,
+    /// Project agents left out because the project is not trusted or their program is not
+    /// approved.
+    pub ignored: Vec<Ignored>,
+    /// The project agents that run programs, as approved (what `sublaunch trust` records).
+    pub programs: Vec<ProgramItem>,
+    /// The SHA-256 of each project agent file as it was parsed.
+    digests: Vec<(PathBuf, String)>,
 }
 
 impl Catalog {
@@ -71,22 +83,33 @@ impl Catalog {
     }
 }
 
+/// Whether an agent's runner starts a program its file chose (not a built-in adapter's own).
+fn runs_own_program(agent: &AgentDef) -> bool {
+    agent.runner.command.is_some()
+        || matches!(
+            agent.runner.adapter,
+            AdapterId::Command | AdapterId::GenericCli | AdapterId::ExternalJob
+        )
+}
+
+fn is_project(agent: &AgentDef) -> bool {
+    matches!(&agent.source, AgentSource::File { scope, .. } if matches!(scope, Scope::Project | Scope::PiProject))
+}
+
 fn stem_is(path: &Path, name: &str) -> bool {
     path.file_stem().is_some_and(|s| s == name)
 }
 
-/// The discovery locations for `cwd`, nearest first.
-pub fn locations(cwd: &Path, env: &Environment) -> Vec<(PathBuf, Scope)> {
-    let home = env.home();
-    let home = home.as_deref();
+/// The discovery locations for `project`, nearest first (its own only when trusted).
+pub fn locations(project: &Project, env: &Environment) -> Vec<(PathBuf, Scope)> {
     let mut locations = Vec::new();
-    if let Some(dir) = nearest_dir(cwd, home, ".sublaunch/agents") {
+    if let Some(dir) = project.entry(".sublaunch/agents") {
         locations.push((dir, Scope::Project));
     }
     if let Some(config) = env.config_dir() {
         locations.push((config.join("agents"), Scope::User));
     }
-    if let Some(dir) = nearest_dir(cwd, home, ".pi/agents") {
+    if let Some(dir) = project.entry(".pi/agents") {
         locations.push((dir, Scope::PiProject));
     }
     if let Some(pi) = env.pi_agent_dir() {
@@ -95,9 +118,12 @@ pub fn locations(cwd: &Path, env: &Environment) -> Vec<(PathBuf, Scope)> {
     locations
 }
 
-/// The agents for `cwd`: files from [`locations`], then the built-ins.
-pub fn discover(cwd: &Path, env: &Environment) -> Catalog {
-    discover_in(&locations(cwd, env))
+/// The agents for `project`: files from [`locations`], then the built-ins; project agents
+/// that run programs only when approved.
+pub fn discover(project: &Project, env: &Environment) -> Catalog {
+    let mut catalog = discover_in(&locations(project, env));
+    catalog.gate_programs(project);
+    catalog
 }
 
 /// The agents from these locations (nearest first), then the built-ins.
@@ -128,7 +154,13 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
             };
             let parsed = crate::inputs::config_files::read_text(&path)
                 .map_err(|problem| FileError::new(&path, None, problem.problem))
-                .and_then(|text| parse_agent_file(&path, &text, source));
+                .and_then(|text| {
+                    if matches!(scope, Scope::Project | Scope::PiProject) {
+                        let digest = sublaunch_protocol::atomic::sha256_hex(text.as_bytes());
+                        catalog.digests.push((path.clone(), digest));
+                    }
+                    parse_agent_file(&path, &text, source)
+                });
             match parsed {
                 Ok(agent) => catalog.add(agent),
                 Err(problem) => catalog.problems.push(problem),
@@ -160,6 +192,58 @@ fn trusted_location(dir: &Path, scope: Scope, untrusted: &mut Vec<Untrusted>) ->
 }
 
 impl Catalog {
+    /// Leaves out each project agent that runs a program of its own choosing or takes the name
+    /// of a built-in or user agent, unless `project` approves its file's content: the
+    /// definition it hides (if any) is in effect instead, and the notice goes to
+    /// [`Catalog::ignored`].
+    fn gate_programs(&mut self, project: &Project) {
+        let mut index = 0;
+        while index < self.agents.len() {
+            let agent = &self.agents[index];
+            let AgentSource::File { path, scope } = &agent.source else {
+                index += 1;
+                continue;
+            };
+            if !matches!(scope, Scope::Project | Scope::PiProject) {
+                index += 1;
+                continue;
+            }
+            let kind = if !self.hidden_by_project(agent.name()).is_empty() {
+                ProgramKind::AgentInPlace
+            } else if runs_own_program(agent) {
+                ProgramKind::AgentProgram
+            } else {
+                index += 1;
+                continue;
+            };
+            let digest = self.digests.iter().find(|(p, _)| p == path).map(|(_, d)| d.clone());
+            let item = ProgramItem {
+                path: path.clone(),
+                kind,
+                sha256: digest.unwrap_or_default(),
+                shows: format!("{} ({})", agent.name(), agent.runner.describe()),
+            };
+            match project.check(&item) {
+                Ok(()) => {
+                    self.programs.push(item);
+                    index += 1;
+                }
+                Err(ignored) => {
+                    self.ignored.push(ignored);
+                    let removed = self.agents.remove(index);
+                    let name = removed.name().to_owned();
+                    // The first definition it hid that is not the project's takes its place.
+                    if let Some(at) = self.shadowed.iter().position(|s| s.name() == name && !is_project(s)) {
+                        let restored = self.shadowed.remove(at);
+                        self.agents.insert(index, restored);
+                        index += 1;
+                    }
+                    self.shadowed.retain(|s| !(s.name() == name && is_project(s)));
+                }
+            }
+        }
+    }
+
     /// Adds a definition found after every one already added: it is shadowed by an earlier
     /// definition of its name, or by an earlier broken file named after it (so a broken
     /// `shell.md` is reported instead of silently falling back to the built-in).
@@ -186,25 +270,6 @@ fn agent_files(dir: &Path) -> Vec<PathBuf> {
         .collect();
     files.sort();
     files
-}
-
-/// The nearest `<ancestor>/<relative>` directory from `start` up to its project boundary
-/// ([`crate::inputs::config_files::walk_boundary`]).
-fn nearest_dir(start: &Path, home: Option<&Path>, relative: &str) -> Option<PathBuf> {
-    let boundary = crate::inputs::config_files::walk_boundary(start, home);
-    let mut ancestors = start.ancestors();
-    let mut found = None;
-    for dir in ancestors.by_ref() {
-        let candidate = dir.join(relative);
-        if candidate.is_dir() {
-            found = Some(candidate);
-            break;
-        }
-        if dir == boundary {
-            break;
-        }
-    }
-    found
 }
 
 #[cfg(test)]

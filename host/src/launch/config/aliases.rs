@@ -84,7 +84,8 @@ fn strings(items: &[Value]) -> Option<Vec<String>> {
 
 /// The alias table of the settings in effect for `cwd`.
 pub fn aliases_for(cwd: &Path, env: &crate::Environment) -> Result<AliasTable, String> {
-    let settings = Settings::load(cwd, env).map_err(|e| format!("Subagent launch aborted: {e:#}"))?;
+    let project = crate::inputs::project::Project::open(cwd, env);
+    let settings = Settings::load(&project, env).map_err(|e| format!("Subagent launch aborted: {e:#}"))?;
     match settings.model_response_aliases() {
         Some(value) => AliasTable::parse(&value, "Invalid subagents.modelResponseAliases in settings"),
         None => Ok(AliasTable::default()),

@@ -163,6 +163,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         max_active: None,
         usage_budget: None,
         checkpoint_before_deadline_ms: None,
+        project_config: sublaunch_protocol::config::ProjectConfig::Ignore,
     };
     let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
