@@ -512,6 +512,92 @@ fn a_command_runner_gets_each_value_as_one_argument_and_shell_templates_get_refe
     }
 }
 
+/// A step's answer that would run `touch PWNED` if a shell read it as code.
+const WRAPPED_HOSTILE_VALUES: [&str; 6] = [
+    "notes $(touch PWNED)",
+    "'; touch PWNED; '",
+    "x[$(touch PWNED)]",
+    "`touch PWNED`",
+    "\"; touch PWNED; echo \"",
+    "-n *",
+];
+
+#[test]
+fn a_chain_value_reaches_a_shell_behind_env_as_data() {
+    let scratch = Scratch::new("chain-env-sh");
+    scratch.init_repo();
+    write(
+        &scratch.work().join(".sublaunch/agents/envsh.md"),
+        "---\nrunner:\n  type: command\n  command: [env, sh, -c, \"printf '%s' {task} > envsh.out\"]\n---\n",
+    );
+    let chain = write(
+        &scratch.work().join("envsh.yaml"),
+        "steps:\n  - {agent: shell, task: 'cat value.txt'}\n  - {agent: envsh, task: '{previous}'}\n",
+    );
+    for value in WRAPPED_HOSTILE_VALUES {
+        std::fs::write(scratch.work().join("value.txt"), value).unwrap();
+        ok(&run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]));
+        let got = std::fs::read_to_string(scratch.work().join("envsh.out")).unwrap();
+        assert_eq!(got, value, "the value arrives verbatim");
+        assert!(!scratch.work().join("PWNED").exists(), "{value:?} ran as code");
+    }
+}
+
+#[test]
+fn a_chain_value_in_bash_arithmetic_is_refused_with_a_clear_error() {
+    let scratch = Scratch::new("chain-bash-arith");
+    scratch.init_repo();
+    write(
+        &scratch.work().join(".sublaunch/agents/counter.md"),
+        "---\nrunner:\n  type: command\n  command: [bash, -c, 'echo count=$(( {task} + 1 ))']\n---\n",
+    );
+    let chain = write(
+        &scratch.work().join("arith.yaml"),
+        "steps:\n  - {agent: shell, task: \"printf '%s' 'x[$(touch PWNED)]'\"}\n  - {agent: counter, task: '{previous}'}\n",
+    );
+    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(
+            "Step 2 (counter): {task} on line 1 of the shell script stands in bash arithmetic ($(( )), (( )) or $[ ]), where bash evaluates the value as an expression"
+        ),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(The script is argument 2 of the command template.)"),
+        "{stderr}"
+    );
+    assert!(!scratch.work().join("PWNED").exists(), "the value ran as code");
+    // The same in a `shell` step's script: bash is sh on many systems.
+    let chain = write(
+        &scratch.work().join("shell-arith.yaml"),
+        "steps:\n  - {agent: shell, task: \"printf '%s' 'x[$(touch PWNED)]'\"}\n  - {agent: shell, task: 'echo $(( {previous} + 1 ))'}\n",
+    );
+    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr)
+            .contains("Step 2 (shell): {previous} on line 1 of the shell script stands in bash arithmetic"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!scratch.work().join("PWNED").exists(), "the value ran as code");
+}
+
+#[test]
+fn a_shift_is_not_taken_for_a_here_document() {
+    let scratch = Scratch::new("chain-shift");
+    std::fs::create_dir_all(scratch.work().join("victimdir/sub")).unwrap();
+    let chain = write(
+        &scratch.work().join("rm.yaml"),
+        "steps:\n  - {agent: shell, task: \"printf '%s' '-r victimdir'\"}\n  - agent: shell\n    task: |\n      n=$((1<<2))\n      rm -f {previous} 2>/dev/null; printf '[%s]' {previous}\n",
+    );
+    let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
+    assert_eq!(ok(&output), "[-r victimdir]\n", "one word, as written");
+    assert!(scratch.work().join("victimdir/sub").is_dir(), "rm did not get -r");
+}
+
 #[test]
 fn chain_files_that_are_huge_deep_or_not_files_are_refused_at_once() {
     let scratch = Scratch::new("chain-limits");

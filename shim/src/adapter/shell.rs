@@ -20,7 +20,15 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
     // A chain's values reach the script in its environment; a single run's task is the
     // script exactly as the user wrote it.
     let (script, data) = match input.script_values {
-        Some(values) => values.apply(input.step.task.as_deref().unwrap_or(input.task))?,
+        Some(values) => values
+            .apply(input.step.task.as_deref().unwrap_or(input.task))
+            .map_err(|e| {
+                format!(
+                    "Step {} ({}): {e}",
+                    input.index + 1,
+                    input.step.agent.as_deref().unwrap_or("shell")
+                )
+            })?,
         None => (input.task.to_owned(), Default::default()),
     };
     // `--` ends sh's options, so a script that starts with `-` is still the script.

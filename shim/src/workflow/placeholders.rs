@@ -15,7 +15,9 @@
 //!
 //! A task that is a shell script gets no values pasted in: its placeholders become quoted
 //! references to `$SUBLAUNCH_TASK`, `$SUBLAUNCH_PREVIOUS`, `$SUBLAUNCH_CHAIN_DIR` and
-//! `$SUBLAUNCH_OUTPUT_<NAME>`, which carry the values ([`Values::script_values`]).
+//! `$SUBLAUNCH_OUTPUT_<NAME>`, which carry the values ([`Values::script_values`]). Where bash
+//! would evaluate even a quoted reference as code (arithmetic, subscripts, `eval`…), the
+//! step is refused instead (see `adapter::script_refs`).
 
 use crate::adapter::{ScriptValues, fill_template};
 use crate::end::step_end::StepEnd;
