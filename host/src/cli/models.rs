@@ -44,7 +44,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let env = super::environment();
     let project = sublaunch::inputs::project::Project::open(&cwd, &env);
-    super::print_notices("models", &project.ignored());
+    super::print_notices("models", project.ignored());
     let registry = match Registry::load(&cwd, &project, args.models.as_deref(), &env) {
         Ok(registry) => registry,
         Err(e) => return usage(format!("{e:#}")),

@@ -37,7 +37,7 @@ pub fn run(args: Args) -> ExitCode {
         let cwd = std::path::Path::new(&request.cwd);
         let env = super::environment();
         let project = sublaunch::inputs::project::Project::open(cwd, &env);
-        super::print_notices("plan", &project.ignored());
+        super::print_notices("plan", project.ignored());
         match sublaunch::inputs::registry::Registry::load(cwd, &project, args.models.as_deref(), &env) {
             Ok(registry) => {
                 for warning in &registry.warnings {

@@ -69,11 +69,11 @@ pub fn run(args: Args) -> ExitCode {
         Err(e) => return usage(format!("{e:#}")),
     };
     let configuration: Vec<String> = project.present().map(|p| relative(&project, p)).collect();
-    if !args.dry_run {
-        if let Err(e) = TrustStore::record(&config_dir, &entry) {
-            eprintln!("sublaunch trust: {}", for_terminal(&e.to_string()));
-            return ExitCode::FAILURE;
-        }
+    if !args.dry_run
+        && let Err(e) = TrustStore::record(&config_dir, &entry)
+    {
+        eprintln!("sublaunch trust: {}", for_terminal(&e.to_string()));
+        return ExitCode::FAILURE;
     }
     if args.json {
         say!(
