@@ -299,14 +299,26 @@ fn trust_refuses_bad_input_clearly() {
     let output = scratch.cli(&["trust", "no/such/dir"]).output().unwrap();
     assert_eq!(output.status.code(), Some(2));
     assert!(text(&output.stderr).contains("no/such/dir"), "{}", text(&output.stderr));
-    let config = scratch.path().join("home/.config/sublaunch");
-    write(&config.join("trust.json"), r#"{"version":1,"projects":[]}"#);
-    std::fs::set_permissions(config.join("trust.json"), std::fs::Permissions::from_mode(0o666)).unwrap();
+    // A record others could have written is not believed: the project stays untrusted, and
+    // the listing refuses it.
+    scratch.init_repo();
+    write(&scratch.work().join(".sublaunch/settings.json"), "{}");
+    ok(&scratch.cli(&["trust"]).output().unwrap());
+    let records = scratch.path().join("home/.config/sublaunch/trusted");
+    for entry in std::fs::read_dir(&records).unwrap() {
+        std::fs::set_permissions(entry.unwrap().path(), std::fs::Permissions::from_mode(0o666)).unwrap();
+    }
     let output = scratch.cli(&["trust", "--list"]).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     assert!(
         text(&output.stderr).contains("anyone can write it"),
         "{}",
         text(&output.stderr)
+    );
+    let output = scratch.cli(&["agents"]).output().unwrap();
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("ignored") && said.contains("the record of trusted projects cannot be used"),
+        "{said}"
     );
 }

@@ -70,7 +70,7 @@ pub fn run(args: Args) -> ExitCode {
     };
     let configuration: Vec<String> = project.present().map(|p| relative(&project, p)).collect();
     if !args.dry_run
-        && let Err(e) = TrustStore::record(&config_dir, &entry)
+        && let Err(e) = TrustStore::new(&config_dir).record(&entry)
     {
         eprintln!("sublaunch trust: {}", for_terminal(&e.to_string()));
         return ExitCode::FAILURE;
@@ -113,21 +113,21 @@ fn relative(project: &Project, path: &Path) -> String {
 }
 
 fn list(config_dir: &Path, json: bool) -> ExitCode {
-    let store = match TrustStore::load(config_dir) {
-        Ok(store) => store,
+    let projects = match TrustStore::new(config_dir).list() {
+        Ok(projects) => projects,
         Err(e) => {
             eprintln!("sublaunch trust: {}", for_terminal(&e.to_string()));
             return ExitCode::FAILURE;
         }
     };
     if json {
-        say!("{}", serde_json::to_string_pretty(&store.projects).unwrap_or_default());
+        say!("{}", serde_json::to_string_pretty(&projects).unwrap_or_default());
         return ExitCode::SUCCESS;
     }
-    if store.projects.is_empty() {
+    if projects.is_empty() {
         say!("no trusted projects");
     }
-    for project in &store.projects {
+    for project in &projects {
         let programs = project.approved.len();
         say!(
             "{}  ({programs} approved program{})",
@@ -144,7 +144,7 @@ fn revoke(config_dir: &Path, dir: &Path, home: Option<&Path>, json: bool) -> Exi
         Ok(dir) => Project::open_for_approval(&dir, home).root().to_owned(),
         Err(_) => dir.to_owned(),
     };
-    match TrustStore::revoke(config_dir, &root) {
+    match TrustStore::new(config_dir).revoke(&root) {
         Ok(removed) => {
             if json {
                 say!("{}", json!({"root": root, "revoked": removed}));

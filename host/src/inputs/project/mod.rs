@@ -122,34 +122,30 @@ pub enum IgnoredWhy {
 }
 
 impl Project {
-    /// The project of `cwd` as `env` sees it: the user's store (`<config>/trust.json`) and the
+    /// The project of `cwd` as `env` sees it: the user's records (`<config>/trusted/`) and the
     /// launching run's lineage, if any.
     pub fn open(cwd: &Path, env: &Environment) -> Self {
-        let store = match env.config_dir() {
-            Some(dir) => TrustStore::load(&dir).map_err(|e| e.to_string()),
-            None => Ok(TrustStore::default()),
-        };
+        let store = env.config_dir().map(|dir| TrustStore::new(&dir));
         // Set at all, even empty or garbled, means "inside a run": it then trusts nothing more.
         let lineage = env
             .var(LINEAGE_VAR)
             .map(|value| Lineage::parse(value.to_str().unwrap_or_default()));
-        Self::open_with(cwd, env.home().as_deref(), store, lineage.as_ref())
+        Self::open_with(cwd, env.home().as_deref(), store.as_ref(), lineage.as_ref())
     }
 
-    /// [`Project::open`] with the store and lineage given.
-    pub fn open_with(
-        cwd: &Path,
-        home: Option<&Path>,
-        store: Result<TrustStore, String>,
-        lineage: Option<&Lineage>,
-    ) -> Self {
+    /// [`Project::open`] with the store (`None`: nothing is trusted) and lineage given.
+    pub fn open_with(cwd: &Path, home: Option<&Path>, store: Option<&TrustStore>, lineage: Option<&Lineage>) -> Self {
         let mut project = Self::locate(cwd, home);
-        project.standing = match store {
+        let record = match store {
+            Some(store) => store.get(&project.root).map_err(|e| e.to_string()),
+            None => Ok(None),
+        };
+        project.standing = match record {
             Err(problem) => Standing::Untrusted(Distrust::StoreUnreadable(problem)),
-            Ok(store) => match (store.get(&project.root), lineage) {
+            Ok(record) => match (record, lineage) {
                 (None, _) => Standing::Untrusted(Distrust::NotTrusted),
-                (Some(trusted), None) => Standing::Trusted(trusted.clone()),
-                (Some(trusted), Some(lineage)) => match lineage.narrow(&project.root, trusted) {
+                (Some(trusted), None) => Standing::Trusted(trusted),
+                (Some(trusted), Some(lineage)) => match lineage.narrow(&project.root, &trusted) {
                     Some(narrowed) => Standing::Trusted(narrowed),
                     None => Standing::Untrusted(Distrust::ParentRun),
                 },

@@ -1,20 +1,20 @@
-//! The user's record of trusted projects: `<config>/trust.json` (by default
-//! `~/.config/sublaunch/trust.json`), kept outside every project so that nothing a repository
-//! ships can vouch for itself.
+//! The user's record of trusted projects, kept outside every project so that nothing a
+//! repository ships can vouch for itself: one file per project,
+//! `<config>/trusted/<hash of the root>.json` (by default under `~/.config/sublaunch/`).
 //!
-//! Each trusted project is keyed by its root and carries the approvals of the programs its
-//! configuration runs, each tied to the exact content the user saw when trusting it. The file
-//! is replaced atomically under an exclusive lock on the configuration directory, so two
-//! `sublaunch trust` at once never lose each other's entry.
+//! Each record is keyed by the project's root and carries the approvals of the programs its
+//! configuration runs, each tied to the exact content the user saw when trusting it. A
+//! command looks up its one project by name, so its cost does not grow with the number of
+//! projects trusted; each record is replaced atomically, so two `sublaunch trust` at once
+//! leave one whole record, never a torn one.
 
 use crate::inputs::config_files;
-use rustix::fs::FlockOperation;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::atomic::{Dir, Durability};
 
-/// The store's file name in the configuration directory.
-pub const STORE_FILE: &str = "trust.json";
+/// The directory of the records in the configuration directory.
+pub const STORE_DIR: &str = "trusted";
 
 /// What one program-running piece of project configuration is, as the user approved it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,7 +57,7 @@ impl ProgramKind {
     }
 }
 
-/// One trusted project.
+/// One trusted project: the record of `sublaunch trust`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TrustedProject {
@@ -68,143 +68,166 @@ pub struct TrustedProject {
     pub approved: Vec<Approval>,
 }
 
-/// The whole record.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct TrustStore {
-    /// The format version (1).
-    #[serde(default = "version_one")]
-    pub version: u32,
-    /// The trusted projects, in the order they were first trusted.
-    #[serde(default)]
-    pub projects: Vec<TrustedProject>,
-}
-
-fn version_one() -> u32 {
-    1
-}
-
-/// Why the store cannot be read or written.
+/// Why the record cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// No configuration directory (no `$HOME`, `$XDG_CONFIG_HOME` or `$SUBLAUNCH_CONFIG_DIR`).
-    #[error("there is no configuration directory to keep trusted projects in (set HOME)")]
-    NoConfigDir,
-    /// The file exists and cannot be used.
+    /// A record exists and cannot be used (unreadable, malformed, or writable by others).
     #[error("{0:#}")]
     Unreadable(anyhow::Error),
-    /// The file or its directory cannot be written.
+    /// The record or its directory cannot be written.
     #[error("cannot write {path}: {source}")]
     Write {
-        /// The file.
+        /// The file or directory.
         path: PathBuf,
         /// The cause.
         source: std::io::Error,
     },
 }
 
+/// The records in a configuration directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TrustStore {
+    dir: PathBuf,
+}
+
 impl TrustStore {
-    /// The store in `config_dir`; an absent file is an empty store. The file must be the
-    /// user's own and not writable by others, as it decides what runs as them.
-    pub fn load(config_dir: &Path) -> Result<Self, StoreError> {
-        let path = config_dir.join(STORE_FILE);
-        if let Err(untrusted) = crate::inputs::agents::trust::check(&path) {
-            return Err(StoreError::Unreadable(anyhow::anyhow!("{untrusted}")));
+    /// The records under `config_dir` (`<config_dir>/trusted/`).
+    pub fn new(config_dir: &Path) -> Self {
+        Self {
+            dir: config_dir.join(STORE_DIR),
         }
-        let store: Option<Self> = config_files::read(&path).map_err(StoreError::Unreadable)?;
-        Ok(store.unwrap_or_default())
     }
 
-    /// The entry for `root`, when trusted.
-    pub fn get(&self, root: &Path) -> Option<&TrustedProject> {
-        self.projects.iter().find(|p| p.root == root)
+    /// The file that holds `root`'s record.
+    pub fn file_of(&self, root: &Path) -> PathBuf {
+        let digest = sublaunch_protocol::atomic::sha256_hex(root.as_os_str().as_encoded_bytes());
+        self.dir.join(format!("{}.json", &digest[..32]))
     }
 
-    /// Records `entry` in the store in `config_dir`, replacing what was recorded for its root.
-    pub fn record(config_dir: &Path, entry: &TrustedProject) -> Result<(), StoreError> {
-        Self::update(config_dir, |store| {
-            store.projects.retain(|p| p.root != entry.root);
-            store.projects.push(entry.clone());
-        })
-    }
-
-    /// Forgets the project at `root`; whether it was trusted.
-    pub fn revoke(config_dir: &Path, root: &Path) -> Result<bool, StoreError> {
-        Self::update(config_dir, |store| {
-            let before = store.projects.len();
-            store.projects.retain(|p| p.root != root);
-            before != store.projects.len()
-        })
-    }
-
-    /// Changes the store in `config_dir` with `change` under the store's lock, and writes it
-    /// back atomically (0600). Returns what `change` returned.
-    pub fn update<T>(config_dir: &Path, change: impl FnOnce(&mut Self) -> T) -> Result<T, StoreError> {
-        let path = config_dir.join(STORE_FILE);
-        let write_error = |source| StoreError::Write {
-            path: path.clone(),
-            source,
+    /// The record of `root`, when trusted. A record must be the user's own and writable by
+    /// nobody else, as it decides what runs as them, and must name `root`.
+    pub fn get(&self, root: &Path) -> Result<Option<TrustedProject>, StoreError> {
+        let file = self.file_of(root);
+        let Some(record) = read_record(&file)? else {
+            return Ok(None);
         };
-        let dir = Dir::create_private(config_dir).map_err(write_error)?;
-        // The lock is the directory itself: it needs no file of its own and is released when
-        // this process dies.
-        sublaunch_protocol::os::files::retry_eintr(|| rustix::fs::flock(dir.fd(), FlockOperation::LockExclusive))
-            .map_err(|e| write_error(e.into()))?;
-        let mut store = Self::load(config_dir)?;
-        let answer = change(&mut store);
-        let mut bytes = serde_json::to_vec_pretty(&store).expect("the trust store serializes");
-        bytes.push(b'\n');
-        dir.write(STORE_FILE, &bytes, Durability::Durable)
-            .map_err(write_error)?;
-        Ok(answer)
+        Ok((record.root == root).then_some(record))
     }
+
+    /// Every record, in the order of their roots.
+    pub fn list(&self) -> Result<Vec<TrustedProject>, StoreError> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(StoreError::Unreadable(anyhow::anyhow!("{}: {e}", self.dir.display()))),
+        };
+        let mut records = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if path.extension().is_some_and(|e| e == "json")
+                && let Some(record) = read_record(&path)?
+            {
+                records.push(record);
+            }
+        }
+        records.sort_by(|a, b| a.root.cmp(&b.root));
+        Ok(records)
+    }
+
+    /// Records `entry`, replacing what was recorded for its root (atomically, 0600, in a
+    /// 0700 directory).
+    pub fn record(&self, entry: &TrustedProject) -> Result<(), StoreError> {
+        let write_error = |path: &Path| {
+            let path = path.to_owned();
+            move |source| StoreError::Write { path, source }
+        };
+        let dir = Dir::create_private(&self.dir).map_err(write_error(&self.dir))?;
+        let file = self.file_of(&entry.root);
+        let name = file.file_name().and_then(|n| n.to_str()).expect("a hex name");
+        let mut bytes = serde_json::to_vec_pretty(entry).expect("a trust record serializes");
+        bytes.push(b'\n');
+        dir.write(name, &bytes, Durability::Durable).map_err(write_error(&file))
+    }
+
+    /// Forgets `root`; whether it was trusted.
+    pub fn revoke(&self, root: &Path) -> Result<bool, StoreError> {
+        let file = self.file_of(root);
+        match std::fs::remove_file(&file) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+            Err(source) => Err(StoreError::Write { path: file, source }),
+        }
+    }
+}
+
+fn read_record(file: &Path) -> Result<Option<TrustedProject>, StoreError> {
+    if let Some(dir) = file.parent()
+        && let Err(untrusted) = crate::inputs::agents::trust::check(dir)
+    {
+        return Err(StoreError::Unreadable(anyhow::anyhow!("{untrusted}")));
+    }
+    if let Err(untrusted) = crate::inputs::agents::trust::check(file) {
+        return Err(StoreError::Unreadable(anyhow::anyhow!("{untrusted}")));
+    }
+    config_files::read(file).map_err(StoreError::Unreadable)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    fn project(root: &str) -> TrustedProject {
+        TrustedProject {
+            root: PathBuf::from(root),
+            approved: Vec::new(),
+        }
+    }
 
     #[test]
-    fn entries_round_trip_and_concurrent_updates_keep_every_entry() {
+    fn records_round_trip_and_concurrent_writers_leave_whole_records() {
         let tmp = tempfile::tempdir().unwrap();
-        let config = tmp.path().join("config");
-        assert_eq!(TrustStore::load(&config).unwrap(), TrustStore::default());
+        let store = TrustStore::new(&tmp.path().join("config"));
+        assert_eq!(store.get(Path::new("/p1")).unwrap(), None);
+        assert_eq!(store.list().unwrap(), Vec::new());
         let writers: Vec<_> = (0..8)
             .map(|i| {
-                let config = config.clone();
+                let store = store.clone();
                 std::thread::spawn(move || {
-                    TrustStore::update(&config, |store| {
-                        store.projects.push(TrustedProject {
-                            root: PathBuf::from(format!("/p{i}")),
-                            approved: Vec::new(),
-                        });
-                    })
-                    .unwrap();
+                    for _ in 0..20 {
+                        store.record(&project(&format!("/p{}", i % 4))).unwrap();
+                    }
                 })
             })
             .collect();
         for writer in writers {
             writer.join().unwrap();
         }
-        let store = TrustStore::load(&config).unwrap();
-        assert_eq!(store.projects.len(), 8, "no update lost another");
-        assert!(store.get(Path::new("/p3")).is_some());
-        use std::os::unix::fs::PermissionsExt as _;
-        let mode = std::fs::metadata(config.join(STORE_FILE)).unwrap().permissions().mode();
+        let listed = store.list().unwrap();
+        assert_eq!(listed.len(), 4, "one record per root");
+        assert_eq!(store.get(Path::new("/p3")).unwrap(), Some(project("/p3")));
+        let mode = std::fs::metadata(store.file_of(Path::new("/p3")))
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
+        assert!(store.revoke(Path::new("/p3")).unwrap());
+        assert!(!store.revoke(Path::new("/p3")).unwrap());
+        assert_eq!(store.get(Path::new("/p3")).unwrap(), None);
     }
 
     #[test]
-    fn a_store_others_can_write_is_not_believed() {
+    fn a_record_others_can_write_or_naming_another_root_is_not_believed() {
         let tmp = tempfile::tempdir().unwrap();
-        std::fs::write(
-            tmp.path().join(STORE_FILE),
-            r#"{"version":1,"projects":[{"root":"/x"}]}"#,
-        )
-        .unwrap();
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(tmp.path().join(STORE_FILE), std::fs::Permissions::from_mode(0o666)).unwrap();
-        let error = TrustStore::load(tmp.path()).unwrap_err().to_string();
+        let store = TrustStore::new(tmp.path());
+        store.record(&project("/x")).unwrap();
+        let file = store.file_of(Path::new("/x"));
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
+        let error = store.get(Path::new("/x")).unwrap_err().to_string();
         assert!(error.contains("anyone can write it"), "{error}");
+        // A record copied to another project's name vouches for nothing there.
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        std::fs::copy(&file, store.file_of(Path::new("/y"))).unwrap();
+        assert_eq!(store.get(Path::new("/y")).unwrap(), None);
     }
 }

