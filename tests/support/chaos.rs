@@ -1,7 +1,9 @@
 //! The torture run: concurrent launchers (single runs, chains, parallel groups, revivals),
 //! concurrent `list`/`status`/`wait` loops, random `stop`s and SIGKILLs at random moments of
-//! hosts, shims, agents and listers, all through the real CLI; then the invariants every run
-//! must satisfy whatever died when. Driven by `tests/suite/chaos.rs` (bounded, in CI) and
+//! hosts, shims, agents and listers, all through the real CLI, in a project whose completion
+//! hook is approved, revoked and replaced by one nobody approved while the runs go on (and
+//! whose `sublaunch trust` is killed mid-write); then the invariants every run must satisfy
+//! whatever died when, and that no hook nobody approved ever ran. Driven by `tests/suite/chaos.rs` (bounded, in CI) and
 //! `scripts/torture.sh` (long runs). A seed is printed so a failure replays the same choices
 //! (the timing of the machine still varies).
 
@@ -87,6 +89,8 @@ struct Shared {
     launched: AtomicUsize,
     ledger: Mutex<Ledger>,
     counts: Mutex<BTreeMap<String, usize>>,
+    /// Where the project's completion hooks write which of them ran.
+    hook_log: PathBuf,
 }
 
 impl Shared {
@@ -134,6 +138,8 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
             "steps:\n  - parallel:\n      - {{agent: shell, task: 'sleep 0.3 # {mark}'}}\n      - {{agent: shell, task: 'sleep 0.1 # {mark}'}}\n"
         ),
     );
+    scratch.init_repo();
+    let hook_log = scratch.path().join("hooks.log");
     let shared = Arc::new(Shared {
         scratch,
         mark,
@@ -143,7 +149,10 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
         launched: AtomicUsize::new(0),
         ledger: Mutex::new(Ledger::default()),
         counts: Mutex::new(BTreeMap::new()),
+        hook_log,
     });
+    settings_with_hook(&shared, "approved");
+    let _ = shared.cli(&["trust"]).output();
     let deadline = Instant::now() + config.duration;
     let mut threads = Vec::new();
     for i in 0..config.launchers {
@@ -159,6 +168,10 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
     {
         let (shared, seed) = (shared.clone(), config.seed.wrapping_add(77));
         threads.push(std::thread::spawn(move || killer(&shared, Rng(seed | 1))));
+    }
+    {
+        let (shared, seed) = (shared.clone(), config.seed.wrapping_add(131));
+        threads.push(std::thread::spawn(move || truster(&shared, Rng(seed | 1))));
     }
     while Instant::now() < deadline && shared.launched.load(Ordering::Relaxed) < config.runs {
         std::thread::sleep(Duration::from_millis(50));
@@ -245,6 +258,50 @@ fn observer(shared: &Shared, mut rng: Rng) {
                 shared.count("kills-lister");
             }
             let _ = finish(child);
+        }
+    }
+}
+
+/// Replaces the project's settings (atomically) with a completion hook that appends `which`
+/// to the hook log.
+fn settings_with_hook(shared: &Shared, which: &str) {
+    let settings = shared.scratch.work().join(".sublaunch/settings.json");
+    let hook = format!("echo {which} >> {}", shared.hook_log.display());
+    let temp = settings.with_extension("tmp");
+    crate::cli::write(&temp, &serde_json::json!({"subagents": {"onEnd": hook}}).to_string());
+    std::fs::rename(&temp, &settings).unwrap();
+}
+
+/// The one user who decides what the project may run: trusts it with the `approved` hook,
+/// swaps in a hook nobody approves, revokes, and has `sublaunch trust` killed mid-write. Only
+/// ever trusts right after putting the approved hook back, so the unapproved one is never
+/// approved by anyone.
+fn truster(shared: &Shared, mut rng: Rng) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(30 + rng.below(120)));
+        match rng.below(4) {
+            0 => {
+                settings_with_hook(shared, "approved");
+                let _ = shared.cli(&["trust"]).output();
+                shared.count("trust-approved");
+            }
+            1 => {
+                settings_with_hook(shared, "unapproved");
+                shared.count("trust-unapproved-hook");
+            }
+            2 => {
+                let _ = shared.cli(&["trust", "--revoke", "."]).output();
+                shared.count("trust-revoked");
+            }
+            _ => {
+                settings_with_hook(shared, "approved");
+                if let Ok(child) = shared.cli(&["trust"]).spawn() {
+                    std::thread::sleep(Duration::from_millis(rng.below(15)));
+                    kill(child.id());
+                    let _ = finish(child);
+                    shared.count("kills-trust");
+                }
+            }
         }
     }
 }
@@ -420,6 +477,32 @@ fn check(shared: &Shared) -> TortureReport {
         report.violations.push(format!("shim {pid} still alive"));
     }
     check_files(&scratch.root(), &mut report);
+    let hooks = std::fs::read_to_string(&shared.hook_log).unwrap_or_default();
+    for line in hooks.lines() {
+        report.add(&format!("hooks-{line}"), 1);
+        if line != "approved" {
+            report
+                .violations
+                .push(format!("a completion hook nobody approved ran: {line}"));
+        }
+    }
+    // Trust records are whole, private documents whatever was killed while writing them.
+    let records = scratch.path().join("home/.config/sublaunch/trusted");
+    for entry in std::fs::read_dir(&records).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let parses = std::fs::read(&path).is_ok_and(|b| serde_json::from_slice::<Value>(&b).is_ok());
+        let mode = entry.metadata().map(|m| m.permissions().mode() & 0o777).unwrap_or(0);
+        if !parses || mode != 0o600 {
+            report.violations.push(format!(
+                "{}: trust record does not parse or is mode {mode:o}",
+                path.display()
+            ));
+        }
+    }
     report
 }
 
