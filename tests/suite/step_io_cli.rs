@@ -197,6 +197,87 @@ fn an_output_file_gets_the_answer_atomically_and_bad_paths_are_refused() {
 }
 
 #[test]
+fn an_agent_that_swaps_the_output_directory_for_a_symlink_redirects_nothing() {
+    let scratch = Scratch::new("io-swap");
+    std::fs::create_dir_all(scratch.work().join("out")).unwrap();
+    let elsewhere = scratch.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let task = format!(
+        "rm -rf out && ln -s {} out && printf 'payload from the agent'",
+        elsewhere.display()
+    );
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--output",
+            "out/answer.md",
+            "--task",
+            &task,
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(
+        names_in(&elsewhere),
+        Vec::<String>::new(),
+        "the answer went through the link"
+    );
+    let shown = scratch
+        .cli(&["result", &waited_run_id(&output), "--json"])
+        .output()
+        .unwrap();
+    let result: Value = serde_json::from_slice(&shown.stdout).unwrap();
+    assert_eq!(result["state"], "failed");
+    assert_eq!(result["steps"][0]["outputFile"], Value::Null, "{result}");
+    let out = scratch.work().join("out");
+    assert_eq!(
+        result["error"],
+        format!(
+            "The step completed, but its answer cannot be written to {}: {} is a symbolic link now; the answer is written only into the directory checked at launch, never through a link.",
+            out.join("answer.md").display(),
+            out.display()
+        )
+        .as_str()
+    );
+}
+
+#[test]
+fn an_output_file_gets_the_users_umask_and_an_existing_one_keeps_its_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("io-mode");
+    let existing = write(&scratch.work().join("existing.md"), "old\n");
+    std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let cli = scratch.cli(&[]);
+    for file in ["new.md", "existing.md"] {
+        let output = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "umask 022; exec \"$0\" run --agent shell --task 'echo answer' --output {file} --wait"
+            ))
+            .arg(cli.get_program())
+            .current_dir(scratch.work())
+            .env_clear()
+            .envs(scratch.cli_env())
+            .output()
+            .unwrap();
+        ok(&output);
+    }
+    let mode = |name: &str| {
+        std::fs::metadata(scratch.work().join(name))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode("new.md"), 0o644, "a new file gets the umask of the launch");
+    assert_eq!(mode("existing.md"), 0o640, "a file that was there keeps its mode");
+    assert_eq!(std::fs::read_to_string(&existing).unwrap(), "answer");
+}
+
+#[test]
 fn named_answers_reach_later_steps_and_labels_show_in_progress_and_status() {
     let scratch = project("io-named");
     let chain = write(

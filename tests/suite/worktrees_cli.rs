@@ -569,3 +569,79 @@ fn pruning_racing_new_launches_never_takes_a_running_runs_worktree() {
         1
     );
 }
+
+#[test]
+fn an_agent_that_repoints_its_worktrees_git_file_runs_nothing_and_falsifies_nothing() {
+    let scratch = repository("wt-hostile-git");
+    let tmp = scratch.path();
+    let pwned = tmp.join("PWNED");
+    let trap = sublaunch_tests::cli::executable(
+        &tmp.join("trap.sh"),
+        &format!("#!/bin/sh\necho \"$0 $*\" >> {}\nexec cat\n", pwned.display()),
+    );
+    let (trap, evil, hooks) = (trap.display(), tmp.join("evilgit"), tmp.join("hooks"));
+    let evil = evil.display();
+    // Everything that names a program, in a copy of the repository (still on its first
+    // branch) and in the repository itself: the agent is not sandboxed and can write both.
+    let plant = |git_dir: &str| {
+        [
+            format!("core.fsmonitor {trap}"),
+            format!("core.hooksPath {}", hooks.display()),
+            format!("diff.external {trap}"),
+            format!("'filter.evil.clean' '{trap} clean'"),
+            format!("'diff.evil.textconv' '{trap} textconv'"),
+        ]
+        .map(|setting| format!("git --git-dir={git_dir} config {setting}"))
+        .join(" && ")
+    };
+    let task = format!(
+        "echo mine > mine.txt && {commit} && common=$(git rev-parse --git-common-dir) && cp -r \"$common\" {evil} && \
+         mkdir {hooks} && ln -s {trap} {hooks}/reference-transaction && ln -s {trap} {hooks}/post-checkout && \
+         {plant_evil} && {plant_real} && \
+         echo '* filter=evil diff=evil' > .gitattributes && touch -d 2001-01-01 README && \
+         echo \"gitdir: {evil}\" > .git",
+        commit = commit("mine"),
+        hooks = hooks.display(),
+        plant_evil = plant(&evil.to_string()),
+        plant_real = plant("\"$common\""),
+    );
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--worktree", "--task", &task, "--wait"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let id = waited_run_id(&output);
+    let ran = || std::fs::read_to_string(&pwned).unwrap_or_default();
+    assert_eq!(ran(), "", "the step's end ran a program the agent planted");
+
+    // The record is the real worktree's: its branch, its commit, the file it left untracked
+    // (README was touched but not changed).
+    let branch = format!("sublaunch/{id}/1");
+    let tip = git(&scratch.work(), &["rev-parse", &branch]).trim().to_owned();
+    let worktree = &scratch.result_json(&id)["steps"][0]["worktree"];
+    assert_eq!(worktree["checkedOut"], branch.as_str(), "{worktree}");
+    assert_eq!(worktree["headCommit"], tip.as_str());
+    assert_eq!(worktree["commitCount"], 1);
+    assert_eq!(worktree["commits"][0]["subject"], "mine");
+    assert_eq!(worktree["uncommitted"]["changedFiles"], 0);
+    assert_eq!(worktree["uncommitted"]["untrackedFiles"], 1);
+    assert!(worktree.get("problem").is_none(), "{worktree}");
+
+    ok(&scratch.cli(&["worktrees"]).output().unwrap());
+    let list = listed(&scratch);
+    let entry = entry_of(&list, &id).unwrap();
+    assert_eq!(entry["checkedOut"], Value::Null, "{entry}");
+    assert_eq!(entry["commits"], 1);
+    assert_eq!(entry["uncommittedChanges"], 1);
+    assert_eq!(entry["problem"], Value::Null);
+    assert_eq!(ran(), "", "listing ran a program the agent planted");
+
+    // git refuses to remove a worktree whose `.git` names another repository; it is kept,
+    // saying so, and still nothing runs.
+    let out = ok(&scratch.cli(&["worktrees", "prune"]).output().unwrap());
+    assert!(out.contains("it has 1 uncommitted change(s)"), "{out}");
+    let out = ok(&scratch.cli(&["worktrees", "prune", "--force"]).output().unwrap());
+    assert!(out.contains("validation failed, cannot remove working tree"), "{out}");
+    assert!(Path::new(entry["path"].as_str().unwrap()).is_dir());
+    assert_eq!(ran(), "", "pruning ran a program the agent planted");
+}

@@ -60,6 +60,10 @@ pub fn run(args: Args) -> ExitCode {
                 } else {
                     let rows: Vec<[String; 6]> = listed.iter().map(row).collect();
                     super::print_table(["RUN", "STATE", "BRANCH", "COMMITS", "CHANGES", "PATH"], &rows);
+                    for item in listed.iter().filter(|i| i.problem.is_some()) {
+                        let problem = item.problem.as_deref().unwrap_or_default();
+                        eprintln!("sublaunch worktrees: {} ({}): {problem}", item.run_id, item.entry.name);
+                    }
                 }
                 problems
             }
@@ -86,6 +90,7 @@ pub fn run(args: Args) -> ExitCode {
 fn row(item: &Listed) -> [String; 6] {
     let changes = match (&item.other_branch, item.exists) {
         (_, false) => "(removed)".to_owned(),
+        _ if item.problem.is_some() => "(unknown)".to_owned(),
         (Some(other), true) => format!("on {other}"),
         (None, true) => item.changes.to_string(),
     };
@@ -118,6 +123,7 @@ fn listed_json(item: &Listed) -> serde_json::Value {
         "commits": item.commits,
         "uncommittedChanges": item.changes,
         "checkedOut": item.other_branch,
+        "problem": item.problem,
     })
 }
 

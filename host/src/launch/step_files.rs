@@ -67,7 +67,26 @@ pub(crate) fn resolve(steps: &mut [StepConfig], env: &crate::Environment) -> Res
                     path.display()
                 ));
             }
-            step.output_file = Some(path.to_string_lossy().into_owned());
+            // The shim writes through real directories only (an agent could swap one for a
+            // symlink during the run), so the directory is named as it resolves now, before
+            // any agent runs.
+            let resolved = match (parent.canonicalize(), path.file_name()) {
+                (Ok(dir), Some(name)) => dir.join(name),
+                (Err(e), _) => {
+                    return Err(format!(
+                        "cannot launch: {who} writes its answer to {}, and its directory {} cannot be resolved: {e}",
+                        path.display(),
+                        parent.display()
+                    ));
+                }
+                (_, None) => {
+                    return Err(format!(
+                        "cannot launch: {who} writes its answer to {}, which names no file",
+                        path.display()
+                    ));
+                }
+            };
+            step.output_file = Some(resolved.to_string_lossy().into_owned());
         }
     }
     Ok(())

@@ -8,6 +8,7 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::config::{StepConfig, StepWorktree};
 use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::git::At;
 
 /// The prefix of every branch sublaunch creates: `sublaunch/<run-id>/<step>[-<task>]`.
 pub const BRANCH_PREFIX: &str = "sublaunch/";
@@ -69,7 +70,7 @@ impl WorktreePlan {
             let exists = self
                 .git
                 .ask(
-                    repository,
+                    At::UserCheckout(repository),
                     &[
                         "rev-parse",
                         "--verify",
@@ -110,8 +111,10 @@ impl WorktreePlan {
             return Err(fail(format!("cannot record the worktrees: {e}")));
         }
         for (entry, steps) in entries {
+            // The user's hooks and filters apply: the checkout is made as the user's own git
+            // would make it, before any agent runs in it.
             let added = self.git.run(
-                Path::new(&entry.repository),
+                At::UserCheckout(Path::new(&entry.repository)),
                 &[
                     "worktree",
                     "add",
@@ -156,10 +159,11 @@ impl Created {
     }
 
     /// Removes the worktrees, their branches, the run's directory of worktrees and the
-    /// record (for a launch that failed: nothing of it ran in them).
+    /// record (for a launch that failed: nothing of it ran in them, so git runs as the user's
+    /// own would).
     pub fn remove(&mut self) {
         for (entry, _) in self.entries.drain(..).rev() {
-            let repository = Path::new(&entry.repository);
+            let repository = At::UserCheckout(Path::new(&entry.repository));
             if let Err(e) = self
                 .git
                 .run(repository, &["worktree", "remove", "--force", &entry.path])

@@ -9,6 +9,7 @@ use crate::environment::Environment;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use sublaunch_contract::{LaunchPlan, PlanStep};
+use sublaunch_protocol::git::At;
 
 /// How many changed paths a "not clean" refusal names.
 const DIRTY_SHOWN: usize = 5;
@@ -137,7 +138,10 @@ impl Checks<'_> {
         if let Some(top) = self.tops.get(directory) {
             return Ok(top.clone());
         }
-        let top = match self.git.run(directory, &["rev-parse", "--show-toplevel"]) {
+        let top = match self
+            .git
+            .run(At::UserCheckout(directory), &["rev-parse", "--show-toplevel"])
+        {
             Ok(out) => PathBuf::from(out.trim_end_matches('\n')),
             Err(GitError::Failed { .. }) => {
                 return Err(format!(
@@ -166,7 +170,7 @@ impl Checks<'_> {
         let fail = |e: GitError| format!("cannot launch: {e}");
         let Some(commit) = self
             .git
-            .ask(top, &["rev-parse", "--verify", "--quiet", &spec])
+            .ask(At::UserCheckout(top), &["rev-parse", "--verify", "--quiet", &spec])
             .map_err(fail)?
         else {
             return Err(if self.options.base.is_none() {
@@ -184,7 +188,10 @@ impl Checks<'_> {
         let commit = commit.trim().to_owned();
         let changes = self
             .git
-            .run(top, &["status", "--porcelain=v1", "--untracked-files=normal"])
+            .run(
+                At::UserCheckout(top),
+                &["status", "--porcelain=v1", "--untracked-files=normal"],
+            )
             .map_err(fail)?;
         let changed: Vec<&str> = changes.lines().filter(|l| !l.is_empty()).collect();
         if !changed.is_empty() {
@@ -221,7 +228,7 @@ impl Checks<'_> {
         let spec = format!("{base}:{}", relative.display());
         let tree = self
             .git
-            .ask(top, &["cat-file", "-t", &spec])
+            .ask(At::UserCheckout(top), &["cat-file", "-t", &spec])
             .map_err(|e| format!("cannot launch: {e}"))?;
         if tree.as_deref().map(str::trim) == Some("tree") {
             return Ok(());

@@ -10,6 +10,7 @@ use super::record::{self, WorktreeEntry, WorktreeRecord};
 use crate::launch::reconcile::RunStore;
 use std::io;
 use std::path::Path;
+use sublaunch_protocol::git::{At, Repository};
 use sublaunch_protocol::lock::StatusLock;
 use sublaunch_protocol::status::Status;
 
@@ -53,6 +54,8 @@ pub struct Listed {
     pub changes: u64,
     /// The branch checked out in it when that is not its own (`detached` for none).
     pub other_branch: Option<String>,
+    /// Why its repository or its state could not be read (it is then left alone).
+    pub problem: Option<String>,
 }
 
 /// What [`prune`] did (or, in a dry run, would do) per worktree.
@@ -76,7 +79,7 @@ pub fn list(store: &RunStore, git: &Git) -> io::Result<(Vec<Listed>, Vec<String>
         match record {
             Ok(record) => {
                 let phase = phase_of(store, &record.run_id);
-                listed.extend(record.worktrees.iter().map(|e| look(git, &record.run_id, &phase, e)));
+                listed.extend(record.worktrees.iter().map(|e| look(git, &record.run_id, &phase, e).0));
             }
             Err(problem) => problems.push(problem),
         }
@@ -101,58 +104,82 @@ fn state_word(status: &Status) -> String {
     status.state.as_ref().map_or("unknown", |s| s.as_str()).to_owned()
 }
 
-fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> Listed {
+/// The worktree of `entry` as it is now, and its repository when git names one. Every git
+/// command runs no program the repository's configuration or the agent's files name, and
+/// those in the worktree reach it through the repository's record of it, not its `.git`.
+fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> (Listed, Option<Repository>) {
     let path = Path::new(&entry.path);
-    let repository = Path::new(&entry.repository);
-    let exists = path.is_dir();
-    let branch_ref = format!("refs/heads/{}", entry.branch);
-    let branch_exists = git
-        .ask(repository, &["rev-parse", "--verify", "--quiet", &branch_ref])
-        .ok()
-        .flatten()
-        .is_some();
-    let commits = if branch_exists {
-        git.ask(
-            repository,
-            &["rev-list", "--count", &format!("{}..{}", entry.base_commit, branch_ref)],
-        )
-        .ok()
-        .flatten()
-        .and_then(|n| n.trim().parse().ok())
-        .unwrap_or(0)
-    } else {
-        0
-    };
-    let (changes, other_branch) = if exists {
-        let changes = git
-            .ask(path, &["status", "--porcelain=v1", "--untracked-files=normal"])
-            .ok()
-            .flatten()
-            .map_or(0, |out| out.lines().filter(|l| !l.is_empty()).count() as u64);
-        let head = git
-            .ask(path, &["symbolic-ref", "--quiet", "--short", "HEAD"])
-            .ok()
-            .flatten()
-            .map(|b| b.trim().to_owned());
-        let other = match head {
-            Some(branch) if branch == entry.branch => None,
-            Some(branch) => Some(branch),
-            None => Some("detached".to_owned()),
-        };
-        (changes, other)
-    } else {
-        (0, None)
-    };
-    Listed {
+    let mut listed = Listed {
         run_id: run_id.to_owned(),
         phase: phase.clone(),
         entry: entry.clone(),
-        exists,
-        branch_exists,
-        commits,
-        changes,
-        other_branch,
+        exists: path.is_dir(),
+        branch_exists: false,
+        commits: 0,
+        changes: 0,
+        other_branch: None,
+        problem: None,
+    };
+    if !Path::new(&entry.repository).is_dir() {
+        // Nothing of it is left to ask git about; pruning says so.
+        return (listed, None);
     }
+    let repository = match git.repository(Path::new(&entry.repository)) {
+        Ok(repository) => repository,
+        Err(e) => {
+            listed.problem = Some(e.to_string());
+            return (listed, None);
+        }
+    };
+    let at = At::Repository(&repository);
+    let branch_ref = format!("refs/heads/{}", entry.branch);
+    listed.branch_exists = git
+        .ask(at, &["rev-parse", "--verify", "--quiet", &branch_ref])
+        .ok()
+        .flatten()
+        .is_some();
+    if listed.branch_exists {
+        listed.commits = git
+            .ask(
+                at,
+                &["rev-list", "--count", &format!("{}..{}", entry.base_commit, branch_ref)],
+            )
+            .ok()
+            .flatten()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0);
+    }
+    if listed.exists {
+        let state = repository
+            .worktree(path)
+            .map_err(super::GitError::from)
+            .and_then(|worktree| {
+                let at = At::Worktree(&worktree);
+                let status = git.run(
+                    at,
+                    &[
+                        "status",
+                        "--porcelain=v1",
+                        "--untracked-files=normal",
+                        "--ignore-submodules=dirty",
+                    ],
+                )?;
+                let head = git.ask(at, &["symbolic-ref", "--quiet", "--short", "HEAD"])?;
+                Ok((status, head))
+            });
+        match state {
+            Ok((status, head)) => {
+                listed.changes = status.lines().filter(|l| !l.is_empty()).count() as u64;
+                listed.other_branch = match head.map(|b| b.trim().to_owned()) {
+                    Some(branch) if branch == entry.branch => None,
+                    Some(branch) => Some(branch),
+                    None => Some("detached".to_owned()),
+                };
+            }
+            Err(e) => listed.problem = Some(e.to_string()),
+        }
+    }
+    (listed, Some(repository))
 }
 
 /// Removes the worktrees (and branches) of ended runs, as the module documentation says;
@@ -173,10 +200,13 @@ pub fn prune(store: &RunStore, git: &Git, force: bool, dry_run: bool) -> io::Res
         let phase = phase_of(store, &record.run_id);
         let mut left = Vec::new();
         for entry in &record.worktrees {
-            let listed = look(git, &record.run_id, &phase, entry);
-            let pruned = prune_one(git, listed, force, dry_run);
+            let (listed, repository) = look(git, &record.run_id, &phase, entry);
+            let pruned = prune_one(git, listed, repository.as_ref(), force, dry_run);
             // An active run's worktree may not exist yet: its launch is still making it.
+            // A worktree whose state could not be read is kept on record: what is left of it
+            // is not known.
             let remains = matches!(phase, RunPhase::Active(_))
+                || pruned.listed.problem.is_some()
                 || pruned.listed.exists && !pruned.removed_worktree
                 || pruned.listed.branch_exists && !pruned.removed_branch;
             if remains {
@@ -207,7 +237,7 @@ pub fn prune(store: &RunStore, git: &Git, force: bool, dry_run: bool) -> io::Res
     Ok((out, problems))
 }
 
-fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
+fn prune_one(git: &Git, listed: Listed, repository: Option<&Repository>, force: bool, dry_run: bool) -> Pruned {
     let mut pruned = Pruned {
         removed_worktree: false,
         removed_branch: false,
@@ -219,11 +249,15 @@ fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
         pruned.kept = Some(format!("its run is {state}"));
         return pruned;
     }
-    let repository = Path::new(&listed.entry.repository);
-    if !repository.is_dir() {
+    if !Path::new(&listed.entry.repository).is_dir() {
         pruned.kept = Some(format!("its repository {} is gone", listed.entry.repository));
         return pruned;
     }
+    let (Some(repository), None) = (repository, &listed.problem) else {
+        pruned.kept = listed.problem.clone();
+        return pruned;
+    };
+    let at = At::Repository(repository);
     if let Some(other) = &listed.other_branch {
         pruned.kept = Some(format!(
             "the worktree is on {other} now, not its own branch; it is left to whoever checked that out"
@@ -244,7 +278,7 @@ fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
                 args.push("--force");
             }
             args.push(&listed.entry.path);
-            if let Err(e) = git.run(repository, &args) {
+            if let Err(e) = git.run(at, &args) {
                 pruned.kept = Some(e.to_string());
                 return pruned;
             }
@@ -252,7 +286,7 @@ fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
         pruned.removed_worktree = true;
     } else if !dry_run {
         // A directory removed by hand leaves git's registration behind.
-        let _ = git.run(repository, &["worktree", "prune"]);
+        let _ = git.run(at, &["worktree", "prune"]);
     }
     if listed.branch_exists {
         if listed.commits > 0 && !force {
@@ -262,7 +296,7 @@ fn prune_one(git: &Git, listed: Listed, force: bool, dry_run: bool) -> Pruned {
             ));
             return pruned;
         }
-        if !dry_run && let Err(e) = git.run(repository, &["branch", "-D", &listed.entry.branch]) {
+        if !dry_run && let Err(e) = git.run(at, &["branch", "-D", &listed.entry.branch]) {
             pruned.kept = Some(e.to_string());
             return pruned;
         }

@@ -15,6 +15,8 @@
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a),
 //!   [`hook`] (completion hooks: what runs when a run ends, and how it ended), [`capacity`]
 //!   (the queue of runs over the cap of active runs);
+//! * git — [`git`] (the git commands run over agents' worktrees: the repository named by
+//!   its own record, no configured program started);
 //! * maintenance — [`sweep`] (A12), [`deferred`] (A9), [`procinfo`] (X3), [`ids`] (session and group ids, H8);
 //! * fault injection of test builds — [`os::faults`] (inert in production).
 
@@ -29,6 +31,7 @@ pub mod doc;
 pub mod durability;
 pub mod errors;
 pub mod events;
+pub mod git;
 pub mod handshake;
 pub mod hook;
 pub mod ids;

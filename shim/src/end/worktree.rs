@@ -1,12 +1,17 @@
 //! What a step left in its managed git worktree, read when its agent has exited: the branch
 //! and commit it ended on, the commits made since the step started, and the changes left
-//! uncommitted. Nothing is merged or cleaned; reading never takes git's index lock.
+//! uncommitted. Nothing is merged or cleaned; reading never takes git's index lock. The
+//! agent could write the worktree, so git reaches it through the repository's own record of
+//! it (never its `.git` file) and runs no program configuration or attributes name
+//! ([`sublaunch_protocol::git`]).
 
 use crate::supervise::bounded;
 use serde_json::{Value, json};
+use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use sublaunch_protocol::config::StepWorktree;
+use sublaunch_protocol::git::{At, LinkedWorktree, Repository};
 
 /// How long one git question may take (a worktree of a huge repository, a slow disk).
 const GIT_LIMIT: Duration = Duration::from_secs(20);
@@ -42,19 +47,36 @@ pub struct WorktreeEnd {
     pub problem: Option<String>,
 }
 
-fn git(dir: &str, args: &[&str]) -> Result<String, String> {
-    let mut command = Command::new("git");
-    command
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .env("GIT_OPTIONAL_LOCKS", "0")
-        .env("GIT_TERMINAL_PROMPT", "0");
-    let finished = bounded::run(command, None, GIT_LIMIT).map_err(|e| format!("git {}: {e}", args[0]))?;
+/// The git the shim runs (its own PATH's).
+const GIT: &str = "git";
+
+/// Runs `command` (whose subcommand is `what`); its stdout.
+fn run(command: Command, what: &str) -> Result<String, String> {
+    let finished = bounded::run(command, None, GIT_LIMIT).map_err(|e| format!("git {what}: {e}"))?;
     if !finished.status.success() {
-        return Err(format!("git {} failed ({})", args[0], finished.status));
+        return Err(format!("git {what} failed ({})", finished.status));
     }
     Ok(String::from_utf8_lossy(&finished.stdout).into_owned())
+}
+
+/// Runs `git args…` in `worktree`; its stdout.
+fn git(worktree: &LinkedWorktree, args: &[&str]) -> Result<String, String> {
+    let mut command = sublaunch_protocol::git::command(GIT, At::Worktree(worktree));
+    command.args(args);
+    run(command, args[0])
+}
+
+/// The worktree as its repository records it.
+fn locate(worktree: &StepWorktree) -> Result<LinkedWorktree, String> {
+    let checkout = Path::new(&worktree.repository);
+    let output = run(Repository::query(GIT, checkout), Repository::QUERY[0])?;
+    let mut repository = Repository::parse(checkout, &output).map_err(|e| e.to_string())?;
+    let mut keys = sublaunch_protocol::git::command(GIT, At::Repository(&repository));
+    keys.args(Repository::FILTERS_QUERY);
+    repository.set_filters(&run(keys, Repository::FILTERS_QUERY[0])?);
+    repository
+        .worktree(Path::new(&worktree.path))
+        .map_err(|e| e.to_string())
 }
 
 /// Reads `worktree` after a step that ran in `cwd` there and started at `start_commit`.
@@ -72,10 +94,20 @@ pub fn capture(worktree: &StepWorktree, cwd: &str, start_commit: &str) -> Worktr
 }
 
 fn read_into(end: &mut WorktreeEnd) -> Result<(), String> {
-    let dir = end.worktree.path.clone();
+    let dir = locate(&end.worktree)?;
+    // A submodule's own state would need git run in it, through a `.git` file the agent
+    // could write: a submodule counts as changed when it is at another commit, not for
+    // changes inside it.
     let status = git(
         &dir,
-        &["status", "--porcelain=v2", "--branch", "--untracked-files=normal", "-z"],
+        &[
+            "status",
+            "--porcelain=v2",
+            "--branch",
+            "--untracked-files=normal",
+            "--ignore-submodules=dirty",
+            "-z",
+        ],
     )?;
     let mut records = status.split('\0');
     while let Some(record) = records.next() {
@@ -94,7 +126,17 @@ fn read_into(end: &mut WorktreeEnd) -> Result<(), String> {
         }
     }
     if end.changed_files > 0 {
-        let stat = git(&dir, &["diff", "--shortstat", "HEAD"])?;
+        let stat = git(
+            &dir,
+            &[
+                "diff",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--ignore-submodules=dirty",
+                "--shortstat",
+                "HEAD",
+            ],
+        )?;
         for part in stat.split(',') {
             let mut words = part.split_whitespace();
             let (Some(n), Some(what)) = (words.next().and_then(|n| n.parse::<u64>().ok()), words.next()) else {
@@ -109,7 +151,17 @@ fn read_into(end: &mut WorktreeEnd) -> Result<(), String> {
     }
     if end.head.as_deref().is_some_and(|head| head != end.start_commit) {
         let range = format!("{}..HEAD", end.start_commit);
-        let log = git(&dir, &["log", "--reverse", "--format=%H%x1f%s", &range])?;
+        let log = git(
+            &dir,
+            &[
+                "log",
+                "--no-ext-diff",
+                "--no-textconv",
+                "--reverse",
+                "--format=%H%x1f%s",
+                &range,
+            ],
+        )?;
         let all: Vec<(String, String)> = log
             .lines()
             .filter_map(|line| line.split_once('\u{1f}'))
