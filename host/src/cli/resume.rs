@@ -127,6 +127,9 @@ pub fn run(args: Args) -> ExitCode {
         continuation,
         on_end,
         max_active,
+        // The new run's agents trust no more than this command does now.
+        env: vec![project.lineage_var()],
+        project_config: project.agents_config(),
         ..LaunchOptions::default()
     };
     launch_and_report(

@@ -9,8 +9,7 @@ use crate::engine::planner::Planner;
 use crate::inputs::agents::AdapterId;
 use crate::inputs::agents::{Catalog, discover};
 use crate::inputs::chain::ChainFile;
-use crate::inputs::project::lineage::LINEAGE_VAR;
-use crate::inputs::project::{Ignored, ProgramItem, Project};
+use crate::inputs::project::{Ignored, Project};
 use crate::inputs::registry::Registry;
 use crate::inputs::settings::Settings;
 use crate::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
@@ -19,7 +18,6 @@ use crate::request::{self, Inputs, RunSpec};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest, Step};
-use sublaunch_protocol::config::ProjectConfig;
 
 /// What to run.
 #[derive(Clone, Debug)]
@@ -168,9 +166,7 @@ impl Gathered {
             agents: catalog.agents.clone(),
             cwd: cwd.to_owned(),
         };
-        let pi_extensions = project
-            .entry(".pi/extensions")
-            .and_then(|dir| project.check(&ProgramItem::pi_extensions(&dir)).err());
+        let pi_extensions = project.unapproved_pi_extensions();
         Ok(Self {
             inputs,
             catalog,
@@ -244,16 +240,6 @@ impl Gathered {
         ignored
     }
 
-    /// Whether the agents may load their own configuration from the project: only when the
-    /// user trusts it and approved its pi extensions as they are.
-    pub fn project_config(&self) -> ProjectConfig {
-        if self.project.is_trusted() && self.pi_extensions.is_none() {
-            ProjectConfig::Load
-        } else {
-            ProjectConfig::Ignore
-        }
-    }
-
     /// The project the configuration was read for.
     pub fn project(&self) -> &Project {
         &self.project
@@ -290,7 +276,7 @@ pub enum StartError {
 pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner) -> Result<Prepared, StartError> {
     let mut gathered = gathered;
     gathered.load_registry_for(&request)?;
-    let project_config = gathered.project_config();
+    let project_config = gathered.project.agents_config();
     let Gathered {
         inputs,
         catalog,
@@ -351,7 +337,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         max_active,
         worktrees: worktree_options,
         // The run's agents trust at most what this launch did.
-        env: vec![(LINEAGE_VAR.into(), project.lineage().to_var().into())],
+        env: vec![project.lineage_var()],
         project_config,
         ..LaunchOptions::default()
     };

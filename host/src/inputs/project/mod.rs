@@ -23,6 +23,7 @@ use lineage::{LINEAGE_VAR, Lineage};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use store::{Approval, ProgramKind, TrustStore, TrustedProject};
+use sublaunch_protocol::config::ProjectConfig;
 
 /// The project entries that count, relative to a directory on the way up: those sublaunch
 /// reads, then those the agents it starts would read themselves (which they are told to leave
@@ -304,6 +305,28 @@ impl Project {
             sha256: item.sha256.clone(),
             shows: item.shows.clone(),
         }
+    }
+
+    /// The project's pi extensions, when present and not approved as they are.
+    pub fn unapproved_pi_extensions(&self) -> Option<Ignored> {
+        let dir = self.entry(".pi/extensions")?;
+        self.check(&ProgramItem::pi_extensions(&dir)).err()
+    }
+
+    /// Whether the agents of a run launched here may load their own configuration from the
+    /// project: only when the user trusts it and approved its pi extensions as they are.
+    pub fn agents_config(&self) -> ProjectConfig {
+        if self.is_trusted() && self.unapproved_pi_extensions().is_none() {
+            ProjectConfig::Load
+        } else {
+            ProjectConfig::Ignore
+        }
+    }
+
+    /// What the shim of a run launched here is handed so that its agents' `sublaunch` trusts
+    /// no more than this run: the lineage variable and its value.
+    pub fn lineage_var(&self) -> (std::ffi::OsString, std::ffi::OsString) {
+        (LINEAGE_VAR.into(), self.lineage().to_var().into())
     }
 
     /// What a run launched here may trust at most: this project with the approvals in effect,
