@@ -524,7 +524,7 @@ const WRAPPED_HOSTILE_VALUES: [&str; 6] = [
 
 #[test]
 fn a_chain_value_reaches_a_shell_behind_env_as_data() {
-    let scratch = Scratch::new("chain-env-sh");
+    let scratch = Scratch::trusting("chain-env-sh");
     scratch.init_repo();
     write(
         &scratch.work().join(".sublaunch/agents/envsh.md"),
@@ -545,7 +545,7 @@ fn a_chain_value_reaches_a_shell_behind_env_as_data() {
 
 #[test]
 fn a_chain_value_in_bash_arithmetic_is_refused_with_a_clear_error() {
-    let scratch = Scratch::new("chain-bash-arith");
+    let scratch = Scratch::trusting("chain-bash-arith");
     scratch.init_repo();
     write(
         &scratch.work().join(".sublaunch/agents/counter.md"),
