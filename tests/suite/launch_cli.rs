@@ -363,6 +363,14 @@ fn a_sublaunch_binary_alone_launches_with_its_built_in_runner() {
     std::fs::write(&shim, b"#!/bin/sh\nexit 99\n").unwrap();
     assert_eq!(ok(&run("echo again")), "again\n");
     assert_eq!(std::fs::read(&shim).unwrap(), good, "the damaged copy was replaced");
+    // A replacement of the same size is no copy either: it is never run.
+    let ran = scratch.path().join("planted-ran");
+    let mut planted = format!("#!/bin/sh\ntouch '{}'\nexit 3\n", ran.display()).into_bytes();
+    planted.resize(good.len(), b'#');
+    std::fs::write(&shim, &planted).unwrap();
+    assert_eq!(ok(&run("echo still")), "still\n");
+    assert!(!ran.exists(), "the planted runner ran");
+    assert!(std::fs::read(&shim).unwrap() == good, "the planted copy was replaced");
 }
 
 #[test]
