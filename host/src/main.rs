@@ -6,5 +6,8 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    cli::Cli::parse().run()
+    match cli::Cli::try_parse() {
+        Ok(cli) => cli.run(),
+        Err(error) => cli::command_line_error(error),
+    }
 }

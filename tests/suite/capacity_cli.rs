@@ -493,3 +493,25 @@ fn bad_caps_are_refused_naming_where_they_come_from() {
     gate.open();
     assert_eq!(wait_terminal(&scratch.run_dir(&b), LIMIT)["state"], "complete");
 }
+
+#[test]
+fn a_ticket_written_for_no_run_holds_no_slot() {
+    let scratch = Scratch::new("capacity-forged");
+    // What an agent (running as the user) could leave in the queue: a ticket for a run that
+    // does not exist, naming a pid that is always alive and claiming a slot.
+    let queue = scratch.runs().join(".capacity");
+    std::fs::create_dir_all(&queue).unwrap();
+    write(
+        &queue.join("0000000000000001-ghost"),
+        r#"{"version":1,"runId":"ghost","seq":1,"pid":1,"claimed":true}"#,
+    );
+    let run = run_id_of("after-ghost");
+    let ran = scratch.work().join("ran");
+    launch(&scratch, "1", &run, &format!("touch '{}'", ran.display()));
+    assert_eq!(wait_terminal(&scratch.run_dir(&run), LIMIT)["state"], "complete");
+    assert!(ran.exists(), "the run started despite the forged ticket");
+    assert!(
+        !queue.join("0000000000000001-ghost").exists(),
+        "the forged ticket was reclaimed"
+    );
+}

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use sublaunch_tests::cli::{ok, text};
+use sublaunch_tests::cli::{ok, text, write};
 use sublaunch_tests::launch_harness::{HOST_FAULT_ENV, Scratch, names_in, read_json, status, wait_for, wait_terminal};
 
 fn launch(scratch: &Scratch, task: &str) -> String {
@@ -363,6 +363,14 @@ fn a_sublaunch_binary_alone_launches_with_its_built_in_runner() {
     std::fs::write(&shim, b"#!/bin/sh\nexit 99\n").unwrap();
     assert_eq!(ok(&run("echo again")), "again\n");
     assert_eq!(std::fs::read(&shim).unwrap(), good, "the damaged copy was replaced");
+    // A replacement of the same size is no copy either: it is never run.
+    let ran = scratch.path().join("planted-ran");
+    let mut planted = format!("#!/bin/sh\ntouch '{}'\nexit 3\n", ran.display()).into_bytes();
+    planted.resize(good.len(), b'#');
+    std::fs::write(&shim, &planted).unwrap();
+    assert_eq!(ok(&run("echo still")), "still\n");
+    assert!(!ran.exists(), "the planted runner ran");
+    assert!(std::fs::read(&shim).unwrap() == good, "the planted copy was replaced");
 }
 
 #[test]
@@ -395,6 +403,60 @@ fn agents_create_files_with_the_launching_users_umask() {
         let status = std::fs::metadata(scratch.run_dir(run).join("status.json")).unwrap();
         assert_eq!(status.permissions().mode() & 0o777, 0o600);
     }
+}
+
+#[test]
+fn error_messages_quoting_files_and_arguments_carry_no_escape_sequences() {
+    let scratch = Scratch::new("cli-error-escapes");
+    let clean = |output: &std::process::Output| {
+        let stderr = text(&output.stderr);
+        assert!(
+            !output.stderr.contains(&0x1b) && !output.stderr.contains(&0x07),
+            "{stderr:?}"
+        );
+        stderr
+    };
+    // A chain file (from a cloned repository, say) whose agent name writes the clipboard
+    // (OSC 52) and clears the screen, in a file whose name holds an escape too.
+    let chain = write(
+        &scratch.work().join("c\u{1b}[2J.yaml"),
+        "steps:\n  - agent: \"x\\e]52;c;cHduZWQ=\\a\\e[2J\"\n    task: hi\n",
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = clean(&output);
+    assert!(stderr.contains("unknown agent 'x'"), "{stderr:?}");
+    assert!(stderr.contains("c.yaml"), "the file is named: {stderr:?}");
+    // A field name serde echoes.
+    let chain = write(
+        &scratch.work().join("field.yaml"),
+        "steps:\n  - agent: shell\n    task: hi\n    \"oops\\e[2J\": 1\n",
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(clean(&output).contains("unknown field `oops`"));
+    // Arguments: an agent name, a run id, a value clap refuses.
+    let output = scratch
+        .cli(&["run", "--agent", "x\u{1b}]0;T\u{7}", "--task", "t"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(clean(&output).contains("unknown agent 'x'"));
+    let output = scratch.cli(&["status", "\u{1b}]0;T\u{7}id"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(clean(&output).contains("id"));
+    let output = scratch
+        .cli(&["wait", "--all", "--timeout", "\u{1b}[2J1"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(clean(&output).contains("invalid value '1'"));
 }
 
 #[test]

@@ -1,5 +1,23 @@
 //! Command-line interface: one module per command.
 
+/// Prints a line on stderr made safe for a terminal ([`terminal_text::for_terminal`]). It
+/// shadows the standard macro in every module of the CLI, so that no diagnostic can reach the
+/// terminal unsanitised: error messages quote file names, agent names, chain values and the
+/// field names serde echoes, all of which can come from files someone else wrote, and an
+/// escape sequence in them could write the clipboard or clear the screen. (Sanitising twice is
+/// harmless: the result has no control characters left.) A closed stderr is not worth a panic.
+macro_rules! eprintln {
+    () => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr());
+    }};
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let line = crate::cli::terminal_text::for_terminal(&format!($($arg)*));
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }};
+}
+
 mod agent_text;
 mod agents;
 mod capacity;
@@ -99,6 +117,19 @@ impl Cli {
             Command::Trust(args) => trust::run(args),
         }
     }
+}
+
+/// Reports a command line clap refused (or the help or version it was asked for) and exits.
+/// clap quotes an offending argument as given: one holding control characters is shown
+/// sanitised, without clap's colours, like every other diagnostic.
+pub fn command_line_error(error: clap::Error) -> ExitCode {
+    let plain = error.render().to_string();
+    let shown = terminal_text::for_terminal(&plain);
+    if shown == plain {
+        error.exit()
+    }
+    eprintln!("{}", shown.trim_end_matches('\n'));
+    ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE))
 }
 
 /// Prints the library's warnings (and errors) on stderr, as `sublaunch: <message>`.

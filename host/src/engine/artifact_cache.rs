@@ -231,7 +231,7 @@ enum Rejected {
 /// What identifies one version of an entry's file: any write to it, or its replacement,
 /// changes at least one of these (ctime is set by the kernel on every change).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Identity {
+pub(crate) struct Identity {
     dev: u64,
     ino: u64,
     size: i64,
@@ -241,7 +241,7 @@ struct Identity {
 
 impl Identity {
     #[allow(clippy::useless_conversion, clippy::unnecessary_cast)] // the field types differ between platforms
-    fn of(stat: &rustix::fs::Stat) -> Self {
+    pub(crate) fn of(stat: &rustix::fs::Stat) -> Self {
         Self {
             dev: stat.st_dev as u64,
             ino: stat.st_ino as u64,
@@ -251,14 +251,14 @@ impl Identity {
         }
     }
 
-    fn to_line(self) -> String {
+    pub(crate) fn to_line(self) -> String {
         format!(
             "v1 {} {} {} {} {} {} {}\n",
             self.dev, self.ino, self.size, self.mtime.0, self.mtime.1, self.ctime.0, self.ctime.1
         )
     }
 
-    fn parse(line: &str) -> Option<Self> {
+    pub(crate) fn parse(line: &str) -> Option<Self> {
         let mut fields = line.trim_end().split(' ');
         if fields.next()? != "v1" {
             return None;
@@ -275,7 +275,7 @@ impl Identity {
     }
 
     /// Whether the last change is at least `settle` old by the wall clock.
-    fn settled(self, settle: std::time::Duration) -> bool {
+    pub(crate) fn settled(self, settle: std::time::Duration) -> bool {
         let changed = std::time::UNIX_EPOCH
             + std::time::Duration::new(
                 u64::try_from(self.ctime.0).unwrap_or(u64::MAX),

@@ -111,51 +111,17 @@ pub fn read_text(file: &Path) -> Result<String, FileProblem> {
     })
 }
 
+mod yaml_depth;
+
 /// Refuses YAML nested deeper than [`YAML_DEPTH_LIMIT`] before it reaches the parser, whose
-/// time grows steeply with depth. The count is conservative: every indentation step, every
-/// `- ` item marker and every open `[`/`{` counts a level.
+/// time grows steeply with depth. Levels are counted as the parser will read the text (block
+/// indentation levels and flow collections), so quotes, scalars and comments cannot hide
+/// brackets from the count.
 pub fn check_yaml_depth(text: &str) -> Result<(), String> {
-    let mut indents: Vec<usize> = Vec::new();
-    let mut flow = 0usize;
-    for (number, line) in text.lines().enumerate() {
-        let content = line.trim_start_matches(' ');
-        if flow == 0 {
-            if content.is_empty() || content.starts_with('#') {
-                continue;
-            }
-            let indent = line.len() - content.len();
-            while indents.last().is_some_and(|&i| i >= indent) {
-                indents.pop();
-            }
-            indents.push(indent);
-        }
-        let mut depth = indents.len() + flow;
-        let mut rest = content;
-        while let Some(after) = rest.strip_prefix("- ").or_else(|| rest.strip_prefix("-\t")) {
-            depth += 1;
-            rest = after.trim_start();
-        }
-        let mut quote: Option<char> = None;
-        for c in rest.chars() {
-            match (quote, c) {
-                (Some(q), c) if c == q => quote = None,
-                (Some(_), _) => {}
-                (None, '"' | '\'') => quote = Some(c),
-                (None, '#') if flow == 0 => break,
-                (None, '[' | '{') => flow += 1,
-                (None, ']' | '}') => flow = flow.saturating_sub(1),
-                _ => {}
-            }
-            depth = depth.max(indents.len() + flow);
-        }
-        if depth > YAML_DEPTH_LIMIT {
-            return Err(format!(
-                "line {}: nested more than {YAML_DEPTH_LIMIT} levels deep",
-                number + 1
-            ));
-        }
+    match yaml_depth::first_line_deeper_than(text, YAML_DEPTH_LIMIT) {
+        Some(line) => Err(format!("line {line}: nested more than {YAML_DEPTH_LIMIT} levels deep")),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Parses `bytes` (the content of `file`) into `T`; a problem names the file, the JSON path

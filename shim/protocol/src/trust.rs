@@ -4,9 +4,10 @@
 //! `Refusing untrusted temp root '<root>': <reason>`.
 //!
 //! Every existing directory above the root counts too: one that another user owns, or that
-//! others can write without the sticky bit, lets them move the root aside and put their own
-//! in its place. Each must be owned by the current uid or root and not writable by others
-//! unless it is sticky (as `/tmp` is: there nobody can rename what they do not own).
+//! its group or others can write without the sticky bit, lets them move the root aside and put
+//! their own in its place. Each must be owned by the current uid or root and not writable by
+//! group or others unless it is sticky (as `/tmp` is: there nobody can rename what they do not
+//! own).
 
 use crate::dir::Dir;
 use crate::errors::os_error;
@@ -177,10 +178,22 @@ fn untrusted_ancestor(root: &Path) -> Result<Option<String>, RootError> {
             )));
         }
         let mode = stat.st_mode & 0o7777;
+        // In a sticky directory nobody can rename or remove an entry they do not own, so the
+        // root below it stays put whoever can write there (the owner is already us or root).
         let sticky = mode & 0o1000 != 0;
-        if mode & 0o002 != 0 && !sticky {
+        if sticky {
+            continue;
+        }
+        if mode & 0o002 != 0 {
             return Ok(Some(format!(
                 "its parent directory '{shown}' is writable by others (mode {mode:04o}); choose another SUBLAUNCH_ROOT or run `chmod o-w {shown}`"
+            )));
+        }
+        // A group member could move the root aside just as well as anybody else.
+        if mode & 0o020 != 0 {
+            return Ok(Some(format!(
+                "its parent directory '{shown}' is writable by its group (gid {}, mode {mode:04o}); choose another SUBLAUNCH_ROOT or run `chmod g-w {shown}`",
+                stat.st_gid
             )));
         }
     }
@@ -306,6 +319,37 @@ mod tests {
             "nothing created under the refused parent"
         );
         std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1777)).unwrap();
+        open(&root).unwrap();
+    }
+
+    #[test]
+    fn h3_a_parent_its_group_can_write_is_refused_unless_sticky() {
+        assert!(crate::testing::running_as_root(), "chown needs root, as CI has");
+        let tmp = tempfile::tempdir().unwrap();
+        // Owned by root, as the current user is in CI, with a group another user could be in:
+        // a member of that group could rename the root aside and plant their own.
+        let shared = tmp.path().join("grp");
+        std::fs::create_dir(&shared).unwrap();
+        std::os::unix::fs::chown(&shared, Some(0), Some(4242)).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o775)).unwrap();
+        let root = shared.join("mine/sublaunch");
+        let error = open(&root).unwrap_err();
+        assert!(matches!(error, RootError::Untrusted(_)));
+        let error = error.to_string();
+        assert!(
+            error.contains(&format!(
+                "its parent directory '{shown}' is writable by its group (gid 4242, mode 0775); choose another SUBLAUNCH_ROOT or run `chmod g-w {shown}`",
+                shown = shared.display()
+            )),
+            "{error}"
+        );
+        assert!(
+            !shared.join("mine").exists(),
+            "nothing created under the refused parent"
+        );
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o1775)).unwrap();
+        open(&root).unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o755)).unwrap();
         open(&root).unwrap();
     }
 

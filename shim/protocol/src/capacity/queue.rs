@@ -1,18 +1,26 @@
 //! The queue of one `<runs>` directory: reading its tickets (a snapshot, no lock), removing
 //! one's own ticket (no lock: a removal only frees capacity), and, under the queue's `flock`,
-//! taking a ticket and settling the queue — reclaiming the tickets of dead runners and
-//! promoting waiting ones in arrival order.
+//! taking a ticket and settling the queue — reclaiming the tickets that no longer stand for a
+//! live runner of an active run, and promoting waiting ones in arrival order.
+//!
+//! A ticket is honoured only while its runner lives (pid and start identity, X3), its run
+//! directory exists, and the run's status is not terminal and, once it names the run's runner,
+//! names this ticket's (pid and start identity). A leftover of a run that ended or was pruned,
+//! or a ticket written for no run or for another process (an agent can write in the state
+//! root), therefore holds no slot.
 
 use super::ticket::{TICKET_VERSION, Ticket, parse_ticket_name};
 use crate::atomic::Durability;
 use crate::dir::{Dir, FILE_MODE};
-use crate::doc::to_pretty_bytes;
-use crate::errors::os_error;
+use crate::doc::{ReadDoc, to_pretty_bytes};
+use crate::errors::{has_errno, os_error};
 use crate::layout::names;
 use crate::os::files::retry_eintr;
 use crate::procinfo::{Liveness, ProcessOracle};
+use crate::status::read_status;
 use rustix::fd::OwnedFd;
 use rustix::fs::{self, FileType, FlockOperation, Mode, OFlags};
+use rustix::io::Errno;
 use std::io;
 use std::num::NonZeroU32;
 use std::path::Path;
@@ -21,6 +29,8 @@ use std::path::Path;
 #[derive(Debug)]
 pub struct CapacityQueue {
     dir: Dir,
+    /// `<runs>`, where the tickets' runs are.
+    runs: Dir,
 }
 
 /// What a launch asks of the queue.
@@ -50,12 +60,19 @@ impl CapacityQueue {
     pub fn open(runs: &Dir) -> io::Result<Self> {
         Ok(Self {
             dir: runs.ensure_child(names::CAPACITY_DIR)?,
+            runs: runs.try_clone()?,
         })
     }
 
     /// Opens `<runs>/.capacity` when it exists.
     pub fn open_existing(runs: &Dir) -> io::Result<Option<Self>> {
-        Ok(runs.open_child(names::CAPACITY_DIR)?.map(|dir| Self { dir }))
+        match runs.open_child(names::CAPACITY_DIR)? {
+            Some(dir) => Ok(Some(Self {
+                dir,
+                runs: runs.try_clone()?,
+            })),
+            None => Ok(None),
+        }
     }
 
     /// The directory.
@@ -119,6 +136,41 @@ impl CapacityQueue {
         Ok(self.tickets()?.into_iter().find(|t| t.run_id == run_id))
     }
 
+    /// Whether `ticket` stands for a live runner of an active run (see the module
+    /// documentation). Where the run cannot be read for another reason than its absence, the
+    /// ticket is kept: the runner's liveness still decides.
+    fn honoured(&self, ticket: &Ticket, oracle: &dyn ProcessOracle) -> bool {
+        // X3: the pid and its start identity, so a reused pid does not keep a slot.
+        if oracle.liveness(ticket.pid, ticket.pid_start_identity.as_deref()) == Liveness::Dead {
+            return false;
+        }
+        let run = match self.runs.open_child(&ticket.run_id) {
+            Ok(Some(run)) => run,
+            Ok(None) => return false,
+            // A symbolic link or a file where the run directory should be: no run.
+            Err(e) if has_errno(&e, Errno::LOOP) || has_errno(&e, Errno::NOTDIR) => return false,
+            Err(_) => return true,
+        };
+        let status = match read_status(&run) {
+            Ok(ReadDoc::Present(status)) => status,
+            // A run directory always holds a valid status (it is created with one).
+            Ok(ReadDoc::Absent | ReadDoc::Corrupt(_)) => return false,
+            Err(_) => return true,
+        };
+        if status.is_terminal() {
+            return false;
+        }
+        // Until the launch writes the initial status, the run names no runner (the ticket is
+        // taken first, so that status can say `queued`); from then on it must be this one.
+        match status.pid {
+            None => true,
+            Some(pid) => {
+                pid == ticket.pid
+                    && (status.pid_start_identity.is_none() || status.pid_start_identity == ticket.pid_start_identity)
+            }
+        }
+    }
+
     /// Removes `run_id`'s ticket; returns whether it had one. Needs no lock: removing a ticket
     /// only frees capacity, and the next evaluation sees it gone.
     pub fn release(&self, run_id: &str) -> io::Result<bool> {
@@ -167,8 +219,8 @@ impl QueueLock<'_> {
         })
     }
 
-    /// Reclaims the tickets of dead runners and promotes waiting tickets; returns the tickets
-    /// that remain, in arrival order.
+    /// Reclaims the tickets that no longer stand for a live runner of an active run and
+    /// promotes waiting tickets; returns the tickets that remain, in arrival order.
     pub fn evaluate(&mut self, oracle: &dyn ProcessOracle) -> io::Result<Vec<Ticket>> {
         self.settle(oracle, None)
     }
@@ -176,11 +228,10 @@ impl QueueLock<'_> {
     fn settle(&self, oracle: &dyn ProcessOracle, new: Option<Ticket>) -> io::Result<Vec<Ticket>> {
         let mut tickets = Vec::new();
         for ticket in self.queue.tickets()? {
-            // X3: the pid and its start identity, so a reused pid does not keep a slot.
-            if oracle.liveness(ticket.pid, ticket.pid_start_identity.as_deref()) == Liveness::Dead {
-                self.queue.dir.remove(&ticket.file_name())?;
-            } else {
+            if self.queue.honoured(&ticket, oracle) {
                 tickets.push(ticket);
+            } else {
+                self.queue.dir.remove(&ticket.file_name())?;
             }
         }
         let new_run = new.as_ref().map(|t| t.run_id.clone());

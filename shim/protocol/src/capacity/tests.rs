@@ -1,6 +1,8 @@
 use super::*;
+use crate::atomic::Durability;
 use crate::dir::Dir;
 use crate::procinfo::{Liveness, ProcessOracle, SystemProcesses, own_start_identity};
+use crate::status::{RunState, Status, write_status};
 use std::collections::HashSet;
 use std::num::NonZeroU32;
 use std::sync::Mutex;
@@ -36,8 +38,23 @@ fn queue() -> (tempfile::TempDir, CapacityQueue) {
     (tmp, queue)
 }
 
+/// Writes run `run`'s directory with a status in `state` naming its runner.
+fn run_dir(queue: &CapacityQueue, run: &str, state: RunState, runner: Option<(u32, Option<&str>)>) {
+    let runs = Dir::open(queue.dir().path().parent().unwrap()).unwrap();
+    let dir = runs.ensure_child(run).unwrap();
+    let status = Status {
+        state: Some(state),
+        pid: runner.map(|(pid, _)| pid),
+        pid_start_identity: runner.and_then(|(_, identity)| identity.map(str::to_owned)),
+        ..Status::default()
+    };
+    write_status(&dir, &status, Durability::Atomic).unwrap();
+}
+
+/// Takes a ticket for run `run` (whose directory and running status it writes first).
 fn take(queue: &CapacityQueue, oracle: &Oracle, run: &str, pid: u32, cap: Option<u32>) -> Admission {
     let identity = format!("linux:{pid}");
+    run_dir(queue, run, RunState::Running, Some((pid, Some(&identity))));
     queue
         .lock()
         .unwrap()
@@ -244,6 +261,10 @@ fn real_processes_are_judged_by_pid_and_start_identity() {
     child.wait().unwrap();
     let me = std::process::id();
     let identity = own_start_identity();
+    for (run, pid) in [("shell-gone", dead), ("shell-me", me)] {
+        let identity = identity.as_deref().filter(|_| pid == me);
+        run_dir(&queue, run, RunState::Running, Some((pid, identity)));
+    }
     let mut lock = queue.lock().unwrap();
     for (run, pid) in [("shell-gone", dead), ("shell-me", me)] {
         lock.take(
@@ -263,4 +284,73 @@ fn real_processes_are_judged_by_pid_and_start_identity() {
         ["shell-me"]
     );
     assert!(remaining[0].claimed);
+}
+
+#[test]
+fn a_ticket_for_no_run_or_an_ended_one_holds_no_slot() {
+    let (_tmp, queue) = queue();
+    let oracle = Oracle::default();
+    // Forged: a run that does not exist, naming a live pid (1 always lives).
+    let forged = Ticket {
+        version: 1,
+        run_id: "ghost".into(),
+        seq: 1,
+        pid: 1,
+        pid_start_identity: None,
+        max_active: Some(1),
+        claimed: true,
+    };
+    let write = |ticket: &Ticket| {
+        queue
+            .dir()
+            .write(
+                &ticket.file_name(),
+                &crate::doc::to_pretty_bytes(ticket),
+                Durability::Atomic,
+            )
+            .unwrap();
+    };
+    write(&forged);
+    // Stale: the ticket of a run that ended without giving it back.
+    let ended = Ticket {
+        run_id: "shell-ended".into(),
+        seq: 2,
+        pid: 2,
+        pid_start_identity: Some("linux:2".into()),
+        ..forged.clone()
+    };
+    run_dir(&queue, "shell-ended", RunState::Complete, Some((2, Some("linux:2"))));
+    write(&ended);
+    // Still preliminary: the launch took the ticket before writing the status naming its
+    // runner; the ticket stands.
+    run_dir(&queue, "shell-starting", RunState::Queued, None);
+    let starting = Ticket {
+        run_id: "shell-starting".into(),
+        seq: 3,
+        pid: 3,
+        pid_start_identity: Some("linux:3".into()),
+        ..forged.clone()
+    };
+    write(&starting);
+    // Borrowed: a live run's id, but another runner than the one its status names.
+    assert_eq!(take(&queue, &oracle, "shell-live", 4, None).ticket.seq, 4);
+    let borrowed = Ticket {
+        run_id: "shell-live".into(),
+        seq: 10,
+        pid: 1,
+        pid_start_identity: Some("linux:1".into()),
+        ..forged.clone()
+    };
+    write(&borrowed);
+    assert_eq!(queue.tickets().unwrap().len(), 5);
+
+    let admission = take(&queue, &oracle, "shell-new", 6, Some(3));
+    assert!(admission.ticket.claimed, "only the live and the starting run count");
+    assert_eq!(claimed(&queue), ["shell-starting", "shell-live", "shell-new"]);
+    assert!(queue.find("ghost").unwrap().is_none());
+    assert!(queue.find("shell-ended").unwrap().is_none());
+    assert!(
+        queue.tickets().unwrap().iter().all(|t| t.pid != 1),
+        "the borrowed ticket is gone, the live run's own one stays"
+    );
 }
