@@ -124,7 +124,7 @@ fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
     assert_eq!(
         recorded(&scratch, "claude", "argv"),
         "-p\n--output-format\nstream-json\n--verbose\n--allowedTools\nRead,Grep,Glob,LS\n\
-         --disallowedTools\nBash,Edit,MultiEdit,Write,NotebookEdit\n"
+         --disallowedTools\nBash,Edit,MultiEdit,Write,NotebookEdit\n--strict-mcp-config\n"
     );
     assert_eq!(recorded(&scratch, "claude", "stdin"), "review the lexer");
     assert!(step_results(&scratch, &end)[0].to_string().contains("done by claude"));
@@ -134,6 +134,10 @@ fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
     let argv = recorded(&scratch, "claude", "argv");
     assert!(argv.contains("--permission-mode\nacceptEdits\n"), "{argv}");
     assert!(!argv.contains("--disallowedTools"), "{argv}");
+    assert!(
+        !argv.contains("--strict-mcp-config"),
+        "a writer keeps the user's MCP servers: {argv}"
+    );
 
     let end = run_json(
         &scratch,
