@@ -22,6 +22,9 @@ pub const SSH_CONFIG_VAR: &str = "SUBLAUNCH_SSH_CONFIG";
 pub const HERDR_BIN_VAR: &str = "HERDR_BIN";
 /// How long `herdr machine list --json` may take, in milliseconds.
 pub const HERDR_TIMEOUT_VAR: &str = "SUBLAUNCH_HERDR_TIMEOUT_MS";
+/// How deep in runs a process runs: unset at top level, 1 in the agents of a top-level run,
+/// one more in each run started from inside a run. `sublaunch mcp` reads it to limit nesting.
+pub const RUN_DEPTH_VAR: &str = "SUBLAUNCH_DEPTH";
 
 /// Environment variables, by name.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -143,12 +146,28 @@ impl Environment {
             .map_or_else(|| "herdr".into(), PathBuf::from)
     }
 
+    /// How deep in runs this process runs ([`RUN_DEPTH_VAR`]): 0 when unset or empty. A value
+    /// that is not a whole number counts as `u32::MAX`, deeper than any limit: whoever set it
+    /// wrong must not thereby escape a nesting limit.
+    pub fn run_depth(&self) -> u32 {
+        run_depth(self.var(RUN_DEPTH_VAR))
+    }
+
     /// How long `herdr machine list --json` may take: `$SUBLAUNCH_HERDR_TIMEOUT_MS`, else
     /// `default`.
     pub fn herdr_timeout(&self, default: Duration) -> Duration {
         self.text(HERDR_TIMEOUT_VAR)
             .and_then(|ms| ms.parse().ok())
             .map_or(default, Duration::from_millis)
+    }
+}
+
+/// A [`RUN_DEPTH_VAR`] value as a depth (see [`Environment::run_depth`]).
+pub(crate) fn run_depth(value: Option<&OsStr>) -> u32 {
+    match value {
+        None => 0,
+        Some(value) if value.is_empty() => 0,
+        Some(value) => value.to_str().and_then(|v| v.parse().ok()).unwrap_or(u32::MAX),
     }
 }
 
@@ -175,5 +194,16 @@ mod tests {
         assert!(env.durability().is_strict());
         assert!(!Environment::default().durability().is_strict());
         assert!(Environment::default().layout(None).is_err());
+    }
+
+    #[test]
+    fn the_run_depth_is_zero_when_unset_and_deepest_when_malformed() {
+        assert_eq!(Environment::default().run_depth(), 0);
+        let at = |value: &str| Environment::from_vars([(RUN_DEPTH_VAR, value)]).run_depth();
+        assert_eq!(at(""), 0);
+        assert_eq!(at("2"), 2);
+        for malformed in ["-1", "two", "1.5", " 1", "99999999999"] {
+            assert_eq!(at(malformed), u32::MAX, "{malformed}");
+        }
     }
 }

@@ -25,7 +25,7 @@ struct Session {
 impl Session {
     fn start(scratch: &Scratch) -> Session {
         let mut child = scratch
-            .cli(&["mcp"])
+            .cli(&["mcp", "--allow-shell"])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

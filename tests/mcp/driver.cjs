@@ -3,10 +3,12 @@
 //   node driver.cjs SCRIPT.json
 //
 // SCRIPT: {"nodeModules": dir, "command": path, "args": [...], "env": {...}, "cwd": dir,
-//          "calls": [{"tool": name, "arguments": {...}, "progress": bool}, ...]}
+//          "calls": [{"tool": name, "arguments": {...}, "progress": bool, "timeoutMs": n}, ...]}
 // A string argument "${N.a.b}" is replaced by field a.b of the JSON answer of call N (0-based).
 // Prints one JSON object: {"tools": [{name, description, inputSchema}], "calls": [{tool,
-// isError, text, json, progress: [messages]}]}.
+// isError, text, texts, json, progress: [messages], protocolError}]}: `text` joins the text
+// blocks, `json` is the first one parsed; a call the server answered with a protocol error,
+// or not within its timeout (default 120 s), has `protocolError` and the script goes on.
 const path = require("node:path");
 const fs = require("node:fs");
 const { createRequire } = require("node:module");
@@ -63,21 +65,30 @@ async function main() {
   for (const call of script.calls) {
     const progress = [];
     received = progress;
+    const timeout = call.timeoutMs || 120000;
     const options = call.progress
-      ? { onprogress: () => {}, resetTimeoutOnProgress: true, timeout: 120000 }
-      : { timeout: 120000 };
-    const result = await client.callTool(
-      { name: call.tool, arguments: substitute(call.arguments || {}, answers) },
-      undefined,
-      options,
-    );
-    const text = (result.content || []).filter((c) => c.type === "text").map((c) => c.text).join("\n");
+      ? { onprogress: () => {}, resetTimeoutOnProgress: true, timeout }
+      : { timeout };
+    let result;
+    try {
+      result = await client.callTool(
+        { name: call.tool, arguments: substitute(call.arguments || {}, answers) },
+        undefined,
+        options,
+      );
+    } catch (error) {
+      answers.push(null);
+      calls.push({ tool: call.tool, isError: true, text: "", texts: [], json: null, progress, protocolError: String(error.message || error) });
+      continue;
+    }
+    const texts = (result.content || []).filter((c) => c.type === "text").map((c) => c.text);
+    const text = texts.join("\n");
     let json = null;
     try {
-      json = JSON.parse(text);
+      json = JSON.parse(texts[0]);
     } catch (_) {}
     answers.push(json);
-    calls.push({ tool: call.tool, isError: result.isError === true, text, json, progress });
+    calls.push({ tool: call.tool, isError: result.isError === true, text, texts, json, progress, protocolError: null });
   }
   await client.close();
   process.stdout.write(

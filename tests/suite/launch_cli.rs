@@ -484,3 +484,51 @@ fn agent_text_reaches_the_terminal_without_escape_sequences() {
     assert!(!status.contains('\u{1b}'), "{status:?}");
     assert!(status.contains("state    failed"), "{status}");
 }
+
+#[test]
+fn durations_too_long_for_a_clock_are_usage_errors_never_panics() {
+    let scratch = Scratch::new("cli-huge-durations");
+    let slow = launch(&scratch, "sleep 30");
+    let huge_age = format!("{}w", "9".repeat(30));
+    for (args, says) in [
+        (
+            vec!["wait", &slow, "--timeout", "1e19"],
+            "sublaunch wait: --timeout: invalid number of seconds: 1e19",
+        ),
+        (
+            vec!["wait", &slow, "--timeout", "1e300"],
+            "sublaunch wait: --timeout: invalid number of seconds: 1e300",
+        ),
+        (
+            vec!["stop", &slow, "--timeout", "1e300"],
+            "sublaunch stop: --timeout: invalid number of seconds",
+        ),
+        (
+            vec!["wait", &slow, "--timeout", "inf"],
+            "sublaunch wait: --timeout: invalid number of seconds: inf",
+        ),
+        (
+            vec!["run", "--agent", "shell", "--task", "true", "--timeout", "1e300"],
+            "sublaunch run: --timeout: invalid number of seconds: 1e300 (give a number from 0 to 31536000, a year)",
+        ),
+        (
+            vec!["run", "--agent", "shell", "--task", "true", "--timeout=-1"],
+            "sublaunch run: --timeout: invalid",
+        ),
+        (
+            vec!["prune", "--older-than", &huge_age],
+            "is not a duration this clock can measure",
+        ),
+    ] {
+        let output = scratch.cli(&args).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(says), "{args:?}: {stderr}");
+    }
+    assert_eq!(
+        status(&scratch.run_dir(&slow)).unwrap()["state"],
+        "running",
+        "nothing was stopped"
+    );
+    ok(&scratch.cli(&["stop", &slow]).output().unwrap());
+}

@@ -4,7 +4,7 @@
 //! plays the model.
 
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use sublaunch_tests::cli::{ok, text, write};
 use sublaunch_tests::launch_harness::Scratch;
 use sublaunch_tests::model_server::{ModelServer, Reply};
@@ -22,16 +22,29 @@ fn server_env(scratch: &Scratch) -> Value {
     Value::Object(env)
 }
 
-/// Runs the SDK client through `calls`; its transcript: `{tools, calls: [{tool, isError,
-/// text, json, progress}]}`.
+/// Runs the SDK client through `calls` against `sublaunch mcp --allow-shell` started in the
+/// scratch's work directory (the tests' runs are shell runs); its transcript: `{tools, calls:
+/// [{tool, isError, text, json, progress}]}`.
 fn drive(scratch: &Scratch, calls: Value) -> Value {
+    drive_server(scratch, &["--allow-shell"], &[], &scratch.work(), calls)
+}
+
+/// Runs the SDK client through `calls` against `sublaunch mcp ARGS…` started in `cwd` with
+/// the scratch's environment and `env` on top.
+fn drive_server(scratch: &Scratch, args: &[&str], env: &[(&str, &str)], cwd: &Path, calls: Value) -> Value {
     real_agents::require_installed();
+    let mut server_env = server_env(scratch);
+    for (key, value) in env {
+        server_env[*key] = json!(value);
+    }
+    let mut argv = vec!["mcp"];
+    argv.extend(args);
     let script = json!({
         "nodeModules": node_modules(),
         "command": sublaunch_tests::bin("sublaunch"),
-        "args": ["mcp"],
-        "env": server_env(scratch),
-        "cwd": scratch.work(),
+        "args": argv,
+        "env": server_env,
+        "cwd": cwd,
         "calls": calls,
     });
     let file = write(&scratch.path().join("mcp-script.json"), &script.to_string());
@@ -43,6 +56,18 @@ fn drive(scratch: &Scratch, calls: Value) -> Value {
         .unwrap();
     let stdout = ok(&output);
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", text(&output.stderr)))
+}
+
+/// The text of call `i` of `calls`, which must be a tool error (not a protocol error, not an
+/// answer).
+#[track_caller]
+fn tool_error(calls: &[Value], i: usize) -> String {
+    let call = &calls[i];
+    assert!(
+        call["protocolError"].is_null() && call["isError"].as_bool().unwrap(),
+        "call {i} should be a tool error: {call}"
+    );
+    call["text"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -303,7 +328,7 @@ fn claude_code_delegates_a_task_through_sublaunch_mcp_and_reads_the_answer() {
     let mut claude = real_agents::claude(&scope);
     let config = json!({"mcpServers": {"sublaunch": {
         "command": sublaunch_tests::bin("sublaunch"),
-        "args": ["mcp"],
+        "args": ["mcp", "--allow-shell"],
         "env": server_env(&scratch),
     }}});
     claude.set_env("MCP_TIMEOUT", "30000");
@@ -335,4 +360,326 @@ fn claude_code_delegates_a_task_through_sublaunch_mcp_and_reads_the_answer() {
     assert!(last.contains("delegated-42"), "{last}");
     let results: Vec<Value> = output.events_of("result");
     assert_eq!(results.last().unwrap()["result"], "The subagent answered.");
+}
+
+/// A project agent whose `command` runner runs its task in a shell.
+const COMMAND_AGENT: &str = "---\nname: tool\ndescription: runs the task\nrunner:\n  type: command\n  command: [sh, -c, \"echo {task}\"]\n---\n";
+
+#[test]
+fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range() {
+    let scratch = Scratch::new("mcp-escapes");
+    let work = scratch.init_repo();
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let bashrc = write(&home.join(".bashrc"), "# the user's own\n");
+    std::fs::create_dir_all(work.join("sub")).unwrap();
+    std::os::unix::fs::symlink(&home, work.join("out")).unwrap();
+    write(&work.join(".sublaunch/agents/tool.md"), COMMAND_AGENT);
+    let root = std::fs::canonicalize(&work).unwrap();
+    let claude = |extra: Value| {
+        let mut arguments = json!({"agent": "claude", "task": "review"});
+        arguments
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"tool": "run", "arguments": arguments, "timeoutMs": 20000})
+    };
+    // (call, what the refusal must say)
+    let cases: Vec<(Value, Vec<String>)> = vec![
+        (
+            json!({"tool": "run", "arguments": {"agent": "shell", "task": "echo hi"}}),
+            vec![
+                "agent 'shell' runs its task as shell code".into(),
+                "--allow-shell".into(),
+            ],
+        ),
+        (
+            json!({"tool": "run", "arguments": {"chain": {"steps": [{"agent": "claude", "task": "x"}, {"agent": "tool", "task": "x"}]}}}),
+            vec!["agent 'tool' runs its task as shell code".into()],
+        ),
+        (
+            claude(json!({"cwd": "/"})),
+            vec!["cwd: '/' leads to /, outside this server's root".into()],
+        ),
+        (claude(json!({"cwd": ".."})), vec!["cwd: '..' leads to ".into()]),
+        (
+            claude(json!({"cwd": "out"})),
+            vec![format!(
+                "cwd: 'out' leads to {}",
+                std::fs::canonicalize(&home).unwrap().display()
+            )],
+        ),
+        (
+            claude(json!({"cwd": "sub", "output": "~/.bashrc"})),
+            vec!["output: '~/.bashrc' leads to ".into()],
+        ),
+        (
+            claude(json!({"output": bashrc.to_str().unwrap()})),
+            vec![format!("output: '{}' leads to ", bashrc.display())],
+        ),
+        (
+            claude(json!({"output": "out/.bashrc"})),
+            vec!["output: 'out/.bashrc' leads to ".into()],
+        ),
+        (
+            claude(json!({"reads": ["/etc/hostname"]})),
+            vec!["reads: '/etc/hostname' leads to ".into()],
+        ),
+        (
+            json!({"tool": "run", "arguments": {"chain": {"steps": [{"agent": "claude", "task": "x"}, {"agent": "claude", "task": "y", "cwd": "/tmp"}]}}}),
+            vec!["step 2 ('claude') cwd: '/tmp' leads to ".into()],
+        ),
+        (
+            json!({"tool": "run", "arguments": {"chain": {"steps": [{"parallel": [{"agent": "claude", "task": "x"}, {"agent": "claude", "task": "y", "output": "~/.bashrc"}]}]}}}),
+            vec!["step 1, task 2 ('claude') output: '~/.bashrc' leads to ".into()],
+        ),
+        (
+            claude(json!({"timeout_seconds": 1e300})),
+            vec!["timeout_seconds must be a number of seconds from 0 to 31536000 (a year), not 1e300".into()],
+        ),
+        (
+            claude(json!({"timeout_seconds": 1e19})),
+            vec!["timeout_seconds must be".into(), "not 1e19".into()],
+        ),
+        (
+            claude(json!({"timeout_seconds": -1})),
+            vec!["timeout_seconds must be".into(), "not -1".into()],
+        ),
+        (
+            claude(json!({"checkpoint_before_deadline_seconds": 1e300})),
+            vec!["checkpoint_before_deadline_seconds must be a number of seconds".into()],
+        ),
+        (
+            claude(json!({"max_cost_usd": 1e300})),
+            vec!["max_cost_usd must be a number of dollars above 0 and at most 1000000".into()],
+        ),
+        (claude(json!({"max_cost_usd": -1})), vec!["max_cost_usd must be".into()]),
+        (
+            claude(json!({"max_tokens": 1e19})),
+            vec!["max_tokens must be a whole number from 1 to 1000000000000, not 1e19".into()],
+        ),
+        (
+            claude(json!({"max_tokens": 1.5})),
+            vec!["max_tokens must be a whole number".into()],
+        ),
+        (
+            claude(json!({"max_tool_calls": -1})),
+            vec!["max_tool_calls must be a whole number from 0 to 1000000, not -1".into()],
+        ),
+        (
+            json!({"tool": "wait", "arguments": {"run_ids": ["nope"], "timeout_seconds": 1e300}, "timeoutMs": 20000}),
+            vec!["timeout_seconds must be a number of seconds".into()],
+        ),
+        (
+            json!({"tool": "wait", "arguments": {"run_ids": ["nope"], "timeout_seconds": 1e19}, "timeoutMs": 20000}),
+            vec!["timeout_seconds must be a number of seconds".into()],
+        ),
+        (
+            json!({"tool": "stop", "arguments": {"run_id": "nope", "timeout_seconds": 1e19}, "timeoutMs": 20000}),
+            vec!["timeout_seconds must be a number of seconds".into()],
+        ),
+        (
+            json!({"tool": "logs", "arguments": {"run_id": "nope", "tail_lines": 1e19}}),
+            vec!["tail_lines must be a whole number from 1 to 2000, not 1e19".into()],
+        ),
+        (
+            json!({"tool": "models", "arguments": {"limit": -1}}),
+            vec!["limit must be a whole number from 0 to 100000, not -1".into()],
+        ),
+        (
+            json!({"tool": "agents", "arguments": {"cwd": "/"}}),
+            vec!["cwd: '/' leads to /".into()],
+        ),
+    ];
+    let mut calls: Vec<Value> = cases.iter().map(|(call, _)| call.clone()).collect();
+    calls.push(json!({"tool": "agents", "arguments": {}}));
+    calls.push(json!({"tool": "list", "arguments": {"all": true}}));
+    let transcript = drive_server(&scratch, &[], &[], &work, Value::Array(calls));
+    let calls = transcript["calls"].as_array().unwrap();
+    for (i, (call, expected)) in cases.iter().enumerate() {
+        let refusal = tool_error(calls, i);
+        for words in expected {
+            assert!(
+                refusal.contains(words.as_str()),
+                "call {i} {call}: {refusal:?} lacks {words:?}"
+            );
+        }
+        if refusal.contains(" leads to ") {
+            assert!(
+                refusal.contains(&format!("outside this server's root {}", root.display()))
+                    && refusal.contains("sublaunch mcp --root DIR"),
+                "call {i}: {refusal}"
+            );
+        }
+    }
+    // The server went on answering, and marks the agents it would refuse.
+    let agents = &calls[cases.len()]["json"]["agents"];
+    let allowed = |name: &str| {
+        agents
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {agents}"))["allowed"]
+            .clone()
+    };
+    assert_eq!(allowed("shell"), json!(false), "{agents}");
+    assert_eq!(allowed("tool"), json!(false), "{agents}");
+    assert_eq!(allowed("claude"), json!(true), "{agents}");
+    assert_eq!(
+        calls[cases.len() + 1]["json"],
+        json!([]),
+        "nothing ran: {}",
+        calls[cases.len() + 1]
+    );
+    assert_eq!(std::fs::read_to_string(&bashrc).unwrap(), "# the user's own\n");
+}
+
+#[test]
+fn the_server_starts_no_run_from_its_depth_limit_and_runs_see_their_depth() {
+    let scratch = Scratch::new("mcp-depth");
+    let depth_of_a_run = json!({"tool": "run", "arguments": {"agent": "shell", "task": "printf '%s' \"$SUBLAUNCH_DEPTH\"", "wait": true}});
+    let after = json!({"tool": "list", "arguments": {}});
+    let at = |depth: Option<&str>, args: &[&str]| {
+        let env: Vec<(&str, &str)> = depth.map(|d| ("SUBLAUNCH_DEPTH", d)).into_iter().collect();
+        let mut argv = vec!["--allow-shell"];
+        argv.extend(args);
+        drive_server(&scratch, &argv, &env, &scratch.work(), json!([depth_of_a_run, after]))
+    };
+    // At the top level a run's agent is one deep; one deep, its agent two.
+    for (depth, expected) in [(None, "1"), (Some("1"), "2")] {
+        let transcript = at(depth, &[]);
+        let call = &transcript["calls"][0];
+        assert!(!call["isError"].as_bool().unwrap(), "{depth:?}: {call}");
+        assert_eq!(call["json"]["answer"], expected, "{depth:?}: {call}");
+    }
+    // Two deep (the default limit), or a value that is no depth: refused, and the server goes
+    // on answering.
+    for (depth, args, words) in [
+        (
+            Some("2"),
+            &[][..],
+            "runs inside sublaunch runs 2 deep (SUBLAUNCH_DEPTH=2), and starts runs only up to 2 deep",
+        ),
+        (Some("x"), &[][..], "SUBLAUNCH_DEPTH=x, which is not a whole number"),
+        (Some("3"), &["--max-depth", "3"][..], "up to 3 deep"),
+        (
+            None,
+            &["--max-depth", "0"][..],
+            "runs outside any sublaunch run, and starts runs only up to 0 deep",
+        ),
+    ] {
+        let transcript = at(depth, args);
+        let calls = transcript["calls"].as_array().unwrap();
+        let refusal = tool_error(calls, 0);
+        assert!(
+            refusal.contains(words) && refusal.contains("--max-depth"),
+            "{depth:?} {args:?}: {refusal}"
+        );
+        assert!(!calls[1]["isError"].as_bool().unwrap(), "{}", calls[1]);
+    }
+    // A deeper limit lets a server two deep start runs.
+    let transcript = at(Some("2"), &["--max-depth", "3"]);
+    assert_eq!(
+        transcript["calls"][0]["json"]["answer"], "3",
+        "{}",
+        transcript["calls"][0]
+    );
+}
+
+#[test]
+fn the_owner_widens_the_root_names_the_agents_and_every_answer_carries_the_notes() {
+    let scratch = Scratch::new("mcp-owner");
+    let work = scratch.init_repo();
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(scratch.path().join("beside")).unwrap();
+    write(&work.join(".sublaunch/agents/tool.md"), COMMAND_AGENT);
+    // A completion hook from the project's settings: every answer says so.
+    write(
+        &work.join(".sublaunch/settings.json"),
+        r#"{"subagents": {"onEnd": "true"}}"#,
+    );
+    let scratch_root = std::fs::canonicalize(scratch.path()).unwrap();
+    let transcript = drive_server(
+        &scratch,
+        &[
+            "--root",
+            scratch.path().to_str().unwrap(),
+            "--agents",
+            "shell,tool,claude",
+            "--allow-shell",
+        ],
+        &[],
+        &work,
+        json!([
+            {"tool": "run", "arguments": {"agent": "shell", "task": "pwd", "cwd": "../beside", "wait": true}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo kept", "output": "~/answer.md", "wait": true}},
+            {"tool": "run", "arguments": {"agent": "tool", "task": "from-a-command", "wait": true}},
+            {"tool": "run", "arguments": {"agent": "pi", "task": "x"}},
+            {"tool": "agents", "arguments": {}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo x", "output": "/etc/sublaunch-answer"}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo started"}},
+        ]),
+    );
+    let calls = transcript["calls"].as_array().unwrap();
+    let answer = |i: usize| {
+        assert!(!calls[i]["isError"].as_bool().unwrap(), "call {i}: {}", calls[i]);
+        &calls[i]["json"]
+    };
+    // Outside the server's directory, inside its root.
+    assert_eq!(
+        answer(0)["answer"].as_str().map(PathBuf::from),
+        Some(scratch_root.join("beside")),
+        "{}",
+        calls[0]
+    );
+    assert_eq!(answer(1)["answer"], "kept");
+    assert_eq!(std::fs::read_to_string(home.join("answer.md")).unwrap().trim(), "kept");
+    assert_eq!(answer(2)["answer"], "from-a-command");
+    let refusal = tool_error(calls, 3);
+    assert!(
+        refusal.starts_with("agent 'pi' is not among the agents this server starts") && refusal.contains("--agents"),
+        "{refusal}"
+    );
+    let listed = refusal
+        .split("starts here: ")
+        .nth(1)
+        .and_then(|rest| rest.split('.').next());
+    let mut listed: Vec<&str> = listed.unwrap_or_default().split(", ").collect();
+    listed.sort_unstable();
+    assert_eq!(listed, ["claude", "shell", "tool"], "{refusal}");
+    let agents = answer(4)["agents"].as_array().unwrap();
+    for agent in agents {
+        let listed = ["shell", "tool", "claude"].contains(&agent["name"].as_str().unwrap());
+        assert_eq!(agent["allowed"], json!(listed), "{agent}");
+    }
+    assert!(tool_error(calls, 5).contains("output: '/etc/sublaunch-answer' leads to"));
+    // The note of the project's hook (known once the run is planned) went with the waited
+    // results, a refusal after planning and the immediate answer; the run in `beside` has no
+    // such hook.
+    let hook_note = |i: usize| {
+        let call = &calls[i];
+        let note = if call["isError"].as_bool().unwrap() {
+            call["text"]
+                .as_str()
+                .unwrap()
+                .lines()
+                .find(|l| l.starts_with("note: "))
+                .map(str::to_owned)
+        } else {
+            call["json"]["notes"]
+                .as_array()
+                .and_then(|notes| notes.iter().find_map(Value::as_str))
+                .map(str::to_owned)
+        };
+        note.unwrap_or_else(|| panic!("call {i} carries no note: {call}"))
+    };
+    for i in [1, 2, 5, 6] {
+        assert!(
+            hook_note(i).contains(".sublaunch/settings.json"),
+            "call {i}: {}",
+            hook_note(i)
+        );
+    }
 }

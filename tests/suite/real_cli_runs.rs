@@ -632,3 +632,41 @@ fn reads_named_answers_and_output_files_reach_the_real_agents() {
     );
     assert_eq!(std::fs::read_to_string(work.join("summary.md")).unwrap(), "pi summary");
 }
+
+#[test]
+fn read_only_claude_code_starts_none_of_the_users_mcp_servers_and_a_writer_still_does() {
+    let world = World::new("real-claude-mcp");
+    // A user-scope MCP server of Claude Code's that leaves a mark when it is started (and
+    // then serves sublaunch's own tools, a server a read-only agent must not reach).
+    let started = world.scratch.path().join("mcp-server-started");
+    let server = write(
+        &world.scratch.path().join("mcp-server.sh"),
+        &format!(
+            "#!/bin/sh\ntouch '{}'\nexec '{}' mcp\n",
+            started.display(),
+            sublaunch_tests::bin("sublaunch").display()
+        ),
+    );
+    std::fs::set_permissions(&server, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    write(
+        &world.agents[0].config_dir.join(".claude.json"),
+        &json!({"mcpServers": {"probe": {"type": "stdio", "command": server}}}).to_string(),
+    );
+    world.agent(
+        "looker",
+        "runner: {type: external-cli, adapter: claude-code}\ntools: [read, mcp__probe__run]\n",
+        "",
+    );
+
+    world.claude.reply(Reply::text("read only"));
+    let (_, stdout) = world.run_ok(&["--agent", "looker", "--task", "look"]);
+    assert_eq!(stdout, "read only\n");
+    assert!(!started.exists(), "a read-only run started the user's MCP server");
+    let offered = only_request(&world.claude).body.to_string();
+    assert!(!offered.contains("mcp__probe"), "{offered}");
+
+    // The same configuration reaches a writer, which keeps the user's MCP servers.
+    world.claude.reply(Reply::text("wrote"));
+    world.run_ok(&["--agent", "claude-writer", "--task", "write"]);
+    assert!(started.exists(), "the writer did not start the user's MCP server");
+}

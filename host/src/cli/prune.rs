@@ -111,11 +111,8 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
         "w" => value * 604_800.0,
         _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use s, m, h, d or w)")),
     };
-    if seconds.is_finite() && seconds >= 0.0 {
-        Ok(Duration::from_secs_f64(seconds))
-    } else {
-        Err(format!("'{text}' is not a duration"))
-    }
+    // An age beyond any clock is refused, not a panic.
+    Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is not a duration this clock can measure"))
 }
 
 fn parse_state(text: &str) -> Result<RunState, String> {
@@ -144,6 +141,8 @@ mod tests {
         assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
         assert!(parse_duration("soon").is_err());
         assert!(parse_duration("3y").unwrap_err().contains("unknown unit"));
+        let huge = format!("{}w", "9".repeat(40));
+        assert!(parse_duration(&huge).unwrap_err().contains("not a duration"));
         assert!(parse_state("running").unwrap_err().contains("active"));
         assert_eq!((size(512), size(12_595)), ("512 B".to_owned(), "12.3 KiB".to_owned()));
     }

@@ -132,11 +132,11 @@ pub fn run(args: Args) -> ExitCode {
     }
     let timeout = match args.timeout.map(super::runs::seconds).transpose() {
         Ok(timeout) => timeout,
-        Err(message) => return usage(message),
+        Err(message) => return usage(format!("--timeout: {message}")),
     };
     let checkpoint = match args.checkpoint_before_deadline.map(super::runs::seconds).transpose() {
         Ok(checkpoint) => checkpoint,
-        Err(message) => return usage(message),
+        Err(message) => return usage(format!("--checkpoint-before-deadline: {message}")),
     };
     let usage_budget =
         (args.max_tokens.is_some() || args.max_cost.is_some()).then_some(sublaunch::contract::UsageBudget {

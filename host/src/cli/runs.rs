@@ -75,17 +75,22 @@ pub fn async_runtime(command: &str) -> Result<sublaunch::launch::tokio::runtime:
 /// A `--timeout SECS` value; a negative or non-finite number is a usage error (exit 2).
 pub fn timeout_arg(secs: Option<f64>, command: &str) -> Result<Option<Duration>, ExitCode> {
     secs.map(seconds).transpose().map_err(|message| {
-        eprintln!("sublaunch {command}: {message}");
+        eprintln!("sublaunch {command}: --timeout: {message}");
         ExitCode::from(EXIT_USAGE)
     })
 }
 
-/// A non-negative number of seconds.
+/// The longest time a command or MCP tool takes in seconds: a year (a wait, a timeout, a
+/// checkpoint). Anything longer is a typo, and would not fit the clocks' arithmetic anyway.
+pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
+
+/// A number of seconds from 0 to [`MAX_SECONDS`].
 pub fn seconds(value: f64) -> Result<Duration, String> {
-    if value.is_finite() && value >= 0.0 {
-        Ok(Duration::from_secs_f64(value))
-    } else {
-        Err(format!("invalid number of seconds: {value}"))
+    match Duration::try_from_secs_f64(value) {
+        Ok(duration) if value <= MAX_SECONDS => Ok(duration),
+        _ => Err(format!(
+            "invalid number of seconds: {value:?} (give a number from 0 to {MAX_SECONDS}, a year)"
+        )),
     }
 }
 

@@ -1,6 +1,9 @@
 //! The shim's environment (H10): the host's environment without the variables that must not
-//! reach a detached runner, plus the runner's own settings.
+//! reach a detached runner, plus the runner's own settings, and the run depth one deeper than
+//! the launcher's (the shim passes it on to the agents, so a `sublaunch mcp` an agent starts
+//! knows how deep it runs).
 
+use crate::environment::{RUN_DEPTH_VAR, run_depth};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -86,6 +89,11 @@ pub(crate) fn shim_environment(
     settings: &ShimEnv<'_>,
 ) -> Vec<(OsString, OsString)> {
     let base: Vec<(OsString, OsString)> = base.into_iter().collect();
+    let depth = run_depth(
+        base.iter()
+            .find(|(k, _)| k == RUN_DEPTH_VAR)
+            .map(|(_, v)| v.as_os_str()),
+    );
     let retention = base
         .iter()
         .find(|(k, _)| k == "SUBLAUNCH_CACHE_RETENTION")
@@ -98,6 +106,7 @@ pub(crate) fn shim_environment(
     if let Some(retention) = retention {
         set("PI_CACHE_RETENTION", retention);
     }
+    set(RUN_DEPTH_VAR, depth.saturating_add(1).to_string().into());
     if let Some(session) = settings.session_id {
         set(PARENT_SESSION_ENV, session.into());
     }
@@ -158,5 +167,36 @@ mod tests {
         assert_eq!(get("SUBLAUNCH_RUNNER_CONFIG"), Some("/r/async-cfg-a.json"));
         assert_eq!(get("SUBLAUNCH_ROOT"), Some("/r"));
         assert_eq!(get("SUBLAUNCH_TEST_PARENT_PID"), Some("1"));
+        assert_eq!(
+            get("SUBLAUNCH_DEPTH"),
+            Some("1"),
+            "a top-level launch's runs are one deep"
+        );
+    }
+
+    #[test]
+    fn the_run_depth_grows_by_one_and_a_malformed_one_stays_deepest() {
+        let depth_after = |base: &[(&str, &str)]| {
+            let env = shim_environment(
+                pairs(base),
+                &ShimEnv {
+                    cfg_path: Path::new("/r/c.json"),
+                    session_id: None,
+                    doorbell: false,
+                    root: Path::new("/r"),
+                    extra: &[],
+                },
+            );
+            let depths: Vec<String> = env
+                .iter()
+                .filter(|(key, _)| key == RUN_DEPTH_VAR)
+                .map(|(_, value)| value.to_string_lossy().into_owned())
+                .collect();
+            assert_eq!(depths.len(), 1, "set once: {depths:?}");
+            depths[0].clone()
+        };
+        assert_eq!(depth_after(&[("SUBLAUNCH_DEPTH", "1")]), "2");
+        assert_eq!(depth_after(&[("SUBLAUNCH_DEPTH", "")]), "1");
+        assert_eq!(depth_after(&[("SUBLAUNCH_DEPTH", "x")]), u32::MAX.to_string());
     }
 }

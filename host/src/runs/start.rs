@@ -217,6 +217,11 @@ impl Gathered {
         Ok(())
     }
 
+    /// The directory's agents, as the plan will find them.
+    pub fn agents(&self) -> &[crate::inputs::agents::AgentDef] {
+        &self.catalog.agents
+    }
+
     /// Agent files left out because someone else could have written them, and completion
     /// hooks of settings files left out for the same reason.
     pub fn warnings(&self) -> Vec<String> {

@@ -37,7 +37,7 @@ pub struct Look {
 /// Waits until the run in `run` is terminal, at most `limit`.
 pub async fn wait_terminal(store: &Arc<RunStore>, run: &Arc<Dir>, limit: Option<Duration>) -> WaitEnd {
     let mut watcher = RunWatcher::new(run.path());
-    let deadline = limit.map(|l| tokio::time::Instant::now() + l);
+    let deadline = deadline_after(limit);
     loop {
         if let Some(status) = look_and_watch(store, run, &mut watcher).await {
             return WaitEnd::Terminal(status);
@@ -56,6 +56,17 @@ pub async fn wait_terminal(store: &Arc<RunStore>, run: &Arc<Dir>, limit: Option<
             },
         }
     }
+}
+
+/// A limit longer than this is no limit: the timer is not asked to sleep that far.
+const UNLIMITED_BEYOND: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+
+/// When a wait of at most `limit` from now gives up; `None`: never. A limit too long to be a
+/// point in time is no limit, never an overflow panic.
+pub(super) fn deadline_after(limit: Option<Duration>) -> Option<tokio::time::Instant> {
+    limit
+        .filter(|limit| *limit <= UNLIMITED_BEYOND)
+        .and_then(|limit| tokio::time::Instant::now().checked_add(limit))
 }
 
 /// [`look`], then watches the live shim it found.
@@ -135,5 +146,23 @@ fn still_recording(store: &RunStore, run: &Dir, status: &Status) -> Option<(u32,
             None
         }
         Ok(None) | Err(_) => Some((pid, identity)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_limit_too_long_to_be_a_time_is_no_limit_not_a_panic() {
+        assert!(deadline_after(None).is_none());
+        assert!(deadline_after(Some(Duration::from_secs(60))).is_some());
+        for huge in [
+            Duration::MAX,
+            Duration::from_secs(10_000_000_000_000_000_000),
+            UNLIMITED_BEYOND * 2,
+        ] {
+            assert!(deadline_after(Some(huge)).is_none(), "{huge:?}");
+        }
     }
 }

@@ -42,7 +42,7 @@ pub async fn wait_many(
     limit: Option<Duration>,
     on_end: impl FnMut(&str, &Status),
 ) -> WaitMany {
-    let deadline = limit.map(|l| tokio::time::Instant::now() + l);
+    let deadline = super::wait::deadline_after(limit);
     let mut tally = Tally {
         pending: Vec::new(),
         ended: Vec::new(),

@@ -4,7 +4,7 @@
 //! ```text
 //! claude -p --output-format stream-json --verbose [--model <model>]
 //!        [--append-system-prompt <system prompt>] --allowedTools <Read,Grep,…>
-//!        (read-only) --disallowedTools Bash,Edit,MultiEdit,Write,NotebookEdit
+//!        (read-only) --disallowedTools Bash,Edit,MultiEdit,Write,NotebookEdit --strict-mcp-config
 //!        (writer)    --permission-mode acceptEdits
 //! ```
 //!
@@ -57,6 +57,9 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
         push_option(&mut argv, "--permission-mode", Some("acceptEdits"));
     } else {
         push_option(&mut argv, "--disallowedTools", Some(CLAUDE_WRITE_TOOLS.join(",")));
+        // No MCP server of the user's or the project's: its tools run outside the read-only
+        // tool list (one of them could be a sublaunch server that starts a shell).
+        argv.push("--strict-mcp-config".to_owned());
     }
     push_option(&mut argv, "--json-schema", native_schema(input).map(|s| s.to_string()));
     push_option(&mut argv, "--resume", input.resume());

@@ -1,6 +1,7 @@
 //! Tool names for Claude Code: agent files name tools the pi way (`read, grep, find, ls,
 //! bash, edit, write`); Claude Code calls them `Read, Grep, Glob, LS, Bash, Edit, Write`. Other
-//! names (`Bash(git diff:*)`, `mcp__server__tool`, `WebFetch`) pass through unchanged.
+//! names (`Bash(git diff:*)`, `mcp__server__tool`, `WebFetch`) pass through unchanged, except
+//! that a read-only agent gets no MCP tool (a read-only run starts no MCP server either).
 
 /// Claude Code tools that change files or run commands: never allowed to a read-only agent.
 pub const CLAUDE_WRITE_TOOLS: [&str; 5] = ["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"];
@@ -36,7 +37,8 @@ pub fn is_write_tool(tool: &str) -> bool {
 }
 
 /// The `--allowedTools` list: the agent's tools mapped to Claude names (the adapter's default
-/// when none), without write tools for a read-only agent.
+/// when none), without write tools and MCP tools for a read-only agent: an MCP tool runs
+/// whatever its server does.
 pub fn claude_allowed(tools: &[String], writer: bool) -> Vec<String> {
     let mut allowed: Vec<String> = if tools.is_empty() {
         let default: &[&str] = if writer {
@@ -49,7 +51,7 @@ pub fn claude_allowed(tools: &[String], writer: bool) -> Vec<String> {
         tools.iter().map(|t| claude_name(t.trim())).collect()
     };
     if !writer {
-        allowed.retain(|t| !is_write_tool(t));
+        allowed.retain(|t| !is_write_tool(t) && !t.starts_with("mcp__"));
     }
     allowed.dedup();
     allowed
@@ -68,7 +70,7 @@ mod tests {
             claude_allowed(&tools, true),
             ["Read", "Glob", "Bash", "mcp__x__y", "Bash(git diff:*)"]
         );
-        assert_eq!(claude_allowed(&tools, false), ["Read", "Glob", "mcp__x__y"]);
+        assert_eq!(claude_allowed(&tools, false), ["Read", "Glob"]);
         assert_eq!(claude_allowed(&[], false), CLAUDE_READ_DEFAULT);
     }
 }

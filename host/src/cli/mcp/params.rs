@@ -1,8 +1,14 @@
 //! The arguments of the MCP tools, with the JSON schemas and descriptions an agent reads.
+//!
+//! Every number is read as any JSON number and checked here against its range, so that a
+//! value out of range (negative, fractional where a count is meant, 1e19, 1e300) comes back as
+//! a tool error naming the argument and the range, never as a protocol error or a panic. The
+//! schemas still say what is expected.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
+use std::time::Duration;
 
 /// `run`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -28,7 +34,7 @@ pub struct RunParams {
     /// The working directory (absolute; on the machine when `machine` is given). Default: the
     /// directory the MCP server was started in.
     pub cwd: Option<String>,
-    /// Stop the run after this many seconds.
+    /// Stop the run after this many seconds (at most a year).
     pub timeout_seconds: Option<f64>,
     /// Stop the run at this time at the latest (RFC 3339, e.g. `2026-12-01T23:00:00Z`).
     pub deadline_at: Option<String>,
@@ -46,13 +52,15 @@ pub struct RunParams {
     pub output: Option<String>,
     /// Stop the run once its agents have used more than this many input and output tokens
     /// in all (pi, Claude Code and Codex report them).
-    pub max_tokens: Option<u64>,
+    #[schemars(with = "Option<u64>")]
+    pub max_tokens: Option<f64>,
     /// Stop the run once its agents have spent more than this many US dollars in all (pi and
     /// Claude Code report their cost).
     pub max_cost_usd: Option<f64>,
     /// Stop the agent when it starts a tool call beyond this many (one agent only; a chain's
     /// steps set `toolBudget`).
-    pub max_tool_calls: Option<u32>,
+    #[schemars(with = "Option<u32>")]
+    pub max_tool_calls: Option<f64>,
     /// Ask the agents (pi, Claude Code) to wrap up this many seconds before the run's timeout
     /// or deadline.
     pub checkpoint_before_deadline_seconds: Option<f64>,
@@ -99,7 +107,8 @@ pub struct LogsParams {
     /// The run's id or a unique prefix of it.
     pub run_id: String,
     /// How many of the last lines to return (default 200, at most 2000).
-    pub tail_lines: Option<usize>,
+    #[schemars(with = "Option<u32>")]
+    pub tail_lines: Option<f64>,
     /// The output as the agents printed it (their JSON event streams) instead of what they
     /// said and did.
     #[serde(default)]
@@ -140,5 +149,125 @@ pub struct ModelsParams {
     /// Only models whose `provider/id` contains this text (case-insensitive).
     pub query: Option<String>,
     /// At most this many (default 100).
-    pub limit: Option<usize>,
+    #[schemars(with = "Option<u32>")]
+    pub limit: Option<f64>,
+}
+
+/// A numeric argument out of its range.
+#[derive(Debug, thiserror::Error)]
+#[error("{name} must be {range}, not {}", shown(*.value))]
+pub struct OutOfRange {
+    /// The argument.
+    name: &'static str,
+    /// What was given.
+    value: f64,
+    /// What it may be, in words.
+    range: String,
+}
+
+/// The largest budget in dollars a run may be given.
+const MAX_DOLLARS: f64 = 1_000_000.0;
+
+/// A number as the caller wrote it: `-1` rather than `-1.0`, `1e19` rather than 20 digits.
+fn shown(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 1e15 {
+        format!("{value:.0}")
+    } else {
+        format!("{value:?}")
+    }
+}
+
+/// `name`: a number of seconds from 0 to a year.
+pub fn seconds(value: Option<f64>, name: &'static str) -> Result<Option<Duration>, OutOfRange> {
+    value
+        .map(|value| {
+            crate::cli::runs::seconds(value).map_err(|_| OutOfRange {
+                name,
+                value,
+                range: format!(
+                    "a number of seconds from 0 to {} (a year)",
+                    crate::cli::runs::MAX_SECONDS
+                ),
+            })
+        })
+        .transpose()
+}
+
+/// `name`: a whole number from `min` to `max`.
+pub fn whole(value: Option<f64>, name: &'static str, min: u64, max: u64) -> Result<Option<u64>, OutOfRange> {
+    value
+        .map(|value| {
+            // Both bounds are far below 2^53, so the comparisons are exact.
+            #[allow(clippy::cast_precision_loss)]
+            let within = value.fract() == 0.0 && value >= min as f64 && value <= max as f64;
+            if within {
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                Ok(value as u64)
+            } else {
+                Err(OutOfRange {
+                    name,
+                    value,
+                    range: format!("a whole number from {min} to {max}"),
+                })
+            }
+        })
+        .transpose()
+}
+
+/// `name`: a number of dollars above 0, at most a million.
+pub fn dollars(value: Option<f64>, name: &'static str) -> Result<Option<f64>, OutOfRange> {
+    value
+        .map(|value| {
+            if value > 0.0 && value <= MAX_DOLLARS {
+                Ok(value)
+            } else {
+                Err(OutOfRange {
+                    name,
+                    value,
+                    range: format!("a number of dollars above 0 and at most {MAX_DOLLARS}"),
+                })
+            }
+        })
+        .transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_out_of_range_are_refused_naming_the_argument_and_the_range() {
+        for bad in [-1.0, 1e19, 1e300, f64::INFINITY, f64::NAN, 400.0 * 86_400.0] {
+            let error = seconds(Some(bad), "timeout_seconds").unwrap_err().to_string();
+            assert!(
+                error.starts_with("timeout_seconds must be a number of seconds from 0 to 31536000"),
+                "{error}"
+            );
+        }
+        assert_eq!(
+            seconds(Some(-1.0), "x").unwrap_err().to_string(),
+            "x must be a number of seconds from 0 to 31536000 (a year), not -1"
+        );
+        assert!(seconds(Some(1e19), "x").unwrap_err().to_string().ends_with("not 1e19"));
+        assert_eq!(seconds(Some(1.5), "x").unwrap(), Some(Duration::from_millis(1500)));
+        assert_eq!(seconds(None, "x").unwrap(), None);
+
+        for bad in [0.0, -1.0, 1.5, 1e19, 1e300, f64::NAN] {
+            let error = whole(Some(bad), "max_tokens", 1, 1000).unwrap_err().to_string();
+            assert!(
+                error.starts_with("max_tokens must be a whole number from 1 to 1000, not "),
+                "{error}"
+            );
+        }
+        assert_eq!(whole(Some(1000.0), "x", 1, 1000).unwrap(), Some(1000));
+
+        for bad in [0.0, -1.0, 1e19, 1e300, f64::INFINITY, f64::NAN] {
+            let error = dollars(Some(bad), "max_cost_usd").unwrap_err().to_string();
+            assert!(
+                error.starts_with("max_cost_usd must be a number of dollars above 0"),
+                "{error}"
+            );
+        }
+        assert_eq!(dollars(Some(0.5), "x").unwrap(), Some(0.5));
+    }
 }

@@ -3,17 +3,19 @@
 //! command line prints.
 
 use super::params::{
-    AgentsParams, ListParams, LogsParams, ModelsParams, RunIdParams, RunParams, StopParams, WaitMode, WaitParams,
+    self, AgentsParams, ListParams, LogsParams, ModelsParams, RunIdParams, RunParams, StopParams, WaitMode, WaitParams,
 };
 use super::{Server, State};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, ProgressNotificationParam, RequestMetaObject, ServerConfig};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::inputs::chain::parse_chain_file;
+use sublaunch::contract::{LaunchPlan, PlanStep};
+use sublaunch::inputs::agents::AgentDef;
+use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 use sublaunch::runs::{AnswerError, WaitEnd, answer_json, read_result, settled_result, wait_terminal};
@@ -25,34 +27,24 @@ const MCP_SESSION_ID: &str = "sublaunch-mcp";
 /// How long `stop` waits for the end by default.
 const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);
 /// Lines `logs` returns by default, and at most.
-const DEFAULT_TAIL: usize = 200;
-const MAX_TAIL: usize = 2000;
+const DEFAULT_TAIL: u64 = 200;
+const MAX_TAIL: u64 = 2000;
+/// Models `models` lists by default, and at most.
+const DEFAULT_MODELS: u64 = 100;
+const MAX_MODELS: u64 = 100_000;
+/// The largest token budget and tool budget a run may be given.
+const MAX_TOKENS: u64 = 1_000_000_000_000;
+const MAX_TOOL_CALLS: u64 = 1_000_000;
 
 type ToolResult = Result<CallToolResult, ErrorData>;
 
-/// A successful answer: `value` as pretty JSON text.
-fn answer(value: &Value) -> ToolResult {
-    Ok(CallToolResult::success(vec![ContentBlock::text(
-        serde_json::to_string_pretty(value).unwrap_or_default(),
-    )]))
-}
+/// What a tool found before the notes go with it: its JSON answer, or a refusal in words.
+type Outcome = Result<Value, String>;
 
-/// A tool error the caller reads.
-fn refuse(message: impl std::fmt::Display) -> ToolResult {
-    Ok(CallToolResult::error(vec![ContentBlock::text(message.to_string())]))
-}
-
-/// A number of seconds from the caller (finite, not negative).
-fn seconds(value: Option<f64>, name: &str) -> Result<Option<Duration>, String> {
-    value
-        .map(|s| {
-            if s.is_finite() && s >= 0.0 {
-                Ok(Duration::from_secs_f64(s))
-            } else {
-                Err(format!("{name} must be a number of seconds, not {s}"))
-            }
-        })
-        .transpose()
+/// A refusal's words.
+#[allow(clippy::needless_pass_by_value)]
+fn said(error: impl std::fmt::Display) -> String {
+    error.to_string()
 }
 
 impl State {
@@ -75,12 +67,105 @@ impl State {
         summary
     }
 
-    /// The working directory of a request: the caller's for a local run, else the server's.
-    fn local_dir(&self, cwd: Option<&str>, machine: Option<&str>) -> PathBuf {
-        match (cwd, machine) {
-            (Some(cwd), None) => self.cwd.join(cwd),
-            _ => self.cwd.clone(),
+    /// Refuses a plan that leaves the policy: an agent the client may not start, a local
+    /// working directory, read or answer file outside the root. `dir` is the run's directory;
+    /// `single`: one agent, whose paths are the `cwd`, `reads` and `output` arguments.
+    fn check_plan(&self, plan: &LaunchPlan, agents: &[AgentDef], dir: &Path, single: bool) -> Result<(), String> {
+        let policy = &self.policy;
+        for step in &plan.steps {
+            policy.check_agent(&step.agent, agents).map_err(said)?;
+            let what = |field: &str| {
+                if single {
+                    field.to_owned()
+                } else {
+                    format!("{} {field}", step_label(step))
+                }
+            };
+            // A placed step's directory and reads are on its machine; its answer file is here.
+            let step_dir = match step.machine {
+                None => policy.confine(&what("cwd"), &step.cwd, dir).map_err(said)?,
+                Some(_) => dir.to_owned(),
+            };
+            if step.machine.is_none() {
+                for read in &step.reads {
+                    policy.confine(&what("reads"), read, &step_dir).map_err(said)?;
+                }
+            }
+            if let Some(output) = &step.output {
+                policy.confine(&what("output"), output, &step_dir).map_err(said)?;
+            }
         }
+        Ok(())
+    }
+}
+
+/// The agents `work` names (each step and task of a chain), not yet planned.
+fn requested_agents(work: &Work) -> Vec<&str> {
+    match work {
+        Work::Agent { agent, .. } => vec![agent.as_str()],
+        Work::Chain { chain, .. } => chain
+            .steps
+            .iter()
+            .flat_map(|step| match step {
+                ChainStep::Task(task) => vec![task.agent.as_str()],
+                ChainStep::Group(group) => group.parallel.iter().map(|task| task.agent.as_str()).collect(),
+            })
+            .collect(),
+    }
+}
+
+/// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`, as the launch names steps.
+fn step_label(step: &PlanStep) -> String {
+    let at = step.step_index + 1;
+    match step.task_index {
+        Some(task) => format!("step {at}, task {} ('{}')", task + 1, step.agent),
+        None => format!("step {at} ('{}')", step.agent),
+    }
+}
+
+impl Server {
+    /// The one door every answer leaves by: the server's notes and the call's own `notes`
+    /// go with it, an answer or a refusal alike — in a JSON object answer as its `notes`,
+    /// otherwise as `note: …` lines after it.
+    fn reply(&self, outcome: Outcome, notes: Vec<String>) -> ToolResult {
+        let mut all: Vec<String> = self.state.notes.clone();
+        for note in notes {
+            if !all.contains(&note) {
+                all.push(note);
+            }
+        }
+        let lines = || {
+            ContentBlock::text(
+                all.iter()
+                    .map(|note| format!("note: {note}"))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            )
+        };
+        Ok(match outcome {
+            Ok(mut value) => {
+                let mut content = Vec::with_capacity(2);
+                let trailer = match value.as_object_mut() {
+                    Some(object) if !all.is_empty() => {
+                        object.insert("notes".into(), json!(all));
+                        None
+                    }
+                    _ => (!all.is_empty()).then(lines),
+                };
+                content.push(ContentBlock::text(
+                    serde_json::to_string_pretty(&value).unwrap_or_default(),
+                ));
+                content.extend(trailer);
+                CallToolResult::success(content)
+            }
+            Err(message) => {
+                let mut content = vec![ContentBlock::text(message)];
+                if !all.is_empty() {
+                    content.push(lines());
+                }
+                CallToolResult::error(content)
+            }
+        })
     }
 }
 
@@ -88,7 +173,7 @@ impl State {
 impl Server {
     /// Starts a run.
     #[tool(
-        description = "Start a background run: an agent with a task, or a chain of steps (sequential, with {previous} passing each step's answer on, and parallel groups). Returns the run id at once; with wait=true, waits and returns the result (answer, per-step output, structured value, exit, error, usage)."
+        description = "Start a background run: an agent with a task, or a chain of steps (sequential, with {previous} passing each step's answer on, and parallel groups). Returns the run id at once; with wait=true, waits and returns the result (answer, per-step output, structured value, exit, error, usage). Directories and files stay inside the server's root; the agents tool marks agents this server may not start."
     )]
     async fn run(
         &self,
@@ -96,128 +181,9 @@ impl Server {
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
     ) -> ToolResult {
-        let state = &self.state;
-        let timeout = match seconds(params.timeout_seconds, "timeout_seconds") {
-            Ok(timeout) => timeout,
-            Err(message) => return refuse(message),
-        };
-        let checkpoint = match seconds(
-            params.checkpoint_before_deadline_seconds,
-            "checkpoint_before_deadline_seconds",
-        ) {
-            Ok(checkpoint) => checkpoint,
-            Err(message) => return refuse(message),
-        };
-        let work = match (params.agent, params.chain) {
-            (Some(_), Some(_)) => return refuse("give either agent (with task) or chain, not both"),
-            (None, None) => return refuse("give an agent and a task, or a chain"),
-            (Some(agent), None) => match params.task {
-                Some(task) => Work::Agent { agent, task },
-                None => return refuse(format!("agent '{agent}' needs a task")),
-            },
-            (None, Some(chain)) => match parse_chain_file(Path::new("chain"), &chain.to_string()) {
-                Ok(chain) => Work::Chain {
-                    chain,
-                    task: params.task,
-                },
-                Err(e) => return refuse(e),
-            },
-        };
-        let dir = state.local_dir(params.cwd.as_deref(), params.machine.as_deref());
-        // A local directory is resolved against the server's here, once.
-        let cwd = match (params.cwd, &params.machine) {
-            (Some(_), None) => Some(dir.to_string_lossy().into_owned()),
-            (cwd, _) => cwd,
-        };
-        let request = RunRequest {
-            work,
-            model: params.model,
-            thinking: params.thinking,
-            max_thinking: None,
-            machine: params.machine,
-            cwd,
-            models_file: None,
-            timeout,
-            deadline_at: match params
-                .deadline_at
-                .as_deref()
-                .map(sublaunch::inputs::deadline::parse_deadline)
-            {
-                None => None,
-                Some(Ok(at)) => Some(at),
-                Some(Err(e)) => return refuse(format!("deadline_at: {e}")),
-            },
-            run_id: None,
-            concurrency: None,
-            fail_fast: false,
-            caller: Caller {
-                session_id: Some(MCP_SESSION_ID.into()),
-                ..Caller::default()
-            },
-            on_end: None,
-            max_active: match crate::cli::capacity::max_active(&state.env) {
-                Ok(cap) => cap,
-                Err(e) => return refuse(e),
-            },
-            worktree: params.worktree,
-            worktree_base: params.base,
-            require_clean: false,
-            reads: params.reads.unwrap_or_default(),
-            output: params.output,
-            usage_budget: (params.max_tokens.is_some() || params.max_cost_usd.is_some()).then_some(
-                sublaunch::contract::UsageBudget {
-                    max_tokens: params.max_tokens,
-                    max_cost_usd: params.max_cost_usd,
-                },
-            ),
-            tool_budget: params.max_tool_calls,
-            checkpoint_before_deadline: checkpoint,
-            extensions: None,
-            required_extensions: Vec::new(),
-            skills: None,
-        };
-        let gathered = match Gathered::read(&dir, None, &state.env) {
-            Ok(gathered) => gathered,
-            Err(e) => return refuse(e),
-        };
-        let mut warnings = gathered.warnings();
-        warnings.extend(gathered.ignored().iter().map(ToString::to_string));
-        let prepared = match prepare(request, gathered, &state.planner).await {
-            Ok(prepared) => prepared,
-            Err(StartError::Plan(error)) => return refuse(format!("{} ({})", error.message, error.code.as_str())),
-            Err(e) => return refuse(e),
-        };
-        let launched = match launch::launch(&prepared.plan, prepared.options).await {
-            Ok(launched) => launched,
-            Err(failure) => return refuse(failure.message()),
-        };
-        if let Err(e) = launched.handle.committed().await {
-            return refuse(format!("the run '{}' did not start: {e}", launched.run_id));
-        }
-        let run_id = launched.run_id.clone();
-        let run_dir = launched.run_dir.clone();
-        // The server observes the end of what it started (an `observed` proof) for as long as
-        // it runs; the run does not depend on it.
-        let handle = launched.handle;
-        tokio::spawn(async move {
-            let _ = handle.finished().await;
-        });
-        let mut started = json!({"runId": run_id, "runDir": run_dir});
-        if !warnings.is_empty() || !prepared.notes.is_empty() {
-            started["notes"] = json!(warnings.iter().chain(&prepared.notes).collect::<Vec<_>>());
-        }
-        if !params.wait {
-            return answer(&started);
-        }
-        let (id, run) = match state.open(&run_id) {
-            Ok(opened) => opened,
-            Err(message) => return refuse(message),
-        };
-        let mut waited = self.wait_for(vec![(id, run)], WaitMode::All, None, &meta, &peer).await;
-        match waited["ended"].get_mut(0).map(Value::take) {
-            Some(result) => answer(&result),
-            None => answer(&waited),
-        }
+        let mut notes = Vec::new();
+        let outcome = self.start(params, &meta, &peer, &mut notes).await;
+        self.reply(outcome, notes)
     }
 
     /// Waits for runs to end.
@@ -230,43 +196,44 @@ impl Server {
         meta: RequestMetaObject,
         peer: Peer<RoleServer>,
     ) -> ToolResult {
-        if params.run_ids.is_empty() {
-            return refuse("run_ids is empty: name the runs to wait for");
-        }
-        let limit = match seconds(params.timeout_seconds, "timeout_seconds") {
-            Ok(limit) => limit,
-            Err(message) => return refuse(message),
-        };
-        let mut runs: Vec<(String, Arc<Dir>)> = Vec::new();
-        for id in &params.run_ids {
-            match self.state.open(id) {
-                Ok(opened) if !runs.iter().any(|(known, _)| *known == opened.0) => runs.push(opened),
-                Ok(_) => {}
-                Err(message) => return refuse(message),
+        let outcome: Outcome = async {
+            if params.run_ids.is_empty() {
+                return Err("run_ids is empty: name the runs to wait for".to_owned());
             }
+            let limit = params::seconds(params.timeout_seconds, "timeout_seconds").map_err(said)?;
+            let mut runs: Vec<(String, Arc<Dir>)> = Vec::new();
+            for id in &params.run_ids {
+                let opened = self.state.open(id)?;
+                if !runs.iter().any(|(known, _)| *known == opened.0) {
+                    runs.push(opened);
+                }
+            }
+            let mode = params.mode.unwrap_or(WaitMode::All);
+            Ok(self.wait_for(runs, mode, limit, &meta, &peer).await)
         }
-        let mode = params.mode.unwrap_or(WaitMode::All);
-        answer(&self.wait_for(runs, mode, limit, &meta, &peer).await)
+        .await;
+        self.reply(outcome, Vec::new())
     }
 
     /// A run's status.
     #[tool(description = "A run's status: state, agents, pid, times, error, usage; once it ended, its result.")]
     async fn status(&self, Parameters(params): Parameters<RunIdParams>) -> ToolResult {
-        let (id, run) = match self.state.open(&params.run_id) {
-            Ok(opened) => opened,
-            Err(message) => return refuse(message),
-        };
-        self.state.store.reconcile_run(&run);
-        let status = sublaunch::runs::status_of(&run);
-        let mut summary = self.state.describe(&id, &run, status.as_ref());
-        // The shim publishes the result just after the terminal status.
-        if summary.get("result").is_none()
-            && status.as_ref().is_some_and(Status::is_terminal)
-            && let Ok(payload) = settled_result(&self.state.store, &id, &run).await
-        {
-            summary["result"] = answer_json(&payload);
+        let outcome: Outcome = async {
+            let (id, run) = self.state.open(&params.run_id)?;
+            self.state.store.reconcile_run(&run);
+            let status = sublaunch::runs::status_of(&run);
+            let mut summary = self.state.describe(&id, &run, status.as_ref());
+            // The shim publishes the result just after the terminal status.
+            if summary.get("result").is_none()
+                && status.as_ref().is_some_and(Status::is_terminal)
+                && let Ok(payload) = settled_result(&self.state.store, &id, &run).await
+            {
+                summary["result"] = answer_json(&payload);
+            }
+            Ok(summary)
         }
-        answer(&summary)
+        .await;
+        self.reply(outcome, Vec::new())
     }
 
     /// Lists runs.
@@ -281,21 +248,20 @@ impl Server {
         } else {
             store.active_run_ids()
         };
-        let ids = match ids {
-            Ok(ids) => ids,
-            Err(e) => return refuse(format!("cannot list runs: {e}")),
-        };
-        let mut rows: Vec<(u64, Value)> = ids
-            .iter()
-            .filter_map(|id| {
-                let run = store.run_dir(id).ok()??;
-                let status = sublaunch::runs::status_of(&run);
-                let started = status.as_ref().and_then(|s| s.started_at).unwrap_or(0);
-                Some((started, crate::cli::runs::summary_json(id, &run, status.as_ref())))
-            })
-            .collect();
-        rows.sort_by_key(|(started, _)| *started);
-        answer(&Value::Array(rows.into_iter().map(|(_, row)| row).collect()))
+        let outcome = ids.map_err(|e| format!("cannot list runs: {e}")).map(|ids| {
+            let mut rows: Vec<(u64, Value)> = ids
+                .iter()
+                .filter_map(|id| {
+                    let run = store.run_dir(id).ok()??;
+                    let status = sublaunch::runs::status_of(&run);
+                    let started = status.as_ref().and_then(|s| s.started_at).unwrap_or(0);
+                    Some((started, crate::cli::runs::summary_json(id, &run, status.as_ref())))
+                })
+                .collect();
+            rows.sort_by_key(|(started, _)| *started);
+            Value::Array(rows.into_iter().map(|(_, row)| row).collect())
+        });
+        self.reply(outcome, Vec::new())
     }
 
     /// A finished run's result.
@@ -303,23 +269,24 @@ impl Server {
         description = "A finished run's result: its answer (the last step's output, or each task of a final parallel group) and every step's output, structured value, exit code, error, usage and agent session."
     )]
     async fn result(&self, Parameters(params): Parameters<RunIdParams>) -> ToolResult {
-        let (id, run) = match self.state.open(&params.run_id) {
-            Ok(opened) => opened,
-            Err(message) => return refuse(message),
-        };
-        self.state.store.reconcile_run(&run);
-        match settled_result(&self.state.store, &id, &run).await {
-            Ok(payload) => answer(&answer_json(&payload)),
-            Err(AnswerError::NotYet(_)) => {
-                let state = sublaunch::runs::status_of(&run)
-                    .and_then(|s| s.state)
-                    .map_or_else(|| "unknown".to_owned(), |s| s.as_str().to_owned());
-                refuse(format!(
-                    "run '{id}' has no result yet (it is {state}); the wait tool waits for it"
-                ))
+        let outcome: Outcome = async {
+            let (id, run) = self.state.open(&params.run_id)?;
+            self.state.store.reconcile_run(&run);
+            match settled_result(&self.state.store, &id, &run).await {
+                Ok(payload) => Ok(answer_json(&payload)),
+                Err(AnswerError::NotYet(_)) => {
+                    let state = sublaunch::runs::status_of(&run)
+                        .and_then(|s| s.state)
+                        .map_or_else(|| "unknown".to_owned(), |s| s.as_str().to_owned());
+                    Err(format!(
+                        "run '{id}' has no result yet (it is {state}); the wait tool waits for it"
+                    ))
+                }
+                Err(e) => Err(e.to_string()),
             }
-            Err(e) => refuse(e),
         }
+        .await;
+        self.reply(outcome, Vec::new())
     }
 
     /// The end of a run's output.
@@ -327,76 +294,89 @@ impl Server {
         description = "The last lines of a run's output (default 200, at most 2000): what each agent said and did, lines prefixed with their step when the run has several; raw=true gives the agents' output as printed."
     )]
     async fn logs(&self, Parameters(params): Parameters<LogsParams>) -> ToolResult {
-        let (id, run) = match self.state.open(&params.run_id) {
-            Ok(opened) => opened,
-            Err(message) => return refuse(message),
-        };
-        let tail = params.tail_lines.unwrap_or(DEFAULT_TAIL).clamp(1, MAX_TAIL);
-        let lines = crate::cli::logs::tail_lines(&run, tail, !params.raw);
-        answer(&json!({"runId": id, "lines": lines}))
+        let outcome: Outcome = (|| {
+            let tail = params::whole(params.tail_lines, "tail_lines", 1, MAX_TAIL)
+                .map_err(said)?
+                .unwrap_or(DEFAULT_TAIL);
+            let (id, run) = self.state.open(&params.run_id)?;
+            let tail = usize::try_from(tail).unwrap_or(usize::MAX);
+            let lines = crate::cli::logs::tail_lines(&run, tail, !params.raw);
+            Ok(json!({"runId": id, "lines": lines}))
+        })();
+        self.reply(outcome, Vec::new())
     }
 
     /// Stops a run.
     #[tool(
-        description = "Stop a run and its whole process tree; waits (default 15 s) until the end is recorded and returns the run's state."
+        description = "Stop a run and its whole process tree; waits (default 15 s, at most a year) until the end is recorded and returns the run's state."
     )]
     async fn stop(&self, Parameters(params): Parameters<StopParams>) -> ToolResult {
-        let limit = match seconds(params.timeout_seconds, "timeout_seconds") {
-            Ok(limit) => limit.unwrap_or(DEFAULT_STOP_WAIT),
-            Err(message) => return refuse(message),
-        };
-        let (id, run) = match self.state.open(&params.run_id) {
-            Ok(opened) => opened,
-            Err(message) => return refuse(message),
-        };
-        if let Some(status) = sublaunch::runs::status_of(&run).filter(Status::is_terminal) {
-            let mut ended = self.state.describe(&id, &run, Some(&status));
-            ended["alreadyEnded"] = json!(true);
-            return answer(&ended);
-        }
-        if let Err(e) = sublaunch::runs::request_stop(&run, &id, MCP_SESSION_ID, &self.state.env) {
-            return refuse(format!("cannot request the stop of '{id}': {e}"));
-        }
-        match wait_terminal(&self.state.store, &run, Some(limit)).await {
-            WaitEnd::Terminal(status) => {
+        let outcome: Outcome = async {
+            let limit = params::seconds(params.timeout_seconds, "timeout_seconds")
+                .map_err(said)?
+                .unwrap_or(DEFAULT_STOP_WAIT);
+            let (id, run) = self.state.open(&params.run_id)?;
+            if let Some(status) = sublaunch::runs::status_of(&run).filter(Status::is_terminal) {
                 let mut ended = self.state.describe(&id, &run, Some(&status));
-                if let Ok(payload) = settled_result(&self.state.store, &id, &run).await {
-                    ended["result"] = answer_json(&payload);
-                }
-                answer(&ended)
+                ended["alreadyEnded"] = json!(true);
+                return Ok(ended);
             }
-            WaitEnd::TimedOut => refuse(format!(
-                "run '{id}' did not record its end within {}s",
-                limit.as_secs_f64()
-            )),
+            sublaunch::runs::request_stop(&run, &id, MCP_SESSION_ID, &self.state.env)
+                .map_err(|e| format!("cannot request the stop of '{id}': {e}"))?;
+            match wait_terminal(&self.state.store, &run, Some(limit)).await {
+                WaitEnd::Terminal(status) => {
+                    let mut ended = self.state.describe(&id, &run, Some(&status));
+                    if let Ok(payload) = settled_result(&self.state.store, &id, &run).await {
+                        ended["result"] = answer_json(&payload);
+                    }
+                    Ok(ended)
+                }
+                WaitEnd::TimedOut => Err(format!(
+                    "run '{id}' did not record its end within {}s",
+                    limit.as_secs_f64()
+                )),
+            }
         }
+        .await;
+        self.reply(outcome, Vec::new())
     }
 
     /// The agents that can run.
     #[tool(
-        description = "The agents that can run in a directory (default: the server's): name, description, runner (pi, Claude Code, Codex, Cursor, a command), model, thinking, tools, output schema and where each is defined."
+        description = "The agents that can run in a directory (default: the server's): name, description, runner (pi, Claude Code, Codex, Cursor, a command), model, thinking, tools, output schema, where each is defined, and whether this server may start it (allowed; notAllowed says why not)."
     )]
     async fn agents(&self, Parameters(params): Parameters<AgentsParams>) -> ToolResult {
-        let dir = self.state.local_dir(params.cwd.as_deref(), None);
-        let project = sublaunch::inputs::project::Project::open(&dir, &self.state.env);
-        let catalog = sublaunch::inputs::agents::discover(&project, &self.state.env);
-        let ignored = project
-            .ignored()
-            .iter()
-            .chain(&catalog.ignored)
-            .map(ToString::to_string)
-            .collect::<Vec<_>>();
-        let agents: Vec<Value> = catalog
-            .agents
-            .iter()
-            .map(|agent| crate::cli::agents::agent_json(agent, false, &catalog))
-            .collect();
-        answer(&json!({
-            "agents": agents,
-            "warnings": catalog.untrusted.iter().map(ToString::to_string).collect::<Vec<_>>(),
-            "notes": ignored,
-            "notLoaded": catalog.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
-        }))
+        let state = &self.state;
+        let mut notes = Vec::new();
+        let outcome: Outcome = (|| {
+            let dir = match &params.cwd {
+                Some(cwd) => state.policy.confine("cwd", cwd, &state.base).map_err(said)?,
+                None => state.base.clone(),
+            };
+            let project = sublaunch::inputs::project::Project::open(&dir, &state.env);
+            let catalog = sublaunch::inputs::agents::discover(&project, &state.env);
+            notes.extend(project.ignored().iter().chain(&catalog.ignored).map(ToString::to_string));
+            let agents: Vec<Value> = catalog
+                .agents
+                .iter()
+                .map(|agent| {
+                    let mut row = crate::cli::agents::agent_json(agent, false, &catalog);
+                    let refused = state.policy.not_allowed(agent);
+                    row["allowed"] = json!(refused.is_none());
+                    if let Some(why) = refused {
+                        row["notAllowed"] = json!(why.describe());
+                    }
+                    row
+                })
+                .collect();
+            Ok(json!({
+                "agents": agents,
+                "root": state.policy.root(),
+                "warnings": catalog.untrusted.iter().map(ToString::to_string).collect::<Vec<_>>(),
+                "notLoaded": catalog.problems.iter().map(ToString::to_string).collect::<Vec<_>>(),
+            }))
+        })();
+        self.reply(outcome, notes)
     }
 
     /// The model registry.
@@ -404,39 +384,169 @@ impl Server {
         description = "Models the planner knows (provider/id, context window, reasoning, where the entry comes from); query filters by text."
     )]
     async fn models(&self, Parameters(params): Parameters<ModelsParams>) -> ToolResult {
-        let project = sublaunch::inputs::project::Project::open(&self.state.cwd, &self.state.env);
-        let registry =
-            match sublaunch::inputs::registry::Registry::load(&self.state.cwd, &project, None, &self.state.env) {
-                Ok(registry) => registry,
-                Err(e) => return refuse(format!("{e:#}")),
-            };
-        let query = params.query.as_deref().map(str::to_lowercase);
-        let matching: Vec<Value> = registry
-            .entries
-            .iter()
-            .filter(|entry| {
-                let name = format!("{}/{}", entry.model.provider, entry.model.id).to_lowercase();
-                query.as_deref().is_none_or(|q| name.contains(q))
-            })
-            .map(|entry| {
-                json!({
-                    "model": format!("{}/{}", entry.model.provider, entry.model.id),
-                    "contextWindow": entry.model.context_window,
-                    "reasoning": entry.model.reasoning,
-                    "source": entry.source,
+        let state = &self.state;
+        let project = sublaunch::inputs::project::Project::open(&state.base, &state.env);
+        let notes: Vec<String> = project.ignored().iter().map(ToString::to_string).collect();
+        let outcome: Outcome = (|| {
+            let limit = params::whole(params.limit, "limit", 0, MAX_MODELS)
+                .map_err(said)?
+                .unwrap_or(DEFAULT_MODELS);
+            let registry = sublaunch::inputs::registry::Registry::load(&state.base, &project, None, &state.env)
+                .map_err(|e| format!("{e:#}"))?;
+            let query = params.query.as_deref().map(str::to_lowercase);
+            let matching: Vec<Value> = registry
+                .entries
+                .iter()
+                .filter(|entry| {
+                    let name = format!("{}/{}", entry.model.provider, entry.model.id).to_lowercase();
+                    query.as_deref().is_none_or(|q| name.contains(q))
                 })
-            })
-            .collect();
-        let limit = params.limit.unwrap_or(100);
-        answer(&json!({
-            "total": matching.len(),
-            "models": matching.into_iter().take(limit).collect::<Vec<_>>(),
-            "notes": project.ignored().iter().map(ToString::to_string).collect::<Vec<_>>(),
-        }))
+                .map(|entry| {
+                    json!({
+                        "model": format!("{}/{}", entry.model.provider, entry.model.id),
+                        "contextWindow": entry.model.context_window,
+                        "reasoning": entry.model.reasoning,
+                        "source": entry.source,
+                    })
+                })
+                .collect();
+            Ok(json!({
+                "total": matching.len(),
+                "models": matching.into_iter().take(usize::try_from(limit).unwrap_or(usize::MAX)).collect::<Vec<_>>(),
+            }))
+        })();
+        self.reply(outcome, notes)
     }
 }
 
 impl Server {
+    /// The `run` tool: checks the request against the policy, plans, checks the plan, launches,
+    /// and waits when asked. What the caller should be told (ignored agent files and hooks,
+    /// project agents in place of built-in ones) is added to `notes` as soon as it is known, so
+    /// that it goes with the answer, a refusal and the waited result alike.
+    async fn start(
+        &self,
+        params: RunParams,
+        meta: &RequestMetaObject,
+        peer: &Peer<RoleServer>,
+        notes: &mut Vec<String>,
+    ) -> Outcome {
+        let state = &self.state;
+        state.policy.check_depth(&state.env).map_err(said)?;
+        let timeout = params::seconds(params.timeout_seconds, "timeout_seconds").map_err(said)?;
+        let checkpoint = params::seconds(
+            params.checkpoint_before_deadline_seconds,
+            "checkpoint_before_deadline_seconds",
+        )
+        .map_err(said)?;
+        let max_tokens = params::whole(params.max_tokens, "max_tokens", 1, MAX_TOKENS).map_err(said)?;
+        let max_cost_usd = params::dollars(params.max_cost_usd, "max_cost_usd").map_err(said)?;
+        let max_tool_calls = params::whole(params.max_tool_calls, "max_tool_calls", 0, MAX_TOOL_CALLS)
+            .map_err(said)?
+            .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
+        let single = params.chain.is_none();
+        let work = match (params.agent, params.chain) {
+            (Some(_), Some(_)) => return Err("give either agent (with task) or chain, not both".to_owned()),
+            (None, None) => return Err("give an agent and a task, or a chain".to_owned()),
+            (Some(agent), None) => match params.task {
+                Some(task) => Work::Agent { agent, task },
+                None => return Err(format!("agent '{agent}' needs a task")),
+            },
+            (None, Some(chain)) => Work::Chain {
+                chain: parse_chain_file(Path::new("chain"), &chain.to_string()).map_err(said)?,
+                task: params.task,
+            },
+        };
+        // A local directory is resolved (and confined) here, once; a machine's is its own.
+        let (dir, cwd) = match (params.cwd, &params.machine) {
+            (Some(cwd), None) => {
+                let dir = state.policy.confine("cwd", &cwd, &state.base).map_err(said)?;
+                let cwd = dir.to_string_lossy().into_owned();
+                (dir, Some(cwd))
+            }
+            (cwd, _) => (state.base.clone(), cwd),
+        };
+        let request = RunRequest {
+            work,
+            model: params.model,
+            thinking: params.thinking,
+            max_thinking: None,
+            machine: params.machine,
+            cwd,
+            models_file: None,
+            timeout,
+            deadline_at: params
+                .deadline_at
+                .as_deref()
+                .map(sublaunch::inputs::deadline::parse_deadline)
+                .transpose()
+                .map_err(|e| format!("deadline_at: {e}"))?,
+            run_id: None,
+            concurrency: None,
+            fail_fast: false,
+            caller: Caller {
+                session_id: Some(MCP_SESSION_ID.into()),
+                ..Caller::default()
+            },
+            on_end: None,
+            max_active: crate::cli::capacity::max_active(&state.env).map_err(said)?,
+            worktree: params.worktree,
+            worktree_base: params.base,
+            require_clean: false,
+            reads: params.reads.unwrap_or_default(),
+            output: params.output,
+            usage_budget: (max_tokens.is_some() || max_cost_usd.is_some()).then_some(
+                sublaunch::contract::UsageBudget {
+                    max_tokens,
+                    max_cost_usd,
+                },
+            ),
+            tool_budget: max_tool_calls,
+            checkpoint_before_deadline: checkpoint,
+            extensions: None,
+            required_extensions: Vec::new(),
+            skills: None,
+        };
+        let gathered = Gathered::read(&dir, None, &state.env).map_err(said)?;
+        notes.extend(gathered.warnings());
+        notes.extend(gathered.ignored().iter().map(ToString::to_string));
+        // The agents asked for, before planning (whose errors would hide the refusal); the
+        // plan's steps are checked again below.
+        for agent in requested_agents(&request.work) {
+            state.policy.check_agent(agent, gathered.agents()).map_err(said)?;
+        }
+        let prepared = match prepare(request, gathered, &state.planner).await {
+            Ok(prepared) => prepared,
+            Err(StartError::Plan(error)) => return Err(format!("{} ({})", error.message, error.code.as_str())),
+            Err(e) => return Err(e.to_string()),
+        };
+        notes.extend(prepared.notes.iter().cloned());
+        state.check_plan(&prepared.plan, &prepared.options.agents, &dir, single)?;
+        let launched = launch::launch(&prepared.plan, prepared.options)
+            .await
+            .map_err(|failure| failure.message())?;
+        if let Err(e) = launched.handle.committed().await {
+            return Err(format!("the run '{}' did not start: {e}", launched.run_id));
+        }
+        let run_id = launched.run_id.clone();
+        let run_dir = launched.run_dir.clone();
+        // The server observes the end of what it started (an `observed` proof) for as long as
+        // it runs; the run does not depend on it.
+        let handle = launched.handle;
+        tokio::spawn(async move {
+            let _ = handle.finished().await;
+        });
+        if !params.wait {
+            return Ok(json!({"runId": run_id, "runDir": run_dir}));
+        }
+        let opened = state.open(&run_id)?;
+        let mut waited = self.wait_for(vec![opened], WaitMode::All, None, meta, peer).await;
+        Ok(match waited["ended"].get_mut(0).map(Value::take) {
+            Some(result) => result,
+            None => waited,
+        })
+    }
+
     /// Waits for `runs` (all, or the first), sending a progress notification as each ends
     /// when the caller asked for progress; the results of the ended ones and the ids still
     /// running.
