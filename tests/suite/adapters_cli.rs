@@ -106,7 +106,7 @@ fn pi_gets_its_json_mode_argv_and_its_final_message_is_the_output() {
     assert_eq!(
         argv,
         format!(
-            "--mode\njson\n-p\n--session-dir\n{}\n--model\nanthropic/claude-sonnet-4-5\n--thinking\nlow\n--\n-n is a flag\n",
+            "--mode\njson\n-p\n--session-dir\n{}\n--model\nanthropic/claude-sonnet-4-5\n--thinking\nlow\n--no-approve\n--\n-n is a flag\n",
             sessions.display()
         ),
         "a task starting with '-' comes after '--'"
@@ -196,7 +196,7 @@ fn an_error_result_of_cursor_fails_the_step_with_its_text() {
 
 #[test]
 fn pi_must_report_the_planned_model_or_a_declared_alias() {
-    let scratch = Scratch::new("adapter-model-check");
+    let scratch = Scratch::trusting("adapter-model-check");
     let bin = fake_clis(&scratch);
     let args = [
         "--agent",
@@ -234,7 +234,7 @@ fn pi_must_report_the_planned_model_or_a_declared_alias() {
 
 #[test]
 fn structured_output_is_validated_and_the_result_holds_the_parsed_json() {
-    let scratch = Scratch::new("adapter-structured");
+    let scratch = Scratch::trusting("adapter-structured");
     let bin = fake_clis(&scratch);
     write(
         &scratch.work().join(".sublaunch/agents/judge.md"),

@@ -53,7 +53,8 @@ struct State {
     base: PathBuf,
     /// What the server's owner allows.
     policy: Policy,
-    /// What every answer tells the client, whatever it asked (see `Server::reply`).
+    /// What every answer tells the client, whatever it asked (see `Server::reply`), besides
+    /// what its directory's project has ignored, which is read at each answer.
     notes: Vec<String>,
     /// The planner, loaded once (with its instance pool, as a long-lived host should).
     planner: Planner,

@@ -129,7 +129,11 @@ impl Server {
     /// otherwise as `note: …` lines after it.
     fn reply(&self, outcome: Outcome, notes: Vec<String>) -> ToolResult {
         let mut all: Vec<String> = self.state.notes.clone();
-        for note in notes {
+        // What the server's own directory's project has ignored, read at each answer so that
+        // a `sublaunch trust` while the server runs shows at once.
+        let project = sublaunch::inputs::project::Project::open(&self.state.base, &self.state.env);
+        let ignored = project.ignored().iter().map(ToString::to_string).collect::<Vec<_>>();
+        for note in ignored.into_iter().chain(notes) {
             if !all.contains(&note) {
                 all.push(note);
             }
@@ -355,7 +359,13 @@ impl Server {
             };
             let project = sublaunch::inputs::project::Project::open(&dir, &state.env);
             let catalog = sublaunch::inputs::agents::discover(&project, &state.env);
-            notes.extend(project.ignored().iter().chain(&catalog.ignored).map(ToString::to_string));
+            notes.extend(
+                project
+                    .ignored()
+                    .iter()
+                    .chain(&catalog.ignored)
+                    .map(ToString::to_string),
+            );
             let agents: Vec<Value> = catalog
                 .agents
                 .iter()
