@@ -13,7 +13,7 @@ use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, l
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::os::processes::Processes;
-use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, pid_alive, read_json, status, wait_for};
+use sublaunch_tests::launch_harness::{CONTROL_TIMEOUT_ENV, Scratch, read_json, status, wait_for};
 use sublaunch_tests::{assert_starts_with, bin};
 
 /// A scripted shim: either already reaped, or alive forever with every signal refused.
@@ -129,8 +129,10 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
     let run = scratch.run_dir(failure.run_id().unwrap());
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_eq!(hooks.snapshot().capacity_used(), 0, "capacity rolled back");
+    // The failure killed nothing (both signals were refused); the shim itself may already
+    // have left on the doorbell's EOF (R8), which a loaded machine makes likely, so whether it
+    // is still there is not asserted: the exit is checked below either way.
     let pid = failure.pid().unwrap();
-    assert!(pid_alive(pid), "the shim is still there");
 
     // The exit happens later: the test kills it, unless the shim saw the host close the
     // doorbell first and left on its own (R8, exit 4). Either way the host finalizes, and
