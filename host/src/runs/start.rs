@@ -157,14 +157,20 @@ impl Gathered {
     /// The agents and settings of `cwd`; `models` is a registry file on top of the configured
     /// ones, read with them only for a plan that picks models.
     pub fn read(cwd: &Path, models: Option<&Path>, env: &Environment) -> Result<Self, StartError> {
-        let project = Project::open(cwd, env);
+        Self::read_for(Project::open(cwd, env), models, env)
+    }
+
+    /// [`Gathered::read`] for a project the caller has decided on: an embedder that vouches
+    /// for a directory itself passes [`Project::own`]; everyone else gets the user's trust
+    /// through [`Gathered::read`].
+    pub fn read_for(project: Project, models: Option<&Path>, env: &Environment) -> Result<Self, StartError> {
         let catalog = discover(&project, env);
         let inputs = Inputs {
             registry: Registry::default(),
             settings: Settings::load(&project, env).map_err(|e| StartError::Invalid(format!("{e:#}")))?,
             env: env.clone(),
             agents: catalog.agents.clone(),
-            cwd: cwd.to_owned(),
+            cwd: project.start().to_owned(),
         };
         let pi_extensions = project.unapproved_pi_extensions();
         Ok(Self {
@@ -550,4 +556,30 @@ fn project_overrides(plan: &LaunchPlan, catalog: &Catalog) -> Vec<String> {
             ))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A library caller gets the user's trust by default (an untrusted directory's agents are
+    /// ignored, and it is told which), or vouches for the directory itself.
+    #[test]
+    fn an_embedder_gets_the_users_trust_or_vouches_itself() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().canonicalize().unwrap();
+        std::fs::create_dir_all(dir.join(".sublaunch/agents")).unwrap();
+        std::fs::write(
+            dir.join(".sublaunch/agents/helper.md"),
+            "---\ndescription: helps\n---\n",
+        )
+        .unwrap();
+        let env = Environment::default();
+        let read = Gathered::read(&dir, None, &env).unwrap();
+        assert!(read.catalog.get("helper").is_none());
+        assert!(read.ignored()[0].to_string().contains(".sublaunch/agents"));
+        let own = Gathered::read_for(Project::own(&dir, None), None, &env).unwrap();
+        assert!(own.catalog.get("helper").is_some());
+        assert!(own.ignored().is_empty());
+    }
 }
