@@ -1,7 +1,7 @@
 //! The sublaunch launch planner.
 //!
 //! Plain Rust over the contract types of `sublaunch-contract`; it compiles natively for unit
-//! tests and to `wasm32-wasip2` as the planner component, where [`bindings`] (the only
+//! tests and to `wasm32-wasip2` as the planner component, where `bindings` (the only
 //! wit-bindgen code) exports it. It is pure: no files, network, clocks or randomness (maps are
 //! `BTreeMap`s so that no hasher seeds itself from WASI randomness).
 //!

@@ -7,19 +7,19 @@
 //! a millisecond.
 //!
 //! Map of the crate:
-//! * start — [`hygiene`](start::hygiene) (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
-//!   [`signals`](start::signals) (counted, blocked outside `ppoll`), [`invocation`](start::invocation) (R1/R2), [`context`](start::context),
-//!   [`parent`](start::parent) (R4), [`faults`](start::faults) (§T fault points and the simulated full disk);
-//! * handshake — [`doorbell`](handshake::doorbell) (K14), [`handshake`] (K9–K11, K15, R6a, R7, R8), [`commit`](handshake::commit) (K12);
-//! * supervision — [`run`](supervise::run) (R9, R16), [`workflow`] (chains, parallel groups, concurrency,
-//!   failFast, `{task}`/`{previous}`/`{chain_dir}`), [`supervise`] (the event loop over the
-//!   running agents), [`child`](supervise::child) (one agent), [`step_end`](end::step_end) (its outcome), [`adapter`] (argv and
-//!   output parsing per agent kind), [`verdict`](end::verdict), [`structured`](end::structured) and [`model_check`](end::model_check) (judging
-//!   the output), [`spawn`](supervise::spawn) (R10), [`env`](start::env) (H10), [`output`](supervise::output) and [`streams`](supervise::streams) (R11),
-//!   [`control`](supervise::control) (R12 inbox), [`reaper`](supervise::reaper) (waitid, X8 enumeration), [`tree`](supervise::tree) (X4/X6/X8/X9),
-//!   [`book`](supervise::book) (status and marker writes, A9/I7);
-//! * end — [`record`](end::record) (R13, S11, S12, X11), [`hook`](end::hook) (the completion hook, after
-//!   the end records; also `sublaunch-shim --on-end`, which hosts start for a shim that died), [`exit`](end::exit) (R14).
+//! * start — `start::hygiene` (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
+//!   `start::signals` (counted, blocked outside `ppoll`), `start::invocation` (R1/R2), `start::context`,
+//!   `start::parent` (R4), `start::faults` (§T fault points and the simulated full disk);
+//! * handshake — `handshake::doorbell` (K14), `handshake` (K9–K11, K15, R6a, R7, R8), `handshake::commit` (K12);
+//! * supervision — `supervise::run` (R9, R16), `workflow` (chains, parallel groups, concurrency,
+//!   failFast, `{task}`/`{previous}`/`{chain_dir}`), `supervise` (the event loop over the
+//!   running agents), `supervise::child` (one agent), `end::step_end` (its outcome), `adapter` (argv and
+//!   output parsing per agent kind), `end::verdict`, `end::structured` and `end::model_check` (judging
+//!   the output), `supervise::spawn` (R10), `start::env` (H10), `supervise::output` and `supervise::streams` (R11),
+//!   `supervise::control` (R12 inbox), `supervise::reaper` (waitid, X8 enumeration), `supervise::tree` (X4/X6/X8/X9),
+//!   `supervise::book` (status and marker writes, A9/I7);
+//! * end — `end::record` (R13, S11, S12, X11), `end::hook` (the completion hook, after
+//!   the end records; also `sublaunch-shim --on-end`, which hosts start for a shim that died), `end::exit` (R14).
 
 #![warn(missing_docs)]
 

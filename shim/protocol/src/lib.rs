@@ -6,8 +6,9 @@
 //! wrap these calls in their own event loops (waits, timers, spawning).
 //!
 //! Map of the crate:
-//! * os — [`os::Os`] bundles [`fs::Fs`], [`clock::Clock`], [`random::RandomSource`],
-//!   [`retry::Sleeper`] and the [`retry::RetryPolicy`];
+//! * os — [`os::Os`] bundles the capabilities [`os::files::Files`], [`os::processes::Processes`],
+//!   [`os::clock::Clock`], [`os::random::RandomSource`], [`os::retry::Sleeper`] and the
+//!   [`os::retry::RetryPolicy`];
 //! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3), [`placement`] (where the
 //!   filesystem puts the runs);

@@ -8,7 +8,7 @@
 //! lingers after it. Its outcome goes to `hook-end.json` and `events.jsonl`; the run's status
 //! and result are never touched.
 //!
-//! Two callers: the shim itself, after its end records (S12, [`fire_after_run`]), and
+//! Two callers: the shim itself, after its end records (S12, `fire_after_run`), and
 //! `sublaunch-shim --on-end` ([`helper_main`]), which a host starts detached to fire the hook
 //! of a run whose shim died (S13): the host claims the once-marker and hands the job on stdin.
 

@@ -118,7 +118,7 @@ pub fn locations(project: &Project, env: &Environment) -> Vec<(PathBuf, Scope)> 
     locations
 }
 
-/// The agents for `project`: files from [`locations`], then the built-ins; project agents
+/// The agents for `project`: files from `locations`, then the built-ins; project agents
 /// that run programs only when approved.
 pub fn discover(project: &Project, env: &Environment) -> Catalog {
     let mut catalog = discover_in(&locations(project, env));

@@ -6,7 +6,7 @@
 //! 2. `~/.config/sublaunch/agents/` (user);
 //! 3. the nearest `.pi/agents/` and then `~/.pi/agent/agents/`, so pi-subagents users bring
 //!    their agents along;
-//! 4. the built-ins ([`builtin`]).
+//! 4. the built-ins (`builtin`).
 
 mod builtin;
 mod discovery;

@@ -1,8 +1,8 @@
 //! Fault injection (§T): the points of the host's and the shim's work where a test may inject
 //! a fault, and what the fault does. The points are plain data, always compiled, so host and
 //! shim consult them without `cfg`; only builds with the `test-hooks` feature parse
-//! `SUBLAUNCH_HOST_FAULT` / `SUBLAUNCH_SHIM_FAULT` ([`parse`]) or build the failing
-//! [`files::FaultyFiles`] a host errno fault writes through. Production builds hold no faults
+//! `SUBLAUNCH_HOST_FAULT` / `SUBLAUNCH_SHIM_FAULT` (`parse`) or build the failing
+//! `files::FaultyFiles` a host errno fault writes through. Production builds hold no faults
 //! and never read the variables.
 
 #[cfg(feature = "test-hooks")]
