@@ -8,14 +8,6 @@ use crate::Environment;
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::config::StepConfig;
 
-/// Where pi keeps its own configuration: `$PI_CODING_AGENT_DIR`, else `~/.pi/agent`.
-pub(crate) fn agent_dir(env: &Environment) -> Option<PathBuf> {
-    match env.text("PI_CODING_AGENT_DIR") {
-        Some(dir) => Some(PathBuf::from(dir)),
-        None => env.home().map(|home| home.join(".pi/agent")),
-    }
-}
-
 /// What is looked up: an extension (a file, or a directory with an index) or a skill (a
 /// directory with a `SKILL.md`, or the file itself).
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -150,7 +142,8 @@ pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Re
     let lookup = Lookup {
         cwd: &cwd,
         home: env.home(),
-        agent_dir: agent_dir(env),
+        // One reading of `$PI_CODING_AGENT_DIR` (with `~` expanded) for the whole host.
+        agent_dir: env.pi_agent_dir(),
         who,
     };
     if let Some(list) = &step.extensions {
@@ -186,4 +179,31 @@ pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Re
 fn in_discovery_dir(path: &Path, dir: &Path) -> bool {
     let parent = path.parent();
     parent == Some(dir) || parent.and_then(Path::parent) == Some(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `PI_CODING_AGENT_DIR=~/pi` names the same directory here as for the settings and the
+    /// agents: the extension found there is pi's own discovery, so it is not named again.
+    #[test]
+    fn a_tilde_agent_dir_is_the_one_pi_discovers_from() {
+        let tmp = tempfile::tempdir().unwrap();
+        let home = tmp.path().join("home");
+        std::fs::create_dir_all(home.join("pi/extensions")).unwrap();
+        std::fs::write(home.join("pi/extensions/audit.ts"), "export default () => {}\n").unwrap();
+        let env = Environment::from_vars([("HOME", home.as_os_str()), ("PI_CODING_AGENT_DIR", "~/pi".as_ref())]);
+        let mut step = StepConfig {
+            cwd: Some(tmp.path().to_string_lossy().into_owned()),
+            required_extensions: vec!["audit".into()],
+            ..StepConfig::default()
+        };
+        resolve(&mut step, &env, "step 1").unwrap();
+        assert_eq!(
+            step.required_extensions,
+            Vec::<String>::new(),
+            "pi loads it from its directory itself"
+        );
+    }
 }
