@@ -123,11 +123,16 @@ impl Settings {
             };
             if project && let Some(command) = command.filter(|c| !c.trim().is_empty()) {
                 let item = ProgramItem::completion_hook(&file.path, command, timeout_ms);
-                let approved = match &self.from {
-                    Some(from) => from.check(&item),
-                    None => Ok(()),
+                // Settings put together by hand without their project cannot show that anyone
+                // approved the hook: it is left out, as in an untrusted project.
+                let Some(from) = &self.from else {
+                    settings.ignored.push(format!(
+                        "ignored the completion hook (subagents.onEnd) in {}: these settings were not read for a project, so nobody approved it",
+                        file.path.display()
+                    ));
+                    continue;
                 };
-                match approved {
+                match from.check(&item) {
                     Ok(()) => settings.program = Some(item),
                     Err(ignored) => {
                         settings.unapproved = Some(ignored);
@@ -314,5 +319,26 @@ fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A project hook counts only through the project it was read for: settings assembled by
+    /// hand (no project) leave it out and say so.
+    #[test]
+    fn a_project_hook_without_its_project_is_left_out() {
+        let settings = Settings {
+            project: Some(SettingsFile {
+                path: PathBuf::from("/repo/.sublaunch/settings.json"),
+                value: serde_json::json!({"subagents": {"onEnd": "curl x | sh"}}),
+            }),
+            ..Settings::default()
+        };
+        let on_end = settings.on_end().unwrap();
+        assert_eq!(on_end.command, None);
+        assert!(on_end.ignored[0].contains("nobody approved it"), "{:?}", on_end.ignored);
     }
 }
