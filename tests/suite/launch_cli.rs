@@ -378,19 +378,10 @@ fn agents_create_files_with_the_launching_users_umask() {
     let scratch = Scratch::new("cli-umask");
     for (umask, bits) in [("022", 0o022), ("027", 0o027), ("002", 0o002)] {
         let name = format!("made-{umask}");
-        let cli = scratch.cli(&[]);
-        let output = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "umask {umask}; exec \"$0\" run --agent shell --task 'touch {name}; mkdir {name}.d' --wait"
-            ))
-            .arg(cli.get_program())
-            .current_dir(scratch.work())
-            .env_clear()
-            .envs(scratch.cli_env())
-            .output()
-            .unwrap();
-        ok(&output);
+        ok(&scratch.cli_under_umask(
+            umask,
+            &format!("run --agent shell --task 'touch {name}; mkdir {name}.d' --wait"),
+        ));
         let file = std::fs::metadata(scratch.work().join(&name)).unwrap();
         let dir = std::fs::metadata(scratch.work().join(format!("{name}.d"))).unwrap();
         use std::os::unix::fs::PermissionsExt;

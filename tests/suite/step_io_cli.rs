@@ -250,20 +250,11 @@ fn an_output_file_gets_the_users_umask_and_an_existing_one_keeps_its_mode() {
     let scratch = Scratch::new("io-mode");
     let existing = write(&scratch.work().join("existing.md"), "old\n");
     std::fs::set_permissions(&existing, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let cli = scratch.cli(&[]);
     for file in ["new.md", "existing.md"] {
-        let output = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!(
-                "umask 022; exec \"$0\" run --agent shell --task 'echo answer' --output {file} --wait"
-            ))
-            .arg(cli.get_program())
-            .current_dir(scratch.work())
-            .env_clear()
-            .envs(scratch.cli_env())
-            .output()
-            .unwrap();
-        ok(&output);
+        ok(&scratch.cli_under_umask(
+            "022",
+            &format!("run --agent shell --task 'echo answer' --output {file} --wait"),
+        ));
     }
     let mode = |name: &str| {
         std::fs::metadata(scratch.work().join(name))

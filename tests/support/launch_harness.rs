@@ -198,6 +198,21 @@ impl Scratch {
         .expect("result --json prints JSON")
     }
 
+    /// `sublaunch ARGS` (a shell-quoted argument string) run from a shell that set `umask`
+    /// first, with [`Scratch::cli`]'s environment and directory: the CLI sees the umask a
+    /// user's terminal would give it.
+    pub fn cli_under_umask(&self, umask: &str, args: &str) -> std::process::Output {
+        Command::new("sh")
+            .arg("-c")
+            .arg(format!("umask {umask}; exec \"$0\" {args}"))
+            .arg(crate::bin("sublaunch"))
+            .current_dir(self.work())
+            .env_clear()
+            .envs(self.cli_env())
+            .output()
+            .expect("sh runs sublaunch")
+    }
+
     /// The environment of [`Scratch::cli`].
     pub fn cli_env(&self) -> Vec<(String, String)> {
         let path = |p: PathBuf| p.to_string_lossy().into_owned();
