@@ -32,25 +32,9 @@ const REMOVED: &[&str] = &[
     PARENT_SESSION_ENV,
 ];
 
-/// Git routing variables, matched case-insensitively (H10).
-const GIT_ROUTING: &[&str] = &[
-    "GIT_DIR",
-    "GIT_WORK_TREE",
-    "GIT_COMMON_DIR",
-    "GIT_INDEX_FILE",
-    "GIT_OBJECT_DIRECTORY",
-    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_CONFIG",
-    "GIT_CONFIG_COUNT",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_GRAFT_FILE",
-    "GIT_IMPLICIT_WORK_TREE",
-    "GIT_NAMESPACE",
-    "GIT_NO_REPLACE_OBJECTS",
-    "GIT_PREFIX",
-    "GIT_REPLACE_REF_BASE",
-    "GIT_SHALLOW_FILE",
-];
+/// Git routing variables, matched case-insensitively (H10): the list the git commands of
+/// sublaunch drop too.
+const GIT_ROUTING: &[&str] = sublaunch_protocol::git::ROUTING;
 
 /// What the launch adds to the environment.
 pub(crate) struct ShimEnv<'a> {

@@ -49,39 +49,45 @@ const NO_PROGRAMS: &[&str] = &[
     "protocol.allow=never",
 ];
 
-/// Environment variables dropped from every git command: they would point it at another
-/// repository, work tree, index, object store or configuration, at other attributes, or at
-/// programs to run.
-const ROUTING_ENV: &[&str] = &[
+/// The git routing variables a runner never inherits (H10): they would point git at another
+/// repository, work tree, index, object store or configuration. The host strips them from
+/// the shim's environment ([`ROUTING_ENV`] for its own git commands adds more).
+pub const ROUTING: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
     "GIT_COMMON_DIR",
     "GIT_INDEX_FILE",
     "GIT_OBJECT_DIRECTORY",
     "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-    "GIT_NAMESPACE",
-    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_CONFIG",
+    "GIT_CONFIG_COUNT",
+    "GIT_CONFIG_PARAMETERS",
     "GIT_GRAFT_FILE",
-    "GIT_SHALLOW_FILE",
-    "GIT_REPLACE_REF_BASE",
+    "GIT_IMPLICIT_WORK_TREE",
+    "GIT_NAMESPACE",
     "GIT_NO_REPLACE_OBJECTS",
     "GIT_PREFIX",
+    "GIT_REPLACE_REF_BASE",
+    "GIT_SHALLOW_FILE",
+];
+
+/// Dropped from the git commands sublaunch runs over agents' worktrees besides [`ROUTING`]:
+/// they would change where git looks for a repository, quarantine objects or reads
+/// attributes, or name programs for it to run.
+const ROUTING_ENV: &[&str] = &[
     "GIT_QUARANTINE_PATH",
     "GIT_CEILING_DIRECTORIES",
     "GIT_DISCOVERY_ACROSS_FILESYSTEM",
-    "GIT_CONFIG",
-    "GIT_CONFIG_PARAMETERS",
-    "GIT_CONFIG_COUNT",
     "GIT_ATTR_SOURCE",
     "GIT_EXTERNAL_DIFF",
     "GIT_DIFF_OPTS",
     "GIT_PAGER",
     "GIT_EDITOR",
     "GIT_SEQUENCE_EDITOR",
+    "GIT_ASKPASS",
     "GIT_SSH",
     "GIT_SSH_COMMAND",
     "GIT_PROXY_COMMAND",
-    "GIT_ASKPASS",
 ];
 
 /// The keys of a filter driver that name a program, and `required` (a required filter that
@@ -197,7 +203,7 @@ pub fn command(program: impl AsRef<OsStr>, at: At<'_>) -> Command {
 /// git without the routing environment, prompts, optional locks or a pager.
 fn base(program: impl AsRef<OsStr>) -> Command {
     let mut command = Command::new(program);
-    for name in ROUTING_ENV {
+    for name in ROUTING.iter().chain(ROUTING_ENV) {
         command.env_remove(name);
     }
     // Reading commands never take the index lock an agent's own git may hold, and nothing
