@@ -51,7 +51,7 @@ const NO_PROGRAMS: &[&str] = &[
 
 /// The git routing variables a runner never inherits (H10): they would point git at another
 /// repository, work tree, index, object store or configuration. The host strips them from
-/// the shim's environment ([`ROUTING_ENV`] for its own git commands adds more).
+/// the shim's environment; the git commands sublaunch runs drop more.
 pub const ROUTING: &[&str] = &[
     "GIT_DIR",
     "GIT_WORK_TREE",
