@@ -21,6 +21,7 @@ mod hooks_cli;
 mod launch_cli;
 mod launch_library;
 mod launch_stress;
+mod layers;
 mod limits_cli;
 mod mcp_cli;
 mod plan_cli;

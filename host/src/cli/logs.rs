@@ -137,7 +137,7 @@ impl Streams {
                     super::terminal_text::for_terminal(info.and_then(|s| s.agent.as_deref()).unwrap_or("?"))
                 )
             };
-            let events = super::agent_text::renders(info.and_then(|s| s.extra.get("adapter")).and_then(|a| a.as_str()));
+            let events = super::agent_text::renders(info.and_then(|s| s.facts.adapter.as_deref()));
             let pending = &mut self.partial[step];
             pending.extend_from_slice(&buffer);
             let complete = pending.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
@@ -190,8 +190,7 @@ pub fn tail_lines(run: &Dir, count: usize, readable: bool) -> Vec<String> {
             continue;
         }
         let info = status.as_ref().and_then(|s| s.steps.as_ref()).and_then(|s| s.get(step));
-        let events =
-            readable && super::agent_text::renders(info.and_then(|s| s.extra.get("adapter")).and_then(|a| a.as_str()));
+        let events = readable && super::agent_text::renders(info.and_then(|s| s.facts.adapter.as_deref()));
         let prefix = match &labels {
             Some(labels) if readable => format!(
                 "[{} {}] ",

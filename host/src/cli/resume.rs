@@ -188,8 +188,7 @@ fn follow_up(
     let chosen = &plan.steps[index];
     let step_result = result.results.get(index);
     let session = step_result
-        .and_then(|r| r.extra.get("agentSession"))
-        .and_then(|s| s.as_str())
+        .and_then(|r| r.facts.agent_session.as_deref())
         .ok_or_else(|| {
             format!(
                 "step {} ('{}') of run '{source_id}' left no conversation to continue (its agent reported none)",
@@ -197,15 +196,12 @@ fn follow_up(
                 chosen.agent
             )
         })?;
-    let session_usage = step_result
-        .and_then(|r| r.extra.get("agentSessionUsage"))
-        .and_then(|u| serde_json::from_value(u.clone()).ok());
+    let session_usage = step_result.and_then(|r| r.agent_session_usage.clone());
     let mut step = chosen.clone();
     // A step that ran in a managed worktree is continued there, where its work is.
     if let Some(cwd) = step_result
-        .and_then(|r| r.extra.get("worktree"))
-        .and_then(|w| w.get("cwd"))
-        .and_then(|c| c.as_str())
+        .and_then(|r| r.facts.worktree.as_ref())
+        .map(|w| w.cwd.as_str())
     {
         if !Path::new(cwd).is_dir() {
             return Err(format!(

@@ -25,7 +25,6 @@ use sublaunch_protocol::os::Os;
 use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
 use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
 use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
-use sublaunch_protocol::status::{LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY};
 use sublaunch_protocol::sweep::sweep_root_if_due;
 use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
@@ -180,7 +179,7 @@ impl RunStore {
             if !launcher_died(&*oracle, status) {
                 return (Change::Keep, None);
             }
-            let host = status.extra.get(LAUNCH_HOST_PID).and_then(Value::as_u64).unwrap_or(0);
+            let host = status.launch_host_pid.unwrap_or(0);
             status.mark_terminal(
                 RunState::Failed,
                 now,
@@ -317,14 +316,8 @@ fn launcher_died(oracle: &dyn ProcessOracle, status: &Status) -> bool {
     if status.state != Some(RunState::Queued) || status.pid.is_some() {
         return false;
     }
-    let Some(host) = status
-        .extra
-        .get(LAUNCH_HOST_PID)
-        .and_then(Value::as_u64)
-        .and_then(|p| u32::try_from(p).ok())
-    else {
+    let Some((host, identity)) = status.launch_host() else {
         return false;
     };
-    let identity = status.extra.get(LAUNCH_HOST_START_IDENTITY).and_then(Value::as_str);
     host != std::process::id() && oracle.liveness(host, identity) == Liveness::Dead
 }

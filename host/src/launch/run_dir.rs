@@ -6,7 +6,6 @@
 
 use rustix::fs::RenameFlags;
 use rustix::io::Errno;
-use serde_json::json;
 use std::io;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
@@ -14,9 +13,7 @@ use sublaunch_protocol::errors::os_error;
 use sublaunch_protocol::layout::names;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::proof::ProcessTerminal;
-use sublaunch_protocol::status::{
-    LAUNCH_HOST_PID, LAUNCH_HOST_START_IDENTITY, LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status,
-};
+use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
 
 /// Suffix of a staging directory (`.<runId>.<pid>.<rand>.creating`).
 pub const STAGING_SUFFIX: &str = ".creating";
@@ -80,10 +77,8 @@ pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
 
 /// Adds the launching host's pid and start identity to a status.
 pub(crate) fn add_host_identity(status: &mut Status) {
-    status.extra.insert(LAUNCH_HOST_PID.into(), json!(std::process::id()));
-    if let Some(identity) = procinfo::own_start_identity() {
-        status.extra.insert(LAUNCH_HOST_START_IDENTITY.into(), json!(identity));
-    }
+    status.launch_host_pid = Some(std::process::id());
+    status.launch_host_start_identity = procinfo::own_start_identity();
 }
 
 /// Creates `<runs>/<runId>` holding `status` atomically. `Ok(None)` when the name is taken.

@@ -95,8 +95,8 @@ pub fn answer_text(payload: &ResultPayload) -> String {
     let Some(last) = payload.results.last() else {
         return String::new();
     };
-    let group: Vec<&StepResult> = match (step_index(last), last.extra.get("taskIndex")) {
-        (step, Some(_)) => payload.results.iter().filter(|r| step_index(r) == step).collect(),
+    let group: Vec<&StepResult> = match (last.facts.step_index, last.facts.task_index) {
+        (step, Some(_)) => payload.results.iter().filter(|r| r.facts.step_index == step).collect(),
         _ => vec![last],
     };
     if let [only] = group.as_slice() {
@@ -105,11 +105,11 @@ pub fn answer_text(payload: &ResultPayload) -> String {
     group
         .iter()
         .map(|r| {
-            let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map_or(0, |n| n + 1);
+            let at = |index: Option<u32>| index.map_or(0, |n| u64::from(n) + 1);
             format!(
                 "=== {}.{} {} ===\n{}",
-                at("stepIndex"),
-                at("taskIndex"),
+                at(r.facts.step_index),
+                at(r.facts.task_index),
                 r.agent,
                 r.output.trim_end()
             )
@@ -118,22 +118,12 @@ pub fn answer_text(payload: &ResultPayload) -> String {
         .join("\n\n")
 }
 
-fn step_index(result: &StepResult) -> Option<u64> {
-    result.extra.get("stepIndex").and_then(Value::as_u64)
-}
-
 /// The usage of the run: the result's sum, else the sum of its steps'.
 pub fn run_usage(payload: &ResultPayload) -> Option<Usage> {
-    let from = |value: Option<&Value>| value.and_then(|v| serde_json::from_value::<Usage>(v.clone()).ok());
-    from(payload.extra.get("usage")).or_else(|| {
-        Usage::sum(
-            &payload
-                .results
-                .iter()
-                .filter_map(|r| from(r.extra.get("usage")))
-                .collect::<Vec<_>>(),
-        )
-    })
+    payload
+        .usage
+        .clone()
+        .or_else(|| Usage::sum(payload.results.iter().filter_map(|r| r.facts.usage.as_ref())))
 }
 
 /// One line per step that ran in a managed worktree, for a person: where, on which branch,
@@ -143,14 +133,10 @@ pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
         .results
         .iter()
         .filter_map(|r| {
-            let worktree = r.extra.get("worktree")?;
-            let text = |key: &str| worktree.get(key).and_then(Value::as_str).unwrap_or("?");
-            let count = |value: Option<&Value>| value.and_then(Value::as_u64).unwrap_or(0);
-            let uncommitted = worktree.get("uncommitted");
-            let field = |key: &str| count(uncommitted.and_then(|u| u.get(key)));
-            let commits = count(worktree.get("commitCount"));
-            let at = |key: &str| r.extra.get(key).and_then(Value::as_u64).map(|n| n + 1);
-            let step = match (at("stepIndex"), at("taskIndex")) {
+            let worktree = r.facts.worktree.as_ref()?;
+            let text = |value: &str| if value.is_empty() { "?" } else { value }.to_owned();
+            let at = |index: Option<u32>| index.map(|n| u64::from(n) + 1);
+            let step = match (at(r.facts.step_index), at(r.facts.task_index)) {
                 (Some(step), Some(task)) => format!("step {step}, task {task}"),
                 (Some(step), None) => format!("step {step}"),
                 _ => "the step".to_owned(),
@@ -159,11 +145,11 @@ pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
             Some(format!(
                 "{step} ('{}'): worktree {} on {}: {}, {} with uncommitted changes, {} untracked",
                 r.agent,
-                text("path"),
-                text("branch"),
-                plural(commits, "commit", "commits"),
-                plural(field("changedFiles"), "file", "files"),
-                field("untrackedFiles"),
+                text(&worktree.path),
+                text(&worktree.branch),
+                plural(worktree.commit_count, "commit", "commits"),
+                plural(worktree.uncommitted.changed_files, "file", "files"),
+                worktree.uncommitted.untracked_files,
             ))
         })
         .collect()
@@ -178,22 +164,22 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
         .map(|r| {
             json!({
                 "agent": r.agent,
-                "stepIndex": r.extra.get("stepIndex"),
-                "taskIndex": r.extra.get("taskIndex"),
+                "stepIndex": r.facts.step_index,
+                "taskIndex": r.facts.task_index,
                 "success": r.success,
-                "skipped": r.extra.get("skipped"),
+                "skipped": r.skipped,
                 "output": r.output,
-                "structured": r.extra.get("structured"),
+                "structured": r.structured,
                 "exitCode": r.exit_code,
                 "error": r.error,
-                "usage": r.extra.get("usage"),
-                "agentSession": r.extra.get("agentSession"),
-                "worktree": r.extra.get("worktree"),
-                "outputFile": r.extra.get("outputFile"),
-                "budgetExceeded": r.extra.get("budgetExceeded"),
-                "as": r.extra.get("as"),
-                "label": r.extra.get("label"),
-                "phase": r.extra.get("phase"),
+                "usage": r.facts.usage,
+                "agentSession": r.facts.agent_session,
+                "worktree": r.facts.worktree,
+                "outputFile": r.output_file,
+                "budgetExceeded": r.facts.budget_exceeded,
+                "as": r.facts.output_name,
+                "label": r.facts.label,
+                "phase": r.facts.phase,
             })
         })
         .collect();

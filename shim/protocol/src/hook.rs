@@ -235,9 +235,7 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
             success: step.status.as_deref() == Some("complete"),
             exit_code: step.exit_code,
             process_signal: None,
-            timed_out: None,
-            stopped: None,
-            extra: Map::new(),
+            ..StepResult::default()
         })
         .collect();
     let ended = status.ended_at.or(status.last_update).unwrap_or(0);
@@ -260,7 +258,9 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
         error: status.error.clone(),
         timed_out: None,
         stopped: (state == RunState::Stopped).then_some(true),
-        extra: Map::from_iter([("synthesizedFromStatus".to_owned(), Value::Bool(true))]),
+        usage: None,
+        synthesized_from_status: Some(true),
+        extra: Map::new(),
     };
     serde_json::to_value(payload).unwrap_or(Value::Null)
 }

@@ -12,7 +12,8 @@
 //! * files — [`dir::Dir`] (fd-relative operations), [`atomic`] (A1–A8), [`doc`] (JSON,
 //!   A11), [`durability`] (A4), [`lock`] (S1), [`layout`] and [`trust`] (paths, H3), [`placement`] (where the
 //!   filesystem puts the runs);
-//! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`proof`] (S6–S9,
+//! * records — [`config`] (H5/R2), [`handshake`] (K), [`status`] (S2–S5), [`step_record`]
+//!   (the typed step fields of the status and the result), [`proof`] (S6–S9,
 //!   S13), [`events`] (A10/S10), [`results`] (S11), [`index`] (I), [`lease`] (R6a),
 //!   [`hook`] (completion hooks: what runs when a run ends, and how it ended), [`capacity`]
 //!   (the queue of runs over the cap of active runs);
@@ -46,6 +47,7 @@ pub mod procinfo;
 pub mod proof;
 pub mod results;
 pub mod status;
+pub mod step_record;
 pub mod sweep;
 #[cfg(any(test, feature = "test-hooks"))]
 pub mod testing;

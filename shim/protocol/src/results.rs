@@ -13,6 +13,8 @@ use crate::durability::{DocKind, DurabilityPolicy};
 use crate::errors::{has_errno, os_error};
 use crate::index::retry_enoent;
 use crate::layout::{enc, names};
+use crate::step_record::{MachineRecord, RemoteGit, StepFacts};
+use crate::usage::Usage;
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -21,12 +23,13 @@ use std::io;
 use std::path::Path;
 
 /// `outputState` of a step result.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum OutputState {
     /// The step produced output.
     Present,
     /// No output.
+    #[default]
     Absent,
 }
 
@@ -48,7 +51,7 @@ pub struct ProtocolError {
 
 /// One element of `results[]`.
 #[serde_with_macros::skip_serializing_none]
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StepResult {
     /// Agent name.
@@ -71,6 +74,29 @@ pub struct StepResult {
     pub timed_out: Option<bool>,
     /// Stopped.
     pub stopped: Option<bool>,
+    /// The structured output, when the step had an output schema and the output met it.
+    pub structured: Option<Value>,
+    /// Why the output did not meet the step's schema.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub structured_errors: Vec<Value>,
+    /// Whether the output was cut at the output limit.
+    pub output_truncated: Option<bool>,
+    /// The usage of the agent's whole conversation so far (a resumed one included).
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub agent_session_usage: Option<Usage>,
+    /// Whether the step never ran (the run ended before it).
+    pub skipped: Option<bool>,
+    /// Where a remote step ran.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub machine: Option<MachineRecord>,
+    /// The remote checkout after a remote step.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub remote_git: Option<RemoteGit>,
+    /// The file the step's output was also written to.
+    pub output_file: Option<String>,
+    /// What the runner records about the step beside the spec's fields.
+    #[serde(flatten)]
+    pub facts: StepFacts,
     /// Fields of other writers / adapters.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -117,6 +143,12 @@ pub struct ResultPayload {
     pub timed_out: Option<bool>,
     /// Stopped.
     pub stopped: Option<bool>,
+    /// The usage of the run's steps, summed.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub usage: Option<Usage>,
+    /// Set when the host made this payload from the status of a run whose runner died before
+    /// publishing one (for its completion hook).
+    pub synthesized_from_status: Option<bool>,
     /// Fields of other writers / adapters.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

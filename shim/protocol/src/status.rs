@@ -8,6 +8,7 @@ use crate::durability::{DocKind, DurabilityPolicy};
 use crate::layout::names;
 use crate::lock::StatusLock;
 use crate::proof::{Candidate, ProcessTerminal, ProofState};
+use crate::step_record::{ExternalProcess, ParallelGroup, StepFacts};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -121,16 +122,15 @@ pub struct StepStatus {
     pub error: Option<String>,
     /// The step proof (S9).
     pub process_terminal: Option<Value>,
+    /// The agent's process: its pid from its start, how it ended from its end.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub external_process: Option<ExternalProcess>,
+    /// What the runner records about the step beside the spec's fields.
+    #[serde(flatten)]
+    pub facts: StepFacts,
     /// Fields of other writers.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
-}
-
-impl StepStatus {
-    /// The tokens and cost the step's agent reported (`usage`), once it ended.
-    pub fn usage(&self) -> Option<crate::usage::Usage> {
-        serde_json::from_value(self.extra.get("usage")?.clone()).ok()
-    }
 }
 
 /// `status.json` (S2–S5). `None` fields are omitted; unknown fields live in `extra`.
@@ -180,6 +180,15 @@ pub struct Status {
     pub error: Option<String>,
     /// The run proof (S6), kept raw so an odd value never makes the status unreadable.
     pub process_terminal: Option<Value>,
+    /// The parallel steps of a workflow run.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub parallel_groups: Option<Vec<ParallelGroup>>,
+    /// The pid of the host that launched the run.
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub launch_host_pid: Option<u32>,
+    /// That host's start identity (X3).
+    #[serde(default, deserialize_with = "crate::step_record::lenient")]
+    pub launch_host_start_identity: Option<String>,
     /// Fields of other writers.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
@@ -215,7 +224,12 @@ pub struct InitialStatus {
 impl Status {
     /// The usage of every step that reported one, summed (`None`: none did).
     pub fn usage(&self) -> Option<crate::usage::Usage> {
-        let steps: Vec<_> = self.steps.iter().flatten().filter_map(StepStatus::usage).collect();
+        let steps: Vec<_> = self
+            .steps
+            .iter()
+            .flatten()
+            .filter_map(|step| step.facts.usage.clone())
+            .collect();
         crate::usage::Usage::sum(&steps)
     }
 
@@ -320,9 +334,7 @@ impl Status {
     /// The host that launched the run: its pid and start identity (`launchHostPid`,
     /// `launchHostStartIdentity`), when recorded.
     pub fn launch_host(&self) -> Option<(u32, Option<&str>)> {
-        let pid = self.extra.get(LAUNCH_HOST_PID)?.as_u64()?;
-        let identity = self.extra.get(LAUNCH_HOST_START_IDENTITY).and_then(Value::as_str);
-        Some((u32::try_from(pid).ok()?, identity))
+        Some((self.launch_host_pid?, self.launch_host_start_identity.as_deref()))
     }
 
     /// Whether the state is terminal.
@@ -400,11 +412,6 @@ pub fn read_status(run: &Dir) -> io::Result<ReadDoc<Status>> {
 pub fn write_status(run: &Dir, status: &Status, durability: Durability) -> io::Result<()> {
     run.write_doc(names::STATUS, status, durability)
 }
-
-/// The status field naming the pid of the host that launched the run.
-pub const LAUNCH_HOST_PID: &str = "launchHostPid";
-/// The status field naming that host's start identity (X3).
-pub const LAUNCH_HOST_START_IDENTITY: &str = "launchHostStartIdentity";
 
 /// Why a locked modification did not happen.
 #[derive(Debug, thiserror::Error)]

@@ -21,6 +21,7 @@ use sublaunch_protocol::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
 };
 use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
+use sublaunch_protocol::step_record::{ExternalProcess, MachineRecord, ProcessEnd, StepFacts};
 use sublaunch_protocol::usage::Usage;
 
 /// How long the end records wait for storage capacity to return (A9) before giving up.
@@ -42,7 +43,7 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     };
     step.status = Some(end.status_word());
     step.error = end.error();
-    step.extra.insert("adapter".into(), json!(end.adapter));
+    step.facts.adapter = Some(end.adapter.clone());
     if !end.ran() {
         return;
     }
@@ -50,35 +51,43 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     step.ended_at = Some(end.ended_wall);
     step.duration_ms = Some(end.duration_ms);
     step.exit_code = end.exit_code();
-    if let Some(model) = &end.reported_model {
-        step.extra.insert("reportedModel".into(), json!(model));
+    let facts = &mut step.facts;
+    if end.reported_model.is_some() {
+        facts.reported_model.clone_from(&end.reported_model);
     }
-    if let Some(usage) = &end.usage {
-        step.extra.insert("usage".into(), json!(usage));
+    if end.usage.is_some() {
+        facts.usage.clone_from(&end.usage);
     }
-    if let Some(session) = &end.agent_session {
-        step.extra.insert("agentSession".into(), json!(session));
+    if end.agent_session.is_some() {
+        facts.agent_session.clone_from(&end.agent_session);
     }
     if let Some(worktree) = &end.worktree {
-        step.extra.insert("worktree".into(), worktree.to_json());
+        facts.worktree = Some(worktree.report());
     }
     if let Some(budget) = &end.budget {
-        step.extra.insert("budgetExceeded".into(), budget.to_json());
+        facts.budget_exceeded = Some(budget.record());
     }
     if let Some(pid) = end.pid {
-        step.extra.insert(
-            "externalProcess".into(),
-            json!({
-                "pid": pid,
-                "startedAt": end.started_wall,
-                "endedAt": end.ended_wall,
-                "durationMs": end.duration_ms,
-                "exitCode": end.exit.as_ref().and_then(|e| e.code),
-                "processSignal": end.exit.as_ref().and_then(crate::supervise::reaper::ExitInfo::signal_name),
-                "stdoutBytes": end.stdout_bytes,
-                "stderrBytes": end.stderr_bytes,
+        // The end replaces what the start wrote (its start identity only mattered while the
+        // agent could outlive the runner).
+        let extra = step.external_process.take().map(|p| p.extra).unwrap_or_default();
+        step.external_process = Some(ExternalProcess {
+            pid,
+            started_at: Some(end.started_wall),
+            start_identity: None,
+            end: Some(ProcessEnd {
+                ended_at: end.ended_wall,
+                duration_ms: end.duration_ms,
+                exit_code: end.exit.as_ref().and_then(|e| e.code),
+                process_signal: end
+                    .exit
+                    .as_ref()
+                    .and_then(crate::supervise::reaper::ExitInfo::signal_name),
+                stdout_bytes: end.stdout_bytes,
+                stderr_bytes: end.stderr_bytes,
             }),
-        );
+            extra,
+        });
     }
 }
 
@@ -351,9 +360,9 @@ fn result_payload(
         error: error.map(str::to_owned),
         timed_out: timed_out.then_some(true),
         stopped: stopped.then_some(true),
-        extra: Usage::sum(ends.iter().filter_map(|end| end.usage.as_ref()))
-            .map(|usage| Map::from_iter([("usage".to_owned(), json!(usage))]))
-            .unwrap_or_default(),
+        usage: Usage::sum(ends.iter().filter_map(|end| end.usage.as_ref())),
+        synthesized_from_status: None,
+        extra: Map::new(),
     };
     serde_json::to_value(payload).unwrap_or(Value::Null)
 }
@@ -362,49 +371,6 @@ fn result_payload(
 /// `adapter`, `structured`, `structuredErrors`, `outputTruncated`, `reportedModel`, `skipped`).
 fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::config::StepConfig>) -> StepResult {
     let remote = end.remote.as_ref();
-    let fields = [
-        ("stepIndex", end.position.0.map(Value::from)),
-        ("taskIndex", end.position.1.map(Value::from)),
-        ("adapter", Some(json!(end.adapter))),
-        ("structured", end.structured.clone()),
-        (
-            "structuredErrors",
-            (!end.structured_errors.is_empty()).then(|| json!(end.structured_errors)),
-        ),
-        ("outputTruncated", end.output_truncated.then_some(Value::Bool(true))),
-        ("reportedModel", end.reported_model.as_ref().map(|model| json!(model))),
-        ("usage", end.usage.as_ref().map(|usage| json!(usage))),
-        ("agentSession", end.agent_session.as_ref().map(|session| json!(session))),
-        (
-            "agentSessionUsage",
-            end.agent_session_usage.as_ref().map(|usage| json!(usage)),
-        ),
-        ("skipped", (!end.ran()).then_some(Value::Bool(true))),
-        (
-            "machine",
-            remote.map(|r| json!({"id": r.placement.machine, "target": r.placement.target, "cwd": r.placement.cwd})),
-        ),
-        ("remoteGit", remote.and_then(|r| r.state.git.clone())),
-        (
-            "worktree",
-            end.worktree.as_ref().map(crate::end::worktree::WorktreeEnd::to_json),
-        ),
-        ("outputFile", end.output_file.as_ref().map(|path| json!(path))),
-        (
-            "budgetExceeded",
-            end.budget.as_ref().map(crate::supervise::budget::Exceeded::to_json),
-        ),
-        (
-            "as",
-            config.and_then(|c| c.output_name.as_ref()).map(|name| json!(name)),
-        ),
-        ("label", config.and_then(|c| c.label.as_ref()).map(|label| json!(label))),
-        ("phase", config.and_then(|c| c.phase.as_ref()).map(|phase| json!(phase))),
-    ];
-    let extra = fields
-        .into_iter()
-        .filter_map(|(key, value)| Some((key.to_owned(), value?)))
-        .collect();
     StepResult {
         agent: end.agent.clone(),
         output: end.output.clone(),
@@ -428,7 +394,32 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::config::StepCo
             .and_then(crate::supervise::reaper::ExitInfo::signal_name),
         timed_out: end.timeout.is_some().then_some(true),
         stopped: (end.ran() && end.state() == RunState::Stopped).then_some(true),
-        extra,
+        structured: end.structured.clone(),
+        structured_errors: end.structured_errors.clone(),
+        output_truncated: end.output_truncated.then_some(true),
+        agent_session_usage: end.agent_session_usage.clone(),
+        skipped: (!end.ran()).then_some(true),
+        machine: remote.map(|r| MachineRecord {
+            id: r.placement.machine.clone(),
+            target: r.placement.target.clone(),
+            cwd: r.placement.cwd.clone(),
+        }),
+        remote_git: remote.and_then(|r| r.state.git.clone()),
+        output_file: end.output_file.clone(),
+        facts: StepFacts {
+            step_index: end.position.0,
+            task_index: end.position.1,
+            adapter: Some(end.adapter.clone()),
+            reported_model: end.reported_model.clone(),
+            usage: end.usage.clone(),
+            agent_session: end.agent_session.clone(),
+            worktree: end.worktree.as_ref().map(crate::end::worktree::WorktreeEnd::report),
+            budget_exceeded: end.budget.as_ref().map(crate::supervise::budget::Exceeded::record),
+            output_name: config.and_then(|c| c.output_name.clone()),
+            label: config.and_then(|c| c.label.clone()),
+            phase: config.and_then(|c| c.phase.clone()),
+        },
+        extra: Map::new(),
     }
 }
 

@@ -6,12 +6,12 @@
 //! ([`sublaunch_protocol::git`]).
 
 use crate::supervise::bounded;
-use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 use sublaunch_protocol::config::StepWorktree;
 use sublaunch_protocol::git::{At, LinkedWorktree, Repository};
+use sublaunch_protocol::step_record::{CommitLine, Uncommitted, WorktreeReport};
 
 /// How long one git question may take (a worktree of a huge repository, a slow disk).
 const GIT_LIMIT: Duration = Duration::from_secs(20);
@@ -174,34 +174,33 @@ fn read_into(end: &mut WorktreeEnd) -> Result<(), String> {
 }
 
 impl WorktreeEnd {
-    /// The `worktree` object of the step's result and status entry.
-    pub fn to_json(&self) -> Value {
-        let commits: Vec<Value> = self
-            .commits
-            .iter()
-            .map(|(sha, subject)| json!({"sha": sha, "subject": subject}))
-            .collect();
-        let mut value = json!({
-            "path": self.worktree.path,
-            "cwd": self.cwd,
-            "branch": self.worktree.branch,
-            "repository": self.worktree.repository,
-            "baseCommit": self.worktree.base_commit,
-            "startCommit": self.start_commit,
-            "headCommit": self.head,
-            "checkedOut": self.branch,
-            "commits": commits,
-            "commitCount": self.commit_count,
-            "uncommitted": {
-                "changedFiles": self.changed_files,
-                "insertions": self.insertions,
-                "deletions": self.deletions,
-                "untrackedFiles": self.untracked_files,
+    /// The `worktree` record of the step's result and status entry.
+    pub fn report(&self) -> WorktreeReport {
+        WorktreeReport {
+            path: self.worktree.path.clone(),
+            cwd: self.cwd.clone(),
+            branch: self.worktree.branch.clone(),
+            repository: self.worktree.repository.clone(),
+            base_commit: self.worktree.base_commit.clone(),
+            start_commit: self.start_commit.clone(),
+            head_commit: self.head.clone(),
+            checked_out: self.branch.clone(),
+            commits: self
+                .commits
+                .iter()
+                .map(|(sha, subject)| CommitLine {
+                    sha: sha.clone(),
+                    subject: subject.clone(),
+                })
+                .collect(),
+            commit_count: u64::try_from(self.commit_count).unwrap_or(u64::MAX),
+            uncommitted: Uncommitted {
+                changed_files: self.changed_files,
+                insertions: self.insertions,
+                deletions: self.deletions,
+                untracked_files: self.untracked_files,
             },
-        });
-        if let (Some(problem), Some(fields)) = (&self.problem, value.as_object_mut()) {
-            fields.insert("problem".into(), json!(problem));
+            problem: self.problem.clone(),
         }
-        value
     }
 }

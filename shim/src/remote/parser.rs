@@ -8,6 +8,7 @@ use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
+use sublaunch_protocol::step_record::RemoteGit;
 
 /// What the supervisor learns about the remote side while the step runs.
 #[derive(Clone, Debug, Default)]
@@ -17,7 +18,7 @@ pub struct RemoteState {
     /// The remote process group (for `stop`).
     pub pgid: Option<u32>,
     /// `{head, branch, dirty}` of the machine's work tree, when it is one.
-    pub git: Option<Value>,
+    pub git: Option<RemoteGit>,
 }
 
 /// Shared between the parser and the supervisor.
@@ -162,18 +163,20 @@ pub fn never_ready(machine: &str, cwd: &str) -> String {
 }
 
 /// `remoteGit`: the probe's `head`, `branch` (non-empty strings) and `dirty` (boolean).
-fn git_facts(json: &str) -> Option<Value> {
+fn git_facts(json: &str) -> Option<RemoteGit> {
     let parsed: Value = serde_json::from_str(json.trim()).ok()?;
-    let mut facts = serde_json::Map::new();
-    for key in ["head", "branch"] {
-        if let Some(text) = parsed.get(key).and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            facts.insert(key.to_owned(), Value::String(text.to_owned()));
-        }
-    }
-    if let Some(dirty) = parsed.get("dirty").and_then(Value::as_bool) {
-        facts.insert("dirty".to_owned(), Value::Bool(dirty));
-    }
-    Some(Value::Object(facts))
+    let text = |key: &str| {
+        parsed
+            .get(key)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    Some(RemoteGit {
+        head: text("head"),
+        branch: text("branch"),
+        dirty: parsed.get("dirty").and_then(Value::as_bool),
+    })
 }
 
 #[cfg(test)]
@@ -214,7 +217,11 @@ mod tests {
         assert_eq!(p.stdout_line(git.as_bytes(), git.len()), ParsedLine::Ignore);
         assert_eq!(
             state.borrow().git,
-            Some(serde_json::json!({"head": "abc1234", "dirty": true}))
+            Some(RemoteGit {
+                head: Some("abc1234".into()),
+                branch: None,
+                dirty: Some(true)
+            })
         );
         assert_eq!(p.finish(b"ignored", false).output, "hello");
     }

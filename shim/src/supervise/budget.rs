@@ -4,8 +4,8 @@
 //! much; the record keeps the same facts as `budgetExceeded`.
 
 use crate::adapter::Spent;
-use serde_json::{Value, json};
 use sublaunch_protocol::config::UsageBudget;
+use sublaunch_protocol::step_record::{BudgetExceeded, BudgetScope};
 use sublaunch_protocol::usage::Usage;
 
 /// Whose limit was crossed.
@@ -88,13 +88,16 @@ impl Exceeded {
     }
 
     /// `budgetExceeded` of the status and the result.
-    pub fn to_json(&self) -> Value {
-        json!({
-            "scope": match self.scope { Scope::Step => "step", Scope::Run => "run" },
-            "limit": self.field(),
-            "allowed": self.allowed,
-            "used": self.used,
-        })
+    pub fn record(&self) -> BudgetExceeded {
+        BudgetExceeded {
+            scope: match self.scope {
+                Scope::Step => BudgetScope::Step,
+                Scope::Run => BudgetScope::Run,
+            },
+            limit: self.field().to_owned(),
+            allowed: self.allowed,
+            used: self.used,
+        }
     }
 }
 
@@ -174,7 +177,7 @@ mod tests {
             cost.message()
         );
         let tools = crossed(Scope::Step, None, Some(2), &spent(0, 0, 0, None, 3)).unwrap();
-        assert_eq!(tools.to_json()["limit"], "toolBudget");
+        assert_eq!(tools.record().limit, "toolBudget");
         assert_eq!(
             crossed(Scope::Step, None, None, &spent(u64::MAX, 1, 0, Some(9.0), 99)),
             None

@@ -37,7 +37,6 @@ use crate::supervise::reaper::ExitInfo;
 use crate::supervise::reaper::Reaper;
 use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
-use serde_json::json;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::config::AdapterId;
 use sublaunch_protocol::dir::Dir;
@@ -46,6 +45,7 @@ use sublaunch_protocol::lease::WriterState;
 use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::proof::WriterRecord;
+use sublaunch_protocol::step_record::ExternalProcess;
 
 /// X7: pipes are closed after this long without data once the agent exited …
 pub const GUARD_IDLE: Duration = Duration::from_millis(2_000);
@@ -671,10 +671,12 @@ impl Supervisor {
             // The start identity lets whoever finds this runner dead end the agent's group
             // without ever signalling a process that reused the pid (X8).
             let identity = sublaunch_protocol::procinfo::start_identity(pid).ok().flatten();
-            step.extra.insert(
-                "externalProcess".into(),
-                json!({"pid": pid, "startedAt": wall, "startIdentity": identity}),
-            );
+            step.external_process = Some(ExternalProcess {
+                pid,
+                started_at: Some(wall),
+                start_identity: identity,
+                ..ExternalProcess::default()
+            });
         }
         self.book.update();
     }

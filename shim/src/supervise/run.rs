@@ -22,6 +22,7 @@ use sublaunch_protocol::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
 use sublaunch_protocol::status::{RunningUpdate, StepStatus};
+use sublaunch_protocol::step_record::ParallelGroup;
 
 /// Runs everything after commit; returns the exit code. `stop` is a stop signal a test hook
 /// consumed while hanging at `after-commit`.
@@ -90,37 +91,36 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         });
     }
     for (step, config) in steps.iter_mut().zip(&ctx.cfg.steps) {
-        if let Some(index) = config.step_index {
-            step.extra.insert("stepIndex".into(), index.into());
+        let facts = &mut step.facts;
+        if config.step_index.is_some() {
+            facts.step_index = config.step_index;
         }
-        if let Some(task) = config.task_index {
-            step.extra.insert("taskIndex".into(), task.into());
+        if config.task_index.is_some() {
+            facts.task_index = config.task_index;
         }
-        for (key, value) in [
-            ("label", &config.label),
-            ("phase", &config.phase),
-            ("as", &config.output_name),
+        for (field, value) in [
+            (&mut facts.label, &config.label),
+            (&mut facts.phase, &config.phase),
+            (&mut facts.output_name, &config.output_name),
         ] {
-            if let Some(value) = value {
-                step.extra.insert(key.into(), value.as_str().into());
+            if value.is_some() {
+                field.clone_from(value);
             }
         }
     }
     let workflow = ctx.cfg.workflow.clone();
-    let groups: Vec<serde_json::Value> = crate::workflow::groups::groups(&ctx.cfg)
+    let groups = crate::workflow::groups::groups(&ctx.cfg)
         .iter()
         .filter(|g| g.parallel)
-        .map(|g| {
-            serde_json::json!({
-                "stepIndex": ctx.cfg.steps[g.start].step_index,
-                "start": g.start,
-                "count": g.len,
-                "concurrency": workflow.concurrency.map_or(g.len, |c| (c as usize).min(g.len)),
-                "failFast": workflow.fail_fast,
-            })
+        .map(|g| ParallelGroup {
+            step_index: ctx.cfg.steps[g.start].step_index,
+            start: g.start,
+            count: g.len,
+            concurrency: workflow.concurrency.map_or(g.len, |c| (c as usize).min(g.len)),
+            fail_fast: workflow.fail_fast,
         })
         .collect();
-    status.extra.insert("parallelGroups".into(), groups.into());
+    status.parallel_groups = Some(groups);
     status.chain_step_count = u32::try_from(ctx.cfg.steps.len()).ok();
     status.error = None;
     status.ended_at = None;

@@ -104,10 +104,9 @@ pub fn labels(run: &Dir) -> Option<Vec<String>> {
     )
 }
 
-/// A text field a step's status entry carries beside the spec's, without control characters.
-fn text_of(step: &sublaunch_protocol::status::StepStatus, key: &str) -> Option<String> {
-    let text = step.extra.get(key)?.as_str()?;
-    Some(text.chars().filter(|c| !c.is_control()).collect())
+/// A text a step's status entry carries, without control characters.
+fn printable(text: Option<&String>) -> Option<String> {
+    Some(text?.chars().filter(|c| !c.is_control()).collect())
 }
 
 /// Reads the run now (`now` in wall ms); output tails only with `with_output`.
@@ -131,14 +130,14 @@ pub fn read(run: &Dir, labels: Option<&[String]>, with_output: bool, now: u64) -
             exit_code: step.exit_code,
             error: step.error.clone(),
             last_line: if with_output {
-                let events = crate::cli::agent_text::renders(step.extra.get("adapter").and_then(|a| a.as_str()));
+                let events = crate::cli::agent_text::renders(step.facts.adapter.as_deref());
                 last_line(run, index, events)
             } else {
                 None
             },
-            usage: step.usage(),
-            name: text_of(step, "label"),
-            phase: text_of(step, "phase"),
+            usage: step.facts.usage.clone(),
+            name: printable(step.facts.label.as_ref()),
+            phase: printable(step.facts.phase.as_ref()),
         })
         .collect();
     let terminal = status.is_terminal();

@@ -97,10 +97,9 @@ pub fn leftover_agents(status: &Status) -> Vec<u32> {
         return Vec::new();
     };
     let groups = status.steps.iter().flatten().filter_map(|step| {
-        let process = step.extra.get("externalProcess")?;
-        let pgid = u32::try_from(process.get("pid")?.as_u64()?).ok()?;
-        let since = start_ticks(process.get("startIdentity")?.as_str()?)?;
-        Some(group_members(pgid, session, since))
+        let process = step.external_process.as_ref()?;
+        let since = start_ticks(process.start_identity.as_deref()?)?;
+        Some(group_members(process.pid, session, since))
     });
     groups.flatten().collect()
 }

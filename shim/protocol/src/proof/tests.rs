@@ -785,7 +785,7 @@ fn repair_seen_by(run: &Dir, index: &ActiveRunIndex, oracle: &dyn ProcessOracle)
 }
 
 fn with_launch_host(mut status: Status, host: u32) -> Status {
-    status.extra.insert(crate::status::LAUNCH_HOST_PID.into(), json!(host));
+    status.launch_host_pid = Some(host);
     status
 }
 

@@ -28,7 +28,13 @@ fn w9_peer_status_documents_round_trip_without_losing_fields() {
     assert_eq!(status.state, Some(RunState::Complete));
     assert_eq!(status.proof_state(), Some(ProofState::Observed));
     assert!(status.extra.contains_key("steering"), "unknown fields kept in extra");
-    assert_eq!(status.steps.as_ref().unwrap()[0].extra["externalProcess"]["pid"], 16942);
+    let process = status.steps.as_ref().unwrap()[0].external_process.clone().unwrap();
+    assert_eq!(process.pid, 16942);
+    assert_eq!(process.end.map(|end| end.exit_code), Some(Some(0)));
+    assert!(
+        process.extra.contains_key("stdoutPath"),
+        "a peer's own process fields are kept"
+    );
 }
 
 #[test]
