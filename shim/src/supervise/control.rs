@@ -2,7 +2,7 @@
 //! plus a safety poll. A control file is consumed (removed) when seen; its content is not
 //! interpreted.
 
-use crate::supervise::output::poll_in;
+use crate::process::pipe::poll_in;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;

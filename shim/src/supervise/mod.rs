@@ -11,32 +11,23 @@
 //! killed and reaped any escaped descendant.
 
 pub mod book;
-pub mod bounded;
-pub mod budget;
-pub mod child;
 pub mod control;
-pub mod input;
-pub mod output;
 pub mod queue;
-pub mod reaper;
-pub mod run;
-pub mod spawn;
-pub mod streams;
-pub mod tree;
 
 use crate::adapter::{self, ParsedLine, ScriptValues, StepInput, TEXT_LINE_RETAIN};
-use crate::end::step_end::{RemoteEnd, STOP_BY_USER_MESSAGE, StepEnd, process_tree};
-use crate::start::context::Ctx;
-use crate::start::faults::Fired;
-use crate::start::signals;
+use crate::context::Ctx;
+use crate::context::faults::Fired;
+use crate::process::pipe::{Pipe, Stream};
+use crate::process::reaper::ExitInfo;
+use crate::process::reaper::Reaper;
+use crate::process::signals;
+use crate::process::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
+use crate::process::tree::{Ladder, TreeKiller, sweep};
+use crate::step::budget;
+use crate::step::child::{ChildIo, ChildRun};
+use crate::step::end::{RemoteEnd, STOP_BY_USER_MESSAGE, StepEnd, process_tree};
 use crate::supervise::book::StatusBook;
-use crate::supervise::child::{ChildIo, ChildRun};
 use crate::supervise::control::{ControlInbox, ControlRequest};
-use crate::supervise::output::{Pipe, Stream};
-use crate::supervise::reaper::ExitInfo;
-use crate::supervise::reaper::Reaper;
-use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_message};
-use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::config::AdapterId;
@@ -245,7 +236,7 @@ impl Supervisor {
             (built, _) => (built, parser, None),
         };
         let spawned = built.and_then(|command| {
-            crate::supervise::spawn::spawn(&command, ctx.cfg.agent_umask)
+            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask)
                 .map(|spawned| (spawned, command.stdin))
                 .map_err(|e| spawn_error(&command.argv, &e))
         });
@@ -271,7 +262,7 @@ impl Supervisor {
         );
         io.input = spawned
             .stdin
-            .map(|fd| crate::supervise::input::AgentInput::new(fd, first_input.unwrap_or_default()));
+            .map(|fd| crate::process::input::AgentInput::new(fd, first_input.unwrap_or_default()));
         Ok(ChildRun {
             index,
             agent: end.agent,
@@ -321,7 +312,7 @@ impl Supervisor {
                     .io
                     .input
                     .as_ref()
-                    .and_then(crate::supervise::input::AgentInput::pollfd),
+                    .and_then(crate::process::input::AgentInput::pollfd),
             );
         }
         let control_slot = self.control.pollfd().map(|p| {
@@ -528,12 +519,12 @@ impl Supervisor {
             placement: r.placement.clone(),
             state: r.state.borrow().clone(),
         });
-        crate::end::verdict::judge(&mut end, &step, extracted);
+        crate::step::verdict::judge(&mut end, &step, extracted);
         if let Some(path) = &step.output_file
             && end.state() == sublaunch_protocol::status::RunState::Complete
         {
-            let answer = crate::workflow::placeholders::handoff(&end);
-            match crate::end::output_file::write(path, &answer, ctx.cfg.agent_umask) {
+            let answer = crate::step::placeholders::handoff(&end);
+            match crate::step::output_file::write(path, &answer, ctx.cfg.agent_umask) {
                 Ok(()) => end.output_file = Some(path.clone()),
                 Err(problem) => end.validation = Some(format!("The step completed, but its answer {problem}.")),
             }
@@ -544,7 +535,7 @@ impl Supervisor {
                 .get(&worktree.path)
                 .unwrap_or(&worktree.base_commit)
                 .clone();
-            let left = crate::end::worktree::capture(worktree, ctx.cfg.step_cwd(child.index), &start);
+            let left = crate::step::worktree::capture(worktree, ctx.cfg.step_cwd(child.index), &start);
             if let Some(head) = &left.head {
                 self.worktree_heads.insert(worktree.path.clone(), head.clone());
             }
@@ -684,7 +675,7 @@ impl Supervisor {
         let mut buf = [0u8; 64 * 1024];
         for _ in 0..16 {
             match child.io.pipe_and_parser(stream).0.read(&mut buf) {
-                crate::supervise::output::Read::Data(n) => {
+                crate::process::pipe::Read::Data(n) => {
                     let failed_before = child.io.protocol_failed;
                     self.on_data(ctx, child, stream, &buf[..n]);
                     if child.io.protocol_failed && !failed_before {
@@ -693,11 +684,11 @@ impl Supervisor {
                         return;
                     }
                 }
-                crate::supervise::output::Read::Eof => {
+                crate::process::pipe::Read::Eof => {
                     self.close_pipe(ctx, child, stream);
                     return;
                 }
-                crate::supervise::output::Read::Empty => return,
+                crate::process::pipe::Read::Empty => return,
             }
         }
     }
@@ -774,8 +765,8 @@ impl Supervisor {
         }
         let _ = sweep(&mut self.reaper, None, pids.first().copied());
         ctx.release_lease();
-        crate::end::exit::report("the test parent process exited.");
-        std::process::exit(crate::end::exit::RECORDING_FAILED);
+        crate::process::exit::report("the test parent process exited.");
+        std::process::exit(crate::process::exit::RECORDING_FAILED);
     }
 }
 

@@ -6,12 +6,12 @@
 //! the stop signals, X9) end the wait: the run gives up its ticket and ends without starting
 //! its agents.
 
-use crate::end::step_end::STOP_BY_USER_MESSAGE;
-use crate::start::context::Ctx;
-use crate::start::signals;
+use crate::context::Ctx;
+use crate::process::pipe::poll_in;
+use crate::process::signals;
+use crate::step::end::STOP_BY_USER_MESSAGE;
 use crate::supervise::Requests;
 use crate::supervise::control::{ControlInbox, ControlRequest};
-use crate::supervise::output::poll_in;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
