@@ -8,10 +8,10 @@
 use crate::context::Ctx;
 use crate::context::faults::Fired;
 use crate::process::reaper::Reaper;
-use crate::supervise::Requests;
 use crate::supervise::Supervisor;
 use crate::supervise::book::StatusBook;
 use crate::supervise::control::ControlInbox;
+use crate::supervise::{Request, Requests, StopBy};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::deferred::Submitted;
 use sublaunch_protocol::dir::Dir;
@@ -40,13 +40,9 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
     };
     if let Some(signal) = stop_signal {
         // A `hang` at before-first-status ended by a stop signal.
-        sup.stop_signal(signal);
+        sup.requests.receive(Request::Stop(StopBy::Signal(signal)));
     }
-    if let Some(stop) = queued.stop {
-        sup.requests.stop.get_or_insert(stop);
-    }
-    sup.requests.timed_out |= queued.timed_out;
-    sup.requests.interrupted |= queued.interrupted;
+    sup.requests.merge(queued);
     let ends = crate::run::workflow::run_steps(ctx, &mut sup);
     let code = crate::run::end::record::record(ctx, &mut sup, &ends);
     // Normally gone with the terminal status already; this covers a record that failed early.

@@ -6,7 +6,7 @@
 
 use crate::context::Ctx;
 use crate::step::end::StepEnd;
-use crate::supervise::Supervisor;
+use crate::supervise::{Ending, Supervisor};
 use serde_json::{Map, Value, json};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::deferred::Submitted;
@@ -133,15 +133,13 @@ pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
 /// A run that a request ended before any of its steps started (stopped while it waited for
 /// capacity): the request decides, as it would have decided for a running step.
 fn ended_before_any_step(sup: &Supervisor, ends: &[StepEnd]) -> Option<(RunState, Option<String>)> {
-    if ends.iter().any(StepEnd::ran) || !sup.requests.ends_run() {
+    if ends.iter().any(StepEnd::ran) {
         return None;
     }
-    Some(if let Some(stop) = &sup.requests.stop {
-        (RunState::Stopped, Some(stop.clone()))
-    } else if sup.requests.timed_out {
-        (RunState::Failed, Some(sup.timeout_message()))
-    } else {
-        (RunState::Paused, None)
+    Some(match sup.requests.ending()? {
+        Ending::Stopped(message) => (RunState::Stopped, Some(message.to_owned())),
+        Ending::TimedOut => (RunState::Failed, Some(sup.timeout_message())),
+        Ending::Interrupted => (RunState::Paused, None),
     })
 }
 

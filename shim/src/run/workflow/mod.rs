@@ -21,7 +21,7 @@ use crate::context::Ctx;
 use crate::step::child::ChildRun;
 use crate::step::end::StepEnd;
 use crate::step::placeholders::{Values, aggregate};
-use crate::supervise::Supervisor;
+use crate::supervise::{Ending, Supervisor};
 use groups::{Group, groups};
 use std::collections::VecDeque;
 use sublaunch_protocol::config::WorkflowConfig;
@@ -78,13 +78,11 @@ pub fn run_steps(ctx: &mut Ctx, sup: &mut Supervisor) -> Vec<StepEnd> {
 
 /// Why the chain stops after a group (`Not run: …`), or `None` when it goes on.
 fn chain_stop(sup: &Supervisor, ends: &[StepEnd]) -> Option<String> {
-    if sup.requests.ends_run() {
-        let why = if sup.requests.stop.is_some() {
-            "the run was stopped"
-        } else if sup.requests.timed_out {
-            "the run timed out"
-        } else {
-            "the run was interrupted"
+    if let Some(ending) = sup.requests.ending() {
+        let why = match ending {
+            Ending::Stopped(_) => "the run was stopped",
+            Ending::TimedOut => "the run timed out",
+            Ending::Interrupted => "the run was interrupted",
         };
         return Some(format!("Not run: {why}."));
     }
