@@ -152,8 +152,10 @@ impl Ctx {
 }
 
 /// The flag-file variable of a simulated full disk.
+#[cfg(feature = "test-hooks")]
 pub const DISK_FULL_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC";
 /// What the full disk fails (comma-separated; default `status,marker`).
+#[cfg(feature = "test-hooks")]
 pub const DISK_FULL_TARGETS_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC_TARGETS";
 
 /// A simulated full disk for the A9/I7 rows (F42, F46; test-hooks builds): while the file

@@ -1,7 +1,7 @@
 //! The lowest layer: the shim's own process and the processes it starts, with no knowledge
 //! of agents, steps or runs. Signals ([`signals`]), reaping ([`reaper`]), the ladders and the
 //! sweep that end a process tree ([`tree`], sparing the kept ssh masters of [`masters`]), the
-//! agents' environment ([`env`]), pipes and bounded output ([`pipe`], [`streams`], [`input`]),
+//! agents' environment ([`mod@env`]), pipes and bounded output ([`pipe`], [`streams`], [`input`]),
 //! short helper processes ([`bounded`]), what a forked child is given ([`child_setup`]) and
 //! the exit codes ([`exit`]).
 
