@@ -6,32 +6,47 @@
 //! phase, no async runtime: the shim stays small (a few MiB of RSS) and starts in well under
 //! a millisecond.
 //!
-//! Map of the crate:
-//! * start — `start::hygiene` (doorbell fd, session, signals, umask, CLOEXEC, subreaper),
-//!   `start::signals` (counted, blocked outside `ppoll`), `start::invocation` (R1/R2), `start::context`,
-//!   `start::parent` (R4), `start::faults` (§T fault points and the simulated full disk);
-//! * handshake — `handshake::doorbell` (K14), `handshake` (K9–K11, K15, R6a, R7, R8), `handshake::commit` (K12);
-//! * supervision — `supervise::run` (R9, R16), `workflow` (chains, parallel groups, concurrency,
-//!   failFast, `{task}`/`{previous}`/`{chain_dir}`), `supervise` (the event loop over the
-//!   running agents), `supervise::child` (one agent), `end::step_end` (its outcome), `adapter` (argv and
-//!   output parsing per agent kind), `end::verdict`, `end::structured` and `end::model_check` (judging
-//!   the output), `supervise::spawn` (R10), `start::env` (H10), `supervise::output` and `supervise::streams` (R11),
-//!   `supervise::control` (R12 inbox), `supervise::reaper` (waitid, X8 enumeration), `supervise::tree` (X4/X6/X8/X9),
-//!   `supervise::book` (status and marker writes, A9/I7);
-//! * end — `end::record` (R13, S11, S12, X11), `end::hook` (the completion hook, after
-//!   the end records; also `sublaunch-shim --on-end`, which hosts start for a shim that died), `end::exit` (R14).
+//! Map of the crate, in layers: each folder imports only the folders listed before it.
+//! * process — the shim's own process and those it starts: `process::signals` (counted,
+//!   blocked outside `ppoll`), `process::reaper` (waitid, X8 enumeration), `process::tree`
+//!   (X4/X6/X8/X9, sparing `process::masters`), `process::env` (H10), `process::pipe`,
+//!   `process::streams` and `process::input` (R11), `process::bounded` (short helper processes),
+//!   `process::child_setup`, `process::exit` (R14);
+//! * adapter — argv and output parsing per agent kind;
+//! * remote — placed steps over ssh (P-H5–P-H12), built on the adapter's command and parser;
+//! * step — one step's agent: `step::spawn` (R10), `step::child` (one running agent),
+//!   `step::budget`, `step::placeholders` (`{task}`/`{previous}`/`{chain_dir}`/`{outputs.NAME}`),
+//!   `step::end` (its outcome), `step::verdict`, `step::structured`, `step::validator` and
+//!   `step::model_check` (judging the output), `step::output_file`, `step::worktree`;
+//! * context — the run's context shared by the phases: `context` (configuration, paths, os,
+//!   lease), `context::faults` (§T fault points and the simulated full disk), `context::parent`
+//!   (R4), `context::doorbell` (K14);
+//! * supervise — the event loop over the running agents (see its map): the requests of the run
+//!   (signals, `supervise::control` R12 inbox, deadline), `supervise::book` (status and marker
+//!   writes, A9/I7), `supervise::queue` (the capacity wait);
+//! * run — one run's phases: `run::start::hygiene` (doorbell fd, session, signals, umask,
+//!   CLOEXEC, subreaper), `run::start::invocation` (R1/R2), `run::handshake` (K9–K11, K15, R6a,
+//!   R7, R8) and `run::handshake::commit` (K12), `run::after_commit` (R9, R16), `run::workflow`
+//!   (chains, parallel groups, concurrency, failFast), `run::end::record` (R13, S11, S12, X11),
+//!   `run::end::hook` (the completion hook, after the end records; also
+//!   `sublaunch-shim --on-end`, which hosts start for a shim that died).
 
 #![warn(missing_docs)]
 
 pub(crate) mod adapter;
-pub mod end;
-pub(crate) mod handshake;
+pub(crate) mod context;
+pub mod process;
 pub(crate) mod remote;
-pub mod start;
+pub(crate) mod run;
+pub mod step;
 pub(crate) mod supervise;
-pub(crate) mod workflow;
 
-use start::context::{Ctx, Paths};
+use context::faults::{self, Fired};
+use context::{Ctx, Paths};
+use process::exit;
+use run::end::hook;
+use run::handshake::{self, PreCommitError};
+use run::start::{hygiene, invocation};
 use std::sync::Arc;
 use sublaunch_protocol::durability::DurabilityPolicy;
 use sublaunch_protocol::os::Os;
@@ -40,30 +55,27 @@ use sublaunch_protocol::os::faults::ShimPoint;
 
 /// Runs the shim and returns its exit code (R14).
 pub fn main() -> i32 {
-    if std::env::args_os()
-        .nth(1)
-        .is_some_and(|arg| arg == end::hook::HELPER_ARG)
-    {
-        return end::hook::helper_main();
+    if std::env::args_os().nth(1).is_some_and(|arg| arg == hook::HELPER_ARG) {
+        return hook::helper_main();
     }
-    let prepared = start::hygiene::prepare();
+    let prepared = hygiene::prepare();
     for note in &prepared.notes {
         eprintln!("sublaunch-shim: {note}");
     }
     let pid = std::process::id();
-    let mut faults = match start::faults::Faults::from_env() {
+    let mut faults = match faults::Faults::from_env() {
         Ok(faults) => faults,
         Err(e) => {
-            end::exit::report(&e);
-            return end::exit::INVALID_CONFIG;
+            exit::report(&e);
+            return exit::INVALID_CONFIG;
         }
     };
-    let mut doorbell = handshake::doorbell::Doorbell::new(prepared.doorbell);
+    let mut doorbell = context::doorbell::Doorbell::new(prepared.doorbell);
     let clock = Arc::new(ShiftedClock::new(Arc::new(SystemClock), 0));
-    let mut parent = start::parent::ParentMonitor::from_env(pid);
+    let mut parent = context::parent::ParentMonitor::from_env(pid);
     let mut lease = None;
-    let fired = start::faults::fire(
-        start::faults::Parts {
+    let fired = faults::fire(
+        faults::Parts {
             faults: &mut faults,
             doorbell: &mut doorbell,
             clock: &clock,
@@ -72,28 +84,28 @@ pub fn main() -> i32 {
         },
         ShimPoint::Start,
     );
-    if let start::faults::Fired::Stopped(signal) = fired {
-        end::exit::report(&handshake::PreCommitError::Signal(signal).message());
-        return end::exit::HANDSHAKE_FAILED;
+    if let Fired::Stopped(signal) = fired {
+        exit::report(&PreCommitError::Signal(signal).message());
+        return exit::HANDSHAKE_FAILED;
     }
     let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let source = start::invocation::source(&args, std::env::var_os(start::invocation::RUNNER_CONFIG_ENV));
-    let cfg = match start::invocation::read(&source) {
+    let source = invocation::source(&args, std::env::var_os(invocation::RUNNER_CONFIG_ENV));
+    let cfg = match invocation::read(&source) {
         Ok(cfg) => cfg,
         Err(e) => {
-            end::exit::report(&e.to_string());
-            return end::exit::INVALID_CONFIG;
+            exit::report(&e.to_string());
+            return exit::INVALID_CONFIG;
         }
     };
     let os = match Os::from_env() {
         Ok(os) => os.with_clock(clock.clone()),
         Err(e) => {
-            end::exit::report(&e.to_string());
-            return end::exit::INVALID_CONFIG;
+            exit::report(&e.to_string());
+            return exit::INVALID_CONFIG;
         }
     };
     #[cfg(feature = "test-hooks")]
-    let os = match start::faults::disk_full_files(&cfg.id) {
+    let os = match faults::disk_full_files(&cfg.id) {
         Some(files) => os.with_files(files),
         None => os,
     };
@@ -109,16 +121,16 @@ pub fn main() -> i32 {
         lease,
         pid,
     };
-    if let start::faults::Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterConfig) {
-        return handshake::fail(&mut ctx, &handshake::PreCommitError::Signal(signal));
+    if let Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterConfig) {
+        return handshake::fail(&mut ctx, &PreCommitError::Signal(signal));
     }
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_committed(&mut ctx)));
     match outcome {
         Ok(code) => code,
         Err(_) => {
             ctx.release_lease();
-            end::exit::report("the runner panicked.");
-            end::exit::RECORDING_FAILED
+            exit::report("the runner panicked.");
+            exit::RECORDING_FAILED
         }
     }
 }
@@ -130,8 +142,8 @@ fn run_committed(ctx: &mut Ctx) -> i32 {
     }
     handshake::commit::commit(ctx);
     let stop = match ctx.fire(ShimPoint::AfterCommit) {
-        start::faults::Fired::Stopped(signal) => Some(signal),
-        start::faults::Fired::Continue => None,
+        Fired::Stopped(signal) => Some(signal),
+        Fired::Continue => None,
     };
-    supervise::run::after_commit(ctx, stop)
+    run::after_commit::after_commit(ctx, stop)
 }

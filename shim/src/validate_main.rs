@@ -1,5 +1,5 @@
 //! `sublaunch-validate`: validates one step's structured output for the shim (see
-//! `sublaunch_shim::end::validator`). Reads `{"schema", "text"}` on stdin, writes the verdict on
+//! `sublaunch_shim::step::validator`). Reads `{"schema", "text"}` on stdin, writes the verdict on
 //! stdout.
 
 use std::io::{Read, Write};
@@ -9,7 +9,7 @@ fn main() {
     if std::io::stdin().read_to_end(&mut request).is_err() {
         std::process::exit(2);
     }
-    let verdict = sublaunch_shim::end::validator::verdict(&request);
+    let verdict = sublaunch_shim::step::validator::verdict(&request);
     let mut out = std::io::stdout().lock();
     if serde_json::to_writer(&mut out, &verdict).is_err() || out.flush().is_err() {
         std::process::exit(2);

@@ -5,7 +5,7 @@ use super::{Extracted, FINAL_MESSAGE_LIMIT, OutputParser, ParsedLine};
 use serde_json::Value;
 
 /// Bytes of a JSON line kept for parsing: the whole line up to the R11 protocol limit.
-pub const JSON_LINE_RETAIN: usize = crate::supervise::streams::PROTOCOL_LINE_LIMIT;
+pub const JSON_LINE_RETAIN: usize = crate::process::streams::PROTOCOL_LINE_LIMIT;
 
 /// Bytes of the end of stdout kept to explain a run that printed no usable event.
 pub const JSON_TAIL_BYTES: usize = 64 * 1024;

@@ -12,7 +12,6 @@
 //!   host key, missing directory or CLI …).
 
 pub mod hint;
-pub mod masters;
 pub mod parser;
 pub mod script;
 pub mod stop;
@@ -175,6 +174,17 @@ pub fn wrap(
     Ok((wrapped, capture))
 }
 
+/// A placed child: its machine and what its output told about the remote side.
+#[derive(Debug)]
+pub struct RemoteChild {
+    /// Where it runs.
+    pub placement: Placement,
+    /// READY, the remote process group, the git facts (filled by its parser).
+    pub state: parser::SharedState,
+    /// The remote stop was done (or tried).
+    pub stop_sent: bool,
+}
+
 /// Places a step: the wrapped command, the adapter's parser behind the P-H10 filter, and the
 /// supervisor's handle on the remote side.
 pub fn place(
@@ -182,15 +192,8 @@ pub fn place(
     placement: Placement,
     adapter: AdapterId,
     parser: Box<dyn crate::adapter::OutputParser>,
-) -> Result<
-    (
-        AgentCommand,
-        Box<dyn crate::adapter::OutputParser>,
-        crate::supervise::child::RemoteChild,
-    ),
-    String,
-> {
-    masters::register(&placement.control_dir);
+) -> Result<(AgentCommand, Box<dyn crate::adapter::OutputParser>, RemoteChild), String> {
+    crate::process::masters::register(&placement.control_dir);
     let markers = Markers::random().map_err(|e| format!("Cannot draw the marker token: {e}."))?;
     let (command, capture) = wrap(command, &placement, adapter, &markers)?;
     let state = parser::SharedState::default();
@@ -202,7 +205,7 @@ pub fn place(
         &placement.machine,
         &placement.cwd,
     );
-    let child = crate::supervise::child::RemoteChild {
+    let child = RemoteChild {
         placement,
         state,
         stop_sent: false,

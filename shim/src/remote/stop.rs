@@ -34,7 +34,7 @@ pub fn stop_remote(placement: &Placement, pgid: u32) -> Result<(), String> {
         .envs(super::ssh_env())
         .process_group(0);
     let machine = &placement.machine;
-    let finished = crate::supervise::bounded::run(command, None, STOP_DEADLINE)
+    let finished = crate::process::bounded::run(command, None, STOP_DEADLINE)
         .map_err(|why| format!("Stopping the agent on '{machine}' failed: ssh {why}."))?;
     if finished.status.success() {
         Ok(())

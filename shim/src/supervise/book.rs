@@ -232,7 +232,7 @@ impl StatusBook {
                 return false;
             }
             let wake = self.deferred.next_due().unwrap_or(now).min(until);
-            crate::start::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
+            crate::process::signals::wait(&mut [], Some(wake.saturating_duration_since(now)));
         }
     }
 }

@@ -2,7 +2,8 @@
 //! plus a safety poll. A control file is consumed (removed) when seen; its content is not
 //! interpreted.
 
-use crate::supervise::output::poll_in;
+use super::{Request, StopBy};
+use crate::process::pipe::poll_in;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
@@ -14,17 +15,6 @@ use sublaunch_protocol::layout::names;
 pub const SAFETY_POLL: Duration = Duration::from_millis(1_000);
 /// Poll interval without inotify.
 pub const FALLBACK_POLL: Duration = Duration::from_millis(250);
-
-/// A request from the inbox.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ControlRequest {
-    /// `stop.json`.
-    Stop,
-    /// `timeout.json`.
-    Timeout,
-    /// `interrupt.json`.
-    Interrupt,
-}
 
 /// The inbox of one run.
 #[derive(Debug)]
@@ -68,7 +58,7 @@ impl ControlInbox {
     }
 
     /// Looks for requests when `woken` (inotify readable) or the safety poll is due.
-    pub fn check(&mut self, now: Instant, woken: bool) -> Vec<ControlRequest> {
+    pub fn check(&mut self, now: Instant, woken: bool) -> Vec<Request> {
         let Some(dir) = &self.dir else { return Vec::new() };
         if !woken && now < self.next_poll {
             return Vec::new();
@@ -86,9 +76,9 @@ impl ControlInbox {
             };
         let mut requests = Vec::new();
         for (name, request) in [
-            (names::CONTROL_STOP, ControlRequest::Stop),
-            (names::CONTROL_TIMEOUT, ControlRequest::Timeout),
-            (names::CONTROL_INTERRUPT, ControlRequest::Interrupt),
+            (names::CONTROL_STOP, Request::Stop(StopBy::User)),
+            (names::CONTROL_TIMEOUT, Request::Timeout),
+            (names::CONTROL_INTERRUPT, Request::Interrupt),
         ] {
             if matches!(dir.stat(name), Ok(Some(_))) {
                 if let Err(e) = dir.remove(name) {

@@ -6,12 +6,11 @@
 //! the stop signals, X9) end the wait: the run gives up its ticket and ends without starting
 //! its agents.
 
-use crate::end::step_end::STOP_BY_USER_MESSAGE;
-use crate::start::context::Ctx;
-use crate::start::signals;
+use crate::context::Ctx;
+use crate::process::pipe::poll_in;
+use crate::process::signals;
 use crate::supervise::Requests;
-use crate::supervise::control::{ControlInbox, ControlRequest};
-use crate::supervise::output::poll_in;
+use crate::supervise::control::ControlInbox;
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
@@ -65,7 +64,14 @@ pub fn wait_for_slot(ctx: &Ctx) -> Requests {
             drain(fd);
         }
         let inbox_woken = fds.get(inbox_at).is_some_and(|p| p.revents != 0);
-        absorb(&mut requests, inbox.as_mut(), inbox_woken);
+        requests.take_signals();
+        for request in inbox
+            .as_mut()
+            .map(|i| i.check(Instant::now(), inbox_woken))
+            .unwrap_or_default()
+        {
+            requests.receive(request);
+        }
         if requests.ends_run() {
             if let Err(e) = queue.release(&ctx.cfg.id) {
                 eprintln!("sublaunch-shim: cannot remove the capacity ticket: {e}");
@@ -90,28 +96,6 @@ pub fn release(ctx: &Ctx) {
         .and_then(|queue| queue.map_or(Ok(false), |q| q.release(&ctx.cfg.id)));
     if let Err(e) = released {
         eprintln!("sublaunch-shim: cannot remove the capacity ticket: {e}");
-    }
-}
-
-/// Stop signals and control requests that arrived while queued.
-fn absorb(requests: &mut Requests, inbox: Option<&mut ControlInbox>, woken: bool) {
-    let received = signals::take();
-    for signal in received.stops() {
-        requests
-            .stop
-            .get_or_insert_with(|| format!("Subagent stopped: runner received {}.", signals::name(signal)));
-    }
-    if received.count(libc::SIGUSR2) > 0 {
-        requests.interrupted = true;
-    }
-    for request in inbox.map(|i| i.check(Instant::now(), woken)).unwrap_or_default() {
-        match request {
-            ControlRequest::Stop => {
-                requests.stop.get_or_insert_with(|| STOP_BY_USER_MESSAGE.to_owned());
-            }
-            ControlRequest::Timeout => requests.timed_out = true,
-            ControlRequest::Interrupt => requests.interrupted = true,
-        }
     }
 }
 

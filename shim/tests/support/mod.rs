@@ -630,7 +630,7 @@ impl Launched {
     pub fn finalize(&mut self, host_error: Option<&str>) -> ProcessTerminal {
         let status = self.exit.expect("reap the shim first");
         let code = status.code();
-        let signal = status.signal().map(sublaunch_shim::start::signals::name);
+        let signal = status.signal().map(sublaunch_shim::process::signals::name);
         let run = Dir::open(&self.run).unwrap();
         let policy = DurabilityPolicy::standard();
         let proceed_left = run.stat(names::RUNNER_STARTUP_PROCEED).unwrap().is_some();

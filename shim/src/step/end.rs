@@ -1,0 +1,296 @@
+//! How one step ended (R13, S4): the facts the terminal state is derived from, the failure
+//! texts, and the writer record's `processTree`.
+
+use crate::process::reaper::ExitInfo;
+use crate::process::tree::{GroupOutcome, SweepOutcome, pid_list};
+use crate::remote::parser::RemoteState;
+use serde_json::Value;
+use sublaunch_protocol::config::Placement;
+use sublaunch_protocol::events::Event;
+use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
+use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
+use sublaunch_protocol::usage::Usage;
+
+/// `Interrupted. Waiting for explicit next action.` (R12).
+pub const INTERRUPT_MESSAGE: &str = "Interrupted. Waiting for explicit next action.";
+/// `Subagent stopped by user.` (R12).
+pub const STOP_BY_USER_MESSAGE: &str = "Subagent stopped by user.";
+
+/// How one step ended.
+#[derive(Clone, Debug, Default)]
+pub struct StepEnd {
+    /// Step index.
+    pub index: usize,
+    /// Agent name.
+    pub agent: String,
+    /// The agent's pid, if spawned.
+    pub pid: Option<u32>,
+    /// The spawn error (R10).
+    pub spawn_error: Option<String>,
+    /// How the agent exited.
+    pub exit: Option<ExitInfo>,
+    /// Stop message, if stopped (X9, R12).
+    pub stop: Option<String>,
+    /// Timed out (R12), with the message.
+    pub timeout: Option<String>,
+    /// Interrupted (R12).
+    pub interrupted: bool,
+    /// Signalled by the final drain after its terminal event (X5): not a failure by itself.
+    pub drained: bool,
+    /// The failure the agent reported in its own output (an API error, a failed turn), kept
+    /// to explain a non-zero exit.
+    pub agent_failure: Option<String>,
+    /// Protocol failure message (R11).
+    pub protocol: Option<String>,
+    /// The writer record (R13); `None` when no agent ran.
+    pub writer: Option<WriterRecord>,
+    /// The step's output text.
+    pub output: String,
+    /// The last bytes of stderr.
+    pub stderr_tail: Vec<u8>,
+    /// Wall ms at start / end.
+    pub started_wall: u64,
+    /// Wall ms at the end.
+    pub ended_wall: u64,
+    /// Monotonic duration.
+    pub duration_ms: u64,
+    /// Bytes of stdout / stderr seen.
+    pub stdout_bytes: u64,
+    /// Bytes of stderr seen.
+    pub stderr_bytes: u64,
+    /// The plan's `stepIndex` / `taskIndex` of this child.
+    pub position: (Option<u32>, Option<u32>),
+    /// The adapter that ran it.
+    pub adapter: String,
+    /// Whether `output` is only the end of a longer text.
+    pub output_truncated: bool,
+    /// Why a finished agent's result is refused: its own reported failure, output that is not
+    /// JSON or does not match the schema, or a model mismatch.
+    pub validation: Option<String>,
+    /// The parsed structured output (structured steps that validated).
+    pub structured: Option<Value>,
+    /// Every schema violation (`{path, message}`), when the structured output did not validate.
+    pub structured_errors: Vec<Value>,
+    /// The model the agent reported.
+    pub reported_model: Option<String>,
+    /// Tokens and cost the agent reported.
+    pub usage: Option<Usage>,
+    /// The agent's conversation handle, which a resume continues.
+    pub agent_session: Option<String>,
+    /// The conversation's running usage as the agent counts it (Codex's thread total).
+    pub agent_session_usage: Option<Usage>,
+    /// Stopped because a failFast sibling failed, with the message.
+    pub cancel: Option<String>,
+    /// The budget it (or the run) crossed: it was stopped and its step fails.
+    pub budget: Option<crate::step::budget::Exceeded>,
+    /// Never started, and why (an earlier step failed, the run was stopped …).
+    pub not_run: Option<String>,
+    /// Its end was already written into the status and its event appended.
+    pub closed: bool,
+    /// Where it ran, when the plan placed it on a machine.
+    pub remote: Option<RemoteEnd>,
+    /// What it left in its managed git worktree.
+    pub worktree: Option<crate::step::worktree::WorktreeEnd>,
+    /// The file its answer was written to (`output`).
+    pub output_file: Option<String>,
+}
+
+/// What the end of a placed step records and its failure text uses (P-H10, P-H12).
+#[derive(Clone, Debug)]
+pub struct RemoteEnd {
+    /// The machine, its ssh target and directory.
+    pub placement: Placement,
+    /// Whether the remote shell reached READY, and `remoteGit` when its directory is a work tree.
+    pub state: RemoteState,
+}
+
+impl StepEnd {
+    /// Whether the agent's end was caused by a request of ours.
+    fn requested(&self) -> bool {
+        self.drained
+            || self.stop.is_some()
+            || self.cancel.is_some()
+            || self.budget.is_some()
+            || self.timeout.is_some()
+            || self.interrupted
+            || self.protocol.is_some()
+    }
+
+    /// Whether the step was started at all (see [`StepEnd::not_run`]).
+    pub fn ran(&self) -> bool {
+        self.not_run.is_none()
+    }
+
+    /// The step's status word: the state, or `skipped` for a step that never ran.
+    pub fn status_word(&self) -> String {
+        if self.ran() {
+            self.state().as_str().to_owned()
+        } else {
+            "skipped".to_owned()
+        }
+    }
+
+    /// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`: 1-based plan position (flat
+    /// position when the configuration has none).
+    pub fn label(&self) -> String {
+        let step = self.position.0.map_or(self.index, |s| s as usize) + 1;
+        match self.position.1 {
+            Some(task) => format!("step {step}, task {} ('{}')", task + 1, self.agent),
+            None => format!("step {step} ('{}')", self.agent),
+        }
+    }
+
+    /// `event` with the plan position of a child of a chain or group.
+    pub fn with_position(&self, mut event: Event) -> Event {
+        if let Some(step) = self.position.0 {
+            event = event.with("planStepIndex", step);
+        }
+        if let Some(task) = self.position.1 {
+            event = event.with("taskIndex", task);
+        }
+        event
+    }
+
+    /// The S4 facts.
+    pub fn facts(&self) -> EndFacts {
+        let requested = self.requested();
+        EndFacts {
+            stop_requested: self.stop.is_some() || self.cancel.is_some(),
+            unexplained_signal: !requested && self.exit.as_ref().is_some_and(|e| e.signal.is_some()),
+            timed_out: self.timeout.is_some(),
+            protocol_failure: self.protocol.is_some(),
+            spawn_failed: self.spawn_error.is_some(),
+            nonzero_exit: !requested
+                && (self.exit.as_ref().is_some_and(|e| e.code.is_some_and(|c| c != 0))
+                    || (self.pid.is_some() && self.exit.is_none())),
+            interrupted: self.interrupted,
+        }
+    }
+
+    /// The step's state (S4); a finished agent whose result is refused (see
+    /// [`StepEnd::validation`]) has failed.
+    pub fn state(&self) -> RunState {
+        match derive_terminal_state(&self.facts()) {
+            RunState::Complete if self.validation.is_some() || self.budget.is_some() => RunState::Failed,
+            state => state,
+        }
+    }
+
+    /// The exit code recorded for the step (a spawn error counts as 1, R10).
+    pub fn exit_code(&self) -> Option<i64> {
+        if self.spawn_error.is_some() {
+            return Some(1);
+        }
+        self.exit.as_ref().and_then(|e| e.code).map(i64::from)
+    }
+
+    /// The failure text for the state, if any.
+    pub fn error(&self) -> Option<String> {
+        if let Some(reason) = &self.not_run {
+            return Some(reason.clone());
+        }
+        if derive_terminal_state(&self.facts()) == RunState::Complete {
+            return self
+                .budget
+                .as_ref()
+                .map(crate::step::budget::Exceeded::message)
+                .or_else(|| self.validation.clone());
+        }
+        match self.state() {
+            RunState::Complete => None,
+            RunState::Stopped => self.stop.clone().or_else(|| self.cancel.clone()).or_else(|| {
+                self.exit
+                    .as_ref()
+                    .and_then(ExitInfo::signal_name)
+                    .map(|s| format!("Subagent was terminated by signal {s}."))
+            }),
+            RunState::Paused => Some(INTERRUPT_MESSAGE.to_owned()),
+            _ => self
+                .timeout
+                .clone()
+                .or_else(|| self.protocol.clone())
+                .or_else(|| self.spawn_error.clone())
+                .or_else(|| Some(self.exit_failure())),
+        }
+    }
+
+    fn exit_failure(&self) -> String {
+        let mut text = match self.exit.as_ref() {
+            Some(ExitInfo { code: Some(code), .. }) => format!("Subagent exited with code {code}."),
+            Some(exit) => format!(
+                "Subagent was terminated by signal {}.",
+                exit.signal_name().unwrap_or_default()
+            ),
+            None => "Subagent exit could not be observed.".to_owned(),
+        };
+        if let Some(RemoteEnd { placement, state }) = &self.remote
+            && !state.ready
+        {
+            let never_ready = crate::remote::parser::never_ready(&placement.machine, &placement.cwd);
+            text = format!("{text} {never_ready}");
+        }
+        if let Some(reported) = &self.agent_failure {
+            text = format!("{text}\n\n{reported}");
+        }
+        let tail = stderr_excerpt(&self.stderr_tail);
+        if !tail.is_empty() {
+            text = format!("{text}\n\n{tail}");
+        }
+        if let Some(hint) = self.remote_hint(&String::from_utf8_lossy(&self.stderr_tail)) {
+            text = format!("{text}\n\n{hint}");
+        }
+        text
+    }
+
+    /// P-H12: the operator hint of a failed placed step.
+    fn remote_hint(&self, stderr: &str) -> Option<String> {
+        let RemoteEnd { placement, state } = self.remote.as_ref()?;
+        crate::remote::hint::failure_hint(&crate::remote::hint::HintInput {
+            machine: &placement.machine,
+            target: &placement.target,
+            cwd: &placement.cwd,
+            adapter: &self.adapter,
+            ready: state.ready,
+            exit_code: self.exit.as_ref().and_then(|e| e.code),
+            stderr,
+        })
+    }
+}
+
+/// The last ≤ 20 lines / 2 000 chars of stderr.
+fn stderr_excerpt(tail: &[u8]) -> String {
+    let text = String::from_utf8_lossy(tail);
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut excerpt = lines[lines.len().saturating_sub(20)..].join("\n");
+    if excerpt.len() > 2_000 {
+        let mut cut = excerpt.len() - 2_000;
+        while !excerpt.is_char_boundary(cut) {
+            cut += 1;
+        }
+        excerpt = excerpt[cut..].to_owned();
+    }
+    excerpt
+}
+
+/// R13 `processTree` from the ladder and the X8 sweep.
+pub fn process_tree(pgid: u32, outcome: Option<GroupOutcome>, sweep: &SweepOutcome) -> ProcessTree {
+    let (reason, diagnostic) = match outcome {
+        Some(GroupOutcome::Empty { verified_at }) if sweep.survivors.is_empty() => {
+            return ProcessTree::observed(pgid, verified_at, Some(sweep.killed));
+        }
+        Some(GroupOutcome::Empty { .. }) => (
+            "verification-failed",
+            format!("processes of the run survived SIGKILL: {}", pid_list(&sweep.survivors)),
+        ),
+        Some(GroupOutcome::SignalFailed(diagnostic)) => ("signal-failed", diagnostic),
+        Some(GroupOutcome::VerificationFailed(diagnostic)) => ("verification-failed", diagnostic),
+        None => (
+            "verification-failed",
+            format!("process group {pgid} was never verified"),
+        ),
+    };
+    ProcessTree::Unknown {
+        reason: reason.into(),
+        diagnostic: Some(diagnostic),
+    }
+}

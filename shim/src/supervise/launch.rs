@@ -1,0 +1,203 @@
+//! Starting a step's agent (R10): the step's status entry, its command from the adapter (placed
+//! on its machine when the plan says so), the spawn, and the agent's pipes and parser; the
+//! end of a step that cannot start or never runs.
+
+use super::{Request, StopBy, Supervisor};
+use crate::adapter::{self, ScriptValues, StepInput, TEXT_LINE_RETAIN};
+use crate::context::Ctx;
+use crate::context::faults::Fired;
+use crate::process::input::AgentInput;
+use crate::process::pipe::Pipe;
+use crate::process::streams::OutputLog;
+use crate::step::child::{ChildIo, ChildRun};
+use crate::step::end::StepEnd;
+use std::time::Instant;
+use sublaunch_protocol::config::AdapterId;
+use sublaunch_protocol::events;
+use sublaunch_protocol::lease::WriterState;
+use sublaunch_protocol::os::faults::ShimPoint;
+use sublaunch_protocol::step_record::ExternalProcess;
+
+impl Supervisor {
+    /// The end of step `index` when it never runs (`reason`: `Not run: …`).
+    pub fn not_run(ctx: &Ctx, index: usize, reason: &str) -> StepEnd {
+        StepEnd {
+            not_run: Some(reason.to_owned()),
+            closed: true,
+            ended_wall: ctx.now_wall(),
+            ..step_end(ctx, index, ctx.now_wall())
+        }
+    }
+
+    /// Starts step `index` with its substituted `task`. A step that cannot start (the run is
+    /// ending, the command cannot be built, the spawn fails) returns its end at once.
+    pub fn start_child(
+        &mut self,
+        ctx: &mut Ctx,
+        index: usize,
+        task: &str,
+        script_values: Option<&ScriptValues>,
+    ) -> Result<ChildRun, Box<StepEnd>> {
+        let adapter = adapter::for_step(&ctx.cfg, index);
+        let started = Instant::now();
+        let step = ctx.cfg.steps[index].clone();
+        let mut end = step_end(ctx, index, ctx.now_wall());
+        if let Fired::Stopped(signal) = ctx.fire(ShimPoint::BeforeAgentSpawn) {
+            self.requests.receive(Request::Stop(StopBy::Signal(signal)));
+        }
+        if self.run_is_ending() {
+            self.apply_requests_to(&mut end);
+            end.ended_wall = ctx.now_wall();
+            return Err(Box::new(end));
+        }
+        self.step_running(ctx, index, end.started_wall);
+        let event = events::step_started(ctx.now_wall(), &ctx.cfg.id, end.index, &end.agent);
+        self.events.append(&end.with_position(event));
+        ctx.set_writer(WriterState::Spawning, None);
+        let spec = step.adapter.clone();
+        let cwd = ctx.cfg.step_cwd(index).to_owned();
+        let live = adapter::LiveOptions {
+            cost_cap_usd: self.cost_cap(ctx, &step),
+            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && takes_input(adapter),
+            project_config: ctx.cfg.project_config,
+        };
+        // pi reads its files as arguments (outside its RPC mode); every other agent is told
+        // which to read.
+        let task = if adapter == AdapterId::Pi && !live.streamed_input {
+            task.to_owned()
+        } else {
+            crate::adapter::reads::with_preamble(task, &step.reads)
+        };
+        let input = StepInput {
+            index,
+            step: &step,
+            spec: spec.as_ref(),
+            task: &task,
+            script_values,
+            cwd: &cwd,
+            run: self.book.run(),
+            live,
+        };
+        let parser = adapter::parser(adapter, &input);
+        let built =
+            adapter::command(adapter, &input).and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
+        let (built, parser, remote) = match (built, step.placement.clone()) {
+            (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter, parser) {
+                Ok((command, parser, remote)) => (Ok(command), parser, Some(remote)),
+                Err(error) => (Err(error), adapter::parser(adapter, &input), None),
+            },
+            (built, _) => (built, parser, None),
+        };
+        let spawned = built.and_then(|command| {
+            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask)
+                .map(|spawned| (spawned, command.stdin))
+                .map_err(|e| spawn_error(&command.argv, &e))
+        });
+        let (spawned, first_input) = match spawned {
+            Ok(spawned) => spawned,
+            Err(error) => {
+                ctx.set_writer(WriterState::None, None);
+                end.spawn_error = Some(error);
+                end.ended_wall = ctx.now_wall();
+                end.duration_ms = sublaunch_protocol::os::clock::elapsed_ms(started, Instant::now());
+                return Err(Box::new(end));
+            }
+        };
+        let pid = spawned.pid;
+        ctx.set_writer(WriterState::Running, Some(pid));
+        self.reaper.watch(pid);
+        self.note_pid(ctx, index, pid);
+        let mut io = ChildIo::new(
+            Pipe::new(spawned.stdout, parser.line_retain_limit()),
+            Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
+            parser,
+            OutputLog::open(self.run_dir(), index, self.log_cap),
+        );
+        io.input = spawned
+            .stdin
+            .map(|fd| AgentInput::new(fd, first_input.unwrap_or_default()));
+        Ok(ChildRun {
+            index,
+            agent: end.agent,
+            pid,
+            started,
+            started_wall: end.started_wall,
+            io,
+            exit_seen: None,
+            killer: None,
+            killer_done_at: None,
+            swept: None,
+            protocol: None,
+            cancel: None,
+            budget: None,
+            remote,
+        })
+    }
+
+    fn step_running(&mut self, ctx: &Ctx, index: usize, wall: u64) {
+        let output_file = ctx.paths.run.join(sublaunch_protocol::layout::names::output_log(index));
+        let status = &mut self.book.status;
+        status.current_step = u32::try_from(index).ok();
+        status.last_update = Some(wall);
+        status.output_file = Some(output_file.to_string_lossy().into_owned());
+        if let Some(step) = status.steps.as_mut().and_then(|s| s.get_mut(index)) {
+            step.status = Some("running".into());
+            step.started_at = Some(wall);
+            step.agent.get_or_insert_with(|| ctx.agent_name(index));
+        }
+        // Written with the agent's pid right after the spawn (`note_pid`), or with the step's
+        // end when it cannot start: one status write per step start instead of two.
+        self.book.changed();
+    }
+
+    fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
+        let wall = ctx.now_wall();
+        if let Some(step) = self.book.status.steps.as_mut().and_then(|s| s.get_mut(index)) {
+            // The start identity lets whoever finds this runner dead end the agent's group
+            // without ever signalling a process that reused the pid (X8).
+            let identity = sublaunch_protocol::procinfo::start_identity(pid).ok().flatten();
+            step.external_process = Some(ExternalProcess {
+                pid,
+                started_at: Some(wall),
+                start_identity: identity,
+                ..ExternalProcess::default()
+            });
+        }
+        self.book.update();
+    }
+}
+
+/// The end of step `index`, started at `started_wall`, as far as it is known before it runs.
+pub(super) fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
+    StepEnd {
+        index,
+        agent: ctx.agent_name(index),
+        position: ctx
+            .cfg
+            .steps
+            .get(index)
+            .map_or((None, None), |s| (s.step_index, s.task_index)),
+        adapter: adapter::for_step(&ctx.cfg, index).to_string(),
+        started_wall,
+        ..StepEnd::default()
+    }
+}
+
+/// Whether the adapter takes messages while it runs (pi in RPC mode, Claude Code with
+/// streamed input).
+fn takes_input(adapter: AdapterId) -> bool {
+    matches!(
+        adapter,
+        AdapterId::Pi | AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter
+    )
+}
+
+/// An OS spawn error, saying which program and, when it was not found, where it was looked for.
+fn spawn_error(argv: &[String], error: &std::io::Error) -> String {
+    let program = argv.first().map_or("", String::as_str);
+    if error.kind() == std::io::ErrorKind::NotFound && !program.contains('/') {
+        format!("Cannot start '{program}': {error}. Is it installed and on PATH?")
+    } else {
+        format!("Cannot start '{program}': {error}")
+    }
+}
