@@ -5,7 +5,7 @@ use super::EXIT_USAGE;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::time::Duration;
-use sublaunch::launch::reconcile::RunStore;
+use sublaunch::runs::RunStore;
 use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
