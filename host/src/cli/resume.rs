@@ -85,7 +85,8 @@ pub fn run(args: Args) -> ExitCode {
         Some(cap) => Ok(Some(cap)),
         None => sublaunch::inputs::settings::Settings::load(&project, &environment)
             .map_err(|e| format!("{e:#}"))?
-            .max_active(),
+            .max_active()
+            .map_err(|e| e.to_string()),
     }) {
         Ok(cap) => cap,
         Err(message) => {
