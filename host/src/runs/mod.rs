@@ -11,6 +11,7 @@ pub mod run_ids;
 pub mod start;
 pub mod stop;
 pub mod store;
+pub mod view;
 pub mod wait;
 pub mod wait_many;
 pub mod watch;
@@ -20,6 +21,7 @@ pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, 
 pub use run_ids::{RunIdError, resolve_run_id};
 pub use stop::request_stop;
 pub use store::RunStore;
+pub use view::RunView;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use wait_many::{WaitMany, WaitUntil, wait_many};
 pub use watch::RunWatcher;
