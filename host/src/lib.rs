@@ -13,7 +13,7 @@
 //! - [`launch`]: from a plan to a detached, committed run;
 //! - [`runs`]: everything about runs once they exist, for the CLI and embedders alike —
 //!   starting one from a request, the run store that reconciles runs nobody observes,
-//!   waiting, stopping, answers, and pruning runs and their worktrees.
+//!   waiting, stopping, answers, the view listers print, and pruning runs and their worktrees.
 
 #![warn(missing_docs)]
 

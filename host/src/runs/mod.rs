@@ -1,9 +1,9 @@
 //! Runs from any process: the run store of a state root ([`RunStore`], which reconciles runs
 //! no live host observes), reading a run's status, waiting until it is terminal, following its
-//! directory for changes, and pruning ended runs ([`prune`]) and their worktrees
-//! ([`worktrees`]). The CLI's `status`, `wait`, `stop`, `logs --follow`, `prune`, `worktrees`
-//! and `run --wait` use these, and so can an embedder that launched a run with
-//! [`crate::launch::launch`].
+//! directory for changes, showing it ([`RunView`], what `list --json` and the MCP server
+//! print), and pruning ended runs ([`prune`]) and their worktrees ([`worktrees`]). The CLI's
+//! `list`, `status`, `wait`, `stop`, `logs --follow`, `prune`, `worktrees` and `run --wait`
+//! use these, and so can an embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
 pub mod prune;
