@@ -2,6 +2,18 @@
 //!
 //! The host does every privileged step natively and leaves planning to a sandboxed
 //! WebAssembly component ([`engine::planner`]), which it never links natively.
+//!
+//! The modules are layered, each using only those below it, never one above:
+//!
+//! - at the bottom, [`environment`] (the process environment as a value), [`inputs`] (what a
+//!   plan request is built from) and [`engine`] (the planner component), with
+//!   [`runner_install`], [`request`] and [`native_schemas`] on them;
+//! - [`worktrees`]: the managed git worktrees of steps, planned, made and pruned (where a run
+//!   stands is passed in);
+//! - [`launch`]: from a plan to a detached, committed run;
+//! - [`runs`]: everything about runs once they exist, for the CLI and embedders alike —
+//!   starting one from a request, the run store that reconciles runs nobody observes,
+//!   waiting, stopping, answers, the view listers print, and pruning runs and their worktrees.
 
 #![warn(missing_docs)]
 

@@ -17,14 +17,27 @@ pub const TASK_LIMIT: usize = 8 * 1024 * 1024;
 
 /// Refuses a task over [`TASK_LIMIT`]; `what` names it in the message (`the task`,
 /// `steps[2].task`).
-pub fn check_task(task: &str, what: &str) -> Result<(), String> {
+pub fn check_task(task: &str, what: &str) -> Result<(), TaskTooLarge> {
     if task.len() > TASK_LIMIT {
-        return Err(format!(
-            "{what} is {} bytes; a task may have at most {TASK_LIMIT} bytes (8 MiB). Put large inputs in a file and name the file in the task.",
-            task.len()
-        ));
+        return Err(TaskTooLarge {
+            what: what.to_owned(),
+            bytes: task.len(),
+        });
     }
     Ok(())
+}
+
+/// A task over [`TASK_LIMIT`], refused by [`check_task`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{what} is {bytes} bytes; a task may have at most {} bytes (8 MiB). Put large inputs in a file and name the file in the task.",
+    TASK_LIMIT
+)]
+pub struct TaskTooLarge {
+    /// The task, as the message names it (`the task`, `steps[2].task`).
+    pub what: String,
+    /// Its size.
+    pub bytes: usize,
 }
 
 /// What the user asked `sublaunch run` for.
@@ -181,7 +194,9 @@ mod task_limit_tests {
     #[test]
     fn a_task_over_8_mib_is_refused_with_its_size() {
         assert_eq!(check_task(&"x".repeat(TASK_LIMIT), "the task"), Ok(()));
-        let error = check_task(&"x".repeat(TASK_LIMIT + 1), "steps[2].task").unwrap_err();
+        let error = check_task(&"x".repeat(TASK_LIMIT + 1), "steps[2].task")
+            .unwrap_err()
+            .to_string();
         assert!(
             error.starts_with("steps[2].task is 8388609 bytes; a task may have at most 8388608 bytes (8 MiB)."),
             "{error}"

@@ -51,15 +51,68 @@ fn version_dir_name() -> &'static str {
     &env!("SUBLAUNCH_EMBEDDED_SHIM_SHA256")[..16]
 }
 
+/// Why the embedded runner could not be installed (or a copy found could not be trusted).
+#[derive(Debug, thiserror::Error)]
+pub enum InstallError {
+    /// A directory of the copy could not be made.
+    #[error("Cannot create the directory {path}: {error}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// Why not.
+        error: io::Error,
+    },
+    /// A binary could not be written.
+    #[error("Cannot write {path}: {error}")]
+    Write {
+        /// The binary's path.
+        path: PathBuf,
+        /// Why not.
+        error: io::Error,
+    },
+    /// A directory of the copy could not be inspected.
+    #[error("Cannot read {path}: {error}")]
+    Inspect {
+        /// The directory.
+        path: PathBuf,
+        /// Why not.
+        error: io::Error,
+    },
+    /// Something other than a directory is where one goes.
+    #[error("{0} is not a directory; remove it.")]
+    NotADirectory(PathBuf),
+    /// The directory belongs to someone else.
+    #[error("{path} belongs to uid {owner}, not to you (uid {uid}); remove it or set SUBLAUNCH_CACHE_DIR.")]
+    NotYours {
+        /// The directory.
+        path: PathBuf,
+        /// Its owner.
+        owner: u32,
+        /// This user.
+        uid: u32,
+    },
+    /// Others can write the directory.
+    #[error("{path} can be written by other users (mode {mode:o}); make it private (chmod 700).")]
+    WritableByOthers {
+        /// The directory.
+        path: PathBuf,
+        /// Its permission bits.
+        mode: u32,
+    },
+}
+
 /// Returns the embedded shim's path under `cache` (the sublaunch cache directory), writing
 /// the runner binaries there first when no trustworthy copy is present.
-pub fn install_embedded_runner(cache: &Path) -> Result<PathBuf, String> {
+pub fn install_embedded_runner(cache: &Path) -> Result<PathBuf, InstallError> {
     install_runner(cache, DEFAULT_SETTLE)
 }
 
 /// [`install_embedded_runner`], stamping copies whose last change is at least `settle` old.
-fn install_runner(cache: &Path, settle: Duration) -> Result<PathBuf, String> {
-    let describe = |what: &str, path: &Path, e: io::Error| format!("Cannot {what} {}: {e}", path.display());
+fn install_runner(cache: &Path, settle: Duration) -> Result<PathBuf, InstallError> {
+    let create_dir = |path: &Path, error: io::Error| InstallError::CreateDir {
+        path: path.to_owned(),
+        error,
+    };
     let runners = cache.join("runners");
     for dir in [cache, &runners] {
         fs::DirBuilder::new()
@@ -72,45 +125,47 @@ fn install_runner(cache: &Path, settle: Duration) -> Result<PathBuf, String> {
                     Err(e)
                 }
             })
-            .map_err(|e| describe("create the directory", dir, e))?;
+            .map_err(|e| create_dir(dir, e))?;
         private_dir(dir)?;
     }
     let dir = runners.join(version_dir_name());
     match fs::DirBuilder::new().mode(0o700).create(&dir) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(describe("create the directory", &dir, e)),
+        Err(e) => return Err(create_dir(&dir, e)),
     }
     private_dir(&dir)?;
     for binary in [&VALIDATOR, &SHIM] {
         let path = dir.join(binary.name);
         if !usable_copy(&dir, binary, settle) {
-            write_executable(&dir, binary).map_err(|e| describe("write", &path, e))?;
+            write_executable(&dir, binary).map_err(|error| InstallError::Write { path, error })?;
         }
     }
     Ok(dir.join(SHIM.name))
 }
 
 /// A directory of this user's, not a symlink, that nobody else can write.
-fn private_dir(dir: &Path) -> Result<(), String> {
-    let meta = fs::symlink_metadata(dir).map_err(|e| format!("Cannot read {}: {e}", dir.display()))?;
+fn private_dir(dir: &Path) -> Result<(), InstallError> {
+    let meta = fs::symlink_metadata(dir).map_err(|error| InstallError::Inspect {
+        path: dir.to_owned(),
+        error,
+    })?;
     let uid = rustix::process::geteuid().as_raw();
     if !meta.file_type().is_dir() {
-        return Err(format!("{} is not a directory; remove it.", dir.display()));
+        return Err(InstallError::NotADirectory(dir.to_owned()));
     }
     if meta.uid() != uid {
-        return Err(format!(
-            "{} belongs to uid {}, not to you (uid {uid}); remove it or set SUBLAUNCH_CACHE_DIR.",
-            dir.display(),
-            meta.uid()
-        ));
+        return Err(InstallError::NotYours {
+            path: dir.to_owned(),
+            owner: meta.uid(),
+            uid,
+        });
     }
     if meta.mode() & 0o022 != 0 {
-        return Err(format!(
-            "{} can be written by other users (mode {:o}); make it private (chmod 700).",
-            dir.display(),
-            meta.mode() & 0o777
-        ));
+        return Err(InstallError::WritableByOthers {
+            path: dir.to_owned(),
+            mode: meta.mode() & 0o777,
+        });
     }
     Ok(())
 }
@@ -309,7 +364,7 @@ mod tests {
         let cache = tmp.path().join("cache");
         fs::create_dir(&cache).unwrap();
         fs::set_permissions(&cache, fs::Permissions::from_mode(0o777)).unwrap();
-        let error = install_embedded_runner(&cache).unwrap_err();
+        let error = install_embedded_runner(&cache).unwrap_err().to_string();
         assert!(error.contains("can be written by other users"), "{error}");
         assert_eq!(fs::metadata(&cache).unwrap().mode() & 0o777, 0o777, "never chmodded");
         assert!(!cache.join("runners").exists());

@@ -40,7 +40,7 @@ fn code_of(path: &Path) -> String {
         .join("\n")
 }
 
-/// The module path of a file under `src` (`launch/reconcile.rs` → `[launch, reconcile]`,
+/// The module path of a file under `src` (`runs/store.rs` → `[runs, store]`,
 /// `launch/mod.rs` → `[launch]`).
 fn module_path(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).expect("under src");

@@ -5,8 +5,9 @@
 //! `queuePosition` in `--json`.
 
 use super::runs::say;
-use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, status_of, summary_json};
+use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, status_of};
 use std::process::ExitCode;
+use sublaunch::runs::RunView;
 use sublaunch_protocol::os::clock::iso8601_utc;
 use sublaunch_protocol::status::{RunState, Status};
 
@@ -61,11 +62,9 @@ pub fn run(args: Args) -> ExitCode {
         let list: Vec<_> = rows
             .iter()
             .map(|(id, run, status)| {
-                let mut summary = summary_json(id, run, status.as_ref());
-                if let (Some(object), Some(place)) = (summary.as_object_mut(), place(id, status)) {
-                    object.insert("queuePosition".into(), place.into());
-                }
-                summary
+                let mut view = RunView::new(id, run, status.as_ref());
+                view.queue_position = place(id, status);
+                view.to_json()
             })
             .collect();
         say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());

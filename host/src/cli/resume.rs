@@ -14,8 +14,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::plan_record::{LAUNCH_PLAN_FILE, read_plan_record};
-use sublaunch::launch::reconcile::RunStore;
 use sublaunch::launch::{Caller, Continuation, LaunchOptions, OnEnd, new_run_id};
+use sublaunch::runs::RunStore;
 use sublaunch::runs::RunWatcher;
 use sublaunch::runs::read_result;
 use sublaunch_protocol::config::RevivalLease;
@@ -85,7 +85,8 @@ pub fn run(args: Args) -> ExitCode {
         Some(cap) => Ok(Some(cap)),
         None => sublaunch::inputs::settings::Settings::load(&project, &environment)
             .map_err(|e| format!("{e:#}"))?
-            .max_active(),
+            .max_active()
+            .map_err(|e| e.to_string()),
     }) {
         Ok(cap) => cap,
         Err(message) => {

@@ -2,10 +2,10 @@
 //! describing its status.
 
 use super::EXIT_USAGE;
-use serde_json::{Value, json};
+use serde_json::Value;
 use std::process::ExitCode;
 use std::time::Duration;
-use sublaunch::launch::reconcile::RunStore;
+use sublaunch::runs::RunStore;
 use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
@@ -194,25 +194,6 @@ pub fn duration(ms: u64) -> String {
 pub fn elapsed(status: &Status, now: u64) -> Option<u64> {
     let started = status.started_at?;
     Some(status.ended_at.unwrap_or(now).saturating_sub(started))
-}
-
-/// The summary object of `list --json`.
-pub fn summary_json(run_id: &str, run: &Dir, status: Option<&Status>) -> Value {
-    let Some(status) = status else {
-        return json!({"runId": run_id, "runDir": run.path(), "state": null});
-    };
-    json!({
-        "runId": run_id,
-        "runDir": run.path(),
-        "state": state_name(status),
-        "agents": status.steps.iter().flatten().filter_map(|s| s.agent.clone()).collect::<Vec<_>>(),
-        "pid": status.pid,
-        "startedAt": status.started_at,
-        "endedAt": status.ended_at,
-        "error": status.error,
-        "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")).cloned(),
-        "usage": status.usage(),
-    })
 }
 
 /// The human description of `status`.

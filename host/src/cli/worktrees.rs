@@ -5,8 +5,9 @@ use super::runs::say;
 use super::runs::{fail, open_store};
 use serde_json::json;
 use std::process::ExitCode;
+use sublaunch::runs::worktrees::{list, prune};
 use sublaunch::worktrees::Git;
-use sublaunch::worktrees::prune::{Listed, Pruned, list, prune};
+use sublaunch::worktrees::prune::{Listed, Pruned};
 
 /// Arguments of `sublaunch worktrees`.
 #[derive(clap::Args)]

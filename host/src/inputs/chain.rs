@@ -229,9 +229,10 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
         worktree_base: raw.worktree_base,
         deadline_at: match &raw.deadline_at {
             None | Some(Value::Null) => None,
-            Some(Value::String(text)) => {
-                Some(crate::inputs::deadline::parse_deadline(text).map_err(|e| fail(Some("deadlineAt".into()), e))?)
-            }
+            Some(Value::String(text)) => Some(
+                crate::inputs::deadline::parse_deadline(text)
+                    .map_err(|e| fail(Some("deadlineAt".into()), e.to_string()))?,
+            ),
             Some(Value::Number(n)) => Some(n.as_u64().ok_or_else(|| {
                 fail(
                     Some("deadlineAt".into()),
@@ -408,7 +409,7 @@ impl ChainFile {
         for (at, task, after_previous) in self.tasks() {
             catalog
                 .require(&task.agent)
-                .map_err(|message| self.error(format!("{at}.agent"), message))?;
+                .map_err(|e| self.error(format!("{at}.agent"), e.to_string()))?;
             let text = effective_task(task, after_previous);
             for placeholder in placeholders(text) {
                 let at = format!("{at}.task");

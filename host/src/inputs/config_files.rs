@@ -117,11 +117,19 @@ mod yaml_depth;
 /// time grows steeply with depth. Levels are counted as the parser will read the text (block
 /// indentation levels and flow collections), so quotes, scalars and comments cannot hide
 /// brackets from the count.
-pub fn check_yaml_depth(text: &str) -> Result<(), String> {
+pub fn check_yaml_depth(text: &str) -> Result<(), YamlTooDeep> {
     match yaml_depth::first_line_deeper_than(text, YAML_DEPTH_LIMIT) {
-        Some(line) => Err(format!("line {line}: nested more than {YAML_DEPTH_LIMIT} levels deep")),
+        Some(line) => Err(YamlTooDeep { line }),
         None => Ok(()),
     }
+}
+
+/// YAML nested deeper than [`YAML_DEPTH_LIMIT`], refused by [`check_yaml_depth`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("line {line}: nested more than {} levels deep", YAML_DEPTH_LIMIT)]
+pub struct YamlTooDeep {
+    /// The first line past the limit (1-based, in the text checked).
+    pub line: usize,
 }
 
 /// Parses `bytes` (the content of `file`) into `T`; a problem names the file, the JSON path
@@ -217,6 +225,7 @@ mod tests {
         assert!(
             check_yaml_depth(&flow)
                 .unwrap_err()
+                .to_string()
                 .contains("line 1: nested more than 64")
         );
         let block: String = (0..=YAML_DEPTH_LIMIT)

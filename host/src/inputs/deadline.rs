@@ -2,15 +2,24 @@
 //! (`2026-12-01T23:00:00Z`, `2026-12-01T18:00:00-05:00`, fractions of a second allowed) or
 //! milliseconds since the Unix epoch.
 
+/// A deadline that names no time (the text, trimmed, is kept for the message).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum DeadlineError {
+    /// Milliseconds beyond any clock.
+    #[error("'{0}' is too large for a time")]
+    TooLarge(String),
+    /// Neither RFC 3339 nor milliseconds.
+    #[error("'{0}' is not a time; write it as 2026-12-01T23:00:00Z (RFC 3339) or as milliseconds since 1970")]
+    NotATime(String),
+}
+
 /// The deadline `text` names, in wall milliseconds since the epoch.
-pub fn parse_deadline(text: &str) -> Result<u64, String> {
+pub fn parse_deadline(text: &str) -> Result<u64, DeadlineError> {
     let text = text.trim();
     if !text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()) {
-        return text.parse().map_err(|_| format!("'{text}' is too large for a time"));
+        return text.parse().map_err(|_| DeadlineError::TooLarge(text.to_owned()));
     }
-    rfc3339_ms(text).ok_or_else(|| {
-        format!("'{text}' is not a time; write it as 2026-12-01T23:00:00Z (RFC 3339) or as milliseconds since 1970")
-    })
+    rfc3339_ms(text).ok_or_else(|| DeadlineError::NotATime(text.to_owned()))
 }
 
 fn rfc3339_ms(text: &str) -> Option<u64> {
@@ -78,7 +87,10 @@ mod tests {
         assert_eq!(parse_deadline("2024-02-29T12:30Z"), Ok(1_709_209_800_000));
         assert_eq!(parse_deadline(" 1796166000000 "), Ok(1_796_166_000_000));
         for bad in ["tomorrow", "2026-13-01T00:00:00Z", "2026-12-01T23:00:00", "", "-5"] {
-            assert!(parse_deadline(bad).unwrap_err().contains("is not a time"), "{bad}");
+            assert!(
+                parse_deadline(bad).unwrap_err().to_string().contains("is not a time"),
+                "{bad}"
+            );
         }
     }
 }

@@ -110,24 +110,126 @@ pub enum CacheUse {
 
 /// pi's models as the `pi` at `source.executable` would list them; `Err` is the one warning
 /// to show when its catalog cannot be read.
-pub fn load(source: &PiSource<'_>) -> Result<(PiModels, CacheUse), String> {
-    let real = std::fs::canonicalize(source.executable)
-        .map_err(|e| unreadable(source.executable, &format!("cannot be resolved: {e}")))?;
+pub fn load(source: &PiSource<'_>) -> Result<(PiModels, CacheUse), Unlisted> {
+    let unlisted = |why: CatalogProblem| Unlisted {
+        executable: source.executable.to_owned(),
+        why,
+    };
+    let real = std::fs::canonicalize(source.executable).map_err(|e| unlisted(CatalogProblem::Unresolved(e)))?;
     let cache = source
         .cache_dir
         .and_then(|dir| Cache::new(dir, &real, source.agent_dir));
     if let Some(models) = cache.as_ref().and_then(Cache::read) {
         return Ok((models, CacheUse::Hit));
     }
-    let (models, inputs) = read(&real, source.agent_dir).map_err(|e| unreadable(source.executable, &e))?;
+    let (models, inputs) = read(&real, source.agent_dir).map_err(unlisted)?;
     if let Some(cache) = &cache {
         cache.write(&models, &inputs);
     }
     Ok((models, CacheUse::Rebuilt))
 }
 
-fn unreadable(executable: &Path, why: &str) -> String {
-    format!("pi's model list is not in the registry: {} {why}", executable.display())
+/// Why pi's model list is not in the registry: the one warning [`load`] gives.
+#[derive(Debug, thiserror::Error)]
+#[error("pi's model list is not in the registry: {executable} {why}")]
+pub struct Unlisted {
+    /// The `pi` executable, as found.
+    pub executable: PathBuf,
+    /// What is wrong with it or its catalog.
+    pub why: CatalogProblem,
+}
+
+/// What keeps a pi's catalog from being read; each message follows the executable's path.
+#[derive(Debug, thiserror::Error)]
+pub enum CatalogProblem {
+    /// The executable's links could not be followed.
+    #[error("cannot be resolved: {0}")]
+    Unresolved(std::io::Error),
+    /// The executable belongs to another package.
+    #[error("(which is {real}) belongs to the package {name:?} in {package}, not to pi-coding-agent")]
+    ForeignPackage {
+        /// The executable, links followed.
+        real: PathBuf,
+        /// The package's name.
+        name: String,
+        /// The package's directory.
+        package: PathBuf,
+    },
+    /// The executable is in no package (a single-file build).
+    #[error("(which is {0}) is in no package directory: a pi built into one executable has no catalog to read")]
+    NoPackage(PathBuf),
+    /// pi's package has no dependency on the catalog's package.
+    #[error("is pi {version}, whose package ({package}) has no pi-ai dependency, the catalog's home")]
+    NoCatalogDependency {
+        /// pi's version.
+        version: String,
+        /// pi's package directory.
+        package: PathBuf,
+    },
+    /// The catalog's package is not installed where Node would find it.
+    #[error("is pi {version}, but its dependency {dependency} is not installed beside it ({package})")]
+    CatalogNotInstalled {
+        /// pi's version.
+        version: String,
+        /// The catalog's package name.
+        dependency: String,
+        /// pi's package directory.
+        package: PathBuf,
+    },
+    /// The catalog has no manifest.
+    #[error("is pi {version}, whose catalog is not in a format sublaunch reads ({manifest} is missing)")]
+    NoManifest {
+        /// pi's version.
+        version: String,
+        /// Where the manifest was looked for.
+        manifest: PathBuf,
+    },
+    /// The manifest could not be read.
+    #[error("is pi {version}, whose catalog cannot be read: {error}")]
+    Unreadable {
+        /// pi's version.
+        version: String,
+        /// Why not.
+        error: PiFileError,
+    },
+    /// The manifest lists no provider.
+    #[error("is pi {version}, whose catalog manifest {manifest} lists no provider")]
+    NoProviders {
+        /// pi's version.
+        version: String,
+        /// The manifest.
+        manifest: PathBuf,
+    },
+}
+
+/// A file of pi's that could not be read as one.
+#[derive(Debug, thiserror::Error)]
+pub enum PiFileError {
+    /// It could not be opened or read.
+    #[error("{path} cannot be read: {error}")]
+    Unreadable {
+        /// The file.
+        path: PathBuf,
+        /// Why not.
+        error: std::io::Error,
+    },
+    /// Not a regular file.
+    #[error("{0} is not a regular file")]
+    NotAFile(PathBuf),
+    /// Larger than sublaunch reads (32 MiB).
+    #[error("{0} is larger than {limit} bytes", limit = PI_FILE_LIMIT)]
+    TooLarge(PathBuf),
+    /// A file that must be there is not.
+    #[error("{0} is missing")]
+    Missing(PathBuf),
+    /// Not the JSON expected.
+    #[error("{path}: {error}")]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// What the parser said.
+        error: serde_json::Error,
+    },
 }
 
 /// `Some(n)` when `value` is a whole number from 1 to 2^53, exactly (M-I18); a JSON integer
@@ -163,7 +265,7 @@ struct Model {
 }
 
 /// Reads and composes pi's models; `Err` says why they cannot be read.
-fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), String> {
+fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), CatalogProblem> {
     let mut inputs: Inputs = Vec::new();
     let (package_dir, package) = pi_package(real)?;
     inputs.push(package_dir.join("package.json"));
@@ -175,18 +277,17 @@ fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), Str
         .get("dependencies")
         .and_then(Value::as_object)
         .and_then(|deps| deps.keys().find(|name| *name == "pi-ai" || name.ends_with("/pi-ai")))
-        .ok_or_else(|| {
-            format!(
-                "is pi {version}, whose package ({}) has no pi-ai dependency, the catalog's home",
-                package_dir.display()
-            )
+        .ok_or_else(|| CatalogProblem::NoCatalogDependency {
+            version: version.clone(),
+            package: package_dir.clone(),
         })?
         .clone();
     let catalog_package = resolve_dependency(&package_dir, &dependency, &mut inputs).ok_or_else(|| {
-        format!(
-            "is pi {version}, but its dependency {dependency} is not installed beside it ({})",
-            package_dir.display()
-        )
+        CatalogProblem::CatalogNotInstalled {
+            version: version.clone(),
+            dependency: dependency.clone(),
+            package: package_dir.clone(),
+        }
     })?;
     let data = catalog_package.join("dist/providers/data");
     let manifest_path = data.join(".manifest.json");
@@ -194,12 +295,12 @@ fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), Str
     let manifest = match read_json_file(&manifest_path) {
         Ok(Some(manifest)) => manifest,
         Ok(None) => {
-            return Err(format!(
-                "is pi {version}, whose catalog is not in a format sublaunch reads ({} is missing)",
-                manifest_path.display()
-            ));
+            return Err(CatalogProblem::NoManifest {
+                version,
+                manifest: manifest_path,
+            });
         }
-        Err(e) => return Err(format!("is pi {version}, whose catalog cannot be read: {e}")),
+        Err(error) => return Err(CatalogProblem::Unreadable { version, error }),
     };
     let generated_at = manifest
         .get("generatedAt")
@@ -211,10 +312,10 @@ fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), Str
         .map(|files| files.keys().filter(|f| f.ends_with(".json")).cloned().collect())
         .unwrap_or_default();
     if files.is_empty() {
-        return Err(format!(
-            "is pi {version}, whose catalog manifest {} lists no provider",
-            manifest_path.display()
-        ));
+        return Err(CatalogProblem::NoProviders {
+            version,
+            manifest: manifest_path,
+        });
     }
     let mut warnings = Vec::new();
     let mut providers: Vec<(String, Vec<Model>)> = Vec::new();
@@ -259,7 +360,7 @@ fn read(real: &Path, agent_dir: Option<&Path>) -> Result<(PiModels, Inputs), Str
 
 /// The directory of the pi-coding-agent package the executable belongs to, and its
 /// `package.json`.
-fn pi_package(real: &Path) -> Result<(PathBuf, Map<String, Value>), String> {
+fn pi_package(real: &Path) -> Result<(PathBuf, Map<String, Value>), CatalogProblem> {
     for dir in real.ancestors().skip(1) {
         let Ok(Some(Value::Object(package))) = read_json_file(&dir.join("package.json")) else {
             continue;
@@ -268,16 +369,13 @@ fn pi_package(real: &Path) -> Result<(PathBuf, Map<String, Value>), String> {
         if name == "pi-coding-agent" || name.ends_with("/pi-coding-agent") {
             return Ok((dir.to_owned(), package));
         }
-        return Err(format!(
-            "(which is {}) belongs to the package {name:?} in {}, not to pi-coding-agent",
-            real.display(),
-            dir.display()
-        ));
+        return Err(CatalogProblem::ForeignPackage {
+            real: real.to_owned(),
+            name: name.to_owned(),
+            package: dir.to_owned(),
+        });
     }
-    Err(format!(
-        "(which is {}) is in no package directory: a pi built into one executable has no catalog to read",
-        real.display()
-    ))
+    Err(CatalogProblem::NoPackage(real.to_owned()))
 }
 
 /// Node's lookup of `dependency` from `package_dir`: `<dir>/node_modules/<dependency>` for the
@@ -351,10 +449,12 @@ impl<'de, T: Deserialize<'de>> Deserialize<'de> for Ordered<T> {
 
 /// One provider's file of the shipped catalog: `{"<api>": {"<id>": model}}`, merged like
 /// `Object.assign` (a later id replaces an earlier one in its place).
-fn read_catalog_file(path: &Path, provider: &str) -> Result<Vec<Model>, String> {
-    let bytes = read_file(path)?.ok_or_else(|| format!("{} is missing", path.display()))?;
-    let groups: Ordered<Ordered<RawModel>> =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+fn read_catalog_file(path: &Path, provider: &str) -> Result<Vec<Model>, PiFileError> {
+    let bytes = read_file(path)?.ok_or_else(|| PiFileError::Missing(path.to_owned()))?;
+    let groups: Ordered<Ordered<RawModel>> = serde_json::from_slice(&bytes).map_err(|error| PiFileError::NotJson {
+        path: path.to_owned(),
+        error,
+    })?;
     let mut models = Vec::new();
     for (_, group) in groups.0 {
         for (_, raw) in group.0 {
@@ -474,28 +574,36 @@ fn apply_models_json(path: &Path, providers: &mut Vec<(String, Vec<Model>)>, war
 /// Each provider id of a `models.json` with its configuration.
 type ProviderConfigs<'a> = Vec<(&'a String, &'a Map<String, Value>)>;
 
-/// The providers of a `models.json` whose shape pi accepts, or the JSON path of the first
-/// thing it would refuse.
-fn check_models_json(config: &Value) -> Result<ProviderConfigs<'_>, String> {
+/// The JSON path of the first thing in a `models.json` that pi would refuse.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct RefusedAt(String);
+
+/// The providers of a `models.json` whose shape pi accepts, or where it would refuse it.
+fn check_models_json(config: &Value) -> Result<ProviderConfigs<'_>, RefusedAt> {
     let providers = config
         .get("providers")
         .and_then(Value::as_object)
-        .ok_or_else(|| "providers".to_owned())?;
+        .ok_or_else(|| RefusedAt("providers".to_owned()))?;
     let mut out = Vec::new();
     for (id, provider) in providers {
-        let provider = provider.as_object().ok_or_else(|| format!("providers.{id}"))?;
+        let provider = provider
+            .as_object()
+            .ok_or_else(|| RefusedAt(format!("providers.{id}")))?;
         for field in ["name", "baseUrl", "apiKey", "api"] {
             if provider.get(field).is_some_and(|v| !non_empty_text(v)) {
-                return Err(format!("providers.{id}.{field}"));
+                return Err(RefusedAt(format!("providers.{id}.{field}")));
             }
         }
         if let Some(models) = provider.get("models") {
-            let models = models.as_array().ok_or_else(|| format!("providers.{id}.models"))?;
+            let models = models
+                .as_array()
+                .ok_or_else(|| RefusedAt(format!("providers.{id}.models")))?;
             for (index, model) in models.iter().enumerate() {
                 let at = format!("providers.{id}.models[{index}]");
-                let model = model.as_object().ok_or_else(|| at.clone())?;
+                let model = model.as_object().ok_or_else(|| RefusedAt(at.clone()))?;
                 if !model.get("id").is_some_and(non_empty_text) {
-                    return Err(format!("{at}.id"));
+                    return Err(RefusedAt(format!("{at}.id")));
                 }
                 check_model_fields(model, &at)?;
             }
@@ -503,10 +611,10 @@ fn check_models_json(config: &Value) -> Result<ProviderConfigs<'_>, String> {
         if let Some(overrides) = provider.get("modelOverrides") {
             let overrides = overrides
                 .as_object()
-                .ok_or_else(|| format!("providers.{id}.modelOverrides"))?;
+                .ok_or_else(|| RefusedAt(format!("providers.{id}.modelOverrides")))?;
             for (model_id, fields) in overrides {
                 let at = format!("providers.{id}.modelOverrides.{model_id}");
-                check_model_fields(fields.as_object().ok_or_else(|| at.clone())?, &at)?;
+                check_model_fields(fields.as_object().ok_or_else(|| RefusedAt(at.clone()))?, &at)?;
             }
         }
         out.push((id, provider));
@@ -514,7 +622,7 @@ fn check_models_json(config: &Value) -> Result<ProviderConfigs<'_>, String> {
     Ok(out)
 }
 
-fn check_model_fields(model: &Map<String, Value>, at: &str) -> Result<(), String> {
+fn check_model_fields(model: &Map<String, Value>, at: &str) -> Result<(), RefusedAt> {
     let wrong = |field: &str, ok: fn(&Value) -> bool| model.get(field).is_some_and(|v| !ok(v));
     for (field, ok) in [
         ("name", non_empty_text as fn(&Value) -> bool),
@@ -531,7 +639,7 @@ fn check_model_fields(model: &Map<String, Value>, at: &str) -> Result<(), String
         }),
     ] {
         if wrong(field, ok) {
-            return Err(format!("{at}.{field}"));
+            return Err(RefusedAt(format!("{at}.{field}")));
         }
     }
     Ok(())
@@ -541,9 +649,31 @@ fn non_empty_text(value: &Value) -> bool {
     value.as_str().is_some_and(|s| !s.is_empty())
 }
 
+/// Where pi's composition of a `models.json` provider fails.
+#[derive(Debug, thiserror::Error)]
+enum ComposeError {
+    #[error(r#"it names none of "baseUrl", "headers", "compat", "modelOverrides" or "models""#)]
+    NothingToApply,
+    #[error(r#""baseUrl" is required when "oauth" is set"#)]
+    OauthWithoutBaseUrl,
+    #[error(r#"model {0}: no "api" is given for it or its provider"#)]
+    NoApi(String),
+    #[error(r#""baseUrl" is required when defining custom models"#)]
+    NoBaseUrl,
+    #[error("model {0}: invalid contextWindow")]
+    ContextWindow(String),
+    #[error("model {0}: invalid maxTokens")]
+    MaxTokens(String),
+}
+
 /// One provider of `models.json` over its shipped models (pi's `applyModelsJson` and model
 /// overrides): `Err` where pi's composition fails.
-fn compose(provider_id: &str, base: &[Model], config: &Map<String, Value>, file: &Path) -> Result<Vec<Model>, String> {
+fn compose(
+    provider_id: &str,
+    base: &[Model],
+    config: &Map<String, Value>,
+    file: &Path,
+) -> Result<Vec<Model>, ComposeError> {
     let has = |field: &str| config.get(field).is_some();
     let overrides = config.get("modelOverrides").and_then(Value::as_object);
     let definitions = config.get("models").and_then(Value::as_array);
@@ -553,10 +683,10 @@ fn compose(provider_id: &str, base: &[Model], config: &Map<String, Value>, file:
             .any(|f| has(f))
         && overrides.is_none_or(Map::is_empty)
     {
-        return Err(r#"it names none of "baseUrl", "headers", "compat", "modelOverrides" or "models""#.into());
+        return Err(ComposeError::NothingToApply);
     }
     if has("oauth") && !has("baseUrl") {
-        return Err(r#""baseUrl" is required when "oauth" is set"#.into());
+        return Err(ComposeError::OauthWithoutBaseUrl);
     }
     let mut models: Vec<Model> = base.to_vec();
     let provider_text = |field: &str| config.get(field).and_then(Value::as_str);
@@ -566,28 +696,28 @@ fn compose(provider_id: &str, base: &[Model], config: &Map<String, Value>, file:
         let inherits = !models.is_empty();
         let api = definition.get("api").and_then(Value::as_str).or(provider_text("api"));
         if api.is_none() && !inherits {
-            return Err(format!(r#"model {id}: no "api" is given for it or its provider"#));
+            return Err(ComposeError::NoApi(id.to_owned()));
         }
         let base_url = definition
             .get("baseUrl")
             .and_then(Value::as_str)
             .or(provider_text("baseUrl"));
         if base_url.is_none() && !inherits {
-            return Err(r#""baseUrl" is required when defining custom models"#.into());
+            return Err(ComposeError::NoBaseUrl);
         }
         if definition
             .get("contextWindow")
             .and_then(Value::as_f64)
             .is_some_and(|w| w <= 0.0)
         {
-            return Err(format!("model {id}: invalid contextWindow"));
+            return Err(ComposeError::ContextWindow(id.to_owned()));
         }
         if definition
             .get("maxTokens")
             .and_then(Value::as_f64)
             .is_some_and(|w| w <= 0.0)
         {
-            return Err(format!("model {id}: invalid maxTokens"));
+            return Err(ComposeError::MaxTokens(id.to_owned()));
         }
         upsert(
             &mut models,
@@ -739,36 +869,42 @@ fn text_field<'a>(object: &'a Map<String, Value>, field: &str) -> Option<&'a str
 
 /// Reads a file of pi's: `Ok(None)` when absent; anything but a regular file of at most
 /// [`PI_FILE_LIMIT`] bytes is an error naming it.
-fn read_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
-    let problem = |why: String| format!("{} {why}", path.display());
+fn read_file(path: &Path) -> Result<Option<Vec<u8>>, PiFileError> {
+    let unreadable = |error| PiFileError::Unreadable {
+        path: path.to_owned(),
+        error,
+    };
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(problem(format!("cannot be read: {e}"))),
+        Err(e) => return Err(unreadable(e)),
     };
-    let meta = file.metadata().map_err(|e| problem(format!("cannot be read: {e}")))?;
+    let meta = file.metadata().map_err(unreadable)?;
     if !meta.is_file() {
-        return Err(problem("is not a regular file".into()));
+        return Err(PiFileError::NotAFile(path.to_owned()));
     }
     if meta.len() > PI_FILE_LIMIT {
-        return Err(problem(format!("is larger than {PI_FILE_LIMIT} bytes")));
+        return Err(PiFileError::TooLarge(path.to_owned()));
     }
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(PI_FILE_LIMIT + 1)
         .read_to_end(&mut bytes)
-        .map_err(|e| problem(format!("cannot be read: {e}")))?;
+        .map_err(unreadable)?;
     Ok(Some(bytes))
 }
 
 /// A JSON file of pi's, as [`read_file`] reads it.
-fn read_json_file(path: &Path) -> Result<Option<Value>, String> {
+fn read_json_file(path: &Path) -> Result<Option<Value>, PiFileError> {
     let Some(bytes) = read_file(path)? else {
         return Ok(None);
     };
     let text = String::from_utf8_lossy(&bytes);
     serde_json::from_str(text.trim_start_matches('\u{feff}'))
         .map(Some)
-        .map_err(|e| format!("{}: {e}", path.display()))
+        .map_err(|error| PiFileError::NotJson {
+            path: path.to_owned(),
+            error,
+        })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1118,7 +1254,7 @@ mod tests {
             .join("node_modules/@earendil-works/pi-coding-agent/node_modules/@earendil-works/pi-ai");
         std::fs::create_dir_all(&closer).unwrap();
         std::fs::write(closer.join("package.json"), "{}").unwrap();
-        let error = load(&source).unwrap_err();
+        let error = load(&source).unwrap_err().to_string();
         assert!(error.contains("not in a format sublaunch reads"), "{error}");
     }
 
@@ -1132,7 +1268,8 @@ mod tests {
             agent_dir: None,
             cache_dir: None,
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             error.starts_with("pi's model list is not in the registry: ") && error.contains("no package"),
             "{error}"
@@ -1143,7 +1280,8 @@ mod tests {
             agent_dir: None,
             cache_dir: None,
         })
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(error.contains("cannot be resolved"), "{error}");
     }
 }

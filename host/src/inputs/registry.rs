@@ -126,7 +126,7 @@ impl Registry {
                         entries,
                     });
                 }
-                Err(warning) => warnings.push(warning),
+                Err(unlisted) => warnings.push(unlisted.to_string()),
             }
         }
         let mut files: Vec<PathBuf> = Vec::new();

@@ -77,7 +77,7 @@ impl Settings {
     /// write them; a project's hook also only once the user approved that command (`sublaunch
     /// trust`). The keys of any other file are left out, each with a warning in
     /// [`OnEndSettings::ignored`]. A value of the wrong type is an error naming the file.
-    pub fn on_end(&self) -> Result<OnEndSettings, String> {
+    pub fn on_end(&self) -> Result<OnEndSettings, SettingsError> {
         let mut settings = OnEndSettings::default();
         for (file, project) in [(&self.project, true), (&self.user, false)] {
             let Some(file) = file else { continue };
@@ -89,7 +89,7 @@ impl Settings {
             if command.is_none() && timeout.is_none() {
                 continue;
             }
-            if let Err(reason) = trusted(&file.path) {
+            if let Some(reason) = distrust(&file.path) {
                 settings.ignored.push(format!(
                     "ignored the completion hook (subagents.onEnd) in {}: {reason}",
                     file.path.display()
@@ -97,12 +97,11 @@ impl Settings {
                 continue;
             }
             let command = match command {
-                Some(command) => Some(command.as_str().ok_or_else(|| {
-                    format!(
-                        "{}: subagents.onEnd must be a string (a shell command)",
-                        file.path.display()
-                    )
-                })?),
+                Some(command) => Some(
+                    command
+                        .as_str()
+                        .ok_or_else(|| SettingsError::OnEndNotACommand(file.path.clone()))?,
+                ),
                 None => None,
             };
             let timeout_ms = match timeout {
@@ -111,11 +110,9 @@ impl Settings {
                     let seconds = timeout
                         .as_f64()
                         .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)
-                        .ok_or_else(|| {
-                            format!(
-                                "{}: subagents.onEndTimeoutSeconds must be a number of seconds above 0 and at most {max}",
-                                file.path.display()
-                            )
+                        .ok_or_else(|| SettingsError::OnEndTimeout {
+                            file: file.path.clone(),
+                            max,
                         })?;
                     Some(((seconds * 1000.0).ceil() as u64).max(1))
                 }
@@ -158,7 +155,7 @@ impl Settings {
 
     /// The cap of active runs under the state root (`subagents.maxActive`, a whole number
     /// above 0), when set. A value of another kind is an error naming the file and key.
-    pub fn max_active(&self) -> Result<Option<std::num::NonZeroU32>, String> {
+    pub fn max_active(&self) -> Result<Option<std::num::NonZeroU32>, SettingsError> {
         for file in [&self.project, &self.user].into_iter().flatten() {
             let value = file.value.get("subagents").and_then(|s| s.get("maxActive"));
             let Some(value) = value.filter(|v| !v.is_null()) else {
@@ -169,11 +166,9 @@ impl Settings {
                 .and_then(|n| u32::try_from(n).ok())
                 .and_then(std::num::NonZeroU32::new)
                 .map(Some)
-                .ok_or_else(|| {
-                    format!(
-                        "{}: subagents.maxActive must be a whole number above 0 (the most runs active at once), not {value}",
-                        file.path.display()
-                    )
+                .ok_or_else(|| SettingsError::MaxActive {
+                    file: file.path.clone(),
+                    value: value.clone(),
                 });
         }
         Ok(None)
@@ -184,7 +179,7 @@ impl Settings {
     /// cannot send checkouts elsewhere) and whether a clean repository is required
     /// (`subagents.worktrees.requireClean`). A value of another kind is an error naming the
     /// file and key.
-    pub fn worktrees(&self, home: Option<&Path>) -> Result<(Option<PathBuf>, bool), String> {
+    pub fn worktrees(&self, home: Option<&Path>) -> Result<(Option<PathBuf>, bool), SettingsError> {
         let section = |file: &SettingsFile| file.value.get("subagents")?.get("worktrees").cloned();
         let mut dir = None;
         if let Some(file) = &self.user
@@ -192,11 +187,9 @@ impl Settings {
                 .and_then(|w| w.get("dir").cloned())
                 .filter(|v| !v.is_null())
         {
-            let wrong = || {
-                format!(
-                    "{}: subagents.worktrees.dir must be an absolute directory or one under ~/, not {value}",
-                    file.path.display()
-                )
+            let wrong = || SettingsError::WorktreesDir {
+                file: file.path.clone(),
+                value: value.clone(),
             };
             let text = value.as_str().ok_or_else(wrong)?;
             let path = match (text.strip_prefix("~/"), home) {
@@ -217,11 +210,9 @@ impl Settings {
             else {
                 continue;
             };
-            require_clean = value.as_bool().ok_or_else(|| {
-                format!(
-                    "{}: subagents.worktrees.requireClean must be true or false, not {value}",
-                    file.path.display()
-                )
+            require_clean = value.as_bool().ok_or_else(|| SettingsError::RequireClean {
+                file: file.path.clone(),
+                value: value.clone(),
             })?;
             break;
         }
@@ -235,6 +226,46 @@ impl Settings {
             .flatten()
             .find_map(|file| find(&file.value).filter(|v| !v.is_null()).cloned())
     }
+}
+
+/// A setting of the wrong kind; the message names its file and key.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum SettingsError {
+    /// `subagents.onEnd` is not a string.
+    #[error("{0}: subagents.onEnd must be a string (a shell command)")]
+    OnEndNotACommand(PathBuf),
+    /// `subagents.onEndTimeoutSeconds` is no number of seconds in range.
+    #[error("{file}: subagents.onEndTimeoutSeconds must be a number of seconds above 0 and at most {max}")]
+    OnEndTimeout {
+        /// The settings file.
+        file: PathBuf,
+        /// The most seconds a hook may run.
+        max: u64,
+    },
+    /// `subagents.maxActive` is no whole number above 0.
+    #[error("{file}: subagents.maxActive must be a whole number above 0 (the most runs active at once), not {value}")]
+    MaxActive {
+        /// The settings file.
+        file: PathBuf,
+        /// The value found.
+        value: Value,
+    },
+    /// `subagents.worktrees.dir` is no absolute directory or one under `~/`.
+    #[error("{file}: subagents.worktrees.dir must be an absolute directory or one under ~/, not {value}")]
+    WorktreesDir {
+        /// The settings file.
+        file: PathBuf,
+        /// The value found.
+        value: Value,
+    },
+    /// `subagents.worktrees.requireClean` is not a boolean.
+    #[error("{file}: subagents.worktrees.requireClean must be true or false, not {value}")]
+    RequireClean {
+        /// The settings file.
+        file: PathBuf,
+        /// The value found.
+        value: Value,
+    },
 }
 
 /// The completion hook settings ([`Settings::on_end`]).
@@ -256,9 +287,9 @@ pub struct OnEndSettings {
     pub program: Option<ProgramItem>,
 }
 
-/// Whether a settings file may name a command: it and its directory pass the agent-file
-/// trust check.
-fn trusted(path: &Path) -> Result<(), String> {
+/// Why a settings file may not name a command (`None`: it may): it and its directory must
+/// pass the agent-file trust check. The reason goes into a warning, not an error.
+fn distrust(path: &Path) -> Option<String> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty());
     for checked in dir.into_iter().chain([path]) {
         match crate::inputs::agents::trust::check(checked) {
@@ -267,7 +298,7 @@ fn trusted(path: &Path) -> Result<(), String> {
                 let reason = untrusted
                     .reason
                     .replace("agent files must be yours", "files that name commands must be yours");
-                return Err(if checked == path {
+                return Some(if checked == path {
                     reason
                 } else {
                     format!("its directory {}: {reason}", checked.display())
@@ -275,7 +306,7 @@ fn trusted(path: &Path) -> Result<(), String> {
             }
         }
     }
-    Ok(())
+    None
 }
 
 fn user_candidates(env: &crate::Environment) -> Vec<PathBuf> {

@@ -20,7 +20,8 @@
 //! observes the shim's exit and its proof stays `pending` until a lister applies S13
 //! (`unknown/observer-unavailable`, F33). `sublaunch run --wait` observes the exit itself.
 //!
-//! Listers and waiters use [`reconcile::RunStore`] for runs no live host observes (S13, I5).
+//! Runs no live host observes are reconciled by the listers' and waiters' run store, in the
+//! `runs` module above this one (S13, I5).
 //!
 //! Everything runs on tokio; blocking run-file calls go to the blocking pool (X2). The
 //! runtime needs I/O and time enabled.
@@ -44,7 +45,6 @@ mod pi_resources;
 pub mod plan_record;
 mod preflight;
 pub mod readiness;
-pub mod reconcile;
 pub mod run_dir;
 mod sequence;
 mod setup;

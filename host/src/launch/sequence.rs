@@ -77,6 +77,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         );
         blocking_value(move || worktrees::prepare(&plan, &asked, &env, std::path::Path::new(&cwd)))
             .await
+            .map(|checked| checked.map_err(|e| e.to_string()))
             .unwrap_or_else(|| Err("cannot launch: the worktree checks did not finish".into()))
             .map_err(LaunchFailure::preflight)?
     } else {
@@ -116,6 +117,7 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
         let now = setup.os.clock.wall_ms();
         let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
             .await
+            .map(|made| made.map_err(|e| e.to_string()))
             .unwrap_or_else(|| Err("cannot launch: the worktrees were not created".into()));
         match created {
             Ok(created) => {

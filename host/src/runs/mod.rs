@@ -1,21 +1,27 @@
-//! Watching runs from any process: reading a run's status, waiting until it is terminal
-//! (reconciling a run whose shim died unobserved) and following its directory for changes.
-//! The CLI's `status`, `wait`, `stop`, `logs --follow` and `run --wait` use these, and so can an
-//! embedder that launched a run with [`crate::launch::launch`].
+//! Runs from any process: the run store of a state root ([`RunStore`], which reconciles runs
+//! no live host observes), reading a run's status, waiting until it is terminal, following its
+//! directory for changes, showing it ([`RunView`], what `list --json` and the MCP server
+//! print), and pruning ended runs ([`prune`]) and their worktrees ([`worktrees`]). The CLI's
+//! `list`, `status`, `wait`, `stop`, `logs --follow`, `prune`, `worktrees` and `run --wait`
+//! use these, and so can an embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
 pub mod prune;
 pub mod run_ids;
 pub mod start;
 pub mod stop;
+pub mod store;
+pub mod view;
 pub mod wait;
 pub mod wait_many;
 pub mod watch;
+pub mod worktrees;
 
-pub use crate::launch::reconcile::RunStore;
 pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result, worktree_summaries};
 pub use run_ids::{RunIdError, resolve_run_id};
 pub use stop::request_stop;
+pub use store::RunStore;
+pub use view::RunView;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use wait_many::{WaitMany, WaitUntil, wait_many};
 pub use watch::RunWatcher;

@@ -318,7 +318,10 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     let on_end = on_end_hook(request.on_end.as_deref(), &inputs.settings, &mut notes)?;
     let max_active = match request.max_active {
         Some(cap) => Some(cap),
-        None => inputs.settings.max_active().map_err(StartError::Invalid)?,
+        None => inputs
+            .settings
+            .max_active()
+            .map_err(|e| StartError::Invalid(e.to_string()))?,
     };
     let options = LaunchOptions {
         environment: inputs.env.clone(),
@@ -405,7 +408,7 @@ fn worktrees(
     let (dir, settings_clean) = inputs
         .settings
         .worktrees(inputs.env.home().as_deref())
-        .map_err(StartError::Invalid)?;
+        .map_err(|e| StartError::Invalid(e.to_string()))?;
     Ok(crate::worktrees::WorktreeOptions {
         base: request
             .worktree_base
@@ -425,7 +428,7 @@ fn on_end_hook(
     settings: &Settings,
     notes: &mut Vec<String>,
 ) -> Result<Option<crate::launch::OnEnd>, StartError> {
-    let configured = settings.on_end().map_err(StartError::Invalid)?;
+    let configured = settings.on_end().map_err(|e| StartError::Invalid(e.to_string()))?;
     let command = match asked {
         Some(command) => command.to_owned(),
         None => {
@@ -483,8 +486,8 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
             if task.trim().is_empty() {
                 return Err(invalid("the task is empty: say what the agent should do.".into()));
             }
-            request::check_task(task, "the task").map_err(invalid)?;
-            catalog.require(agent).map_err(invalid)?;
+            request::check_task(task, "the task").map_err(|e| invalid(e.to_string()))?;
+            catalog.require(agent).map_err(|e| invalid(e.to_string()))?;
             spec.agent.clone_from(agent);
             spec.task.clone_from(task);
             request::build(&spec, inputs).await.map_err(StartError::Failed)
@@ -494,7 +497,7 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
                 if task.trim().is_empty() {
                     return Err(invalid("the task is empty: say what the agent should do.".into()));
                 }
-                request::check_task(task, "the task").map_err(invalid)?;
+                request::check_task(task, "the task").map_err(|e| invalid(e.to_string()))?;
                 spec.task.clone_from(task);
             }
             chain

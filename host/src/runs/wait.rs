@@ -8,9 +8,9 @@
 //! is published, or the shim is gone — so that nobody is told a run ended whose result a power
 //! loss a moment later would take away.
 
+use super::RunStore;
 use super::watch::RunWatcher;
 use super::{shim_of, status_of};
-use crate::launch::reconcile::RunStore;
 use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;

@@ -3,8 +3,8 @@
 //! its shim's exit with a pidfd, a dead shim reconciled — each in a task of its own, so a run's
 //! change wakes only its own waiter. Nothing is printed: each end is handed to the caller.
 
+use super::RunStore;
 use super::wait::{WaitEnd, look, wait_terminal};
-use crate::launch::reconcile::RunStore;
 use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;

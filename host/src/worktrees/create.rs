@@ -2,6 +2,7 @@
 //! fails: a run that never started leaves no worktree, branch or record behind.
 
 use super::WorktreePlan;
+use super::error::WorktreeError;
 use super::git::Git;
 use super::record::{self, WorktreeEntry, WorktreeRecord};
 use std::os::unix::fs::DirBuilderExt;
@@ -32,19 +33,13 @@ impl WorktreePlan {
     /// Creates every worktree for run `run_id` under `root` (the state root): the record
     /// first, then one `git worktree add -b` each. On any failure what was made is removed
     /// again and the error says what failed.
-    pub fn create(&self, run_id: &str, root: &Dir, now_ms: u64) -> Result<Created, String> {
-        let fail = |what: String| format!("cannot launch: {what}");
+    pub fn create(&self, run_id: &str, root: &Dir, now_ms: u64) -> Result<Created, WorktreeError> {
         if run_id.contains("..") || run_id.ends_with(".lock") || run_id.ends_with('.') {
-            return Err(fail(format!(
-                "the run id '{run_id}' cannot be part of a git branch name (no '..', and no '.' or '.lock' at the end)"
-            )));
+            return Err(WorktreeError::RunIdNotABranch(run_id.to_owned()));
         }
-        let records =
-            record::records_dir(root).map_err(|e| fail(format!("cannot create the worktrees directory: {e}")))?;
+        let records = record::records_dir(root).map_err(WorktreeError::RecordsDir)?;
         if records.stat(&format!("{run_id}.json")).ok().flatten().is_some() {
-            return Err(fail(format!(
-                "worktrees of an earlier run '{run_id}' are still recorded; remove them with 'sublaunch worktrees prune' or choose another run id"
-            )));
+            return Err(WorktreeError::StillRecorded(run_id.to_owned()));
         }
         let base = match &self.dir {
             Some(dir) => dir.clone(),
@@ -77,27 +72,26 @@ impl WorktreePlan {
                         "--quiet",
                         &format!("refs/heads/{}", entry.branch),
                     ],
-                )
-                .map_err(|e| fail(e.to_string()))?
+                )?
                 .is_some();
             if exists {
-                return Err(fail(format!(
-                    "the branch '{}' already exists in {}; choose another run id, or delete the branch",
-                    entry.branch, entry.repository
-                )));
+                return Err(WorktreeError::BranchExists {
+                    branch: entry.branch.clone(),
+                    repository: entry.repository.clone(),
+                });
             }
             if Path::new(&entry.path).exists() {
-                return Err(fail(format!(
-                    "the worktree directory {} already exists; remove it or choose another run id",
-                    entry.path
-                )));
+                return Err(WorktreeError::DirectoryExists(entry.path.clone()));
             }
         }
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&run_dir)
-            .map_err(|e| fail(format!("cannot create {}: {e}", run_dir.display())))?;
+            .map_err(|error| WorktreeError::CreateDir {
+                dir: run_dir.clone(),
+                error,
+            })?;
         let mut created = Created {
             git: self.git.clone(),
             run_id: run_id.to_owned(),
@@ -108,7 +102,7 @@ impl WorktreePlan {
         let all: Vec<WorktreeEntry> = entries.iter().map(|(e, _)| e.clone()).collect();
         if let Err(e) = record::write(&created.records, &WorktreeRecord::new(run_id, now_ms, all)) {
             created.remove();
-            return Err(fail(format!("cannot record the worktrees: {e}")));
+            return Err(WorktreeError::Record(e));
         }
         for (entry, steps) in entries {
             // The user's hooks and filters apply: the checkout is made as the user's own git
@@ -127,7 +121,7 @@ impl WorktreePlan {
             );
             if let Err(e) = added {
                 created.remove();
-                return Err(fail(e.to_string()));
+                return Err(e.into());
             }
             created.entries.push((entry, steps));
         }

@@ -8,12 +8,14 @@
 //! shim records, per step, the commits made and what was left uncommitted.
 
 pub mod create;
+pub mod error;
 pub mod git;
 pub mod plan;
 pub mod prune;
 pub mod record;
 
 pub use create::{BRANCH_PREFIX, Created, branch_name};
+pub use error::WorktreeError;
 pub use git::{Git, GitError};
 pub use plan::{WorktreePlan, prepare};
 

@@ -4,6 +4,7 @@
 //! asked for, and a step that shares the worktree of the step before it has one to share.
 
 use super::WorktreeOptions;
+use super::error::WorktreeError;
 use super::git::{Git, GitError};
 use crate::environment::Environment;
 use std::collections::BTreeMap;
@@ -57,7 +58,7 @@ pub fn prepare(
     options: &WorktreeOptions,
     env: &Environment,
     cwd: &Path,
-) -> Result<Option<WorktreePlan>, String> {
+) -> Result<Option<WorktreePlan>, WorktreeError> {
     let asked: Vec<(usize, &PlanStep)> = plan
         .steps
         .iter()
@@ -67,7 +68,7 @@ pub fn prepare(
     if asked.is_empty() {
         return Ok(None);
     }
-    let git = Git::find(env, cwd).map_err(|e| format!("cannot launch: {e}"))?;
+    let git = Git::find(env, cwd)?;
     let mut checks = Checks {
         git: &git,
         options,
@@ -76,8 +77,11 @@ pub fn prepare(
     };
     let mut worktrees: Vec<Planned> = Vec::new();
     for (index, step) in asked {
-        let directory = canonical(&step.cwd)
-            .map_err(|e| format!("cannot launch: the directory of {} ({}): {e}", label(step), step.cwd))?;
+        let directory = canonical(&step.cwd).map_err(|error| WorktreeError::Directory {
+            step: label(step),
+            cwd: step.cwd.clone(),
+            error,
+        })?;
         let top = checks.top(&directory, step)?;
         let relative = directory.strip_prefix(&top).unwrap_or(Path::new("")).to_owned();
         if step.task_index.is_none() && options.share_previous.contains(&step.step_index) {
@@ -88,20 +92,14 @@ pub fn prepare(
             let previous = worktrees
                 .iter_mut()
                 .find(|w| w.steps.iter().any(|(flat, _)| before(*flat)))
-                .ok_or_else(|| {
-                    format!(
-                        "cannot launch: {} runs in the worktree of the step before it, which runs in none (it is not one step with worktree: true)",
-                        label(step)
-                    )
-                })?;
+                .ok_or_else(|| WorktreeError::NothingToShare { step: label(step) })?;
             if previous.repository != top {
-                return Err(format!(
-                    "cannot launch: {} runs in the worktree of the step before it, a checkout of {}, but its directory {} is in {}",
-                    label(step),
-                    previous.repository.display(),
-                    directory.display(),
-                    top.display()
-                ));
+                return Err(WorktreeError::SharedAcrossRepositories {
+                    step: label(step),
+                    previous: previous.repository.clone(),
+                    directory,
+                    repository: top,
+                });
             }
             let base = previous.base_commit.clone();
             checks.holds(&top, &base, &relative, step)?;
@@ -134,7 +132,7 @@ struct Checks<'a> {
 
 impl Checks<'_> {
     /// The top of the working tree holding `directory`.
-    fn top(&mut self, directory: &Path, step: &PlanStep) -> Result<PathBuf, String> {
+    fn top(&mut self, directory: &Path, step: &PlanStep) -> Result<PathBuf, WorktreeError> {
         if let Some(top) = self.tops.get(directory) {
             return Ok(top.clone());
         }
@@ -144,13 +142,12 @@ impl Checks<'_> {
         {
             Ok(out) => PathBuf::from(out.trim_end_matches('\n')),
             Err(GitError::Failed { .. }) => {
-                return Err(format!(
-                    "cannot launch: {} asks for a managed worktree, but its directory {} is not inside a git repository",
-                    label(step),
-                    directory.display()
-                ));
+                return Err(WorktreeError::NotInRepository {
+                    step: label(step),
+                    directory: directory.to_owned(),
+                });
             }
-            Err(e) => return Err(format!("cannot launch: {e}")),
+            Err(e) => return Err(e.into()),
         };
         self.tops.insert(directory.to_owned(), top.clone());
         Ok(top)
@@ -158,41 +155,33 @@ impl Checks<'_> {
 
     /// The base commit in `top`: `--base`, else `HEAD`; refused when it names no commit or
     /// when a clean base was asked for and `top` has uncommitted changes.
-    fn base(&mut self, top: &Path) -> Result<String, String> {
+    fn base(&mut self, top: &Path) -> Result<String, WorktreeError> {
         if let Some(base) = self.bases.get(top) {
             return Ok(base.clone());
         }
         let asked = self.options.base.as_deref().unwrap_or("HEAD");
         if asked.starts_with('-') || asked.trim().is_empty() {
-            return Err(format!("cannot launch: '{asked}' is not a git revision (--base)"));
+            return Err(WorktreeError::NotARevision(asked.to_owned()));
         }
         let spec = format!("{asked}^{{commit}}");
-        let fail = |e: GitError| format!("cannot launch: {e}");
         let Some(commit) = self
             .git
-            .ask(At::UserCheckout(top), &["rev-parse", "--verify", "--quiet", &spec])
-            .map_err(fail)?
+            .ask(At::UserCheckout(top), &["rev-parse", "--verify", "--quiet", &spec])?
         else {
             return Err(if self.options.base.is_none() {
-                format!(
-                    "cannot launch: the repository {} has no commit yet; a worktree starts from a commit",
-                    top.display()
-                )
+                WorktreeError::NoCommitYet(top.to_owned())
             } else {
-                format!(
-                    "cannot launch: the base '{asked}' names no commit in the repository {}",
-                    top.display()
-                )
+                WorktreeError::BaseNotACommit {
+                    base: asked.to_owned(),
+                    repository: top.to_owned(),
+                }
             });
         };
         let commit = commit.trim().to_owned();
-        let changes = self
-            .git
-            .run(
-                At::UserCheckout(top),
-                &["status", "--porcelain=v1", "--untracked-files=normal"],
-            )
-            .map_err(fail)?;
+        let changes = self.git.run(
+            At::UserCheckout(top),
+            &["status", "--porcelain=v1", "--untracked-files=normal"],
+        )?;
         let changed: Vec<&str> = changes.lines().filter(|l| !l.is_empty()).collect();
         if !changed.is_empty() {
             let shown: Vec<&str> = changed.iter().take(DIRTY_SHOWN).map(|l| l.trim()).collect();
@@ -203,10 +192,10 @@ impl Checks<'_> {
                 shown.join(", ")
             };
             if self.options.require_clean {
-                return Err(format!(
-                    "cannot launch: the repository {} has uncommitted changes ({listed}) and a clean base was asked for; commit or stash them first",
-                    top.display()
-                ));
+                return Err(WorktreeError::NotClean {
+                    repository: top.to_owned(),
+                    changes: listed,
+                });
             }
             log::warn!(
                 "the worktrees start at {asked} ({}); the {} uncommitted change(s) in {} are not in them",
@@ -221,25 +210,21 @@ impl Checks<'_> {
 
     /// Refuses a step whose directory the base commit does not have (the worktree would
     /// have no such directory to run in).
-    fn holds(&self, top: &Path, base: &str, relative: &Path, step: &PlanStep) -> Result<(), String> {
+    fn holds(&self, top: &Path, base: &str, relative: &Path, step: &PlanStep) -> Result<(), WorktreeError> {
         if relative.as_os_str().is_empty() {
             return Ok(());
         }
         let spec = format!("{base}:{}", relative.display());
-        let tree = self
-            .git
-            .ask(At::UserCheckout(top), &["cat-file", "-t", &spec])
-            .map_err(|e| format!("cannot launch: {e}"))?;
+        let tree = self.git.ask(At::UserCheckout(top), &["cat-file", "-t", &spec])?;
         if tree.as_deref().map(str::trim) == Some("tree") {
             return Ok(());
         }
-        Err(format!(
-            "cannot launch: {} runs in {} of the repository {}, which its base commit {} does not have (the directory is untracked or ignored), so its worktree would not have it",
-            label(step),
-            relative.display(),
-            top.display(),
-            &base[..base.len().min(12)]
-        ))
+        Err(WorktreeError::NotInBase {
+            step: label(step),
+            relative: relative.to_owned(),
+            repository: top.to_owned(),
+            base: base[..base.len().min(12)].to_owned(),
+        })
     }
 }
 

@@ -4,15 +4,18 @@
 //! uncommitted changes; its branch goes too unless it carries commits. `force` removes
 //! uncommitted changes and branches with commits; it never touches a running run's worktree
 //! or a branch git reports checked out somewhere (git refuses to delete those).
+//!
+//! Where a run stands is not this module's to judge: the caller passes it in as a
+//! [`RunPhase`] per run id (the CLI and embedders use the run store's, through
+//! `runs::worktrees`), so the worktrees depend on no run bookkeeping above them.
 
 use super::git::Git;
 use super::record::{self, WorktreeEntry, WorktreeRecord};
-use crate::launch::reconcile::RunStore;
 use std::io;
 use std::path::Path;
+use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::git::{At, Repository};
 use sublaunch_protocol::lock::StatusLock;
-use sublaunch_protocol::status::Status;
 
 /// What became of a run, as far as its worktrees care.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -71,37 +74,25 @@ pub struct Pruned {
     pub kept: Option<String>,
 }
 
-/// Every recorded worktree, and the records that could not be read.
-pub fn list(store: &RunStore, git: &Git) -> io::Result<(Vec<Listed>, Vec<String>)> {
+/// Every worktree recorded under the state root `root`, each with the phase `phase_of` gives
+/// its run, and the records that could not be read.
+pub fn list(
+    root: &Dir,
+    git: &Git,
+    mut phase_of: impl FnMut(&str) -> RunPhase,
+) -> io::Result<(Vec<Listed>, Vec<String>)> {
     let mut listed = Vec::new();
     let mut problems = Vec::new();
-    for record in record::read_all(store.root().root())? {
+    for record in record::read_all(root)? {
         match record {
             Ok(record) => {
-                let phase = phase_of(store, &record.run_id);
+                let phase = phase_of(&record.run_id);
                 listed.extend(record.worktrees.iter().map(|e| look(git, &record.run_id, &phase, e).0));
             }
-            Err(problem) => problems.push(problem),
+            Err(problem) => problems.push(problem.to_string()),
         }
     }
     Ok((listed, problems))
-}
-
-fn phase_of(store: &RunStore, run_id: &str) -> RunPhase {
-    let Ok(Some(run)) = store.run_dir(run_id) else {
-        return RunPhase::Gone;
-    };
-    store.reconcile_run(&run);
-    match crate::runs::status_of(&run) {
-        Some(status) if status.is_terminal() => RunPhase::Ended(state_word(&status)),
-        // A status that cannot be read is a run we cannot prove ended.
-        Some(status) => RunPhase::Active(state_word(&status)),
-        None => RunPhase::Active("unknown".into()),
-    }
-}
-
-fn state_word(status: &Status) -> String {
-    status.state.as_ref().map_or("unknown", |s| s.as_str()).to_owned()
 }
 
 /// The worktree of `entry` as it is now, and its repository when git names one. Every git
@@ -182,22 +173,29 @@ fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> (Li
     (listed, Some(repository))
 }
 
-/// Removes the worktrees (and branches) of ended runs, as the module documentation says;
-/// `dry_run` only says what would go. Prunes of one state root run one at a time.
-pub fn prune(store: &RunStore, git: &Git, force: bool, dry_run: bool) -> io::Result<(Vec<Pruned>, Vec<String>)> {
-    let records_dir = record::records_dir(store.root().root())?;
+/// Removes the worktrees (and branches) of ended runs under the state root `root`, as the
+/// module documentation says, each run's phase given by `phase_of`; `dry_run` only says what
+/// would go. Prunes of one state root run one at a time.
+pub fn prune(
+    root: &Dir,
+    git: &Git,
+    mut phase_of: impl FnMut(&str) -> RunPhase,
+    force: bool,
+    dry_run: bool,
+) -> io::Result<(Vec<Pruned>, Vec<String>)> {
+    let records_dir = record::records_dir(root)?;
     let _serial = StatusLock::acquire(&records_dir)?;
     let mut out = Vec::new();
     let mut problems = Vec::new();
-    for record in record::read_all(store.root().root())? {
+    for record in record::read_all(root)? {
         let record = match record {
             Ok(record) => record,
             Err(problem) => {
-                problems.push(problem);
+                problems.push(problem.to_string());
                 continue;
             }
         };
-        let phase = phase_of(store, &record.run_id);
+        let phase = phase_of(&record.run_id);
         let mut left = Vec::new();
         for entry in &record.worktrees {
             let (listed, repository) = look(git, &record.run_id, &phase, entry);

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 use std::io;
+use std::path::PathBuf;
 use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::doc::ReadDoc;
@@ -76,9 +77,33 @@ pub fn remove(dir: &Dir, run_id: &str) -> io::Result<()> {
     dir.remove(&file_name(run_id))
 }
 
+/// A worktree record that could not be read (pruning reports it and leaves its worktrees).
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// Written by a sublaunch of another format version.
+    #[error("{path}: format version {version} is not one this sublaunch reads")]
+    Version {
+        /// The record file.
+        path: PathBuf,
+        /// Its format version.
+        version: u32,
+    },
+    /// Not a worktree record.
+    #[error("{0}: not a worktree record")]
+    NotARecord(PathBuf),
+    /// It could not be read.
+    #[error("{path}: {error}")]
+    Read {
+        /// The record file.
+        path: PathBuf,
+        /// Why not.
+        error: io::Error,
+    },
+}
+
 /// Every record under `<root>/worktrees`, by run id; a record that does not parse is
 /// reported by name, not dropped silently.
-pub fn read_all(root: &Dir) -> io::Result<Vec<Result<WorktreeRecord, String>>> {
+pub fn read_all(root: &Dir) -> io::Result<Vec<Result<WorktreeRecord, RecordError>>> {
     let Some(dir) = root.open_child(WORKTREES_DIR)? else {
         return Ok(Vec::new());
     };
@@ -91,16 +116,16 @@ pub fn read_all(root: &Dir) -> io::Result<Vec<Result<WorktreeRecord, String>>> {
     names.sort();
     let mut out = Vec::with_capacity(names.len());
     for name in names {
+        let path = dir.join(&name);
         out.push(match dir.read_doc::<WorktreeRecord>(&name) {
             Ok(ReadDoc::Present(record)) if record.version == VERSION => Ok(record),
-            Ok(ReadDoc::Present(record)) => Err(format!(
-                "{}: format version {} is not one this sublaunch reads",
-                dir.join(&name).display(),
-                record.version
-            )),
+            Ok(ReadDoc::Present(record)) => Err(RecordError::Version {
+                path,
+                version: record.version,
+            }),
             Ok(ReadDoc::Absent) => continue,
-            Ok(ReadDoc::Corrupt(_)) => Err(format!("{}: not a worktree record", dir.join(&name).display())),
-            Err(e) => Err(format!("{}: {e}", dir.join(&name).display())),
+            Ok(ReadDoc::Corrupt(_)) => Err(RecordError::NotARecord(path)),
+            Err(error) => Err(RecordError::Read { path, error }),
         });
     }
     Ok(out)

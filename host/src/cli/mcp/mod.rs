@@ -17,7 +17,7 @@ use rmcp::model::{Implementation, ServerCapabilities, ServerConfig};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
-use sublaunch::launch::reconcile::RunStore;
+use sublaunch::runs::RunStore;
 use sublaunch::{Options, Planner};
 
 /// The nesting depth from which the server starts no run, unless `--max-depth` says otherwise.

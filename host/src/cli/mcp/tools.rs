@@ -18,7 +18,7 @@ use sublaunch::inputs::agents::AgentDef;
 use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
-use sublaunch::runs::{AnswerError, WaitEnd, answer_json, read_result, settled_result, wait_terminal};
+use sublaunch::runs::{AnswerError, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal};
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::status::Status;
 
@@ -58,13 +58,11 @@ impl State {
         }
     }
 
-    /// The status summary of a run, with its answer once it ended.
-    fn describe(&self, id: &str, run: &Dir, status: Option<&Status>) -> Value {
-        let mut summary = crate::cli::runs::summary_json(id, run, status);
-        if let Ok(payload) = read_result(&self.store, id) {
-            summary["result"] = answer_json(&payload);
-        }
-        summary
+    /// The view of a run, with its answer once it ended.
+    fn describe(&self, id: &str, run: &Dir, status: Option<&Status>) -> RunView {
+        let mut view = RunView::new(id, run, status);
+        view.result = read_result(&self.store, id).ok().map(|payload| answer_json(&payload));
+        view
     }
 
     /// Refuses a plan that leaves the policy: an agent the client may not start, a local
@@ -226,15 +224,15 @@ impl Server {
             let (id, run) = self.state.open(&params.run_id)?;
             self.state.store.reconcile_run(&run);
             let status = sublaunch::runs::status_of(&run);
-            let mut summary = self.state.describe(&id, &run, status.as_ref());
+            let mut view = self.state.describe(&id, &run, status.as_ref());
             // The shim publishes the result just after the terminal status.
-            if summary.get("result").is_none()
+            if view.result.is_none()
                 && status.as_ref().is_some_and(Status::is_terminal)
                 && let Ok(payload) = settled_result(&self.state.store, &id, &run).await
             {
-                summary["result"] = answer_json(&payload);
+                view.result = Some(answer_json(&payload));
             }
-            Ok(summary)
+            Ok(view.to_json())
         }
         .await;
         self.reply(outcome, Vec::new())
@@ -259,7 +257,7 @@ impl Server {
                     let run = store.run_dir(id).ok()??;
                     let status = sublaunch::runs::status_of(&run);
                     let started = status.as_ref().and_then(|s| s.started_at).unwrap_or(0);
-                    Some((started, crate::cli::runs::summary_json(id, &run, status.as_ref())))
+                    Some((started, RunView::new(id, &run, status.as_ref()).to_json()))
                 })
                 .collect();
             rows.sort_by_key(|(started, _)| *started);
@@ -321,7 +319,7 @@ impl Server {
                 .unwrap_or(DEFAULT_STOP_WAIT);
             let (id, run) = self.state.open(&params.run_id)?;
             if let Some(status) = sublaunch::runs::status_of(&run).filter(Status::is_terminal) {
-                let mut ended = self.state.describe(&id, &run, Some(&status));
+                let mut ended = self.state.describe(&id, &run, Some(&status)).to_json();
                 ended["alreadyEnded"] = json!(true);
                 return Ok(ended);
             }
@@ -331,9 +329,9 @@ impl Server {
                 WaitEnd::Terminal(status) => {
                     let mut ended = self.state.describe(&id, &run, Some(&status));
                     if let Ok(payload) = settled_result(&self.state.store, &id, &run).await {
-                        ended["result"] = answer_json(&payload);
+                        ended.result = Some(answer_json(&payload));
                     }
-                    Ok(ended)
+                    Ok(ended.to_json())
                 }
                 WaitEnd::TimedOut => Err(format!(
                     "run '{id}' did not record its end within {}s",

@@ -67,21 +67,64 @@ impl Catalog {
     /// that would define it (its file name is `<name>.md`) and comes before every valid
     /// definition, or no such agent (the message lists the known agents and the files that
     /// could not be loaded).
-    pub fn require(&self, name: &str) -> Result<&AgentDef, String> {
+    pub fn require(&self, name: &str) -> Result<&AgentDef, UnusableAgent> {
         if let Some(agent) = self.get(name) {
             return Ok(agent);
         }
         if let Some(problem) = self.problems.iter().find(|p| stem_is(&p.path, name)) {
-            return Err(format!("agent '{name}' cannot be used: {problem}"));
+            return Err(UnusableAgent::Broken {
+                name: name.to_owned(),
+                problem: problem.clone(),
+            });
         }
-        let known: Vec<&str> = self.agents.iter().map(AgentDef::name).collect();
-        let mut message = format!("unknown agent '{name}'; known agents: {}", known.join(", "));
-        for problem in &self.problems {
-            message.push_str(&format!("\n  (not loaded: {problem})"));
-        }
-        Err(message)
+        Err(UnusableAgent::Unknown {
+            name: name.to_owned(),
+            known: self.agents.iter().map(|a| a.name().to_owned()).collect(),
+            not_loaded: self.problems.clone(),
+        })
     }
 }
+
+/// Why [`Catalog::require`] cannot give the agent asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UnusableAgent {
+    /// The first file that would define it is broken.
+    Broken {
+        /// The agent name.
+        name: String,
+        /// What is wrong with its file.
+        problem: FileError,
+    },
+    /// No agent has that name.
+    Unknown {
+        /// The agent name.
+        name: String,
+        /// The agents there are.
+        known: Vec<String>,
+        /// The files that could not be loaded (one of them may have meant to define it).
+        not_loaded: Vec<FileError>,
+    },
+}
+
+impl std::fmt::Display for UnusableAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Broken { name, problem } => write!(f, "agent '{name}' cannot be used: {problem}"),
+            Self::Unknown {
+                name,
+                known,
+                not_loaded,
+            } => {
+                write!(f, "unknown agent '{name}'; known agents: {}", known.join(", "))?;
+                not_loaded
+                    .iter()
+                    .try_for_each(|problem| write!(f, "\n  (not loaded: {problem})"))
+            }
+        }
+    }
+}
+
+impl std::error::Error for UnusableAgent {}
 
 /// Whether an agent's runner starts a program its file chose (not a built-in adapter's own).
 fn runs_own_program(agent: &AgentDef) -> bool {
@@ -310,8 +353,14 @@ mod tests {
             2
         );
         assert_eq!(catalog.problems.len(), 1);
-        assert!(catalog.require("broken").unwrap_err().contains("broken.md: thinking"));
-        let unknown = catalog.require("ghost").unwrap_err();
+        assert!(
+            catalog
+                .require("broken")
+                .unwrap_err()
+                .to_string()
+                .contains("broken.md: thinking")
+        );
+        let unknown = catalog.require("ghost").unwrap_err().to_string();
         assert!(
             unknown.contains("unknown agent 'ghost'") && unknown.contains("not loaded"),
             "{unknown}"
@@ -327,7 +376,7 @@ mod tests {
         write(&project, "scout.md", "---\ndescription: good scout\n---\n");
         write(&user, "scout.md", "---\nmodel: [x]\n---\n");
         let catalog = discover_in(&[(project, Scope::Project), (user, Scope::User)]);
-        let error = catalog.require("shell").unwrap_err();
+        let error = catalog.require("shell").unwrap_err().to_string();
         assert!(
             error.contains("agent 'shell' cannot be used") && error.contains("shell.md: runner"),
             "{error}"

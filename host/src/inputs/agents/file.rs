@@ -16,7 +16,7 @@
 //! ```
 
 use super::{AdapterId, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS};
-use crate::inputs::config_files::FileError;
+use crate::inputs::config_files::{FileError, YamlTooDeep};
 use serde_json::{Map, Value};
 use std::path::Path;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel, ThinkingSetting};
@@ -32,11 +32,8 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
     })?;
     // The frontmatter starts on the file's second line.
     crate::inputs::config_files::check_yaml_depth(yaml).map_err(|e| {
-        let e = e.strip_prefix("line ").and_then(|rest| {
-            let (n, what) = rest.split_once(':')?;
-            Some(format!("line {}:{what}", n.parse::<usize>().ok()? + 1))
-        });
-        fail(None, format!("refused YAML frontmatter at {}", e.unwrap_or_default()))
+        let in_file = YamlTooDeep { line: e.line + 1 };
+        fail(None, format!("refused YAML frontmatter at {in_file}"))
     })?;
     let value: Value = serde_norway::from_str(yaml).map_err(|e| {
         // The YAML parser counts lines from the opening `---`; report lines of the file.
@@ -280,7 +277,7 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
                 format!("a {} runner needs a command", kind),
             )),
             (AdapterId::Command, Some(argv)) => {
-                check_placeholders(argv).map_err(|message| (self.fail)(Some("runner.command"), message))?;
+                check_placeholders(argv).map_err(|e| (self.fail)(Some("runner.command"), e.to_string()))?;
                 Ok(RunnerSpec { adapter, command })
             }
             _ => Ok(RunnerSpec { adapter, command }),
@@ -310,21 +307,30 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
     }
 }
 
+/// An argv template with a `{…}` the runner does not fill.
+#[derive(Debug, thiserror::Error)]
+enum PlaceholderError {
+    #[error("unclosed `{{` in '{0}'")]
+    Unclosed(String),
+    #[error("unknown placeholder {placeholder} in '{arg}'; known: {}", TEMPLATE_PLACEHOLDERS.join(", "))]
+    Unknown { placeholder: String, arg: String },
+}
+
 /// Every `{…}` in an argv template must be one of [`TEMPLATE_PLACEHOLDERS`].
-fn check_placeholders(argv: &[String]) -> Result<(), String> {
+fn check_placeholders(argv: &[String]) -> Result<(), PlaceholderError> {
     for arg in argv {
         let mut rest = arg.as_str();
         while let Some(start) = rest.find('{') {
             let end = rest[start..]
                 .find('}')
                 .map(|e| start + e + 1)
-                .ok_or_else(|| format!("unclosed `{{` in '{arg}'"))?;
+                .ok_or_else(|| PlaceholderError::Unclosed(arg.clone()))?;
             let placeholder = &rest[start..end];
             if !TEMPLATE_PLACEHOLDERS.contains(&placeholder) {
-                return Err(format!(
-                    "unknown placeholder {placeholder} in '{arg}'; known: {}",
-                    TEMPLATE_PLACEHOLDERS.join(", ")
-                ));
+                return Err(PlaceholderError::Unknown {
+                    placeholder: placeholder.to_owned(),
+                    arg: arg.clone(),
+                });
             }
             rest = &rest[end..];
         }

@@ -21,8 +21,32 @@ pub enum MissingProgram {
         /// The path as resolved (relative paths against the step's directory).
         path: PathBuf,
         /// What is wrong with it.
-        reason: String,
+        reason: Unrunnable,
     },
+}
+
+/// What is wrong with a path given as a program.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Unrunnable {
+    /// Not a regular file (after symlinks).
+    NotAFile,
+    /// No execute bit.
+    NotExecutable,
+    /// Nothing there.
+    Absent,
+    /// It could not be looked at (the system's message).
+    Inaccessible(String),
+}
+
+impl fmt::Display for Unrunnable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotAFile => f.write_str("is not a regular file"),
+            Self::NotExecutable => f.write_str("is not executable"),
+            Self::Absent => f.write_str("does not exist"),
+            Self::Inaccessible(why) => write!(f, "cannot be accessed: {why}"),
+        }
+    }
 }
 
 impl fmt::Display for MissingProgram {
@@ -78,13 +102,13 @@ pub fn locate_program(program: &str, cwd: &Path, path: Option<&OsStr>) -> Result
 }
 
 /// `Ok` when `path` is a regular file (after symlinks) with an execute bit.
-fn executable(path: &Path) -> Result<(), String> {
+fn executable(path: &Path) -> Result<(), Unrunnable> {
     match std::fs::metadata(path) {
-        Ok(meta) if !meta.is_file() => Err("is not a regular file".into()),
-        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Err("is not executable".into()),
+        Ok(meta) if !meta.is_file() => Err(Unrunnable::NotAFile),
+        Ok(meta) if meta.permissions().mode() & 0o111 == 0 => Err(Unrunnable::NotExecutable),
         Ok(_) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err("does not exist".into()),
-        Err(e) => Err(format!("cannot be accessed: {e}")),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Unrunnable::Absent),
+        Err(e) => Err(Unrunnable::Inaccessible(e.to_string())),
     }
 }
 

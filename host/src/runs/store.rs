@@ -5,9 +5,9 @@
 //! spawned (status `queued`, no pid) becomes `failed`; phantom markers are released; orphan
 //! temp files and staging directories are swept.
 
-use super::completion_hook::{self, HookRunner};
-use super::options::{HostEvent, LaunchHooks, NoHooks};
-use super::run_dir::{self, hidden_dir_pid};
+use crate::launch::completion_hook::{self, HookRunner};
+use crate::launch::run_dir::{self, hidden_dir_pid};
+use crate::launch::{HostEvent, LaunchHooks, NoHooks};
 use rustix::fs::FileType;
 use serde_json::Value;
 use std::collections::HashMap;
