@@ -80,8 +80,10 @@ pub enum SignalOutcome {
 pub type ExitFuture<'a> = Pin<Box<dyn Future<Output = RunnerExit> + Send + 'a>>;
 
 /// The process seam of §T (`ProcessControl`): what the launch, the handshake and the
-/// terminator know about the shim. The real implementation is [`ExitWatcher`]; tests replace
-/// or wrap it to assert signalling decisions without real processes (F27, F58).
+/// terminator know about the shim, the one child the host owns. The real implementation is
+/// [`ExitWatcher`], which signals through the processes capability shared with the shim
+/// (`Os::processes`); tests replace or wrap it to assert signalling decisions without real
+/// processes (F27, F58).
 pub trait ProcessControl: Send + Sync + fmt::Debug {
     /// The shim's pid.
     fn pid(&self) -> u32;

@@ -5,7 +5,6 @@
 
 use rustix::io::Errno;
 use rustix::process::Pid;
-use std::fmt::Debug;
 use std::io;
 
 /// Whether a pid names a live process.
@@ -19,25 +18,20 @@ pub enum Liveness {
     Unknown(String),
 }
 
-/// Liveness oracle seam (§T `ProcessControl` for pids we did not spawn).
-pub trait ProcessOracle: Send + Sync + Debug {
-    /// Liveness of `pid`; with `expected_identity`, a different current identity means `Dead`.
-    fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness;
-}
+/// Liveness is asked of the one process seam, the processes capability
+/// ([`crate::os::processes::Processes`], which also sends the signals). These are its names
+/// from when liveness was a seam of its own, kept for the callers written against them.
+pub use crate::os::processes::{Processes as ProcessOracle, RealProcesses as SystemProcesses};
 
-/// The real processes of this host.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct SystemProcesses;
-
-impl ProcessOracle for SystemProcesses {
-    fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness {
-        match (probe(pid), expected_identity) {
-            // `/proc` read once serves both the zombie check and the identity.
-            ((Liveness::Alive, Some(stat)), Some(expected)) if identity_of(&stat) != expected => Liveness::Dead,
-            // Otherwise the probe decides; without `/proc` (non-Linux, hidepid) the kill
-            // probe is all there is.
-            ((liveness, _), _) => liveness,
-        }
+/// The real liveness of `pid` (what [`ProcessOracle::liveness`] answers unless a test replaces
+/// it); with `expected_identity`, a different current identity means `Dead`.
+pub fn liveness(pid: u32, expected_identity: Option<&str>) -> Liveness {
+    match (probe(pid), expected_identity) {
+        // `/proc` read once serves both the zombie check and the identity.
+        ((Liveness::Alive, Some(stat)), Some(expected)) if identity_of(&stat) != expected => Liveness::Dead,
+        // Otherwise the probe decides; without `/proc` (non-Linux, hidepid) the kill
+        // probe is all there is.
+        ((liveness, _), _) => liveness,
     }
 }
 

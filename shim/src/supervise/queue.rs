@@ -17,7 +17,7 @@ use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::capacity::{CapacityQueue, queue_position};
 use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::procinfo::SystemProcesses;
+use sublaunch_protocol::os::processes::Processes;
 
 /// How often a waiting run re-evaluates the queue without being woken.
 pub const TICK: Duration = Duration::from_millis(500);
@@ -46,7 +46,7 @@ pub fn wait_for_slot(ctx: &Ctx) -> Requests {
     };
     let mut said = None;
     loop {
-        match settle(&queue, &ctx.cfg.id) {
+        match settle(&queue, &ctx.cfg.id, ctx.os.processes.as_ref()) {
             Ok(None) => return requests,
             Ok(Some(position)) => {
                 if said != Some(position) {
@@ -81,10 +81,11 @@ pub fn wait_for_slot(ctx: &Ctx) -> Requests {
     }
 }
 
-/// Settles the queue; `Ok(None)` when this run may start (its ticket holds a slot, or it has
-/// none), else its place among the waiting.
-fn settle(queue: &CapacityQueue, run_id: &str) -> std::io::Result<Option<usize>> {
-    let tickets = queue.lock()?.evaluate(&SystemProcesses)?;
+/// Settles the queue (`processes` judges whether the runners of other tickets live); `Ok(None)`
+/// when this run may start (its ticket holds a slot, or it has none), else its place among the
+/// waiting.
+fn settle(queue: &CapacityQueue, run_id: &str, processes: &dyn Processes) -> std::io::Result<Option<usize>> {
+    let tickets = queue.lock()?.evaluate(processes)?;
     Ok(queue_position(&tickets, run_id))
 }
 

@@ -1,12 +1,23 @@
-//! The processes capability: the signals the host sends its runner (X1). Tests swap it for one
-//! that refuses or records signals, so a kill decision can be asserted on a real launch (F27).
+//! The processes capability, the one process seam of the host and the shim: whether a process
+//! they did not reap themselves is alive (X3) and the signals they send (the host to its runner,
+//! X1; whoever fails a dead runner's run to its agents, X8). Tests swap it for one that refuses
+//! or records signals, so a kill decision can be asserted on a real launch (F27), or for one
+//! that answers liveness as the case needs. The host's own runner child is the exit watcher's
+//! (H12): it signals through this seam, and learns of the exit by reaping.
 
+use crate::procinfo::{self, Liveness};
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
 use std::fmt::Debug;
 
-/// Signals to a process group or a single process.
+/// Liveness of pids and signals to a process group or a single process; every method has the
+/// real behaviour by default.
 pub trait Processes: Send + Sync + Debug {
+    /// Liveness of `pid`; with `expected_identity`, a different current identity means `Dead`.
+    fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness {
+        procinfo::liveness(pid, expected_identity)
+    }
+
     /// `kill(-group, signal)`.
     fn kill_group(&self, group: Pid, signal: Signal) -> Result<(), Errno> {
         rustix::process::kill_process_group(group, signal)

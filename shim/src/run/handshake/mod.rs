@@ -25,7 +25,7 @@ use sublaunch_protocol::layout::names;
 use sublaunch_protocol::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
 use sublaunch_protocol::os::clock::Deadline;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
-use sublaunch_protocol::procinfo::{SystemProcesses, hostname, own_start_identity};
+use sublaunch_protocol::procinfo::{hostname, own_start_identity};
 
 /// How often the control file is re-read although the doorbell is silent.
 const SAFETY_TICK: Duration = Duration::from_millis(1_000);
@@ -130,7 +130,7 @@ fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
         pid: ctx.pid,
         hostname: hostname(),
         process_start_identity: own_start_identity(),
-        oracle: &SystemProcesses,
+        oracle: ctx.os.processes.as_ref(),
     };
     match leases.acquire(&request, &identity) {
         Ok(lease) => {
