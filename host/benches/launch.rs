@@ -19,10 +19,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::launch::{LaunchOptions, launch, tokio};
-use sublaunch_protocol::atomic::Durability;
-use sublaunch_protocol::config::RevivalLease;
-use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::files::atomic::Durability;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
+use sublaunch_protocol::records::config::RevivalLease;
 use support::{Summary, header, measure, row};
 
 const SAMPLES: usize = 40;
@@ -42,7 +42,7 @@ fn main() {
     row("floor: spawn + exit of /bin/true from Rust", floor, floor);
     // What storage costs: the launch commit makes about two of these durable (the run's name
     // in <runs>, the initial status and the proceed file sharing one directory fsync).
-    let fsync_dir = sublaunch_protocol::dir::Dir::create_private(&scratch.join("fsync-floor")).unwrap();
+    let fsync_dir = sublaunch_protocol::files::dir::Dir::create_private(&scratch.join("fsync-floor")).unwrap();
     let durable = measure(3, SAMPLES, || {
         fsync_dir.write("doc.json", &[b'x'; 1024], Durability::Durable).unwrap();
     });

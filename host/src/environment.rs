@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::layout::{Layout, NoRoot, resolve_root};
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::files::layout::{Layout, NoRoot, resolve_root};
 
 /// Names the shim executable (else the one beside `sublaunch`, else the built-in copy).
 pub const SHIM_VAR: &str = "SUBLAUNCH_SHIM";
@@ -119,7 +119,7 @@ impl Environment {
 
     /// Which writes are fsynced: `SUBLAUNCH_DURABILITY=strict` makes every write durable.
     pub fn durability(&self) -> DurabilityPolicy {
-        DurabilityPolicy::from_setting(self.text(sublaunch_protocol::durability::DURABILITY_ENV))
+        DurabilityPolicy::from_setting(self.text(sublaunch_protocol::files::durability::DURABILITY_ENV))
     }
 
     /// The shim executable the user named.

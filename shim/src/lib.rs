@@ -48,7 +48,7 @@ use run::end::hook;
 use run::handshake::{self, PreCommitError};
 use run::start::{hygiene, invocation};
 use std::sync::Arc;
-use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{ShiftedClock, SystemClock};
 use sublaunch_protocol::os::faults::ShimPoint;

@@ -7,12 +7,12 @@ use serde_json::{Value, json};
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::handshake::{ControlAction, Doorbell};
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::procinfo::{SystemProcesses, hostname};
+use sublaunch_protocol::records::handshake::{ControlAction, Doorbell};
+use sublaunch_protocol::records::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use support::*;
 
 fn session_file(root: &Root) -> PathBuf {

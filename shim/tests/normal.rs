@@ -5,7 +5,7 @@ mod support;
 
 use serde_json::json;
 use std::os::unix::process::ExitStatusExt;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::layout::names;
 use support::*;
 
 /// A normal run: status complete, result file and indexes, events in order, final candidate,
@@ -215,7 +215,9 @@ fn h8_h9_f63_process_placement_and_descriptors() {
     );
     assert!(
         run.doorbell_messages()
-            .contains(&sublaunch_protocol::handshake::Doorbell::State("committed".into()))
+            .contains(&sublaunch_protocol::records::handshake::Doorbell::State(
+                "committed".into()
+            ))
     );
     assert_eq!(run.status()["state"], "complete");
 }

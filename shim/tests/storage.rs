@@ -12,7 +12,7 @@ mod support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::layout::names;
 use support::*;
 
 /// An agent that waits until `go` exists in its cwd, then prints `ok`.

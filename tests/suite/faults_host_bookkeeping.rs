@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Launched, launch};
-use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_tests::launch_harness::{SHIM_FAULT_ENV, Scratch, events_of, read_json, status, temp_files};
 use sublaunch_tests::{assert_starts_with, bin};

@@ -9,12 +9,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launch};
-use sublaunch_protocol::config::RevivalLease;
-use sublaunch_protocol::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::procinfo::SystemProcesses;
+use sublaunch_protocol::records::config::RevivalLease;
+use sublaunch_protocol::records::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use sublaunch_tests::launch_harness::{
     CONTROL_TIMEOUT_ENV, SHIM_FAULT_ENV, Scratch, events_of, hostname, read_json, status,
 };

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
 use sublaunch::launch::{HostEvent, LaunchOptions, launch, tokio};
-use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::records::config::RevivalLease;
 use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, read_json, status, temp_files};
 
@@ -245,7 +245,7 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     let scratch = Scratch::new("library-wait");
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("sleep 0.2; echo waited", &scratch.work());
-    let layout = sublaunch_protocol::layout::Layout::new(scratch.root());
+    let layout = sublaunch_protocol::files::layout::Layout::new(scratch.root());
     let end = block_on(async {
         let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
         launched.handle.committed().await.expect("committed");
@@ -257,7 +257,10 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     });
     match end {
         sublaunch::runs::WaitEnd::Terminal(status) => {
-            assert_eq!(status.state, Some(sublaunch_protocol::status::RunState::Complete));
+            assert_eq!(
+                status.state,
+                Some(sublaunch_protocol::records::status::RunState::Complete)
+            );
         }
         sublaunch::runs::WaitEnd::TimedOut => panic!("the run did not end"),
     }
@@ -320,9 +323,9 @@ fn a12_the_first_launch_under_a_root_sweeps_orphan_temp_files() {
         .as_millis();
     let old_ms = u64::try_from(now_ms).unwrap() - 20 * 60 * 1000;
     let plant = |name: &str, epoch_ms: u64| {
-        let path = scratch
-            .runs()
-            .join(sublaunch_protocol::atomic::temp_name(name, dead_pid, epoch_ms, 7));
+        let path = scratch.runs().join(sublaunch_protocol::files::atomic::temp_name(
+            name, dead_pid, epoch_ms, 7,
+        ));
         let file = std::fs::File::create(&path).unwrap();
         let when = std::time::UNIX_EPOCH + std::time::Duration::from_millis(epoch_ms);
         file.set_modified(when).unwrap();

@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::contract::LaunchPlan;
 use sublaunch::launch::{self, LaunchFailure, LaunchHandle, LaunchOptions};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::status::RunState;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::status::RunState;
 
 /// The session id the CLI launches under.
 pub const CLI_SESSION_ID: &str = "sublaunch-cli";

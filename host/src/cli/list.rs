@@ -9,7 +9,7 @@ use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_wit
 use std::process::ExitCode;
 use sublaunch::runs::RunView;
 use sublaunch_protocol::os::clock::iso8601_utc;
-use sublaunch_protocol::status::{RunState, Status};
+use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Arguments of `sublaunch list`.
 #[derive(clap::Args)]

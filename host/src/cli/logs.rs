@@ -15,8 +15,8 @@ use sublaunch::launch::tokio;
 use sublaunch::runs::RunStore;
 use sublaunch::runs::RunWatcher;
 use sublaunch::runs::look_and_watch;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::layout::names;
 
 /// Arguments of `sublaunch logs`.
 #[derive(clap::Args)]

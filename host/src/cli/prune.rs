@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::runs::prune::{PruneFilter, prune};
 use sublaunch_protocol::os::clock::iso8601_utc;
-use sublaunch_protocol::status::RunState;
+use sublaunch_protocol::records::status::RunState;
 
 /// Arguments of `sublaunch prune`.
 #[derive(clap::Args)]

@@ -18,9 +18,9 @@ use sublaunch::launch::{Caller, Continuation, LaunchOptions, OnEnd, new_run_id};
 use sublaunch::runs::RunStore;
 use sublaunch::runs::RunWatcher;
 use sublaunch::runs::read_result;
-use sublaunch_protocol::config::RevivalLease;
-use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::records::config::RevivalLease;
 
 /// Arguments of `sublaunch resume`.
 #[derive(clap::Args)]
@@ -232,7 +232,7 @@ fn follow_up(
 const SOURCE_EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Waits (bounded) until the source run's shim is gone, so its session lease is free.
-fn wait_for_source_shim(source: &sublaunch_protocol::dir::Dir) {
+fn wait_for_source_shim(source: &sublaunch_protocol::files::dir::Dir) {
     let Some(status) = status_of(source) else { return };
     let Some(pid) = status.pid else { return };
     let identity = status.pid_start_identity.clone();
@@ -250,7 +250,7 @@ fn wait_for_source_shim(source: &sublaunch_protocol::dir::Dir) {
         // A shim running its completion hook released the lease already (S12).
         let hook_started = || {
             source
-                .stat(sublaunch_protocol::hook::FIRED_MARKER)
+                .stat(sublaunch_protocol::records::hook::FIRED_MARKER)
                 .is_ok_and(|m| m.is_some())
         };
         while alive() && !hook_started() && sublaunch::launch::tokio::time::Instant::now() < deadline {

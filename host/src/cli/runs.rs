@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use std::time::Duration;
 use sublaunch::runs::RunStore;
 use sublaunch::runs::{RunIdError, resolve_run_id};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::os::clock::iso8601_utc;
-use sublaunch_protocol::status::{RunState, Status};
+use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -95,7 +95,7 @@ pub fn seconds(value: f64) -> Result<Duration, String> {
 }
 
 /// The result payload at `result_path`, when it is readable.
-pub fn read_result_file(result_path: &std::path::Path) -> Option<sublaunch_protocol::results::ResultPayload> {
+pub fn read_result_file(result_path: &std::path::Path) -> Option<sublaunch_protocol::records::results::ResultPayload> {
     let bytes = std::fs::read(result_path).ok()?;
     serde_json::from_slice(&bytes).ok()
 }
@@ -106,11 +106,11 @@ pub use sublaunch::runs::status_of;
 pub fn raw_status(run: &Dir) -> Result<Value, String> {
     let value = read_status_as::<Value>(run)?;
     // Printed as it is (one read), but only when it is a status at all.
-    match serde_json::from_value::<sublaunch_protocol::status::Status>(value.clone()) {
+    match serde_json::from_value::<sublaunch_protocol::records::status::Status>(value.clone()) {
         Ok(_) => Ok(value),
         Err(e) => Err(format!(
             "{} is not a valid status: {e}",
-            run.join(sublaunch_protocol::layout::names::STATUS).display()
+            run.join(sublaunch_protocol::files::layout::names::STATUS).display()
         )),
     }
 }
@@ -118,14 +118,14 @@ pub fn raw_status(run: &Dir) -> Result<Value, String> {
 /// Why `status.json` cannot be used as a status: absent, unreadable, not JSON, or not a status
 /// object (naming the file and, for bad contents, the parser's line and column).
 pub fn status_problem(run: &Dir) -> String {
-    read_status_as::<sublaunch_protocol::status::Status>(run)
+    read_status_as::<sublaunch_protocol::records::status::Status>(run)
         .err()
         .unwrap_or_else(|| "the status cannot be read".into())
 }
 
 fn read_status_as<T: serde::de::DeserializeOwned>(run: &Dir) -> Result<T, String> {
-    let file = run.join(sublaunch_protocol::layout::names::STATUS);
-    match run.read_doc::<T>(sublaunch_protocol::layout::names::STATUS) {
+    let file = run.join(sublaunch_protocol::files::layout::names::STATUS);
+    match run.read_doc::<T>(sublaunch_protocol::files::layout::names::STATUS) {
         Ok(ReadDoc::Present(value)) => Ok(value),
         Ok(ReadDoc::Absent) => Err(format!("the run has no status file ({})", file.display())),
         Ok(ReadDoc::Corrupt(c)) => Err(format!("{} is not a valid status: {}", file.display(), c.error)),
@@ -241,7 +241,7 @@ pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
 }
 
 /// `1200 in, 80 out, 5000 cache read, 0 cache write ($0.0123)`.
-pub fn usage_line(usage: &sublaunch_protocol::usage::Usage) -> String {
+pub fn usage_line(usage: &sublaunch_protocol::records::usage::Usage) -> String {
     let mut line = format!(
         "{} in, {} out, {} cache read, {} cache write",
         usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens

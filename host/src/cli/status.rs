@@ -7,9 +7,9 @@ use super::runs::say;
 use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
 use std::process::ExitCode;
 use sublaunch::runs::{AnswerError, RunStore, read_result, settled_result};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::results::ResultPayload;
-use sublaunch_protocol::status::RunState;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::results::ResultPayload;
+use sublaunch_protocol::records::status::RunState;
 
 /// Arguments of `sublaunch status`.
 #[derive(clap::Args)]

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::runs::{WaitEnd, wait_terminal};
-use sublaunch_protocol::status::RunState;
+use sublaunch_protocol::records::status::RunState;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
 const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);

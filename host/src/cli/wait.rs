@@ -17,8 +17,8 @@ use std::time::Duration;
 use sublaunch::launch::tokio;
 use sublaunch::runs::RunStore;
 use sublaunch::runs::{WaitEnd, WaitUntil, answer_json, settled_result, wait_many, wait_terminal};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::status::{RunState, Status};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Arguments of `sublaunch wait`.
 #[derive(clap::Args)]

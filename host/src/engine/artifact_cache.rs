@@ -22,7 +22,7 @@ use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::atomic::{Dir, Durability};
+use sublaunch_protocol::files::atomic::{Dir, Durability};
 use wasmtime::Engine;
 use wasmtime::component::Component;
 

@@ -969,7 +969,7 @@ impl Cache {
 
     /// The cached layer when the file is ours and every input is as it was.
     fn read(&self) -> Option<PiModels> {
-        let dir = sublaunch_protocol::dir::Dir::open(&self.dir).ok()?;
+        let dir = sublaunch_protocol::files::dir::Dir::open(&self.dir).ok()?;
         let (file, stat) = dir.open_file(&self.name).ok()??;
         let ours = stat.st_uid == rustix::process::getuid().as_raw() && stat.st_mode & 0o022 == 0;
         if !ours || stat.st_size as u64 > CACHE_FILE_LIMIT {
@@ -1003,8 +1003,12 @@ impl Cache {
             models: models.clone(),
         };
         let Ok(bytes) = serde_json::to_vec(&file) else { return };
-        if let Ok(dir) = sublaunch_protocol::atomic::Dir::create_private(&self.dir) {
-            let _ = dir.write(&self.name, &bytes, sublaunch_protocol::atomic::Durability::Atomic);
+        if let Ok(dir) = sublaunch_protocol::files::atomic::Dir::create_private(&self.dir) {
+            let _ = dir.write(
+                &self.name,
+                &bytes,
+                sublaunch_protocol::files::atomic::Durability::Atomic,
+            );
         }
     }
 }

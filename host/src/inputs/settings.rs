@@ -106,7 +106,7 @@ impl Settings {
             };
             let timeout_ms = match timeout {
                 Some(timeout) => {
-                    let max = sublaunch_protocol::hook::MAX_TIMEOUT_MS / 1000;
+                    let max = sublaunch_protocol::records::hook::MAX_TIMEOUT_MS / 1000;
                     let seconds = timeout
                         .as_f64()
                         .filter(|s| s.is_finite() && *s > 0.0 && *s <= max as f64)

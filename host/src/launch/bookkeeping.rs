@@ -6,16 +6,16 @@ use super::context::{RunContext, warn};
 use super::run_dir;
 use super::setup::Setup;
 use std::sync::Arc;
-use sublaunch_protocol::atomic::Durability;
-use sublaunch_protocol::capacity::{CapacityQueue, TicketRequest};
-use sublaunch_protocol::doc::to_pretty_bytes;
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::atomic::Durability;
+use sublaunch_protocol::files::doc::to_pretty_bytes;
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::procinfo::{self, SystemProcesses};
-use sublaunch_protocol::proof::{Candidate, ProcessTerminal};
-use sublaunch_protocol::status::InitialStatus;
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::records::capacity::{CapacityQueue, TicketRequest};
+use sublaunch_protocol::records::proof::{Candidate, ProcessTerminal};
+use sublaunch_protocol::records::status::InitialStatus;
+use sublaunch_protocol::records::status::Status;
 
 /// The S2 status of the spawned shim.
 pub(crate) fn initial_status_document(

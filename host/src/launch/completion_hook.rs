@@ -1,4 +1,4 @@
-//! The host's part of completion hooks ([`sublaunch_protocol::hook`]): the shim fires a run's
+//! The host's part of completion hooks ([`sublaunch_protocol::records::hook`]): the shim fires a run's
 //! hook itself after its end records, but a shim that died (SIGKILL, a crash) fires nothing.
 //! Then whoever finds the run ended and its shim gone fires it instead — the launching host
 //! after it observed the exit and finalized the run, or a lister or waiter after S13 — by
@@ -17,13 +17,13 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::events::has_run_started;
-use sublaunch_protocol::hook::{self, FiredBy, HookJob, HookOutcome, HookSpec};
-use sublaunch_protocol::layout::{ROOT_ENV, names};
-use sublaunch_protocol::status::{Status, read_status};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::files::layout::{ROOT_ENV, names};
+use sublaunch_protocol::records::events::has_run_started;
+use sublaunch_protocol::records::hook::{self, FiredBy, HookJob, HookOutcome, HookSpec};
+use sublaunch_protocol::records::status::{Status, read_status};
 
 /// Test builds: milliseconds a host waits between finding a hook due and claiming it.
 #[cfg(feature = "test-hooks")]

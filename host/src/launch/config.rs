@@ -14,7 +14,9 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
 use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
-use sublaunch_protocol::config::{AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig};
+use sublaunch_protocol::records::config::{
+    AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig,
+};
 
 pub use aliases::{AliasTable, aliases_for};
 pub use placement::{CONTROL_DIR_ENV, Placer, SSH_CONFIG_ENV, control_dir};
@@ -273,11 +275,11 @@ pub(crate) struct ConfigInputs<'a> {
     pub runner_process_instance_id: &'a str,
     pub workflow: &'a WorkflowOptions,
     pub agent_umask: Option<u32>,
-    pub on_end: Option<&'a sublaunch_protocol::hook::OnEnd>,
+    pub on_end: Option<&'a sublaunch_protocol::records::hook::OnEnd>,
     pub max_active: Option<std::num::NonZeroU32>,
     pub usage_budget: Option<sublaunch_contract::UsageBudget>,
     pub checkpoint_before_deadline_ms: Option<u64>,
-    pub project_config: sublaunch_protocol::config::ProjectConfig,
+    pub project_config: sublaunch_protocol::records::config::ProjectConfig,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.

@@ -5,12 +5,12 @@ use super::options::{Caller, LaunchHooks};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::index::ActiveRunIndex;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::files::trust::TrustedRoot;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
-use sublaunch_protocol::trust::TrustedRoot;
+use sublaunch_protocol::records::index::ActiveRunIndex;
 
 /// One launch's shared state.
 pub(crate) struct RunContext {

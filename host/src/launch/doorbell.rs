@@ -8,7 +8,7 @@ use rustix::io::Errno;
 use rustix::net::{AddressFamily, SendFlags, SocketFlags, SocketType};
 use std::collections::VecDeque;
 use std::io;
-use sublaunch_protocol::handshake::{ControlAction, Doorbell, DoorbellReader};
+use sublaunch_protocol::records::handshake::{ControlAction, Doorbell, DoorbellReader};
 use tokio::io::unix::AsyncFd;
 
 /// One event from the doorbell.

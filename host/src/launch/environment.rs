@@ -7,8 +7,8 @@ use crate::environment::{RUN_DEPTH_VAR, run_depth};
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use sublaunch_protocol::handshake::STARTUP_FD_ENV;
-use sublaunch_protocol::layout::ROOT_ENV;
+use sublaunch_protocol::files::layout::ROOT_ENV;
+use sublaunch_protocol::records::handshake::STARTUP_FD_ENV;
 
 /// `SUBLAUNCH_RUNNER_CONFIG`: the cfg path the shim reads (R1).
 pub const RUNNER_CONFIG_ENV: &str = "SUBLAUNCH_RUNNER_CONFIG";

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::Clock;
 use sublaunch_protocol::os::processes::signal_name;
-use sublaunch_protocol::proof::RunnerInstance;
+use sublaunch_protocol::records::proof::RunnerInstance;
 use tokio::sync::watch;
 
 /// How the shim ended, as observed by the host (the runner record of S6).

@@ -8,15 +8,15 @@ use super::options::HostEvent;
 use super::startup_failure;
 use std::path::Path;
 use std::sync::Arc;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::events::has_run_started;
-use sublaunch_protocol::handshake::exited_before_commit_message;
-use sublaunch_protocol::hook::FiredBy;
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::lease::SessionLeases;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::HostPoint;
-use sublaunch_protocol::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
-use sublaunch_protocol::status::{Status, read_status};
+use sublaunch_protocol::records::events::has_run_started;
+use sublaunch_protocol::records::handshake::exited_before_commit_message;
+use sublaunch_protocol::records::hook::FiredBy;
+use sublaunch_protocol::records::lease::SessionLeases;
+use sublaunch_protocol::records::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
+use sublaunch_protocol::records::status::{Status, read_status};
 
 /// How a run ended, as the host finalized it.
 #[derive(Clone, Debug)]
@@ -37,7 +37,7 @@ pub struct Finished {
 
 /// Whether the shim left commit evidence: its `subagent.run.started` line, or the proceed file
 /// consumed (H20).
-pub(crate) fn commit_evidence(run: &sublaunch_protocol::dir::Dir, run_id: &str) -> std::io::Result<bool> {
+pub(crate) fn commit_evidence(run: &sublaunch_protocol::files::dir::Dir, run_id: &str) -> std::io::Result<bool> {
     Ok(run.stat(names::RUNNER_STARTUP_PROCEED)?.is_none() || has_run_started(run, run_id)?)
 }
 
@@ -46,7 +46,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
     let mut warnings = Vec::new();
     let startup_failure = died_before_commit(ctx, exit).await;
     if let Some(error) = &startup_failure
-        && let sublaunch_protocol::status::StartupFailureOutcome::Failed(e) =
+        && let sublaunch_protocol::records::status::StartupFailureOutcome::Failed(e) =
             startup_failure::persist(ctx, error, true).await
     {
         warnings.push(format!("Failed to persist the startup failure: {e}"));

@@ -11,15 +11,15 @@ use serde_json::Value;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::handshake::{
+use sublaunch_protocol::files::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::os::clock::Deadline;
+use sublaunch_protocol::os::faults::HostPoint;
+use sublaunch_protocol::records::handshake::{
     ControlAction, ControlMessage, HostObservation, PollBackoff, StartupState, evaluate_host, evaluate_host_after_exit,
     exited_before_commit_message, exited_before_proceed_message, host_timeout_message,
 };
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::os::clock::Deadline;
-use sublaunch_protocol::os::faults::HostPoint;
 
 /// How long the commit check waits for the exit of a shim whose doorbell reached EOF.
 const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);

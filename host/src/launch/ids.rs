@@ -57,7 +57,7 @@ fn base36_suffix(random: &dyn RandomSource) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::layout::validate_run_id;
+    use sublaunch_protocol::files::layout::validate_run_id;
     use sublaunch_protocol::os::random::SequenceRandom;
 
     #[test]

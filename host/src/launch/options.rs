@@ -7,15 +7,15 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::config::RevivalLease;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::handshake::TERMINATE_GRACE;
-use sublaunch_protocol::layout::Layout;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::files::layout::Layout;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
-use sublaunch_protocol::proof::ProcessTerminal;
+use sublaunch_protocol::records::config::RevivalLease;
+use sublaunch_protocol::records::handshake::TERMINATE_GRACE;
+use sublaunch_protocol::records::proof::ProcessTerminal;
 
-pub use sublaunch_protocol::hook::OnEnd;
+pub use sublaunch_protocol::records::hook::OnEnd;
 
 /// The environment variable naming the shim executable.
 pub const SHIM_ENV: &str = crate::environment::SHIM_VAR;
@@ -32,7 +32,7 @@ pub struct Continuation {
     /// The agent's conversation handle.
     pub session: String,
     /// The conversation's usage so far as the agent counts it (Codex's thread total).
-    pub session_usage: Option<sublaunch_protocol::usage::Usage>,
+    pub session_usage: Option<sublaunch_protocol::records::usage::Usage>,
 }
 
 /// How the children of a chain or parallel run are executed.
@@ -195,7 +195,7 @@ pub struct LaunchOptions {
     /// agent keeps conversations).
     pub continuation: Option<Continuation>,
     /// The completion hook: a shell command run once when the run ends, with its result on
-    /// stdin (see [`sublaunch_protocol::hook`]). `None`: no hook.
+    /// stdin (see [`sublaunch_protocol::records::hook`]). `None`: no hook.
     pub on_end: Option<OnEnd>,
     /// At most this many runs of the state root are active at once; a run over the cap is
     /// recorded `queued` and starts, in arrival order, when a slot frees (`None`: no cap).
@@ -205,7 +205,7 @@ pub struct LaunchOptions {
     pub worktrees: crate::worktrees::WorktreeOptions,
     /// Whether the agents may load their own configuration from the project (set from the
     /// user's trust in it by [`crate::runs::start::prepare`]).
-    pub project_config: sublaunch_protocol::config::ProjectConfig,
+    pub project_config: sublaunch_protocol::records::config::ProjectConfig,
 }
 
 impl Default for LaunchOptions {
@@ -231,7 +231,7 @@ impl Default for LaunchOptions {
             on_end: None,
             max_active: None,
             worktrees: crate::worktrees::WorktreeOptions::default(),
-            project_config: sublaunch_protocol::config::ProjectConfig::default(),
+            project_config: sublaunch_protocol::records::config::ProjectConfig::default(),
         }
     }
 }

@@ -6,7 +6,7 @@
 
 use crate::Environment;
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::config::StepConfig;
+use sublaunch_protocol::records::config::StepConfig;
 
 /// What is looked up: an extension (a file, or a directory with an index) or a skill (a
 /// directory with a `SKILL.md`, or the file itself).

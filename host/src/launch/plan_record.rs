@@ -5,9 +5,9 @@
 use serde::{Deserialize, Serialize};
 use std::io;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
 
 /// The file name inside `<run>`.
 pub const LAUNCH_PLAN_FILE: &str = "launch-plan.json";

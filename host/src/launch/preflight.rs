@@ -4,9 +4,9 @@
 
 use std::io;
 use std::path::Path;
-use sublaunch_protocol::layout::Layout;
+use sublaunch_protocol::files::layout::Layout;
+use sublaunch_protocol::files::trust::{RootError, TrustedRoot};
 use sublaunch_protocol::os::Os;
-use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// One cwd to check: the effective path and the one the caller asked for.
 #[derive(Clone, Debug)]

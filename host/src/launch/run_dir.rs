@@ -7,13 +7,13 @@
 use rustix::fs::RenameFlags;
 use rustix::io::Errno;
 use std::io;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::os_error;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::procinfo;
-use sublaunch_protocol::proof::ProcessTerminal;
-use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
+use sublaunch_protocol::records::proof::ProcessTerminal;
+use sublaunch_protocol::records::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
 
 /// Suffix of a staging directory (`.<runId>.<pid>.<rand>.creating`).
 pub const STAGING_SUFFIX: &str = ".creating";

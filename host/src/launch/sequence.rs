@@ -26,12 +26,12 @@ use crate::worktrees;
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_protocol::config::RunnerConfig;
-use sublaunch_protocol::handshake::host_state_timeout;
-use sublaunch_protocol::hook::{self, HookSpec};
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::os::random::uuid_v4;
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::records::config::RunnerConfig;
+use sublaunch_protocol::records::handshake::host_state_timeout;
+use sublaunch_protocol::records::hook::{self, HookSpec};
+use sublaunch_protocol::records::status::Status;
 use tokio::sync::{oneshot, watch};
 
 /// A run that started: the launch committed from the host's side.
@@ -345,7 +345,7 @@ async fn pre_commit(
     options: &LaunchOptions,
 ) -> Result<(), String> {
     if !bookkeeping::take_ticket(ctx, runner).await? {
-        status.state = Some(sublaunch_protocol::status::RunState::Queued);
+        status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
     bookkeeping::initial_status(ctx, status).await?;
     bookkeeping::sidecars(ctx).await?;

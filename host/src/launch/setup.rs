@@ -11,13 +11,13 @@ use super::run_dir::{self, Origin, Preliminary};
 use std::path::PathBuf;
 use std::sync::Arc;
 use sublaunch_contract::LaunchPlan;
-use sublaunch_protocol::config::StepConfig;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::files::layout::{Layout, validate_run_id};
+use sublaunch_protocol::files::trust::TrustedRoot;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
-use sublaunch_protocol::trust::TrustedRoot;
+use sublaunch_protocol::records::config::StepConfig;
 
 /// Attempts at a fresh random run id before giving up.
 const RUN_ID_ATTEMPTS: usize = 8;

@@ -10,13 +10,13 @@ use std::io;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use sublaunch_protocol::config::RunnerConfig;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::errors::{errno, os_error};
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::{HostFaults, HostPoint};
 use sublaunch_protocol::procinfo;
+use sublaunch_protocol::records::config::RunnerConfig;
 
 /// H5: writes `<root>/async-cfg-<runId>.json` privately and atomically.
 pub(crate) fn write_config(

@@ -8,9 +8,9 @@ use super::context::{RunContext, warn};
 use super::exit_watcher::ProcessControl;
 use super::terminate::terminate_runner;
 use std::sync::Arc;
-use sublaunch_protocol::capacity::CapacityQueue;
 use sublaunch_protocol::os::faults::HostPoint;
-use sublaunch_protocol::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use sublaunch_protocol::records::capacity::CapacityQueue;
+use sublaunch_protocol::records::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
 
 /// S5 under the status lock. Errors are reported, never returned: they must not replace the
 /// launch error (F10).

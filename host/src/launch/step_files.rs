@@ -6,7 +6,7 @@
 //! machine and are not checked here; its output file is written here.
 
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::config::StepConfig;
+use sublaunch_protocol::records::config::StepConfig;
 
 /// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`.
 fn label(step: &StepConfig) -> String {

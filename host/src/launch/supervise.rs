@@ -10,7 +10,7 @@ use super::finalize::{Finished, commit_evidence, finalize_after_exit};
 use super::handle::CommitState;
 use super::handshake::SAFETY_POLL;
 use std::sync::Arc;
-use sublaunch_protocol::handshake::{Doorbell, PollBackoff};
+use sublaunch_protocol::records::handshake::{Doorbell, PollBackoff};
 use tokio::sync::{oneshot, watch};
 
 /// How the launch settled.

@@ -5,7 +5,7 @@ use super::options::{HostEvent, LaunchHooks, LaunchOptions};
 use std::path::Path;
 use std::sync::Mutex;
 use sublaunch_contract::{LaunchPlan, PlanStep};
-use sublaunch_protocol::durability::DurabilityPolicy;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
 
 /// A one-step plan running `task` with the built-in `shell` agent in `cwd`.

@@ -6,11 +6,11 @@
 use super::RunStore;
 use crate::launch::tokio;
 use serde_json::{Value, json};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::results::{ResultPayload, StepResult};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::results::{ResultPayload, StepResult};
+use sublaunch_protocol::records::usage::Usage;
 
 /// Why a run has no readable answer.
 #[derive(Debug, thiserror::Error)]

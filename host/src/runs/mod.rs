@@ -26,9 +26,9 @@ pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};
 pub use wait_many::{WaitMany, WaitUntil, wait_many};
 pub use watch::RunWatcher;
 
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::status::{Status, read_status};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::records::status::{Status, read_status};
 
 /// The run's `status.json` as a typed document; absent or corrupt as `None`.
 pub fn status_of(run: &Dir) -> Option<Status> {

@@ -11,10 +11,10 @@ use crate::launch::run_dir;
 use rustix::fs::FileType;
 use std::io;
 use std::time::Duration;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::layout::{enc, names};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::layout::{enc, names};
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::status::{RunState, Status};
+use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Which ended runs to remove.
 #[derive(Clone, Debug, Default)]

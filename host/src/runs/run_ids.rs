@@ -4,7 +4,7 @@
 
 use super::RunStore;
 use std::fmt;
-use sublaunch_protocol::layout::{InvalidRunId, validate_run_id};
+use sublaunch_protocol::files::layout::{InvalidRunId, validate_run_id};
 
 /// How many candidates an ambiguous prefix's message names.
 const LISTED_CANDIDATES: usize = 10;

@@ -4,9 +4,9 @@
 
 use crate::Environment;
 use serde_json::json;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
 
 /// Writes the stop request of `run_id` (`requested_by` names who asks, e.g. `sublaunch-cli`).

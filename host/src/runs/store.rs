@@ -14,19 +14,19 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::capacity::{CapacityQueue, queue_position};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::hook::FiredBy;
-use sublaunch_protocol::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
-use sublaunch_protocol::layout::{Layout, validate_run_id};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::{Layout, validate_run_id};
+use sublaunch_protocol::files::trust::{RootError, TrustedRoot};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
-use sublaunch_protocol::status::{Change, RunState, Status, modify_status, read_status};
+use sublaunch_protocol::records::capacity::{CapacityQueue, queue_position};
+use sublaunch_protocol::records::hook::FiredBy;
+use sublaunch_protocol::records::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
+use sublaunch_protocol::records::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
+use sublaunch_protocol::records::status::{Change, RunState, Status, modify_status, read_status};
 use sublaunch_protocol::sweep::sweep_root_if_due;
-use sublaunch_protocol::trust::{RootError, TrustedRoot};
 
 /// The runs under one root, seen by a process that did not spawn them.
 pub struct RunStore {
@@ -204,13 +204,18 @@ impl RunStore {
         });
         match result {
             // The run never had a runner: its proof file says so too, when none was written.
-            Ok(Some(proof)) if run.stat(sublaunch_protocol::layout::names::PROCESS_TERMINAL)?.is_none() => run
-                .write_doc(
-                    sublaunch_protocol::layout::names::PROCESS_TERMINAL,
+            Ok(Some(proof))
+                if run
+                    .stat(sublaunch_protocol::files::layout::names::PROCESS_TERMINAL)?
+                    .is_none() =>
+            {
+                run.write_doc(
+                    sublaunch_protocol::files::layout::names::PROCESS_TERMINAL,
                     &proof,
                     policy.for_kind(DocKind::FinalProof),
-                ),
-            Err(sublaunch_protocol::status::ModifyError::Io(e)) => Err(e),
+                )
+            }
+            Err(sublaunch_protocol::records::status::ModifyError::Io(e)) => Err(e),
             _ => Ok(()),
         }
     }
@@ -266,7 +271,7 @@ impl RunStore {
     }
 
     /// Settles the capacity queue (tickets of dead runners reclaimed, waiting ones promoted,
-    /// see [`sublaunch_protocol::capacity`]) and returns the place of each waiting run (1 =
+    /// see [`sublaunch_protocol::records::capacity`]) and returns the place of each waiting run (1 =
     /// next). No queue yet: no places.
     pub fn queue_positions(&self) -> io::Result<HashMap<String, usize>> {
         let Some(queue) = CapacityQueue::open_existing(self.root.runs())? else {

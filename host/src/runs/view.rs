@@ -4,9 +4,9 @@
 use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::status::{RunState, Status};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::status::{RunState, Status};
+use sublaunch_protocol::records::usage::Usage;
 
 /// One run: its id and directory, what its status says (when it has one that can be read),
 /// and what a caller adds (its place in the capacity queue, its answer).
@@ -91,7 +91,7 @@ impl StatusView {
 mod tests {
     use super::*;
     use serde_json::json;
-    use sublaunch_protocol::status::StepStatus;
+    use sublaunch_protocol::records::status::StepStatus;
 
     /// The keys and nulls `list --json` printed before the view existed, byte for byte.
     #[test]

@@ -14,9 +14,9 @@ use super::{shim_of, status_of};
 use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::records::status::Status;
 
 /// How a wait ended.
 pub enum WaitEnd {

@@ -8,8 +8,8 @@ use super::wait::{WaitEnd, look, wait_terminal};
 use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::status::Status;
 
 /// When [`wait_many`] is done.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

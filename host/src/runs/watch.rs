@@ -8,8 +8,8 @@ use rustix::fs::inotify::{self, CreateFlags, WatchFlags};
 use rustix::process::{Pid, PidfdFlags};
 use std::path::Path;
 use std::time::Duration;
-use sublaunch_protocol::handshake::PollBackoff;
 use sublaunch_protocol::procinfo::start_identity;
+use sublaunch_protocol::records::handshake::PollBackoff;
 
 /// The safety tick when inotify works (liveness is re-checked at least this often).
 const SAFETY_TICK: Duration = Duration::from_secs(1);

@@ -6,7 +6,7 @@ use super::{RunStore, status_of};
 use crate::worktrees::Git;
 use crate::worktrees::prune::{self, Listed, Pruned, RunPhase};
 use std::io;
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::records::status::Status;
 
 /// Every recorded worktree of the store's root, and the records that could not be read.
 pub fn list(store: &RunStore, git: &Git) -> io::Result<(Vec<Listed>, Vec<String>)> {

@@ -7,9 +7,9 @@ use super::git::Git;
 use super::record::{self, WorktreeEntry, WorktreeRecord};
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::config::{StepConfig, StepWorktree};
-use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::git::At;
+use sublaunch_protocol::records::config::{StepConfig, StepWorktree};
 
 /// The prefix of every branch sublaunch creates: `sublaunch/<run-id>/<step>[-<task>]`.
 pub const BRANCH_PREFIX: &str = "sublaunch/";

@@ -13,9 +13,9 @@ use super::git::Git;
 use super::record::{self, WorktreeEntry, WorktreeRecord};
 use std::io;
 use std::path::Path;
-use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::lock::StatusLock;
 use sublaunch_protocol::git::{At, Repository};
-use sublaunch_protocol::lock::StatusLock;
 
 /// What became of a run, as far as its worktrees care.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 use std::io;
 use std::path::PathBuf;
-use sublaunch_protocol::atomic::Durability;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
+use sublaunch_protocol::files::atomic::Durability;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
 
 /// The directory under the state root that holds the records (and, by default, the
 /// worktrees: `<root>/worktrees/<run-id>/<step>[-<task>]`).

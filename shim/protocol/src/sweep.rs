@@ -2,10 +2,10 @@
 //! minutes whose writer pid is not alive. Run at host start and by listers, at most once per
 //! [`ORPHAN_TEMP_AGE`] under a root ([`sweep_root_if_due`]).
 
-use crate::atomic::parse_temp_name;
-use crate::dir::Dir;
+use crate::files::atomic::parse_temp_name;
+use crate::files::dir::Dir;
+use crate::files::trust::TrustedRoot;
 use crate::procinfo::{Liveness, ProcessOracle};
-use crate::trust::TrustedRoot;
 use rustix::fs::FileType;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -135,8 +135,8 @@ fn sweep_tree(dir: &Dir, oracle: &dyn ProcessOracle, depth: usize, report: &mut 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::atomic::temp_name;
-    use crate::layout::Layout;
+    use crate::files::atomic::temp_name;
+    use crate::files::layout::Layout;
     use crate::os::Os;
     use crate::os::clock::ManualClock;
     use std::sync::Arc;

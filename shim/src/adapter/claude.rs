@@ -24,7 +24,7 @@ use super::push_option;
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::usage::Usage;
 
 /// The command of a step (`writer`: `claude-code-writer`, edits are accepted without asking).
 pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
@@ -66,7 +66,7 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
     // Claude Code skips its folder-trust question in print mode, so a cloned repository's
     // `.claude/` settings (hooks among them) would run: in a project the user does not trust,
     // only the user's own settings are read.
-    if input.live.project_config == sublaunch_protocol::config::ProjectConfig::Ignore {
+    if input.live.project_config == sublaunch_protocol::records::config::ProjectConfig::Ignore {
         push_option(&mut argv, "--setting-sources", Some("user"));
     }
     // Claude Code keeps a dollar limit itself, stopping before the call that would cross it.

@@ -19,7 +19,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::io::Read;
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::usage::Usage;
 
 /// `last-message-<n>.txt`: where Codex writes step `n`'s final message.
 pub fn last_message_name(index: usize) -> String {

@@ -187,10 +187,10 @@ mod tests {
     /// The command a `command` runner with `template` builds for `task`.
     fn build(template: &[&str], task: &str) -> Result<AgentCommand, String> {
         let tmp = tempfile::tempdir().unwrap();
-        let run = sublaunch_protocol::dir::Dir::open(tmp.path()).unwrap();
-        let mut spec = sublaunch_protocol::config::AdapterSpec::new("command");
+        let run = sublaunch_protocol::files::dir::Dir::open(tmp.path()).unwrap();
+        let mut spec = sublaunch_protocol::records::config::AdapterSpec::new("command");
         spec.argv = Some(template.iter().map(|a| (*a).to_owned()).collect());
-        let step = sublaunch_protocol::config::StepConfig {
+        let step = sublaunch_protocol::records::config::StepConfig {
             agent: Some("tool".into()),
             ..Default::default()
         };

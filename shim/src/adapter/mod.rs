@@ -37,9 +37,9 @@ pub use script_refs::ScriptValues;
 pub use text::{TEXT_LINE_RETAIN, TextParser};
 
 use std::collections::BTreeMap;
-use sublaunch_protocol::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
+use sublaunch_protocol::records::usage::Usage;
 
 /// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
 pub const FINAL_MESSAGE_LIMIT: usize = 16 * 1024 * 1024;
@@ -77,7 +77,7 @@ pub struct LiveOptions {
     /// so that it can be asked to wrap up before the deadline.
     pub streamed_input: bool,
     /// Whether the agent may load its own configuration from the project it runs in.
-    pub project_config: sublaunch_protocol::config::ProjectConfig,
+    pub project_config: sublaunch_protocol::records::config::ProjectConfig,
 }
 
 /// What a stdout line is, for the supervisor.
@@ -270,7 +270,7 @@ impl StepInput<'_> {
     /// Writes a private file for the agent in `<run>` and returns its path.
     pub fn write_file(&self, name: &str, bytes: &[u8]) -> Result<String, String> {
         self.run
-            .write(name, bytes, sublaunch_protocol::atomic::Durability::Atomic)
+            .write(name, bytes, sublaunch_protocol::files::atomic::Durability::Atomic)
             .map_err(|e| format!("cannot write {name}: {e}"))?;
         Ok(self.run.join(name).to_string_lossy().into_owned())
     }

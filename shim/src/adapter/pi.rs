@@ -25,8 +25,8 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{ARG_LIMIT, AgentCommand, Extracted, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::path::PathBuf;
-use sublaunch_protocol::config::ProjectConfig;
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::config::ProjectConfig;
+use sublaunch_protocol::records::usage::Usage;
 
 /// `pi-sessions-<n>`: where pi keeps step `n`'s conversation, so a resume can continue it.
 pub fn session_dir_name(index: usize) -> String {
@@ -97,7 +97,7 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 
 /// pi's extensions and skills: a list replaces what pi discovers (`--no-extensions`,
 /// `--no-skills`), required extensions are loaded in every case.
-fn push_resources(argv: &mut Vec<String>, step: &sublaunch_protocol::config::StepConfig) {
+fn push_resources(argv: &mut Vec<String>, step: &sublaunch_protocol::records::config::StepConfig) {
     if let Some(extensions) = &step.extensions {
         argv.push("--no-extensions".into());
         for extension in extensions {

@@ -42,8 +42,8 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::config::{AdapterSpec, StepConfig};
-    use sublaunch_protocol::dir::Dir;
+    use sublaunch_protocol::files::dir::Dir;
+    use sublaunch_protocol::records::config::{AdapterSpec, StepConfig};
 
     #[test]
     fn the_shell_step_runs_its_task_in_its_cwd_and_a_bare_command_runs_as_given() {
@@ -66,7 +66,7 @@ mod tests {
         assert_eq!((command.cwd.as_str(), command.stdin), ("/tmp", None));
         let mut custom = step.clone();
         custom.adapter = None;
-        custom.command = Some(sublaunch_protocol::config::CommandSpec {
+        custom.command = Some(sublaunch_protocol::records::config::CommandSpec {
             argv: vec!["/bin/agent".into(), "x".into()],
             ..Default::default()
         });

@@ -7,7 +7,7 @@
 use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::io::Errno;
 use rustix::net::{RecvFlags, SendFlags};
-use sublaunch_protocol::handshake::{Doorbell as Message, DoorbellReader};
+use sublaunch_protocol::records::handshake::{Doorbell as Message, DoorbellReader};
 
 /// The doorbell socket, if the host passed one.
 #[derive(Debug, Default)]

@@ -172,7 +172,7 @@ pub fn disk_full_files(run_id: &str) -> Option<std::sync::Arc<dyn sublaunch_prot
     let documents = targets
         .split(',')
         .filter_map(|target| match target.trim() {
-            "status" => Some(sublaunch_protocol::layout::names::STATUS.to_owned()),
+            "status" => Some(sublaunch_protocol::files::layout::names::STATUS.to_owned()),
             "marker" => Some(run_id.to_owned()),
             _ => None,
         })

@@ -16,17 +16,17 @@ use crate::context::parent::ParentMonitor;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_protocol::config::RunnerConfig;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::index::ActiveRunIndex;
-use sublaunch_protocol::layout::{Layout, names};
-use sublaunch_protocol::lease::{Lease, WriterState};
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::{Layout, names};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::ShiftedClock;
-use sublaunch_protocol::proof::ProcessTerminal;
-use sublaunch_protocol::status::{
+use sublaunch_protocol::records::config::RunnerConfig;
+use sublaunch_protocol::records::index::ActiveRunIndex;
+use sublaunch_protocol::records::lease::{Lease, WriterState};
+use sublaunch_protocol::records::proof::ProcessTerminal;
+use sublaunch_protocol::records::status::{
     RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure, read_status,
 };
 

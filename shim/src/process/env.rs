@@ -17,7 +17,7 @@ pub const TEST_HOOK_VARS: [&str; 5] = [
 /// Whether the shim's variable `key` is withheld from the agent.
 pub fn withheld(key: &str) -> bool {
     key.starts_with("SUBLAUNCH_RUNNER_")
-        || key == sublaunch_protocol::handshake::STARTUP_FD_ENV
+        || key == sublaunch_protocol::records::handshake::STARTUP_FD_ENV
         || key.starts_with("SUBLAUNCH_SHIM_TEST_")
         || TEST_HOOK_VARS.contains(&key)
 }

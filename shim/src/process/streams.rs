@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 use std::io::Write;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::layout::names;
 
 /// R11: a pending stdout line longer than this without a newline is a protocol failure.
 pub const PROTOCOL_LINE_LIMIT: usize = 16 * 1024 * 1024;

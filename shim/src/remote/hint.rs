@@ -1,7 +1,7 @@
 //! P-H12: one operator hint for a placed step that failed, from its exit code and stderr; the
 //! first matching cause wins.
 
-use sublaunch_protocol::config::AdapterId;
+use sublaunch_protocol::records::config::AdapterId;
 
 /// What a hint needs to know about the step.
 #[derive(Clone, Debug)]

@@ -20,8 +20,8 @@ use crate::adapter::{ARG_LIMIT, AgentCommand};
 use script::{Markers, RemoteFile};
 use std::collections::BTreeMap;
 use std::path::Path;
-use sublaunch_protocol::config::AdapterId;
-use sublaunch_protocol::config::Placement;
+use sublaunch_protocol::records::config::AdapterId;
+use sublaunch_protocol::records::config::Placement;
 
 /// The host variables the `ssh` process gets (P-H6); nothing else, in particular no API keys.
 pub const SSH_ENV: [&str; 6] = ["PATH", "HOME", "USER", "LOGNAME", "TMPDIR", "SSH_AUTH_SOCK"];

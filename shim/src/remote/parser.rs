@@ -8,7 +8,7 @@ use serde_json::Value;
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
-use sublaunch_protocol::step_record::RemoteGit;
+use sublaunch_protocol::records::step_record::RemoteGit;
 
 /// What the supervisor learns about the remote side while the step runs.
 #[derive(Clone, Debug, Default)]

@@ -5,7 +5,7 @@
 use std::os::unix::process::CommandExt as _;
 use std::process::Command;
 use std::time::Duration;
-use sublaunch_protocol::config::Placement;
+use sublaunch_protocol::records::config::Placement;
 
 /// How long the remote group gets between SIGTERM and SIGKILL (tenths of a second, counted by
 /// the remote shell).

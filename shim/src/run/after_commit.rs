@@ -14,15 +14,15 @@ use crate::supervise::control::ControlInbox;
 use crate::supervise::{Request, Requests, StopBy};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::deferred::Submitted;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::to_pretty_bytes;
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::events::{self, EventLog};
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::to_pretty_bytes;
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
-use sublaunch_protocol::status::{RunningUpdate, StepStatus};
-use sublaunch_protocol::step_record::ParallelGroup;
+use sublaunch_protocol::records::events::{self, EventLog};
+use sublaunch_protocol::records::status::{RunningUpdate, StepStatus};
+use sublaunch_protocol::records::step_record::ParallelGroup;
 
 /// Runs everything after commit; returns the exit code. `stop` is a stop signal a test hook
 /// consumed while hanging at `after-commit`.
@@ -131,7 +131,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         now,
     });
     if ended_queued {
-        book.status.state = Some(sublaunch_protocol::status::RunState::Queued);
+        book.status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
     let modifier = ctx.faults.take_modifier();
     if !modifier.skip {
@@ -177,7 +177,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         log_cap: crate::process::streams::OutputLog::cap_from_env(),
         control_woken: false,
         worktree_heads: std::collections::BTreeMap::new(),
-        run_spent: sublaunch_protocol::usage::Usage::default(),
+        run_spent: sublaunch_protocol::records::usage::Usage::default(),
         checkpoint: ctx.cfg.checkpoint_before_deadline_ms.filter(|_| deadline.is_some()),
     })
 }
@@ -194,12 +194,12 @@ fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
         }
         // The run committed and ended: its completion hook fires, with what the status says.
         if ctx.cfg.on_end.is_some()
-            && let Some(status) = sublaunch_protocol::status::read_status(&run)
+            && let Some(status) = sublaunch_protocol::records::status::read_status(&run)
                 .ok()
-                .and_then(sublaunch_protocol::doc::ReadDoc::present)
-                .filter(sublaunch_protocol::status::Status::is_terminal)
+                .and_then(sublaunch_protocol::files::doc::ReadDoc::present)
+                .filter(sublaunch_protocol::records::status::Status::is_terminal)
         {
-            let payload = sublaunch_protocol::hook::payload_from_status(&status, &ctx.cfg.async_dir);
+            let payload = sublaunch_protocol::records::hook::payload_from_status(&status, &ctx.cfg.async_dir);
             let state = status.state.as_ref().map_or("failed", |s| s.as_str()).to_owned();
             crate::run::end::hook::fire_after_run(ctx, &run, &mut Reaper::default(), &state, &payload);
         }

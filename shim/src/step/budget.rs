@@ -4,9 +4,9 @@
 //! much; the record keeps the same facts as `budgetExceeded`.
 
 use crate::adapter::Spent;
-use sublaunch_protocol::config::UsageBudget;
-use sublaunch_protocol::step_record::{BudgetExceeded, BudgetScope};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::config::UsageBudget;
+use sublaunch_protocol::records::step_record::{BudgetExceeded, BudgetScope};
+use sublaunch_protocol::records::usage::Usage;
 
 /// Whose limit was crossed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -5,11 +5,11 @@ use crate::process::reaper::ExitInfo;
 use crate::process::tree::{GroupOutcome, SweepOutcome, pid_list};
 use crate::remote::parser::RemoteState;
 use serde_json::Value;
-use sublaunch_protocol::config::Placement;
-use sublaunch_protocol::events::Event;
-use sublaunch_protocol::proof::{ProcessTree, WriterRecord};
-use sublaunch_protocol::status::{EndFacts, RunState, derive_terminal_state};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::config::Placement;
+use sublaunch_protocol::records::events::Event;
+use sublaunch_protocol::records::proof::{ProcessTree, WriterRecord};
+use sublaunch_protocol::records::status::{EndFacts, RunState, derive_terminal_state};
+use sublaunch_protocol::records::usage::Usage;
 
 /// `Interrupted. Waiting for explicit next action.` (R12).
 pub const INTERRUPT_MESSAGE: &str = "Interrupted. Waiting for explicit next action.";

@@ -8,7 +8,7 @@
 //! Otherwise the step fails with a message naming both models and the settings line that
 //! declares the alias.
 
-use sublaunch_protocol::config::ModelCheck;
+use sublaunch_protocol::records::config::ModelCheck;
 
 /// Checks `reported` against `check`; the failure text on a mismatch.
 pub fn verify(check: &ModelCheck, reported: Option<&str>, label: &str) -> Result<(), String> {

@@ -7,8 +7,8 @@ use crate::adapter::Extracted;
 use crate::step::end::StepEnd;
 use crate::step::structured::StructuredError;
 use serde_json::json;
-use sublaunch_protocol::config::StepConfig;
-use sublaunch_protocol::status::{RunState, derive_terminal_state};
+use sublaunch_protocol::records::config::StepConfig;
+use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
 
 /// The failure of an agent drained (X5) without a clean final answer.
 pub const DRAIN_FAILURE: &str =

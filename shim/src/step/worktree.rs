@@ -9,9 +9,9 @@ use crate::process::bounded;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-use sublaunch_protocol::config::StepWorktree;
 use sublaunch_protocol::git::{At, LinkedWorktree, Repository};
-use sublaunch_protocol::step_record::{CommitLine, Uncommitted, WorktreeReport};
+use sublaunch_protocol::records::config::StepWorktree;
+use sublaunch_protocol::records::step_record::{CommitLine, Uncommitted, WorktreeReport};
 
 /// How long one git question may take (a worktree of a huge repository, a slow disk).
 const GIT_LIMIT: Duration = Duration::from_secs(20);

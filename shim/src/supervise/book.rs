@@ -8,14 +8,14 @@
 
 use std::io;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::atomic::Durability;
 use sublaunch_protocol::deferred::{Deferred, DeferredKind, Submitted};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::index::ActiveRunIndex;
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::status::{RunState, Status, read_status};
+use sublaunch_protocol::files::atomic::Durability;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::records::index::ActiveRunIndex;
+use sublaunch_protocol::records::status::{RunState, Status, read_status};
 
 /// Activity-only status updates are coalesced to one per this interval (S3).
 pub const ACTIVITY_INTERVAL: Duration = Duration::from_millis(1_000);

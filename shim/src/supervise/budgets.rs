@@ -53,7 +53,7 @@ impl Supervisor {
 
     /// The dollars a Claude Code step may still spend: its own budget, or what is left of the
     /// run's, whichever is less.
-    pub(super) fn cost_cap(&self, ctx: &Ctx, step: &sublaunch_protocol::config::StepConfig) -> Option<f64> {
+    pub(super) fn cost_cap(&self, ctx: &Ctx, step: &sublaunch_protocol::records::config::StepConfig) -> Option<f64> {
         let own = step.usage_budget.as_ref().and_then(|b| b.max_cost_usd);
         let left = ctx
             .cfg

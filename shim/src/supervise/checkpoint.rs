@@ -6,8 +6,8 @@ use crate::adapter;
 use crate::context::Ctx;
 use crate::step::child::ChildRun;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::config::AdapterId;
-use sublaunch_protocol::events;
+use sublaunch_protocol::records::config::AdapterId;
+use sublaunch_protocol::records::events;
 
 impl Supervisor {
     /// When the agents are asked to wrap up: the checkpoint's time before the deadline.

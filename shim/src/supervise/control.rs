@@ -8,8 +8,8 @@ use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::layout::names;
 
 /// Safety poll interval with inotify.
 pub const SAFETY_POLL: Duration = Duration::from_millis(1_000);

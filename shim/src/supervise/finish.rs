@@ -13,7 +13,7 @@ use crate::step::end::{RemoteEnd, StepEnd, process_tree};
 use std::time::Instant;
 use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::random::uuid_v4;
-use sublaunch_protocol::proof::WriterRecord;
+use sublaunch_protocol::records::proof::WriterRecord;
 
 impl Supervisor {
     /// The end of an agent that [`ChildRun::is_done`]: exit, requests, output, writer record.
@@ -53,7 +53,7 @@ impl Supervisor {
         });
         crate::step::verdict::judge(&mut end, &step, extracted);
         if let Some(path) = &step.output_file
-            && end.state() == sublaunch_protocol::status::RunState::Complete
+            && end.state() == sublaunch_protocol::records::status::RunState::Complete
         {
             let answer = crate::step::placeholders::handoff(&end);
             match crate::step::output_file::write(path, &answer, ctx.cfg.agent_umask) {

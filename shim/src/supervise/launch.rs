@@ -12,11 +12,11 @@ use crate::process::streams::OutputLog;
 use crate::step::child::{ChildIo, ChildRun};
 use crate::step::end::StepEnd;
 use std::time::Instant;
-use sublaunch_protocol::config::AdapterId;
-use sublaunch_protocol::events;
-use sublaunch_protocol::lease::WriterState;
 use sublaunch_protocol::os::faults::ShimPoint;
-use sublaunch_protocol::step_record::ExternalProcess;
+use sublaunch_protocol::records::config::AdapterId;
+use sublaunch_protocol::records::events;
+use sublaunch_protocol::records::lease::WriterState;
+use sublaunch_protocol::records::step_record::ExternalProcess;
 
 impl Supervisor {
     /// The end of step `index` when it never runs (`reason`: `Not run: …`).
@@ -135,7 +135,10 @@ impl Supervisor {
     }
 
     fn step_running(&mut self, ctx: &Ctx, index: usize, wall: u64) {
-        let output_file = ctx.paths.run.join(sublaunch_protocol::layout::names::output_log(index));
+        let output_file = ctx
+            .paths
+            .run
+            .join(sublaunch_protocol::files::layout::names::output_log(index));
         let status = &mut self.book.status;
         status.current_step = u32::try_from(index).ok();
         status.last_update = Some(wall);

@@ -9,7 +9,7 @@ use crate::process::pipe::{self, Stream};
 use crate::process::streams::{PROTOCOL_LINE_LIMIT, protocol_limit_message};
 use crate::step::child::ChildRun;
 use std::time::Instant;
-use sublaunch_protocol::events;
+use sublaunch_protocol::records::events;
 
 impl Supervisor {
     /// Reads what `stream` has (bounded per wake so signals and timers stay responsive).

@@ -35,8 +35,8 @@ use crate::step::end::StepEnd;
 use book::StatusBook;
 use control::ControlInbox;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::events::EventLog;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::events::EventLog;
 
 /// X7: pipes are closed after this long without data once the agent exited …
 pub const GUARD_IDLE: Duration = Duration::from_millis(2_000);
@@ -69,7 +69,7 @@ pub struct Supervisor {
     pub worktree_heads: std::collections::BTreeMap<String, String>,
     /// The usage of the run's finished agents (the run's budget counts it with the running
     /// ones').
-    pub run_spent: sublaunch_protocol::usage::Usage,
+    pub run_spent: sublaunch_protocol::records::usage::Usage,
     /// How long before the deadline the agents are asked to wrap up (only with a deadline).
     pub checkpoint: Option<u64>,
 }

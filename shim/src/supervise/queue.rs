@@ -1,4 +1,4 @@
-//! Waiting for a capacity slot after commit ([`sublaunch_protocol::capacity`]): a run launched
+//! Waiting for a capacity slot after commit ([`sublaunch_protocol::records::capacity`]): a run launched
 //! over the cap starts nothing until its ticket holds a slot. The wait wakes when a ticket of
 //! the queue goes or changes (inotify) and on a short tick — a killed runner's ticket does not
 //! delete itself — and each time settles the queue under its lock (dead runners' tickets
@@ -15,9 +15,9 @@ use rustix::fd::{AsRawFd, OwnedFd};
 use rustix::fs::inotify;
 use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::capacity::{CapacityQueue, queue_position};
-use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::os::processes::Processes;
+use sublaunch_protocol::records::capacity::{CapacityQueue, queue_position};
 
 /// How often a waiting run re-evaluates the queue without being woken.
 pub const TICK: Duration = Duration::from_millis(500);

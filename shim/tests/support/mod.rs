@@ -24,20 +24,20 @@ use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
-use sublaunch_protocol::atomic::Durability;
-use sublaunch_protocol::config::{CommandSpec, RevivalLease, RunnerConfig, StepConfig};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::handshake::{
+use sublaunch_protocol::files::atomic::Durability;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
+use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::os::random::{OsRandom, uuid_v4};
+use sublaunch_protocol::records::config::{CommandSpec, RevivalLease, RunnerConfig, StepConfig};
+use sublaunch_protocol::records::handshake::{
     ControlAction, ControlMessage, Doorbell, DoorbellReader, exited_before_commit_message,
 };
-use sublaunch_protocol::index::ActiveRunIndex;
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::lease::SessionLeases;
-use sublaunch_protocol::os::random::{OsRandom, uuid_v4};
-use sublaunch_protocol::proof::{Candidate, FinalizeContext, ProcessTerminal, RunnerInstance, finalize};
-use sublaunch_protocol::status::{InitialStatus, StartupFailure, Status, persist_startup_failure};
+use sublaunch_protocol::records::index::ActiveRunIndex;
+use sublaunch_protocol::records::lease::SessionLeases;
+use sublaunch_protocol::records::proof::{Candidate, FinalizeContext, ProcessTerminal, RunnerInstance, finalize};
+use sublaunch_protocol::records::status::{InitialStatus, StartupFailure, Status, persist_startup_failure};
 
 /// The shim binary under test (built with `test-hooks` through the self dev-dependency).
 pub const SHIM: &str = env!("CARGO_BIN_EXE_sublaunch-shim");
@@ -204,7 +204,7 @@ impl Root {
             })
             .collect();
         let cfg = RunnerConfig {
-            config_version: sublaunch_protocol::config::CONFIG_VERSION,
+            config_version: sublaunch_protocol::records::config::CONFIG_VERSION,
             id: id.clone(),
             steps,
             result_path: self.results().join(format!("{id}.json")).to_string_lossy().into_owned(),
@@ -634,7 +634,7 @@ impl Launched {
         let run = Dir::open(&self.run).unwrap();
         let policy = DurabilityPolicy::standard();
         let proceed_left = run.stat(names::RUNNER_STARTUP_PROCEED).unwrap().is_some();
-        let started = sublaunch_protocol::events::has_run_started(&run, &self.cfg.id).unwrap();
+        let started = sublaunch_protocol::records::events::has_run_started(&run, &self.cfg.id).unwrap();
         let error = match host_error {
             Some(e) => Some(e.to_owned()),
             None if self.cfg.revival_lease.is_none() && proceed_left && !started => {
@@ -683,17 +683,18 @@ impl Launched {
 
     /// What a later lister's reconciliation does with this run (S13), judging liveness by the
     /// real process table.
-    pub fn reconcile(&self) -> Option<sublaunch_protocol::proof::OrphanOutcome> {
+    pub fn reconcile(&self) -> Option<sublaunch_protocol::records::proof::OrphanOutcome> {
         let run = Dir::open(&self.run).unwrap();
         let runs = Dir::open(&self.root.join("runs")).unwrap();
         let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
         let oracle = sublaunch_protocol::procinfo::SystemProcesses;
-        let request = sublaunch_protocol::proof::OrphanRequest {
+        let request = sublaunch_protocol::records::proof::OrphanRequest {
             spawned_here: false,
             oracle: &oracle,
             own_pid_namespace: None,
         };
-        sublaunch_protocol::proof::repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard()).unwrap()
+        sublaunch_protocol::records::proof::repair_orphan(&run, &request, Some(&index), DurabilityPolicy::standard())
+            .unwrap()
     }
 }
 

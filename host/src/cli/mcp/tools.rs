@@ -19,8 +19,8 @@ use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 use sublaunch::runs::{AnswerError, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::status::Status;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::status::Status;
 
 /// The session id runs started through MCP carry.
 const MCP_SESSION_ID: &str = "sublaunch-mcp";

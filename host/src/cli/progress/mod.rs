@@ -24,7 +24,7 @@ use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch::launch::tokio;
-use sublaunch_protocol::dir::Dir;
+use sublaunch_protocol::files::dir::Dir;
 
 /// The shortest time between two refreshes (at most 10 Hz).
 const MIN_INTERVAL: Duration = Duration::from_millis(100);

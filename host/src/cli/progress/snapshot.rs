@@ -4,11 +4,11 @@
 use crate::cli::runs::status_of;
 use std::io::{Read, Seek, SeekFrom};
 use sublaunch::launch::plan_record::read_plan_record;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::ReadDoc;
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::status::{RunState, StepStatus};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::records::status::{RunState, StepStatus};
+use sublaunch_protocol::records::usage::Usage;
 
 /// How much of the end of an output log is read to find its last line.
 const TAIL_BYTES: u64 = 4096;

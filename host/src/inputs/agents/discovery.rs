@@ -199,7 +199,7 @@ pub fn discover_in(locations: &[(PathBuf, Scope)]) -> Catalog {
                 .map_err(|problem| FileError::new(&path, None, problem.problem))
                 .and_then(|text| {
                     if matches!(scope, Scope::Project | Scope::PiProject) {
-                        let digest = sublaunch_protocol::atomic::sha256_hex(text.as_bytes());
+                        let digest = sublaunch_protocol::files::atomic::sha256_hex(text.as_bytes());
                         catalog.digests.push((path.clone(), digest));
                     }
                     parse_agent_file(&path, &text, source)

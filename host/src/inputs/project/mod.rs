@@ -23,11 +23,11 @@ use lineage::{LINEAGE_VAR, Lineage};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use store::{Approval, ProgramKind, TrustStore, TrustedProject};
-use sublaunch_protocol::config::ProjectConfig;
+use sublaunch_protocol::records::config::ProjectConfig;
 
 /// The project entries that count, relative to a directory on the way up: those sublaunch
 /// reads, then those the agents it starts would read themselves (which they are told to leave
-/// alone in an untrusted project, [`sublaunch_protocol::config::ProjectConfig`]).
+/// alone in an untrusted project, [`sublaunch_protocol::records::config::ProjectConfig`]).
 const ENTRIES: [&str; 12] = [
     ".sublaunch/settings.json",
     ".sublaunch/models.json",
@@ -348,7 +348,7 @@ impl ProgramItem {
         Self {
             path: path.to_owned(),
             kind: ProgramKind::CompletionHook,
-            sha256: sublaunch_protocol::atomic::sha256_hex(content.as_bytes()),
+            sha256: sublaunch_protocol::files::atomic::sha256_hex(content.as_bytes()),
             shows: command.to_owned(),
         }
     }
@@ -358,7 +358,7 @@ impl ProgramItem {
         Self {
             path: path.to_owned(),
             kind,
-            sha256: sublaunch_protocol::atomic::sha256_hex(bytes),
+            sha256: sublaunch_protocol::files::atomic::sha256_hex(bytes),
             shows,
         }
     }
@@ -376,14 +376,14 @@ impl ProgramItem {
                 .ok()
                 .flatten()
                 .unwrap_or_default();
-            content.extend_from_slice(sublaunch_protocol::atomic::sha256_hex(&bytes).as_bytes());
+            content.extend_from_slice(sublaunch_protocol::files::atomic::sha256_hex(&bytes).as_bytes());
             content.push(b'\n');
         }
         let names: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
         Self {
             path: dir.to_owned(),
             kind: ProgramKind::PiExtensions,
-            sha256: sublaunch_protocol::atomic::sha256_hex(&content),
+            sha256: sublaunch_protocol::files::atomic::sha256_hex(&content),
             shows: format!("{} file(s): {}", files.len(), names.join(", ")),
         }
     }

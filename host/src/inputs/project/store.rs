@@ -11,7 +11,7 @@
 use crate::inputs::config_files;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::atomic::{Dir, Durability};
+use sublaunch_protocol::files::atomic::{Dir, Durability};
 
 /// The directory of the records in the configuration directory.
 pub const STORE_DIR: &str = "trusted";
@@ -100,7 +100,7 @@ impl TrustStore {
 
     /// The file that holds `root`'s record.
     pub fn file_of(&self, root: &Path) -> PathBuf {
-        let digest = sublaunch_protocol::atomic::sha256_hex(root.as_os_str().as_encoded_bytes());
+        let digest = sublaunch_protocol::files::atomic::sha256_hex(root.as_os_str().as_encoded_bytes());
         self.dir.join(format!("{}.json", &digest[..32]))
     }
 

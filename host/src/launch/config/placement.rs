@@ -3,7 +3,7 @@
 
 use std::path::Path;
 use sublaunch_contract::PlanStep;
-use sublaunch_protocol::config::{Placement, StepConfig};
+use sublaunch_protocol::records::config::{Placement, StepConfig};
 
 pub use crate::environment::{SSH_CONFIG_VAR as SSH_CONFIG_ENV, SSH_CONTROL_DIR_VAR as CONTROL_DIR_ENV};
 

@@ -2,7 +2,7 @@ use super::*;
 use crate::inputs::agents::{AgentSource, RunnerSpec};
 use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
-use sublaunch_protocol::config::RevivalLease;
+use sublaunch_protocol::records::config::RevivalLease;
 
 fn step(agent: &str, task: &str) -> PlanStep {
     PlanStep::local(agent, task, "/w")
@@ -163,7 +163,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         max_active: None,
         usage_budget: None,
         checkpoint_before_deadline_ms: None,
-        project_config: sublaunch_protocol::config::ProjectConfig::Ignore,
+        project_config: sublaunch_protocol::records::config::ProjectConfig::Ignore,
     };
     let fresh = runner_config(inputs(&fresh_caller));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));

@@ -75,7 +75,7 @@ impl Os {
         })
     }
 
-    /// A shared, process-wide default used by [`crate::dir::Dir::open`].
+    /// A shared, process-wide default used by [`crate::files::dir::Dir::open`].
     pub fn shared_default() -> Arc<Self> {
         static DEFAULT: OnceLock<Arc<Os>> = OnceLock::new();
         DEFAULT.get_or_init(|| Arc::new(Self::system())).clone()

@@ -1,4 +1,4 @@
-//! Running a completion hook ([`sublaunch_protocol::hook`]): `sh -c -- <command>` in the run's
+//! Running a completion hook ([`sublaunch_protocol::records::hook`]): `sh -c -- <command>` in the run's
 //! cwd, in a process group of its own, with the run's result on stdin (a sealed in-memory
 //! file, so nothing blocks on a pipe the hook does not read), `SUBLAUNCH_RUN_ID`,
 //! `SUBLAUNCH_STATE` and `SUBLAUNCH_RUN_DIR` on top of the environment the agents get (H10),
@@ -21,9 +21,9 @@ use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::durability::DurabilityPolicy;
-use sublaunch_protocol::hook::{
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::durability::DurabilityPolicy;
+use sublaunch_protocol::records::hook::{
     self, FiredBy, HookJob, HookOutcome, HookSpec, LOG_CAP, LOG_FILE, OUTCOME_FILE, RUN_DIR_ENV, RUN_ID_ENV, STATE_ENV,
 };
 

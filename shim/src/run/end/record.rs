@@ -10,19 +10,19 @@ use crate::supervise::{Ending, Supervisor};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::deferred::Submitted;
-use sublaunch_protocol::dir::Dir;
-use sublaunch_protocol::doc::{ReadDoc, to_pretty_bytes};
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::events::{self, StepOutcome};
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::{ReadDoc, to_pretty_bytes};
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
-use sublaunch_protocol::proof::{Candidate, WriterRecord};
-use sublaunch_protocol::results::{
+use sublaunch_protocol::records::events::{self, StepOutcome};
+use sublaunch_protocol::records::proof::{Candidate, WriterRecord};
+use sublaunch_protocol::records::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
 };
-use sublaunch_protocol::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
-use sublaunch_protocol::step_record::{ExternalProcess, MachineRecord, ProcessEnd, StepFacts};
-use sublaunch_protocol::usage::Usage;
+use sublaunch_protocol::records::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
+use sublaunch_protocol::records::step_record::{ExternalProcess, MachineRecord, ProcessEnd, StepFacts};
+use sublaunch_protocol::records::usage::Usage;
 
 /// How long the end records wait for storage capacity to return (A9) before giving up.
 pub const FLUSH_LIMIT: Duration = Duration::from_secs(120);
@@ -368,7 +368,7 @@ fn result_payload(
 
 /// `results[i]` of one step (S11 plus the workflow fields: `stepIndex`, `taskIndex`,
 /// `adapter`, `structured`, `structuredErrors`, `outputTruncated`, `reportedModel`, `skipped`).
-fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::config::StepConfig>) -> StepResult {
+fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::config::StepConfig>) -> StepResult {
     let remote = end.remote.as_ref();
     StepResult {
         agent: end.agent.clone(),

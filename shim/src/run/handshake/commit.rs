@@ -6,8 +6,8 @@
 //! file of its own here.
 
 use crate::context::Ctx;
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::layout::names;
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 
 /// Performs the commit steps; every failure is logged, none undoes the commit (K7).
 pub fn commit(ctx: &mut Ctx) {

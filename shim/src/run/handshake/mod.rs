@@ -15,17 +15,19 @@ use crate::context::{Ctx, HeldLease};
 use crate::process::signals;
 use serde_json::Value;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::doc::to_pretty_bytes;
-use sublaunch_protocol::durability::DocKind;
-use sublaunch_protocol::handshake::{
-    ControlAction, HOST_CLOSED_MESSAGE, PollBackoff, ShimObservation, StartupReport, combine_shim, evaluate_shim,
-    shim_control_timeout, shim_timeout_message,
-};
-use sublaunch_protocol::layout::names;
-use sublaunch_protocol::lease::{LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file};
+use sublaunch_protocol::files::doc::to_pretty_bytes;
+use sublaunch_protocol::files::durability::DocKind;
+use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::clock::Deadline;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::procinfo::{hostname, own_start_identity};
+use sublaunch_protocol::records::handshake::{
+    ControlAction, HOST_CLOSED_MESSAGE, PollBackoff, ShimObservation, StartupReport, combine_shim, evaluate_shim,
+    shim_control_timeout, shim_timeout_message,
+};
+use sublaunch_protocol::records::lease::{
+    LeaseError, LeaseIdentity, LeaseRequest, SessionLeases, canonical_session_file,
+};
 
 /// How often the control file is re-read although the doorbell is silent.
 const SAFETY_TICK: Duration = Duration::from_millis(1_000);
@@ -118,7 +120,8 @@ fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
         .map_or_else(|_| revival.session_file.clone(), |p| p.to_string_lossy().into_owned());
     let unopened =
         |e: std::io::Error| PreCommitError::Failed(format!("Failed to open the session lease directory: {e}"));
-    let root = sublaunch_protocol::dir::Dir::create_private_with(&ctx.paths.root, ctx.os.clone()).map_err(unopened)?;
+    let root =
+        sublaunch_protocol::files::dir::Dir::create_private_with(&ctx.paths.root, ctx.os.clone()).map_err(unopened)?;
     let leases = SessionLeases::open(&root, ctx.policy).map_err(unopened)?;
     let request = LeaseRequest {
         canonical_session_file: session_file.clone(),

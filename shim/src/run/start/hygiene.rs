@@ -32,7 +32,7 @@
 
 use rustix::fd::{FromRawFd, OwnedFd};
 use rustix::process::Pid;
-use sublaunch_protocol::handshake::{STARTUP_FD, STARTUP_FD_ENV};
+use sublaunch_protocol::records::handshake::{STARTUP_FD, STARTUP_FD_ENV};
 
 /// What [`prepare`] produced.
 #[derive(Debug, Default)]

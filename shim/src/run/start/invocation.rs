@@ -2,12 +2,12 @@
 //!
 //! `sublaunch-shim <cfgPath>`, else `$SUBLAUNCH_RUNNER_CONFIG`, else the configuration on stdin
 //! until EOF. A file is unlinked right after it is read (it holds tokens), valid or not.
-//! Validation is `sublaunch_protocol::config::parse_runner_config` (R2 messages, no value
+//! Validation is `sublaunch_protocol::records::config::parse_runner_config` (R2 messages, no value
 //! echoed); the caller turns an error into exit 2 with `Subagent runner error: …`.
 
 use std::io::Read;
 use std::path::PathBuf;
-use sublaunch_protocol::config::{ConfigError, RunnerConfig, parse_runner_config, read_runner_config_file};
+use sublaunch_protocol::records::config::{ConfigError, RunnerConfig, parse_runner_config, read_runner_config_file};
 
 /// The environment variable naming the configuration file (R1).
 pub const RUNNER_CONFIG_ENV: &str = "SUBLAUNCH_RUNNER_CONFIG";

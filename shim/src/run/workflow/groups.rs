@@ -2,7 +2,7 @@
 //! tasks of one parallel group (same `stepIndex`, each with a `taskIndex`) form one group and
 //! every other step is a group of its own.
 
-use sublaunch_protocol::config::RunnerConfig;
+use sublaunch_protocol::records::config::RunnerConfig;
 
 /// A run of consecutive steps executed together.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ pub fn groups(cfg: &RunnerConfig) -> Vec<Group> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::config::StepConfig;
+    use sublaunch_protocol::records::config::StepConfig;
 
     #[test]
     fn tasks_of_one_step_form_a_group() {

@@ -24,9 +24,9 @@ use crate::step::placeholders::{Values, aggregate};
 use crate::supervise::{Ending, Supervisor};
 use groups::{Group, groups};
 use std::collections::VecDeque;
-use sublaunch_protocol::config::WorkflowConfig;
-use sublaunch_protocol::lease::WriterState;
-use sublaunch_protocol::status::RunState;
+use sublaunch_protocol::records::config::WorkflowConfig;
+use sublaunch_protocol::records::lease::WriterState;
+use sublaunch_protocol::records::status::RunState;
 
 /// The name of the default `{chain_dir}` inside `<run>`.
 pub const CHAIN_DIR_NAME: &str = "chain";

@@ -6,7 +6,7 @@
 //! failing creation with `ENOSPC` until the test removes the flag.
 
 use super::AtStep;
-use crate::atomic::parse_temp_name;
+use crate::files::atomic::parse_temp_name;
 use crate::os::files::{Files, RealFiles};
 use rustix::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};

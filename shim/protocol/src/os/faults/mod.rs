@@ -10,8 +10,8 @@ pub mod files;
 #[cfg(feature = "test-hooks")]
 pub mod parse;
 
-use crate::atomic::Durability;
-use crate::dir::Dir;
+use crate::files::atomic::Durability;
+use crate::files::dir::Dir;
 use rustix::io::Errno;
 use std::io;
 use std::sync::Arc;
@@ -116,7 +116,7 @@ impl HostPoint {
     /// The documents a fault of this point hits when the step writes several through one
     /// handle; `None`: every document the step writes.
     fn documents(self) -> Option<&'static [&'static str]> {
-        use crate::layout::names;
+        use crate::files::layout::names;
         match self {
             Self::StartupFailure => Some(&[
                 names::STATUS,

@@ -1,6 +1,6 @@
 use super::files::{FaultyFiles, Rule};
 use super::*;
-use crate::atomic::Durability;
+use crate::files::atomic::Durability;
 use crate::testing::temp_files;
 
 fn host(spec: &str) -> HostFaults {
