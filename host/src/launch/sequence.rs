@@ -10,6 +10,7 @@ use super::config::{ConfigInputs, runner_config};
 use super::context::{RunContext, fault_sleep, warn};
 use super::doorbell::{self, HostDoorbell};
 use super::environment::{ShimEnv, shim_environment};
+use super::error::{LaunchError, RootFailure, cause};
 use super::exit_watcher::{ExitWatcher, ProcessControl};
 use super::failure::{LaunchFailure, LaunchStage};
 use super::handle::{CommitState, LaunchHandle};
@@ -20,12 +21,12 @@ use super::preflight;
 use super::run_dir::{self, Origin};
 use super::setup::Setup;
 use super::spawn::{self, SpawnRequest};
+use super::spec::Launch;
 use super::startup_failure;
 use super::supervise::{Settled, Supervisor};
 use crate::worktrees;
 use std::path::PathBuf;
 use std::sync::Arc;
-use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::config::RunnerConfig;
 use sublaunch_protocol::handshake::host_state_timeout;
 use sublaunch_protocol::hook::{self, HookSpec};
@@ -51,55 +52,60 @@ pub struct Launched {
     pub handle: LaunchHandle,
 }
 
-/// Plans become runs: launches `plan` per `options` (see the module documentation of
+/// Plans become runs: launches `launch` per `options` (see the module documentation of
 /// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
-pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
-    let setup = Setup::new(plan, &options).map_err(LaunchFailure::preflight)?;
-    preflight::check_deadline(plan, &options.timeouts, setup.os.clock.wall_ms()).map_err(LaunchFailure::preflight)?;
-    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
-    blocking_value(move || preflight::check_cwds(&checks).and_then(|()| preflight::check_shim(&shim)))
-        .await
-        .unwrap_or(Ok(()))
+pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
+    let setup = Setup::new(&launch, &options).map_err(LaunchFailure::preflight)?;
+    let launch = Arc::new(launch);
+    preflight::check_deadline(&launch.plan, &launch.limits, setup.os.clock.wall_ms())
         .map_err(LaunchFailure::preflight)?;
+    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
+    blocking_value(move || -> Result<(), LaunchError> {
+        preflight::check_cwds(&checks)?;
+        Ok(preflight::check_shim(&shim)?)
+    })
+    .await
+    .unwrap_or(Ok(()))
+    .map_err(LaunchFailure::preflight)?;
     let layout = setup.layout.clone();
     let os = setup.os.clone();
     let root = blocking_value(move || preflight::open_root(&layout, os))
         .await
-        .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
+        .unwrap_or(Err(RootFailure::Unfinished))
         .map_err(LaunchFailure::preflight)?;
     let root = Arc::new(root);
-    let worktree_plan = if plan.steps.iter().any(|s| s.worktree) {
-        let (plan, asked, env, cwd) = (
-            plan.clone(),
-            options.worktrees.clone(),
-            options.environment.clone(),
-            setup.cwd.clone(),
-        );
-        blocking_value(move || worktrees::prepare(&plan, &asked, &env, std::path::Path::new(&cwd)))
-            .await
-            .unwrap_or_else(|| Err("cannot launch: the worktree checks did not finish".into()))
-            .map_err(LaunchFailure::preflight)?
+    let worktree_plan = if launch.plan.steps.iter().any(|s| s.worktree) {
+        let (launch, env, cwd) = (launch.clone(), options.environment.clone(), setup.cwd.clone());
+        match blocking_value(move || {
+            worktrees::prepare(&launch.plan, &launch.worktrees, &env, std::path::Path::new(&cwd))
+        })
+        .await
+        {
+            Some(checked) => checked.map_err(|e| LaunchFailure::preflight(LaunchError::Worktree(cause(e))))?,
+            None => {
+                let unfinished = cause("cannot launch: the worktree checks did not finish");
+                return Err(LaunchFailure::preflight(LaunchError::Worktree(unfinished)));
+            }
+        }
     } else {
         None
     };
     preflight::sweep_once(&root);
     let instance = uuid_v4(setup.os.random.as_ref());
-    let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
-    let cfg_path = setup.layout.runner_config(&run_id);
+    let (run_id, run, origin) = setup.establish_run_dir(&root, &launch, &instance).await?;
     let ctx = Arc::new(RunContext {
+        cfg_path: setup.layout.runner_config(&run_id),
         run_id: run_id.clone(),
         run: Arc::new(run),
         root,
-        cfg_path,
         runner_process_instance_id: instance.clone(),
         policy: setup.policy,
         faults: setup.faults.clone(),
         hooks: options.hooks.clone(),
         os: setup.os.clone(),
-        caller: options.caller.clone(),
-        step_count: setup.steps.len(),
+        launch: launch.clone(),
         terminate_grace: options.timeouts.terminate_grace,
-        on_end: options.on_end.as_ref().map(|_| {
+        on_end: launch.on_end.as_ref().map(|_| {
             HookRunner::new(
                 setup.layout.root(),
                 Some(setup.shim.clone()),
@@ -107,53 +113,46 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 options.env.clone(),
             )
         }),
-        max_active: options.max_active,
         worktrees: std::sync::Mutex::new(None),
     });
     let mut steps = setup.steps.clone();
     if let Some(worktree_plan) = worktree_plan {
         let context = ctx.clone();
         let now = setup.os.clock.wall_ms();
-        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
-            .await
-            .unwrap_or_else(|| Err("cannot launch: the worktrees were not created".into()));
+        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now)).await;
         match created {
-            Ok(created) => {
+            Some(Ok(created)) => {
                 created.apply(&mut steps);
                 if let Ok(mut slot) = ctx.worktrees.lock() {
                     *slot = Some(created);
                 }
             }
-            Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
+            Some(Err(error)) => return Err(fail_before_spawn(&ctx, origin, LaunchError::Worktree(cause(error))).await),
+            None => {
+                let unfinished = cause("cannot launch: the worktrees were not created");
+                return Err(fail_before_spawn(&ctx, origin, LaunchError::Worktree(unfinished)).await);
+            }
         }
     }
     if let Err(error) = super::step_files::resolve(&mut steps, &options.environment) {
-        return Err(fail_before_spawn(&ctx, origin, error).await);
+        return Err(fail_before_spawn(&ctx, origin, error.into()).await);
     }
     let config = runner_config(ConfigInputs {
+        launch: &launch,
         run_id: &run_id,
+        runner_process_instance_id: &instance,
         steps,
         result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
         cwd: setup.cwd.clone(),
         async_dir: ctx.run.path().to_string_lossy().into_owned(),
-        caller: &options.caller,
-        timeout_ms: options.timeouts.run_ms,
-        deadline_at: options.timeouts.deadline_at,
-        runner_process_instance_id: &instance,
-        workflow: &options.workflow,
         agent_umask: options.agent_umask,
-        on_end: options.on_end.as_ref(),
-        max_active: options.max_active,
-        usage_budget: plan.usage_budget.clone(),
-        checkpoint_before_deadline_ms: plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
-        project_config: options.project_config,
     });
     let record = PlanRecord {
         version: 1,
         run_id: run_id.clone(),
         cwd: setup.cwd.clone(),
         mode: setup.mode.to_owned(),
-        plan: plan.clone(),
+        plan: launch.plan.clone(),
     };
     let prepared = prepare_spawn(&ctx, &config, record, &options, &setup).await;
     let (spawn_request, host_doorbell) = match prepared {
@@ -163,7 +162,10 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
     let spawned = match blocking(move || spawn::spawn_shim(spawn_request)).await {
         Ok(spawned) => spawned,
         Err(e) => {
-            let error = format!("async runner did not produce a pid for cwd: {}: {e}", setup.cwd);
+            let error = LaunchError::Spawn {
+                cwd: setup.cwd.clone(),
+                source: Arc::new(e),
+            };
             return Err(fail_before_spawn(&ctx, origin, error).await);
         }
     };
@@ -209,9 +211,9 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             options.hooks.event(&HostEvent::AsyncStarted {
                 run_id: run_id.clone(),
                 pid,
-                session_id: options.caller.session_id.clone(),
+                session_id: launch.caller.session_id.clone(),
                 mode: setup.mode.to_owned(),
-                agents: plan.steps.iter().map(|s| s.agent.clone()).collect(),
+                agents: launch.plan.steps.iter().map(|s| s.agent.clone()).collect(),
                 async_dir: ctx.run.path().to_owned(),
             });
             Ok(Launched {
@@ -224,13 +226,14 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             })
         }
         Err(error) => {
-            let termination_observed = startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error).await;
+            let termination_observed =
+                startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error.to_string()).await;
             let context = ctx.clone();
             let _ = blocking_value(move || context.remove_worktrees()).await;
             // The doorbell stays open until the shim is terminated: closing it first would make
             // the shim report "host vanished" instead of the host's error.
             drop(doorbell);
-            let _ = settled_tx.send(Settled::Failed(error.clone()));
+            let _ = settled_tx.send(Settled::Failed(error.to_string()));
             Err(LaunchFailure {
                 error,
                 stage: LaunchStage::NotCommitted {
@@ -252,7 +255,7 @@ async fn prepare_spawn(
     record: PlanRecord,
     options: &LaunchOptions,
     setup: &Setup,
-) -> Result<(SpawnRequest, Option<HostDoorbell>), String> {
+) -> Result<(SpawnRequest, Option<HostDoorbell>), LaunchError> {
     ctx.fault_sleep(HostPoint::Cfg).await;
     let context = ctx.clone();
     let config_copy = config.clone();
@@ -280,15 +283,16 @@ async fn prepare_spawn(
         spawn::delete_stale_handshake(&context.run)
     })
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(LaunchError::files)?;
     fault_sleep(&ctx.faults, HostPoint::Logs).await;
     let context = ctx.clone();
     let (stdout, stderr) = blocking(move || spawn::open_logs(&context.run, &context.faults))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(LaunchError::files)?;
     let (stdin, host_doorbell) = if options.doorbell {
-        let pair = doorbell::pair().map_err(|e| format!("Failed to create the startup channel: {e}"))?;
-        let host = HostDoorbell::new(pair.host).map_err(|e| format!("Failed to create the startup channel: {e}"))?;
+        let no_channel = |e: std::io::Error| LaunchError::Doorbell(Arc::new(e));
+        let pair = doorbell::pair().map_err(no_channel)?;
+        let host = HostDoorbell::new(pair.host).map_err(no_channel)?;
         (Some(pair.child), Some(host))
     } else {
         (None, None)
@@ -297,7 +301,7 @@ async fn prepare_spawn(
         options.environment.vars(),
         &ShimEnv {
             cfg_path: &ctx.cfg_path,
-            session_id: options.caller.session_id.as_deref(),
+            session_id: ctx.caller().session_id.as_deref(),
             doorbell: options.doorbell,
             root: setup.layout.root(),
             extra: &options.env,
@@ -317,7 +321,7 @@ async fn prepare_spawn(
 
 /// A failure before the shim exists: no status, no marker (H11); the cfg file goes (H5 ⊕),
 /// a run directory this launch created goes, capacity is rolled back.
-async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String) -> LaunchFailure {
+async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: LaunchError) -> LaunchFailure {
     let context = ctx.clone();
     let _ = blocking(move || {
         // Before the run directory goes: a record of worktrees is never left without its run.
@@ -341,7 +345,7 @@ async fn pre_commit(
     (runner, mut status): (bookkeeping::Runner, Status),
     config: &RunnerConfig,
     options: &LaunchOptions,
-) -> Result<(), String> {
+) -> Result<(), LaunchError> {
     if !bookkeeping::take_ticket(ctx, runner).await? {
         status.state = Some(sublaunch_protocol::status::RunState::Queued);
     }
@@ -354,8 +358,8 @@ async fn pre_commit(
         doorbell,
         timeout: options.timeouts.startup.unwrap_or_else(host_state_timeout),
     };
-    match &config.launch_barrier_token {
+    Ok(match &config.launch_barrier_token {
         Some(token) => handshake.fresh_commit(token).await,
         None => handshake.revival().await,
-    }
+    }?)
 }
