@@ -24,15 +24,16 @@ use super::spawn::{self, SpawnRequest};
 use super::spec::Launch;
 use super::startup_failure;
 use super::supervise::{Settled, Supervisor};
-use crate::worktrees;
-use std::path::PathBuf;
+use crate::worktrees::{self, WorktreePlan};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_protocol::config::RunnerConfig;
+use sublaunch_protocol::config::{RunnerConfig, StepConfig};
 use sublaunch_protocol::handshake::host_state_timeout;
 use sublaunch_protocol::hook::{self, HookSpec};
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::status::Status;
+use sublaunch_protocol::trust::TrustedRoot;
 use tokio::sync::{oneshot, watch};
 
 /// A run that started: the launch committed from the host's side.
@@ -57,39 +58,7 @@ pub struct Launched {
 pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
     let setup = Setup::new(&launch, &options).map_err(LaunchFailure::preflight)?;
     let launch = Arc::new(launch);
-    preflight::check_deadline(&launch.plan, &launch.limits, setup.os.clock.wall_ms())
-        .map_err(LaunchFailure::preflight)?;
-    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
-    blocking_value(move || -> Result<(), LaunchError> {
-        preflight::check_cwds(&checks)?;
-        Ok(preflight::check_shim(&shim)?)
-    })
-    .await
-    .unwrap_or(Ok(()))
-    .map_err(LaunchFailure::preflight)?;
-    let layout = setup.layout.clone();
-    let os = setup.os.clone();
-    let root = blocking_value(move || preflight::open_root(&layout, os))
-        .await
-        .unwrap_or(Err(RootFailure::Unfinished))
-        .map_err(LaunchFailure::preflight)?;
-    let root = Arc::new(root);
-    let worktree_plan = if launch.plan.steps.iter().any(|s| s.worktree) {
-        let (launch, env, cwd) = (launch.clone(), options.environment.clone(), setup.cwd.clone());
-        match blocking_value(move || {
-            worktrees::prepare(&launch.plan, &launch.worktrees, &env, std::path::Path::new(&cwd))
-        })
-        .await
-        {
-            Some(checked) => checked.map_err(|e| LaunchFailure::preflight(LaunchError::Worktree(cause(e))))?,
-            None => {
-                let unfinished = cause("cannot launch: the worktree checks did not finish");
-                return Err(LaunchFailure::preflight(LaunchError::Worktree(unfinished)));
-            }
-        }
-    } else {
-        None
-    };
+    let (root, worktree_plan) = preflight(&launch, &options, &setup).await?;
     preflight::sweep_once(&root);
     let instance = uuid_v4(setup.os.random.as_ref());
     let (run_id, run, origin) = setup.establish_run_dir(&root, &launch, &instance).await?;
@@ -115,83 +84,15 @@ pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, 
         }),
         worktrees: std::sync::Mutex::new(None),
     });
-    let mut steps = setup.steps.clone();
-    if let Some(worktree_plan) = worktree_plan {
-        let context = ctx.clone();
-        let now = setup.os.clock.wall_ms();
-        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now)).await;
-        match created {
-            Some(Ok(created)) => {
-                created.apply(&mut steps);
-                if let Ok(mut slot) = ctx.worktrees.lock() {
-                    *slot = Some(created);
-                }
-            }
-            Some(Err(error)) => return Err(fail_before_spawn(&ctx, origin, LaunchError::Worktree(cause(error))).await),
-            None => {
-                let unfinished = cause("cannot launch: the worktrees were not created");
-                return Err(fail_before_spawn(&ctx, origin, LaunchError::Worktree(unfinished)).await);
-            }
-        }
-    }
-    if let Err(error) = super::step_files::resolve(&mut steps, &options.environment) {
-        return Err(fail_before_spawn(&ctx, origin, error.into()).await);
-    }
-    let config = runner_config(ConfigInputs {
-        launch: &launch,
-        run_id: &run_id,
-        runner_process_instance_id: &instance,
-        steps,
-        result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
-        cwd: setup.cwd.clone(),
-        async_dir: ctx.run.path().to_string_lossy().into_owned(),
-        agent_umask: options.agent_umask,
-    });
-    let record = PlanRecord {
-        version: 1,
-        run_id: run_id.clone(),
-        cwd: setup.cwd.clone(),
-        mode: setup.mode.to_owned(),
-        plan: launch.plan.clone(),
-    };
-    let prepared = prepare_spawn(&ctx, &config, record, &options, &setup).await;
-    let (spawn_request, host_doorbell) = match prepared {
-        Ok(prepared) => prepared,
+    let spawned = match spawn_runner(&ctx, worktree_plan, &setup, &options).await {
+        Ok(spawned) => spawned,
         Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
     };
-    let spawned = match blocking(move || spawn::spawn_shim(spawn_request)).await {
-        Ok(spawned) => spawned,
-        Err(e) => {
-            let error = LaunchError::Spawn {
-                cwd: setup.cwd.clone(),
-                source: Arc::new(e),
-            };
-            return Err(fail_before_spawn(&ctx, origin, error).await);
-        }
-    };
+    let (config, spawned, host_doorbell) = spawned;
     // H12: the watcher owns the child before anything else happens.
     let pid = spawned.child.id();
     let control: Arc<dyn ProcessControl> = Arc::new(ExitWatcher::arm(spawned.child, spawned.pidfd, setup.os.clone()));
-    let (settled_tx, settled_rx) = oneshot::channel();
-    let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
-    let (finished_tx, finished_rx) = watch::channel(None);
-    tokio::spawn(
-        Supervisor {
-            ctx: ctx.clone(),
-            control: control.clone(),
-            settled: settled_rx,
-            commit: commit_tx,
-            finished: finished_tx,
-        }
-        .run(),
-    );
-    let handle = LaunchHandle {
-        run_id: run_id.clone(),
-        run_dir: ctx.run.path().to_owned(),
-        commit: commit_rx,
-        finished: finished_rx,
-        commit_timeout: options.timeouts.commit,
-    };
+    let (handle, settled_tx) = supervise(&ctx, &control, options.timeouts.commit);
     let mut doorbell = host_doorbell;
     let identity = spawned.start_identity.clone();
     let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
@@ -225,27 +126,170 @@ pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, 
                 handle,
             })
         }
-        Err(error) => {
-            let termination_observed =
-                startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error.to_string()).await;
-            let context = ctx.clone();
-            let _ = blocking_value(move || context.remove_worktrees()).await;
-            // The doorbell stays open until the shim is terminated: closing it first would make
-            // the shim report "host vanished" instead of the host's error.
-            drop(doorbell);
-            let _ = settled_tx.send(Settled::Failed(error.to_string()));
-            Err(LaunchFailure {
-                error,
-                stage: LaunchStage::NotCommitted {
-                    run_id,
-                    runner_process_instance_id: instance,
-                    pid,
-                    termination_observed,
-                    handle,
-                },
-            })
+        Err(error) => Err(fail_pre_proceed(&ctx, control.as_ref(), doorbell, settled_tx, error, pid, handle).await),
+    }
+}
+
+/// Arms the supervising task (K14 `committed`, H19): the caller's handle, and the sender the
+/// launch tells how it settled.
+fn supervise(
+    ctx: &Arc<RunContext>,
+    control: &Arc<dyn ProcessControl>,
+    commit_timeout: std::time::Duration,
+) -> (LaunchHandle, oneshot::Sender<Settled>) {
+    let (settled_tx, settled_rx) = oneshot::channel();
+    let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
+    let (finished_tx, finished_rx) = watch::channel(None);
+    tokio::spawn(
+        Supervisor {
+            ctx: ctx.clone(),
+            control: control.clone(),
+            settled: settled_rx,
+            commit: commit_tx,
+            finished: finished_tx,
+        }
+        .run(),
+    );
+    let handle = LaunchHandle {
+        run_id: ctx.run_id.clone(),
+        run_dir: ctx.run.path().to_owned(),
+        commit: commit_rx,
+        finished: finished_rx,
+        commit_timeout,
+    };
+    (handle, settled_tx)
+}
+
+/// A failure after the spawn, before proceed (K8, S5, X1, H18): the failure persisted, the
+/// shim terminated, the worktrees removed, the supervisor told.
+async fn fail_pre_proceed(
+    ctx: &Arc<RunContext>,
+    control: &dyn ProcessControl,
+    doorbell: Option<HostDoorbell>,
+    settled: oneshot::Sender<Settled>,
+    error: LaunchError,
+    pid: u32,
+    handle: LaunchHandle,
+) -> LaunchFailure {
+    let termination_observed = startup_failure::fail_pre_proceed(ctx, control, &error.to_string()).await;
+    let context = ctx.clone();
+    let _ = blocking_value(move || context.remove_worktrees()).await;
+    // The doorbell stays open until the shim is terminated: closing it first would make the
+    // shim report "host vanished" instead of the host's error.
+    drop(doorbell);
+    let _ = settled.send(Settled::Failed(error.to_string()));
+    LaunchFailure {
+        error,
+        stage: LaunchStage::NotCommitted {
+            run_id: ctx.run_id.clone(),
+            runner_process_instance_id: ctx.runner_process_instance_id.clone(),
+            pid,
+            termination_observed,
+            handle,
+        },
+    }
+}
+
+/// H1–H3 and the worktree checks, before anything is written: the verified root and the
+/// worktrees to make.
+async fn preflight(
+    launch: &Arc<Launch>,
+    options: &LaunchOptions,
+    setup: &Setup,
+) -> Result<(Arc<TrustedRoot>, Option<WorktreePlan>), LaunchFailure> {
+    preflight::check_deadline(&launch.plan, &launch.limits, setup.os.clock.wall_ms())
+        .map_err(LaunchFailure::preflight)?;
+    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
+    blocking_value(move || -> Result<(), LaunchError> {
+        preflight::check_cwds(&checks)?;
+        Ok(preflight::check_shim(&shim)?)
+    })
+    .await
+    .unwrap_or(Ok(()))
+    .map_err(LaunchFailure::preflight)?;
+    let layout = setup.layout.clone();
+    let os = setup.os.clone();
+    let root = blocking_value(move || preflight::open_root(&layout, os))
+        .await
+        .unwrap_or(Err(RootFailure::Unfinished))
+        .map_err(LaunchFailure::preflight)?;
+    if !launch.plan.steps.iter().any(|s| s.worktree) {
+        return Ok((Arc::new(root), None));
+    }
+    let (launch, env, cwd) = (launch.clone(), options.environment.clone(), setup.cwd.clone());
+    let checked =
+        blocking_value(move || worktrees::prepare(&launch.plan, &launch.worktrees, &env, Path::new(&cwd))).await;
+    match checked {
+        Some(checked) => {
+            let plan = checked.map_err(|e| LaunchFailure::preflight(LaunchError::Worktree(cause(e))))?;
+            Ok((Arc::new(root), plan))
+        }
+        None => {
+            let unfinished = cause("cannot launch: the worktree checks did not finish");
+            Err(LaunchFailure::preflight(LaunchError::Worktree(unfinished)))
         }
     }
+}
+
+/// The runner steps in their final directories: the worktrees made (and recorded in `ctx`,
+/// so a failed launch removes them), the steps' files resolved there.
+async fn steps_in_place(
+    ctx: &Arc<RunContext>,
+    worktree_plan: Option<WorktreePlan>,
+    setup: &Setup,
+    env: &crate::Environment,
+) -> Result<Vec<StepConfig>, LaunchError> {
+    let mut steps = setup.steps.clone();
+    if let Some(worktree_plan) = worktree_plan {
+        let context = ctx.clone();
+        let now = setup.os.clock.wall_ms();
+        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
+            .await
+            .ok_or_else(|| LaunchError::Worktree(cause("cannot launch: the worktrees were not created")))?
+            .map_err(|e| LaunchError::Worktree(cause(e)))?;
+        created.apply(&mut steps);
+        if let Ok(mut slot) = ctx.worktrees.lock() {
+            *slot = Some(created);
+        }
+    }
+    super::step_files::resolve(&mut steps, env)?;
+    Ok(steps)
+}
+
+/// H5–H11: the runner's configuration and files, then the spawn.
+async fn spawn_runner(
+    ctx: &Arc<RunContext>,
+    worktree_plan: Option<WorktreePlan>,
+    setup: &Setup,
+    options: &LaunchOptions,
+) -> Result<(RunnerConfig, spawn::Spawned, Option<HostDoorbell>), LaunchError> {
+    let steps = steps_in_place(ctx, worktree_plan, setup, &options.environment).await?;
+    let (launch, run_id) = (&ctx.launch, &ctx.run_id);
+    let config = runner_config(ConfigInputs {
+        launch,
+        run_id,
+        runner_process_instance_id: &ctx.runner_process_instance_id,
+        steps,
+        result_path: setup.layout.result_path(run_id).to_string_lossy().into_owned(),
+        cwd: setup.cwd.clone(),
+        async_dir: ctx.run.path().to_string_lossy().into_owned(),
+        agent_umask: options.agent_umask,
+    });
+    let record = PlanRecord {
+        version: 1,
+        run_id: run_id.clone(),
+        cwd: setup.cwd.clone(),
+        mode: setup.mode.to_owned(),
+        plan: launch.plan.clone(),
+    };
+    let (spawn_request, host_doorbell) = prepare_spawn(ctx, &config, record, options, setup).await?;
+    let spawned = blocking(move || spawn::spawn_shim(spawn_request))
+        .await
+        .map_err(|e| LaunchError::Spawn {
+            cwd: setup.cwd.clone(),
+            source: Arc::new(e),
+        })?;
+    Ok((config, spawned, host_doorbell))
 }
 
 /// H5–H7 and the doorbell: everything the spawn needs.
