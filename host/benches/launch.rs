@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch::contract::{LaunchPlan, PlanStep};
-use sublaunch::launch::{LaunchOptions, launch, tokio};
+use sublaunch::launch::{Launch, LaunchOptions, launch, tokio};
 use sublaunch_protocol::files::atomic::Durability;
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
@@ -80,7 +80,7 @@ fn main() {
         let summary = timed(SAMPLES, |_| {
             let mut opts = options(&root, &shim);
             opts.durability = Some(policy);
-            time_to_commit(&runtime, &plan("true", &work), opts)
+            time_to_commit(&runtime, plan("true", &work), opts)
         });
         row(name, summary, floor);
     }
@@ -95,9 +95,9 @@ fn main() {
     ] {
         let root = scratch.join(format!("root-cap-{}", cap.is_some()));
         let summary = timed(SAMPLES, |_| {
-            let mut opts = options(&root, &shim);
-            opts.max_active = cap;
-            time_to_commit(&runtime, &plan("true", &work), opts)
+            let mut capped = plan("true", &work);
+            capped.limits.max_active = cap;
+            time_to_commit(&runtime, capped, options(&root, &shim))
         });
         row(name, summary, floor);
     }
@@ -105,15 +105,15 @@ fn main() {
     let session = work.join("session.json");
     std::fs::write(&session, b"{}").unwrap();
     let revival = timed(SAMPLES, |_| {
-        let mut opts = options(&revival_root, &shim);
-        opts.caller.revival_lease = Some(RevivalLease {
+        let mut revived = plan("true", &work);
+        revived.caller.revival_lease = Some(RevivalLease {
             session_file: session.to_string_lossy().into_owned(),
             run_id: String::new(),
             source_run_id: "bench-source".into(),
             parent_session_id: None,
             extra: serde_json::Map::new(),
         });
-        time_to_commit(&runtime, &plan("true", &work), opts)
+        time_to_commit(&runtime, revived, options(&revival_root, &shim))
     });
     row("revival launch → committed (ready/ack/confirm/proceed)", revival, floor);
 
@@ -189,7 +189,7 @@ fn main() {
             set.spawn(async move {
                 let mut handles = Vec::new();
                 for _ in 0..total / 8 {
-                    let launched = launch(&plan("true", &work), options(&root, &shim)).await.unwrap();
+                    let launched = launch(plan("true", &work), options(&root, &shim)).await.unwrap();
                     launched.handle.committed().await.unwrap();
                     handles.push(launched.handle);
                 }
@@ -213,7 +213,7 @@ fn main() {
     let mut rss: Vec<u64> = (0..5)
         .map(|_| {
             runtime.block_on(async {
-                let launched = launch(&plan("sleep 5", &work), options(&root, &shim)).await.unwrap();
+                let launched = launch(plan("sleep 5", &work), options(&root, &shim)).await.unwrap();
                 launched.handle.committed().await.unwrap();
                 tokio::time::sleep(Duration::from_millis(300)).await;
                 let kib = vm_rss_kib(launched.pid);
@@ -247,7 +247,7 @@ fn timed(samples: usize, mut op: impl FnMut(usize) -> Duration) -> Summary {
 
 /// Launches `plan` and returns the time until the shim committed; waits for the run to end
 /// outside the measured part.
-fn time_to_commit(runtime: &tokio::runtime::Runtime, plan: &LaunchPlan, opts: LaunchOptions) -> Duration {
+fn time_to_commit(runtime: &tokio::runtime::Runtime, plan: Launch, opts: LaunchOptions) -> Duration {
     runtime.block_on(async {
         let start = Instant::now();
         let launched = launch(plan, opts).await.unwrap();
@@ -264,12 +264,18 @@ fn options(root: &Path, shim: &Path) -> LaunchOptions {
     options.environment = sublaunch::Environment::from_process();
     options.faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
-    options.caller.session_id = Some("bench".into());
     options
 }
 
-fn plan(task: &str, cwd: &Path) -> LaunchPlan {
-    LaunchPlan::single(PlanStep::local("shell", task, &cwd.to_string_lossy()))
+/// A launch of one shell step running `task` in `cwd`, under the session `bench`.
+fn plan(task: &str, cwd: &Path) -> Launch {
+    let mut launch = Launch::new(LaunchPlan::single(PlanStep::local(
+        "shell",
+        task,
+        &cwd.to_string_lossy(),
+    )));
+    launch.caller.session_id = Some("bench".into());
+    launch
 }
 
 /// `$SUBLAUNCH_SHIM`, else `sublaunch-shim` beside this profile's binaries.

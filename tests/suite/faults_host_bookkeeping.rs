@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{CommitError, Finished, LaunchFailure, LaunchOptions, Launched, launch};
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::faults::HostFaults;
@@ -25,7 +25,9 @@ fn options(scratch: &Scratch, host_faults: &str, hooks: &Arc<RecordingHooks>) ->
 fn failed_launch(scratch: &Scratch, options: LaunchOptions) -> (LaunchFailure, Finished) {
     let plan = shell_plan("echo should-not-run", &scratch.work());
     block_on(async {
-        let failure = launch(&plan, options).await.expect_err("the launch must fail");
+        let failure = launch(test_launch(&plan), options)
+            .await
+            .expect_err("the launch must fail");
         let handle = failure.handle().cloned().expect("a spawned shim is supervised");
         let finished = handle.finished().await.expect("finalized");
         (failure, finished)
@@ -81,7 +83,10 @@ fn f09_enospc_on_the_initial_status() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, finished) = failed_launch(&scratch, options(&scratch, "status-initial:ENOSPC", &hooks));
     let id = run_id(&failure);
-    assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to persist initial async status: ENOSPC",
+    );
     assert!(failure.termination_observed());
     assert!(matches!(
         failure.stage,
@@ -90,7 +95,7 @@ fn f09_enospc_on_the_initial_status() {
     let run = scratch.run_dir(&id);
     let status = status(&run).unwrap();
     assert_eq!(status["state"], "failed");
-    assert_eq!(status["error"], failure.error.as_str());
+    assert_eq!(status["error"], failure.error.to_string().as_str());
     assert_runner_only_proof(&run);
     assert!(finished.emitted);
     assert_no_start(&scratch, &id, &hooks);
@@ -112,7 +117,10 @@ fn f10_every_write_fails() {
     );
     let id = run_id(&failure);
     // The launch error is unchanged by the later failures.
-    assert_starts_with(&failure.error, "Failed to persist initial async status: ENOSPC");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to persist initial async status: ENOSPC",
+    );
     assert!(failure.termination_observed(), "the shim is dead");
     assert!(started.elapsed() < Duration::from_millis(2500) + Duration::from_secs(1));
     let run = scratch.run_dir(&id);
@@ -150,7 +158,10 @@ fn f11_marker_cannot_be_created() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "index:EACCES", &hooks));
     let id = run_id(&failure);
-    assert_starts_with(&failure.error, "Failed to persist initial async status: EACCES");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to persist initial async status: EACCES",
+    );
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["state"], "failed");
     assert_runner_only_proof(&run);
@@ -166,7 +177,7 @@ fn f12_fsync_error_on_the_candidate_in_strict_mode() {
     let (failure, _) = failed_launch(&scratch, opts);
     let id = run_id(&failure);
     assert_starts_with(
-        &failure.error,
+        &failure.error.to_string(),
         "Failed to establish async runner lifecycle sidecar: EIO",
     );
     assert_no_start(&scratch, &id, &hooks);
@@ -184,7 +195,7 @@ fn f13_capacity_hook_failure_rolls_back() {
         });
         let (failure, _) = failed_launch(&scratch, options(&scratch, "", &hooks));
         assert_eq!(
-            failure.error,
+            failure.error.to_string(),
             "Failed to establish async runner capacity ownership: no slot left"
         );
         let recorded = hooks.snapshot();
@@ -204,7 +215,10 @@ fn f14_proceed_write_fails() {
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EACCES", &hooks));
     let id = run_id(&failure);
-    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to authorize async runner startup: EACCES",
+    );
     assert!(
         failure.termination_observed(),
         "the shim does not wait 30 s for proceed"
@@ -221,7 +235,10 @@ fn f15_fsync_error_on_the_proceed_file() {
     let scratch = Scratch::new("f15");
     let hooks = Arc::new(RecordingHooks::default());
     let (failure, _) = failed_launch(&scratch, options(&scratch, "proceed:EIO@fsync", &hooks));
-    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to authorize async runner startup: EIO",
+    );
     assert_no_start(&scratch, &run_id(&failure), &hooks);
     assert_clean(&scratch);
 }
@@ -236,7 +253,10 @@ fn k8_a_proceed_whose_directory_fsync_fails_is_removed() {
     // before taking it, so the host's withdrawal comes first whenever the shim looks.
     let opts = options(&scratch, "proceed:EIO@dirfsync", &hooks).with_env(SHIM_FAULT_ENV, "before-commit:sleep:300");
     let (failure, _) = failed_launch(&scratch, opts);
-    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to authorize async runner startup: EIO",
+    );
     let id = run_id(&failure);
     let run = scratch.run_dir(&id);
     assert!(
@@ -258,7 +278,10 @@ fn k8_a_shim_that_saw_a_withdrawn_proceed_does_not_start() {
     let opts = options(&scratch, "proceed:EIO@dirfsync;withdraw:sleep:1500", &hooks)
         .with_env(SHIM_FAULT_ENV, "before-commit:sleep:2000");
     let (failure, _) = failed_launch(&scratch, opts);
-    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EIO");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to authorize async runner startup: EIO",
+    );
     let id = run_id(&failure);
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["state"], "failed");
@@ -276,14 +299,14 @@ fn f16_shim_exits_before_the_host_writes_proceed() {
     let (failure, finished) = failed_launch(&scratch, opts);
     let id = run_id(&failure);
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Async runner exited before startup commit (exit code 9, signal none)."
     );
     assert_eq!(finished.exit.exit_code, Some(9));
     let run = scratch.run_dir(&id);
     let status = status(&run).unwrap();
     assert_eq!(status["state"], "failed");
-    assert_eq!(status["error"], failure.error.as_str());
+    assert_eq!(status["error"], failure.error.to_string().as_str());
     assert_runner_only_proof(&run);
     assert_no_start(&scratch, &id, &hooks);
 }
@@ -295,7 +318,7 @@ fn f17_shim_dies_after_proceed_before_committing() {
     let opts = options(&scratch, "", &hooks).with_env(SHIM_FAULT_ENV, "before-commit:sigkill-self");
     let plan = shell_plan("echo should-not-run", &scratch.work());
     let (launched, committed, finished): (Launched, Result<(), CommitError>, Finished) = block_on(async {
-        let launched = launch(&plan, opts).await.expect("the host committed");
+        let launched = launch(test_launch(&plan), opts).await.expect("the host committed");
         let committed = launched.handle.committed().await;
         let finished = launched.handle.finished().await.unwrap();
         (launched, committed, finished)
@@ -327,11 +350,12 @@ fn f18_stale_proceed_file_is_removed_before_spawn() {
     )
     .unwrap();
     let hooks = Arc::new(RecordingHooks::default());
-    let mut opts = options(&scratch, "", &hooks);
-    opts.run_id = Some("shell-f18".into());
+    let opts = options(&scratch, "", &hooks);
     let plan = shell_plan("echo fresh", &scratch.work());
+    let mut asked = test_launch(&plan);
+    asked.run_id = Some("shell-f18".into());
     let finished = block_on(async {
-        let launched = launch(&plan, opts).await.expect("started");
+        let launched = launch(asked, opts).await.expect("started");
         launched.handle.committed().await.expect("committed");
         launched.handle.finished().await.unwrap()
     });

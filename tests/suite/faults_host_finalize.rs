@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{HostEvent, LaunchOptions, launch};
 use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{SHIM_FAULT_ENV, Scratch, events_of, names_in, read_json, status, wait_for};
@@ -32,7 +32,7 @@ fn f35_corrupt_proof_before_the_exit_is_preserved_and_recomputed() {
     let plan = shell_plan("sleep 1", &scratch.work());
     let opts = options(&scratch, &hooks);
     let (run_id, finished) = block_on(async {
-        let launched = launch(&plan, opts).await.expect("started");
+        let launched = launch(test_launch(&plan), opts).await.expect("started");
         launched.handle.committed().await.expect("committed");
         std::fs::write(
             launched.run_dir.join("process-terminal.json"),
@@ -83,7 +83,7 @@ fn f36_corrupt_status_at_overlay_time_is_left_alone() {
         });
     });
     let (run_id, finished) = block_on(async {
-        let launched = launch(&plan, opts).await.expect("started");
+        let launched = launch(test_launch(&plan), opts).await.expect("started");
         let finished = launched.handle.finished().await.unwrap();
         (launched.run_id, finished)
     });

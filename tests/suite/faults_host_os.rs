@@ -8,7 +8,7 @@ use std::io;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use sublaunch::launch::exit_watcher::ExitFuture;
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{ProcessControl, RunnerExit, SignalOutcome, TermSignal, launch, terminate_runner};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
@@ -117,9 +117,12 @@ fn f27_a_launch_whose_shim_cannot_be_signalled_still_fails_and_finalizes_later()
     let plan = shell_plan("echo never", &scratch.work());
     let runtime = sublaunch::launch::runtime().unwrap();
     let failure = runtime
-        .block_on(launch(&plan, options))
+        .block_on(launch(test_launch(&plan), options))
         .expect_err("the proceed write fails");
-    assert_starts_with(&failure.error, "Failed to authorize async runner startup: EACCES");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to authorize async runner startup: EACCES",
+    );
     assert!(!failure.termination_observed(), "terminationObserved:false");
     assert_eq!(
         *processes.refused.lock().unwrap(),

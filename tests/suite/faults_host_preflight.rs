@@ -5,7 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{LaunchFailure, LaunchOptions, launch};
 use sublaunch_tests::launch_harness::{Scratch, names_in, running_as_root, temp_files};
 use sublaunch_tests::{assert_starts_with, bin};
@@ -15,8 +15,14 @@ fn options(scratch: &Scratch) -> LaunchOptions {
 }
 
 fn fail(plan_cwd: &Path, options: LaunchOptions) -> LaunchFailure {
-    let plan = shell_plan("true", plan_cwd);
-    block_on(launch(&plan, options)).expect_err("the launch must fail")
+    fail_as(plan_cwd, None, options)
+}
+
+/// [`fail`] of a launch that asks for the run id `run_id`.
+fn fail_as(plan_cwd: &Path, run_id: Option<String>, options: LaunchOptions) -> LaunchFailure {
+    let mut run = test_launch(&shell_plan("true", plan_cwd));
+    run.run_id = run_id;
+    block_on(launch(run, options)).expect_err("the launch must fail")
 }
 
 /// Nothing under the root but (possibly) the empty root, runs and results directories.
@@ -175,10 +181,9 @@ fn f05_directory_planted_at_the_cfg_path_fails_the_launch_cleanly() {
     scratch.create_root();
     std::fs::create_dir(scratch.root().join("async-cfg-shell-f05.json")).unwrap();
     let mut opts = options(&scratch);
-    opts.run_id = Some("shell-f05".into());
     let hooks = Arc::new(RecordingHooks::default());
     opts.hooks = hooks.clone();
-    let failure = fail(&scratch.work(), opts);
+    let failure = fail_as(&scratch.work(), Some("shell-f05".into()), opts);
     let message = failure.message();
     assert!(message.contains("Failed to start async run"), "{message}");
     assert!(message.contains("async-cfg-"), "{message}");
@@ -214,10 +219,9 @@ fn f06_shim_that_cannot_be_executed_fails_with_the_os_error() {
         std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(mode)).unwrap();
         let mut opts = options(&scratch);
         opts.shim = Some(shim.clone());
-        opts.run_id = Some(format!("shell-{name}"));
         let hooks = Arc::new(RecordingHooks::default());
         opts.hooks = hooks.clone();
-        let failure = fail(&scratch.work(), opts);
+        let failure = fail_as(&scratch.work(), Some(format!("shell-{name}")), opts);
         let expected = format!(
             "Failed to start async run 'shell-{name}': async runner did not produce a pid for cwd: {}: {errno}",
             scratch.work().display()
@@ -253,9 +257,8 @@ fn f07_symlink_at_the_runner_log_fails_before_spawn_and_spares_its_target() {
     let victim = scratch.path().join("victim");
     std::fs::write(&victim, b"precious").unwrap();
     std::os::unix::fs::symlink(&victim, run.join("runner.stdout.log")).unwrap();
-    let mut opts = options(&scratch);
-    opts.run_id = Some("shell-f07".into());
-    let failure = fail(&scratch.work(), opts);
+    let opts = options(&scratch);
+    let failure = fail_as(&scratch.work(), Some("shell-f07".into()), opts);
     let message = failure.message();
     assert!(
         message.contains("ELOOP") || message.contains("symbolic link"),

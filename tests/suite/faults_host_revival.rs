@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launch};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
@@ -56,13 +56,6 @@ impl Revival {
         options.faults = Some(HostFaults::parse(host_faults).unwrap());
         options.hooks = self.hooks.clone();
         options.timeouts.startup = Some(STARTUP_TIMEOUT);
-        options.caller.revival_lease = Some(RevivalLease {
-            session_file: self.session_file.to_string_lossy().into_owned(),
-            run_id: String::new(),
-            source_run_id: "source-run".into(),
-            parent_session_id: None,
-            extra: serde_json::Map::new(),
-        });
         options = options.with_env(CONTROL_TIMEOUT_ENV, "600");
         if !shim_faults.is_empty() {
             options = options.with_env(SHIM_FAULT_ENV, shim_faults);
@@ -71,10 +64,17 @@ impl Revival {
     }
 
     fn fail(&self, options: LaunchOptions) -> (LaunchFailure, Finished, Duration) {
-        let plan = shell_plan("echo revived", &self.scratch.work());
+        let mut run = test_launch(&shell_plan("echo revived", &self.scratch.work()));
+        run.caller.revival_lease = Some(RevivalLease {
+            session_file: self.session_file.to_string_lossy().into_owned(),
+            run_id: String::new(),
+            source_run_id: "source-run".into(),
+            parent_session_id: None,
+            extra: serde_json::Map::new(),
+        });
         let start = Instant::now();
         block_on(async {
-            let failure = launch(&plan, options).await.expect_err("the revival must fail");
+            let failure = launch(run, options).await.expect_err("the revival must fail");
             let elapsed = start.elapsed();
             let finished = failure.handle().cloned().expect("supervised").finished().await.unwrap();
             (failure, finished, elapsed)
@@ -103,7 +103,7 @@ impl Revival {
         let run = self.run(failure);
         let status = status(&run).expect("status");
         assert_eq!(status["state"], "failed", "{status}");
-        assert_eq!(status["error"], failure.error.as_str());
+        assert_eq!(status["error"], failure.error.to_string().as_str());
         assert!(!run.join("runner-startup-proceed.json").exists(), "no proceed file");
         assert!(events_of(&run, "subagent.run.started").is_empty());
         assert!(!run.join("output-0.log").exists(), "no agent");
@@ -128,7 +128,7 @@ fn f19_shim_exits_before_ready() {
     let r = Revival::new("f19");
     let (failure, finished, elapsed) = r.fail(r.options("before-ready:exit:1", ""));
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Async runner exited before startup state 'ready' (exit code 1, signal none)."
     );
     assert!(elapsed < Duration::from_secs(5), "{elapsed:?}");
@@ -168,13 +168,16 @@ fn f20_lease_held_by_a_live_owner() {
     std::fs::write(lease_dir.join("owner.json"), &owner_bytes).unwrap();
     let (failure, finished, _) = r.fail(r.options("", ""));
     assert!(
-        failure.error.starts_with("Direct revival of session '")
-            && failure.error.contains("is already owned by run 'other-run'")
-            && failure.error.ends_with(
+        failure.error.to_string().starts_with("Direct revival of session '")
+            && failure
+                .error
+                .to_string()
+                .contains("is already owned by run 'other-run'")
+            && failure.error.to_string().ends_with(
                 "Wait for that revival to finish or start a separate continuation without reusing this session file."
             ),
         "{}",
-        failure.error
+        failure.error.to_string()
     );
     r.assert_failed_without_start(&failure);
     assert_eq!(
@@ -191,7 +194,7 @@ fn f21_ready_with_a_null_token() {
     let (failure, _, _) = r.fail(r.options("before-ready:token:null", ""));
     let run = r.run(&failure);
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         format!(
             "Async runner wrote an invalid ready startup handshake: {}",
             startup_path(&run)
@@ -208,7 +211,7 @@ fn f22_acknowledged_with_a_wrong_token() {
     let (failure, _, _) = r.fail(r.options("after-ready:token:wrong", ""));
     let run = r.run(&failure);
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         format!(
             "Async runner wrote an invalid acknowledged startup handshake: {}",
             startup_path(&run)
@@ -225,7 +228,7 @@ fn f23_startup_report_is_not_json() {
     let (failure, _, _) = r.fail(r.options("after-ready:corrupt", ""));
     let run = r.run(&failure);
     assert_starts_with(
-        &failure.error,
+        &failure.error.to_string(),
         &format!(
             "Failed to read async runner startup handshake '{}': ",
             startup_path(&run)
@@ -239,7 +242,7 @@ fn f24_shim_never_writes_ready() {
     let r = Revival::new("f24");
     let (failure, _, elapsed) = r.fail(r.options("before-ready:hang", ""));
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Timed out after 300ms waiting for the async runner startup state 'ready'."
     );
     assert!(failure.termination_observed(), "SIGTERM ends it");
@@ -252,7 +255,7 @@ fn f25_shim_never_acknowledges() {
     let r = Revival::new("f25");
     let (failure, _, _) = r.fail(r.options("after-ready:hang", ""));
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Timed out after 300ms waiting for the async runner startup state 'acknowledged'."
     );
     assert!(!r.run(&failure).join("runner-startup-confirm.json").exists());
@@ -297,12 +300,12 @@ fn f28_shim_exits_right_after_acknowledged() {
     let (failure, finished, elapsed) = r.fail(opts);
     assert!(
         matches_exit_label(
-            &failure.error,
+            &failure.error.to_string(),
             &["acknowledged", "confirmed"],
             "(exit code 42, signal none)"
         ),
         "{}",
-        failure.error
+        failure.error.to_string()
     );
     assert!(elapsed < Duration::from_secs(5));
     let id = failure.run_id().map(str::to_owned).unwrap();
@@ -330,7 +333,7 @@ fn f28_shim_exits_right_after_acknowledged() {
     let (status_at_emission, emitted) = at_emission.lock().unwrap().clone().expect("emitted once");
     assert_eq!(emitted, proof, "the emitted proof deep-equals the file");
     assert_eq!(status_at_emission["state"], "failed");
-    assert_eq!(status_at_emission["error"], failure.error.as_str());
+    assert_eq!(status_at_emission["error"], failure.error.to_string().as_str());
     assert!(finished.emitted);
     let candidate = read_json(&run.join("process-terminal-candidate.json")).unwrap();
     let expected = candidate["expectedWriters"].as_object().unwrap();
@@ -347,9 +350,9 @@ fn f29_shim_exits_after_confirmed() {
     // the exit is observed first (otherwise H20 catches the death after proceed).
     let (failure, _, _) = r.fail(r.options("after-confirmed:exit:7", "proceed:sleep:300"));
     assert!(
-        matches_exit_label(&failure.error, &["confirmed"], "(exit code 7, signal none)"),
+        matches_exit_label(&failure.error.to_string(), &["confirmed"], "(exit code 7, signal none)"),
         "{}",
-        failure.error
+        failure.error.to_string()
     );
     r.assert_failed_without_start(&failure);
     assert_eq!(proof(&r.run(&failure))["state"], "observed");
@@ -359,7 +362,10 @@ fn f29_shim_exits_after_confirmed() {
 fn f30_ack_write_fails() {
     let r = Revival::new("f30");
     let (failure, _, _) = r.fail(r.options("", "ack:EACCES"));
-    assert_starts_with(&failure.error, "Failed to acknowledge async runner startup: EACCES");
+    assert_starts_with(
+        &failure.error.to_string(),
+        "Failed to acknowledge async runner startup: EACCES",
+    );
     assert!(failure.termination_observed());
     r.assert_failed_without_start(&failure);
     assert!(!r.lease_dir().exists(), "the shim released the lease on SIGTERM");
@@ -375,7 +381,7 @@ fn f32_without_doorbell_the_shim_times_out_waiting_for_ack() {
     opts.doorbell = false;
     let (failure, finished, _) = r.fail(opts);
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Timed out after 600ms waiting for runner startup control 'ack'."
     );
     assert_eq!(finished.exit.exit_code, Some(3));
@@ -407,7 +413,8 @@ fn f34_corrupt_status_when_the_failure_is_persisted() {
     let (failure, finished, _) = r.fail(opts);
     corrupter.join().unwrap();
     assert_eq!(
-        failure.error, "Timed out after 1500ms waiting for the async runner startup state 'acknowledged'.",
+        failure.error.to_string(),
+        "Timed out after 1500ms waiting for the async runner startup state 'acknowledged'.",
         "the launch error is unchanged"
     );
     let run = r.run(&failure);
@@ -422,7 +429,7 @@ fn f34_corrupt_status_when_the_failure_is_persisted() {
         record["runnerProcessInstanceId"],
         failure.runner_process_instance_id().map(str::to_owned).unwrap()
     );
-    assert_eq!(record["error"], failure.error.as_str());
+    assert_eq!(record["error"], failure.error.to_string().as_str());
     let candidate = read_json(&run.join("process-terminal-candidate.json")).unwrap();
     assert!(
         candidate.get("expectedWriters").is_none(),
@@ -467,7 +474,7 @@ fn f56_a_wall_clock_jump_does_not_move_the_handshake_deadline() {
     );
     let (failure, _, elapsed) = r.fail(opts);
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Timed out after 300ms waiting for the async runner startup state 'ready'."
     );
     assert!(elapsed >= STARTUP_TIMEOUT, "{elapsed:?}");
@@ -479,7 +486,7 @@ fn f59_corrupt_cfg_makes_the_revival_fail_before_ready() {
     let r = Revival::new("f59");
     let (failure, finished, _) = r.fail(r.options("", "cfg:corrupt"));
     assert_eq!(
-        failure.error,
+        failure.error.to_string(),
         "Async runner exited before startup state 'ready' (exit code 2, signal none)."
     );
     assert_eq!(finished.exit.exit_code, Some(2));

@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_options};
+use sublaunch::launch::testing::{RecordingHooks, block_on, shell_plan, test_launch, test_options};
 use sublaunch::launch::{HostEvent, LaunchOptions, launch, tokio};
 use sublaunch_protocol::records::config::RevivalLease;
 use sublaunch_tests::bin;
@@ -23,7 +23,9 @@ fn a_fresh_launch_commits_runs_and_is_finalized_with_an_observed_proof() {
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("echo hello", &scratch.work());
     let (launched_id, pid, instance, finished) = block_on(async {
-        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        let launched = launch(test_launch(&plan), options(&scratch, &hooks))
+            .await
+            .expect("started");
         launched.handle.committed().await.expect("committed");
         let finished = launched.handle.finished().await.unwrap();
         (
@@ -89,10 +91,11 @@ fn h8_h10_the_shim_is_a_direct_child_in_its_own_session_with_a_clean_environment
     let scratch = Scratch::new("h8");
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("sleep 2", &scratch.work());
-    let mut opts = options(&scratch, &hooks);
-    opts.caller.session_id = Some("parent-session".into());
+    let opts = options(&scratch, &hooks);
+    let mut run = test_launch(&plan);
+    run.caller.session_id = Some("parent-session".into());
     let runtime = sublaunch::launch::runtime().unwrap();
-    let launched = runtime.block_on(launch(&plan, opts)).expect("started");
+    let launched = runtime.block_on(launch(run, opts)).expect("started");
     runtime.block_on(launched.handle.committed()).expect("committed");
     let (ppid, pgrp, session) = placement(launched.pid);
     assert_eq!(ppid, std::process::id(), "a direct child of the host");
@@ -126,7 +129,7 @@ fn a_launch_without_the_doorbell_commits_by_polling() {
     opts.doorbell = false;
     let plan = shell_plan("echo legacy", &scratch.work());
     let (run_id, finished) = block_on(async {
-        let launched = launch(&plan, opts).await.expect("started");
+        let launched = launch(test_launch(&plan), opts).await.expect("started");
         launched.handle.committed().await.expect("committed");
         (launched.run_id.clone(), launched.handle.finished().await.unwrap())
     });
@@ -140,17 +143,18 @@ fn k3_a_revival_runs_the_full_handshake_and_releases_the_lease() {
     let hooks = Arc::new(RecordingHooks::default());
     let session = scratch.work().join("session.json");
     std::fs::write(&session, b"{}").unwrap();
-    let mut opts = options(&scratch, &hooks);
-    opts.caller.revival_lease = Some(RevivalLease {
+    let opts = options(&scratch, &hooks);
+    let plan = shell_plan("echo revived", &scratch.work());
+    let mut run = test_launch(&plan);
+    run.caller.revival_lease = Some(RevivalLease {
         session_file: session.to_string_lossy().into_owned(),
         run_id: String::new(),
         source_run_id: "source-run".into(),
         parent_session_id: None,
         extra: serde_json::Map::new(),
     });
-    let plan = shell_plan("echo revived", &scratch.work());
     let (run_id, finished) = block_on(async {
-        let launched = launch(&plan, opts).await.expect("the handshake completes");
+        let launched = launch(run, opts).await.expect("the handshake completes");
         launched.handle.committed().await.expect("committed");
         (launched.run_id.clone(), launched.handle.finished().await.unwrap())
     });
@@ -187,14 +191,14 @@ fn f44_concurrent_launches_share_the_index_without_losing_entries() {
     let handles = runtime.block_on(async {
         let mut set = tokio::task::JoinSet::new();
         for i in 0..32 {
-            let mut opts = test_options(&scratch.root(), &bin("sublaunch-shim"));
-            opts.caller.tool_call_id = Some(if i % 2 == 0 {
+            let opts = test_options(&scratch.root(), &bin("sublaunch-shim"));
+            let mut run = test_launch(&plan);
+            run.caller.tool_call_id = Some(if i % 2 == 0 {
                 "shared-call".into()
             } else {
                 format!("call-{i}")
             });
-            let plan = plan.clone();
-            set.spawn(async move { launch(&plan, opts).await });
+            set.spawn(async move { launch(run, opts).await });
         }
         let mut handles = Vec::new();
         while let Some(result) = set.join_next().await {
@@ -247,7 +251,9 @@ fn an_embedder_waits_for_its_run_through_the_runs_module() {
     let plan = shell_plan("sleep 0.2; echo waited", &scratch.work());
     let layout = sublaunch_protocol::files::layout::Layout::new(scratch.root());
     let end = block_on(async {
-        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        let launched = launch(test_launch(&plan), options(&scratch, &hooks))
+            .await
+            .expect("started");
         launched.handle.committed().await.expect("committed");
         let store = Arc::new(sublaunch::runs::RunStore::open(&layout, &sublaunch::Environment::default()).unwrap());
         let run = Arc::new(store.run_dir(&launched.run_id).unwrap().expect("the run"));
@@ -289,7 +295,9 @@ fn h9_an_embedders_inheritable_descriptor_does_not_reach_the_shim() {
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("sleep 2", &scratch.work());
     let links = block_on(async {
-        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        let launched = launch(test_launch(&plan), options(&scratch, &hooks))
+            .await
+            .expect("started");
         launched.handle.committed().await.expect("committed");
         let links: Vec<String> = std::fs::read_dir(format!("/proc/{}/fd", launched.pid))
             .unwrap()
@@ -336,7 +344,9 @@ fn a12_the_first_launch_under_a_root_sweeps_orphan_temp_files() {
     let hooks = Arc::new(RecordingHooks::default());
     let plan = shell_plan("true", &scratch.work());
     block_on(async {
-        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        let launched = launch(test_launch(&plan), options(&scratch, &hooks))
+            .await
+            .expect("started");
         launched.handle.finished().await.unwrap();
     });
     sublaunch_tests::launch_harness::wait_for("the sweep", std::time::Duration::from_secs(10), || {
@@ -359,7 +369,9 @@ fn the_launch_commit_survives_a_power_loss() {
     let plan = shell_plan("true", &scratch.work());
     let hooks = Arc::new(RecordingHooks::default());
     block_on(async {
-        let launched = launch(&plan, options(&scratch, &hooks)).await.expect("started");
+        let launched = launch(test_launch(&plan), options(&scratch, &hooks))
+            .await
+            .expect("started");
         launched.handle.finished().await.unwrap();
     });
     let fs = ScriptedFs::new();
@@ -379,7 +391,7 @@ fn the_launch_commit_survives_a_power_loss() {
     let mut options = options(&scratch, &hooks);
     options.os = Some(Os::system().with_files(fs.clone()).shared());
     let run_id = block_on(async {
-        let launched = launch(&plan, options).await.expect("started");
+        let launched = launch(test_launch(&plan), options).await.expect("started");
         launched.handle.committed().await.expect("committed");
         let durable = fs.durable();
         launched.handle.finished().await.unwrap();

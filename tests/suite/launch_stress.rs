@@ -5,7 +5,7 @@
 use serde_json::Value;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use sublaunch::launch::testing::{shell_plan, test_options};
+use sublaunch::launch::testing::{shell_plan, test_launch, test_options};
 use sublaunch::launch::{launch, tokio};
 use sublaunch_tests::bin;
 use sublaunch_tests::launch_harness::{
@@ -24,7 +24,7 @@ fn one_hundred_concurrent_launches_all_complete() {
             let opts = test_options(&scratch.root(), &bin("sublaunch-shim"));
             let plan = plan.clone();
             set.spawn(async move {
-                let launched = launch(&plan, opts).await.expect("started");
+                let launched = launch(test_launch(&plan), opts).await.expect("started");
                 launched.handle.committed().await.expect("committed");
                 let finished = launched.handle.finished().await.expect("finalized");
                 (launched.run_id, finished)

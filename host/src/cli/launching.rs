@@ -12,8 +12,7 @@ use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::contract::LaunchPlan;
-use sublaunch::launch::{self, LaunchFailure, LaunchHandle, LaunchOptions};
+use sublaunch::launch::{self, Launch, LaunchFailure, LaunchHandle, LaunchOptions};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::status::RunState;
 
@@ -31,8 +30,8 @@ pub struct Presentation {
     pub wait: bool,
 }
 
-/// Launches `plan`, reports it, and with `--wait` waits for the end.
-pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation: Presentation) -> ExitCode {
+/// Launches `run`, reports it, and with `--wait` waits for the end.
+pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Presentation) -> ExitCode {
     let runtime = match launch::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
@@ -41,7 +40,7 @@ pub fn launch_and_report(plan: &LaunchPlan, options: LaunchOptions, presentation
         }
     };
     runtime.block_on(async {
-        let launched = match launch::launch(plan, options).await {
+        let launched = match launch::launch(run, options).await {
             Ok(launched) => launched,
             Err(failure) => return report_failure(&failure).await,
         };

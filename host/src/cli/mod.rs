@@ -20,7 +20,6 @@ macro_rules! eprintln {
 
 mod agent_text;
 mod agents;
-mod capacity;
 mod component;
 mod launching;
 mod list;

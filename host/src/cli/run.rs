@@ -120,75 +120,77 @@ pub struct Args {
     on_end: Option<String>,
 }
 
+impl Args {
+    /// The run these arguments ask for, or the usage error to print.
+    fn into_request(self) -> Result<RunRequest, String> {
+        // clap does not enforce `requires` on these two next to `required_unless_present`.
+        if self.chain.is_none() && (self.concurrency.is_some() || self.fail_fast) {
+            return Err("--concurrency and --fail-fast need --chain".to_owned());
+        }
+        let timeout = (self.timeout.map(super::runs::seconds).transpose()).map_err(|m| format!("--timeout: {m}"))?;
+        let checkpoint = (self.checkpoint_before_deadline.map(super::runs::seconds).transpose())
+            .map_err(|m| format!("--checkpoint-before-deadline: {m}"))?;
+        let usage_budget =
+            (self.max_tokens.is_some() || self.max_cost.is_some()).then_some(sublaunch::contract::UsageBudget {
+                max_tokens: self.max_tokens,
+                max_cost_usd: self.max_cost,
+            });
+        let work = match &self.chain {
+            Some(path) => Work::Chain {
+                chain: read_chain_file(path).map_err(|e| e.to_string())?,
+                task: self.task,
+            },
+            None => Work::Agent {
+                agent: self.agent.unwrap_or_default(),
+                task: self.task.unwrap_or_default(),
+            },
+        };
+        Ok(RunRequest {
+            work,
+            model: self.model,
+            thinking: self.thinking,
+            max_thinking: self.max_thinking,
+            machine: self.machine,
+            cwd: self.cwd,
+            models_file: self.models,
+            timeout,
+            deadline_at: self.deadline,
+            run_id: self.run_id,
+            concurrency: self.concurrency,
+            fail_fast: self.fail_fast,
+            caller: Caller {
+                session_id: Some(CLI_SESSION_ID.into()),
+                ..Caller::default()
+            },
+            on_end: self.on_end,
+            // SUBLAUNCH_MAX_ACTIVE, else the settings (`runs::request::max_active`).
+            max_active: None,
+            worktree: self.worktree,
+            worktree_base: self.base,
+            require_clean: self.require_clean,
+            reads: self.reads,
+            output: self.output,
+            usage_budget,
+            tool_budget: self.max_tool_calls,
+            checkpoint_before_deadline: checkpoint,
+            extensions: (!self.extensions.is_empty()).then_some(self.extensions),
+            required_extensions: self.required_extensions,
+            skills: (!self.skills.is_empty()).then_some(self.skills),
+            wait: self.wait,
+        })
+    }
+}
+
 /// Runs `sublaunch run`.
 pub fn run(args: Args) -> ExitCode {
     let usage = |message: String| {
         eprintln!("sublaunch run: {message}");
         ExitCode::from(EXIT_USAGE)
     };
-    // clap does not enforce `requires` on these two next to `required_unless_present`.
-    if args.chain.is_none() && (args.concurrency.is_some() || args.fail_fast) {
-        return usage("--concurrency and --fail-fast need --chain".to_owned());
-    }
-    let timeout = match args.timeout.map(super::runs::seconds).transpose() {
-        Ok(timeout) => timeout,
-        Err(message) => return usage(format!("--timeout: {message}")),
-    };
-    let checkpoint = match args.checkpoint_before_deadline.map(super::runs::seconds).transpose() {
-        Ok(checkpoint) => checkpoint,
-        Err(message) => return usage(format!("--checkpoint-before-deadline: {message}")),
-    };
-    let usage_budget =
-        (args.max_tokens.is_some() || args.max_cost.is_some()).then_some(sublaunch::contract::UsageBudget {
-            max_tokens: args.max_tokens,
-            max_cost_usd: args.max_cost,
-        });
-    let work = match &args.chain {
-        Some(path) => match read_chain_file(path) {
-            Ok(chain) => Work::Chain {
-                chain,
-                task: args.task.clone(),
-            },
-            Err(e) => return usage(e.to_string()),
-        },
-        None => Work::Agent {
-            agent: args.agent.clone().unwrap_or_default(),
-            task: args.task.clone().unwrap_or_default(),
-        },
-    };
-    let request = RunRequest {
-        work,
-        model: args.model.clone(),
-        thinking: args.thinking.clone(),
-        max_thinking: args.max_thinking.clone(),
-        machine: args.machine.clone(),
-        cwd: args.cwd.clone(),
-        models_file: args.models.clone(),
-        timeout,
-        deadline_at: args.deadline,
-        run_id: args.run_id.clone(),
-        concurrency: args.concurrency,
-        fail_fast: args.fail_fast,
-        caller: Caller {
-            session_id: Some(CLI_SESSION_ID.into()),
-            ..Caller::default()
-        },
-        on_end: args.on_end.clone(),
-        max_active: match super::capacity::max_active(&super::environment()) {
-            Ok(cap) => cap,
-            Err(e) => return usage(e),
-        },
-        worktree: args.worktree,
-        worktree_base: args.base.clone(),
-        require_clean: args.require_clean,
-        reads: args.reads.clone(),
-        output: args.output.clone(),
-        usage_budget,
-        tool_budget: args.max_tool_calls,
-        checkpoint_before_deadline: checkpoint,
-        extensions: (!args.extensions.is_empty()).then(|| args.extensions.clone()),
-        required_extensions: args.required_extensions.clone(),
-        skills: (!args.skills.is_empty()).then(|| args.skills.clone()),
+    let (dry_run, json) = (args.dry_run, args.json);
+    let request = match args.into_request() {
+        Ok(request) => request,
+        Err(message) => return usage(message),
     };
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
@@ -197,7 +199,7 @@ pub fn run(args: Args) -> ExitCode {
     // The planner (engine and cached component) loads while settings and agents are read; the
     // arguments were checked first, so a usage error never waits for a load.
     let planner = PlannerLoad::start();
-    let gathered = match Gathered::read(&cwd, args.models.as_deref(), &super::environment()) {
+    let gathered = match Gathered::read(&cwd, request.models_file.as_deref(), &super::environment()) {
         Ok(gathered) => gathered,
         Err(e) => return usage(e.to_string()),
     };
@@ -212,19 +214,20 @@ pub fn run(args: Args) -> ExitCode {
         Ok(planner) => planner,
         Err(error) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),
     };
+    let wait = request.wait;
     let runtime = sublaunch::launch::runtime().expect("a tokio runtime");
     let prepared = runtime.block_on(prepare(request, gathered, &planner));
     drop(runtime);
     let prepared = match prepared {
-        Ok(prepared) if !args.dry_run => prepared,
-        Ok(prepared) => return print_outcome(&Ok(prepared.plan)),
+        Ok(prepared) if !dry_run => prepared,
+        Ok(prepared) => return print_outcome(&Ok(prepared.launch.plan)),
         Err(StartError::Invalid(message)) => return usage(message),
         Err(StartError::Failed(e)) => {
             eprintln!("sublaunch run: {e:#}");
             return ExitCode::FAILURE;
         }
         // A person gets one line on stderr; the document is for --json and the plan printout.
-        Err(StartError::Plan(error)) if !args.json && !args.dry_run => {
+        Err(StartError::Plan(error)) if !json && !dry_run => {
             eprintln!("sublaunch run: {}", super::terminal_text::for_terminal(&error.message));
             return ExitCode::FAILURE;
         }
@@ -233,12 +236,5 @@ pub fn run(args: Args) -> ExitCode {
     for note in &prepared.notes {
         eprintln!("sublaunch run: note: {}", super::terminal_text::for_terminal(note));
     }
-    launch_and_report(
-        &prepared.plan,
-        prepared.options,
-        Presentation {
-            json: args.json,
-            wait: args.wait,
-        },
-    )
+    launch_and_report(prepared.launch, prepared.options, Presentation { json, wait })
 }

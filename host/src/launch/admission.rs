@@ -5,13 +5,40 @@
 //! An embedder's launch gets the same checks as the CLI's.
 
 use crate::environment::Environment;
-use crate::inputs::agents::{AdapterId, AgentDef, locate_program};
+use crate::inputs::agents::{AdapterId, AgentDef, MissingProgram, locate_program};
 use std::path::Path;
 use sublaunch_contract::LaunchPlan;
 
-/// Refuses `plan` when this host cannot run it with `agents`; the message says what is
-/// missing and how to fix it.
-pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), String> {
+/// Why this host cannot run a plan; the message says what is missing and how to fix it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AdmissionError {
+    /// A placed step's adapter cannot be wrapped for ssh.
+    #[error(
+        "Subagent launch aborted: step {index} ('{agent}') uses the {adapter} runner, which cannot run on machine '{machine}'."
+    )]
+    NotPlaceable {
+        /// The step's index in the plan.
+        index: usize,
+        /// Its agent.
+        agent: String,
+        /// The agent's adapter.
+        adapter: AdapterId,
+        /// The machine's id.
+        machine: String,
+    },
+    /// Steps are placed on a machine and the ssh client is missing.
+    #[error("cannot launch: steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
+    NoSsh(MissingProgram),
+    /// Local steps' programs are missing: one `agent '<name>' needs <what>` each.
+    #[error(
+        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
+        .0.join("; ")
+    )]
+    MissingPrograms(Vec<String>),
+}
+
+/// Refuses `plan` when this host cannot run it with `agents`.
+pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), AdmissionError> {
     let path = env.var("PATH");
     let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
     for (index, step) in plan.steps.iter().enumerate() {
@@ -20,18 +47,18 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
         };
         let adapter = agent.runner.adapter;
         if !(adapter == AdapterId::Pi || adapter.is_code_owned()) {
-            return Err(format!(
-                "Subagent launch aborted: step {index} ('{}') uses the {adapter} runner, which cannot run on machine '{}'.",
-                step.agent, machine.id
-            ));
+            return Err(AdmissionError::NotPlaceable {
+                index,
+                agent: step.agent.clone(),
+                adapter,
+                machine: machine.id.clone(),
+            });
         }
     }
     if let Some(step) = plan.steps.iter().find(|s| s.machine.is_some())
         && let Err(missing) = locate_program("ssh", Path::new(&step.cwd), path)
     {
-        return Err(format!(
-            "cannot launch: steps placed on a machine run through ssh, and {missing}.\nInstall the OpenSSH client."
-        ));
+        return Err(AdmissionError::NoSsh(missing));
     }
     let mut problems: Vec<String> = Vec::new();
     // A placed step's program must exist on its machine, not here.
@@ -53,10 +80,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
     if problems.is_empty() {
         return Ok(());
     }
-    Err(format!(
-        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
-        problems.join("; ")
-    ))
+    Err(AdmissionError::MissingPrograms(problems))
 }
 
 #[cfg(test)]
@@ -93,12 +117,16 @@ mod tests {
         };
         generic.source = AgentSource::BuiltIn;
         let agents = [builtins(), vec![generic]].concat();
-        let error = admit(&placed("tool"), &agents, &path_env(tmp.path())).unwrap_err();
+        let error = admit(&placed("tool"), &agents, &path_env(tmp.path()))
+            .unwrap_err()
+            .to_string();
         assert!(
             error.contains("uses the external-cli runner, which cannot run on machine 'box'"),
             "{error}"
         );
-        let error = admit(&placed("shell"), &agents, &path_env(tmp.path())).unwrap_err();
+        let error = admit(&placed("shell"), &agents, &path_env(tmp.path()))
+            .unwrap_err()
+            .to_string();
         assert!(error.contains("steps placed on a machine run through ssh"), "{error}");
         std::fs::write(tmp.path().join("ssh"), "#!/bin/sh\n").unwrap();
         std::fs::set_permissions(
@@ -113,7 +141,9 @@ mod tests {
     fn a_local_step_needs_its_program_on_the_environments_path() {
         let tmp = tempfile::tempdir().unwrap();
         let plan = LaunchPlan::single(PlanStep::local("claude", "task", "/"));
-        let error = admit(&plan, &builtins(), &path_env(tmp.path())).unwrap_err();
+        let error = admit(&plan, &builtins(), &path_env(tmp.path()))
+            .unwrap_err()
+            .to_string();
         assert!(error.starts_with("cannot launch: agent 'claude' needs"), "{error}");
         assert!(error.contains("runner.command"), "{error}");
     }

@@ -3,6 +3,7 @@
 
 use super::blocking::blocking;
 use super::context::{RunContext, warn};
+use super::error::{LaunchError, cause};
 use super::run_dir;
 use super::setup::Setup;
 use std::sync::Arc;
@@ -27,9 +28,9 @@ pub(crate) fn initial_status_document(
     let mut status = Status::initial(&InitialStatus {
         run_id: ctx.run_id.clone(),
         runner_process_instance_id: ctx.runner_process_instance_id.clone(),
-        session_id: ctx.caller.session_id.clone(),
-        completion_owner_id: ctx.caller.completion_owner_id.clone(),
-        tool_call_id: ctx.caller.tool_call_id.clone(),
+        session_id: ctx.caller().session_id.clone(),
+        completion_owner_id: ctx.caller().completion_owner_id.clone(),
+        tool_call_id: ctx.caller().tool_call_id.clone(),
         mode: setup.mode.to_owned(),
         steps: setup.agents.clone(),
         pid,
@@ -52,7 +53,7 @@ pub(crate) struct Runner {
 
 /// Takes the run's capacity ticket (before H13, so the initial status can say `queued`);
 /// returns whether the run holds a slot. A capped run waits behind earlier waiting runs.
-pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result<bool, String> {
+pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result<bool, LaunchError> {
     let context = ctx.clone();
     blocking(move || {
         let queue = CapacityQueue::open(context.root.runs())?;
@@ -60,19 +61,19 @@ pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result
             run_id: &context.run_id,
             pid: runner.pid,
             pid_start_identity: runner.identity.as_deref(),
-            max_active: context.max_active,
+            max_active: context.launch.limits.max_active,
         };
         let admission = queue.lock()?.take(&request, &SystemProcesses)?;
         Ok(admission.ticket.claimed)
     })
     .await
-    .map_err(|e| format!("Failed to take a capacity ticket: {e}"))
+    .map_err(|e| LaunchError::Ticket(Arc::new(e)))
 }
 
 /// H13: writes the initial status (S2), then creates the active-run marker (I2, I3).
-pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), String> {
+pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), LaunchError> {
     ctx.fault_sleep(HostPoint::StatusInitial).await;
-    let fail = |e: String| format!("Failed to persist initial async status: {e}");
+    let fail = |e: std::io::Error| LaunchError::InitialStatus(Arc::new(e));
     let context = ctx.clone();
     blocking(move || {
         // Staged: the proceed file, written durably in the same directory before anyone is
@@ -96,7 +97,7 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         Ok(())
     })
     .await
-    .map_err(|e| fail(e.to_string()))?;
+    .map_err(fail)?;
     ctx.fault_sleep(HostPoint::Index).await;
     let context = ctx.clone();
     blocking(move || {
@@ -106,7 +107,7 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         let outcome =
             context
                 .index()?
-                .mark_checked(&context.run_id, context.caller.tool_call_id.as_deref(), &context.run)?;
+                .mark_checked(&context.run_id, context.caller().tool_call_id.as_deref(), &context.run)?;
         if let Some(alias) = outcome.alias_error {
             warn(&format!(
                 "could not create the tool-call alias of run '{}': {alias}",
@@ -116,11 +117,11 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         Ok(())
     })
     .await
-    .map_err(|e| fail(e.to_string()))
+    .map_err(fail)
 }
 
 /// H14: the initial candidate and the pending proof.
-pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), String> {
+pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), LaunchError> {
     ctx.fault_sleep(HostPoint::Sidecar).await;
     let context = ctx.clone();
     blocking(move || {
@@ -142,15 +143,16 @@ pub(crate) async fn sidecars(ctx: &Arc<RunContext>) -> Result<(), String> {
         )
     })
     .await
-    .map_err(|e| format!("Failed to establish async runner lifecycle sidecar: {e}"))
+    .map_err(|e| LaunchError::Sidecars(Arc::new(e)))
 }
 
 /// H15: the embedder's capacity claim for this runner instance.
-pub(crate) async fn capacity(ctx: &RunContext) -> Result<(), String> {
+pub(crate) async fn capacity(ctx: &RunContext) -> Result<(), LaunchError> {
     ctx.fault_sleep(HostPoint::Capacity).await;
-    let fail = |e: String| format!("Failed to establish async runner capacity ownership: {e}");
     if let Some(error) = ctx.faults.step_error(HostPoint::Capacity) {
-        return Err(fail(error.to_string()));
+        return Err(LaunchError::Capacity(cause(error)));
     }
-    ctx.hooks.mark_started(&ctx.runner_process_instance_id).map_err(fail)
+    ctx.hooks
+        .mark_started(&ctx.runner_process_instance_id)
+        .map_err(|e| LaunchError::Capacity(cause(e)))
 }

@@ -54,7 +54,7 @@ impl HookRunner {
         }
     }
 
-    fn shim(&self) -> Result<PathBuf, String> {
+    fn shim(&self) -> Result<PathBuf, super::RunnerError> {
         match &self.shim {
             Some(shim) => Ok(shim.clone()),
             None => super::default_shim_path(&self.environment),
@@ -171,15 +171,40 @@ fn payload(run_dir: &Path, results: &Dir, run_id: &str, status: &Status) -> Valu
     published.unwrap_or_else(|| hook::payload_from_status(status, &run_dir.to_string_lossy()))
 }
 
+/// Why the hook runner did not start.
+#[derive(Debug, thiserror::Error)]
+enum HookStartError {
+    /// There is no runner to start.
+    #[error(transparent)]
+    Runner(#[from] super::RunnerError),
+    /// The job could not be encoded.
+    #[error("{0}")]
+    Job(#[source] serde_json::Error),
+    /// The job could not be put in a file for the runner's stdin.
+    #[error("cannot hand over the job: {0}")]
+    Handover(#[source] io::Error),
+    /// The run's `runner.stderr.log` could not be opened for the runner.
+    #[error("{0}")]
+    Log(#[source] io::Error),
+    /// The runner could not be spawned.
+    #[error("{}: {source}", shim.display())]
+    Spawn {
+        /// The runner.
+        shim: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+}
+
 /// Starts `sublaunch-shim --on-end` in a session of its own, the job on its stdin, its own
 /// messages appended to the run's `runner.stderr.log`; it is reaped by a thread of this
 /// process (or, once this process exits, by init).
-fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), String> {
+fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), HookStartError> {
     let shim = runner.shim()?;
-    let bytes = serde_json::to_vec(job).map_err(|e| e.to_string())?;
-    let stdin = job_file(&bytes).map_err(|e| format!("cannot hand over the job: {e}"))?;
-    let log = run.open_append(names::RUNNER_STDERR_LOG).map_err(|e| e.to_string())?;
-    let log_err = log.try_clone().map_err(|e| e.to_string())?;
+    let bytes = serde_json::to_vec(job).map_err(HookStartError::Job)?;
+    let stdin = job_file(&bytes).map_err(HookStartError::Handover)?;
+    let log = run.open_append(names::RUNNER_STDERR_LOG).map_err(HookStartError::Log)?;
+    let log_err = log.try_clone().map_err(HookStartError::Log)?;
     let mut command = Command::new(&shim);
     command
         .arg(HELPER_ARG)
@@ -194,7 +219,10 @@ fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), String> {
     unsafe {
         command.pre_exec(|| rustix::process::setsid().map(drop).map_err(io::Error::from));
     }
-    let mut child = command.spawn().map_err(|e| format!("{}: {e}", shim.display()))?;
+    let mut child = command.spawn().map_err(|source| HookStartError::Spawn {
+        shim: shim.clone(),
+        source,
+    })?;
     let _ = std::thread::Builder::new()
         .name("sublaunch-hook-reaper".into())
         .spawn(move || child.wait());

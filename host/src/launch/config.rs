@@ -8,7 +8,8 @@ mod cli_model;
 mod placement;
 mod strict_schema;
 
-use super::options::{Caller, Continuation, LaunchOptions, WorkflowOptions};
+use super::options::{Continuation, WorkflowOptions};
+use super::spec::Launch;
 use crate::inputs::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -18,8 +19,83 @@ use sublaunch_protocol::records::config::{
     AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig,
 };
 
-pub use aliases::{AliasTable, aliases_for};
-pub use placement::{CONTROL_DIR_ENV, Placer, SSH_CONFIG_ENV, control_dir};
+pub use aliases::{AliasError, AliasProblem, AliasTable, AliasesError, aliases_for};
+pub use cli_model::CliModelError;
+pub use placement::{CONTROL_DIR_ENV, ControlDirError, NotPrivate, Placer, SSH_CONFIG_ENV, control_dir};
+
+/// Why a runner step cannot be built from its plan step and agent.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum StepError {
+    /// The plan has no steps.
+    #[error("Subagent launch aborted: the plan has no steps.")]
+    NoSteps,
+    /// A step's agent is not among the launch's agents.
+    #[error("Subagent launch aborted: agent '{0}' is not known to the launcher.")]
+    UnknownAgent(String),
+    /// A step's agent uses a runner sublaunch does not start.
+    #[error("Subagent launch aborted: agent '{agent}' uses the {adapter} runner, which sublaunch cannot start.")]
+    NotStartable {
+        /// The agent.
+        agent: String,
+        /// Its adapter.
+        adapter: AdapterId,
+    },
+    /// An agent file asks for a model or thinking level its CLI cannot take.
+    #[error("Subagent launch aborted: {0}.")]
+    Model(#[from] CliModelError),
+    /// A step's output schema is not JSON (`index` counts from 0).
+    #[error("Subagent launch aborted: the output schema of step {index} is not JSON: {source}")]
+    SchemaNotJson {
+        /// The step's index in the plan.
+        index: usize,
+        /// Why.
+        source: std::sync::Arc<serde_json::Error>,
+    },
+    /// Codex is given an output schema that is not strict (`step` counts from 1).
+    #[error(
+        "Subagent launch aborted: Codex sends the output schema of step {step} ('{agent}') as a strict JSON schema, which it is not: {problem}."
+    )]
+    NotStrict {
+        /// The step's number.
+        step: usize,
+        /// Its agent.
+        agent: String,
+        /// What makes the schema not strict.
+        problem: String,
+    },
+    /// A conversation is continued by a run of more than one step.
+    #[error("Subagent launch aborted: a conversation is continued by a run of one step, not {0}.")]
+    ContinuedBySeveral(usize),
+    /// The step's agent has no adapter, so no conversation.
+    #[error("Subagent launch aborted: agent '{0}' keeps no conversation to continue.")]
+    NoConversation(String),
+    /// The step's adapter keeps no conversations.
+    #[error(
+        "Subagent launch aborted: agent '{agent}' runs the {} adapter, which keeps no conversation to continue.",
+        .adapter.id()
+    )]
+    AdapterKeepsNone {
+        /// The agent.
+        agent: String,
+        /// Its adapter.
+        adapter: AdapterId,
+    },
+    /// pi's conversation on another machine is not kept.
+    #[error("Subagent launch aborted: agent '{0}' runs pi on another machine, where its conversation is not kept.")]
+    PiElsewhere(String),
+    /// The ssh control directory of a placed step cannot be used.
+    #[error(transparent)]
+    ControlDir(#[from] ControlDirError),
+    /// The settings' model aliases cannot be read.
+    #[error(transparent)]
+    Aliases(#[from] AliasesError),
+}
+
+impl From<AliasError> for StepError {
+    fn from(error: AliasError) -> Self {
+        Self::Aliases(AliasesError::Invalid(error))
+    }
+}
 
 /// The plan's mode: `single` for one child, `parallel` when the graph has a parallel group,
 /// `chain` otherwise.
@@ -37,44 +113,45 @@ pub fn plan_mode(plan: &LaunchPlan) -> &'static str {
     }
 }
 
-/// The runner steps of `plan` for a launch with `options`, or the reason one cannot be
-/// started. Settings' `modelResponseAliases` are read (for the launch's directory) only when
-/// a pi step verifies its model.
+/// The runner steps of `launch`'s plan in `env`, or the reason one cannot be started.
+/// Settings' `modelResponseAliases` are needed only when a pi step verifies its model: those
+/// the run was prepared with, else those of the launch's directory.
 ///
 /// A placed step starts ssh in `local_cwd`; its ControlMaster sockets live under `root`.
 pub fn runner_steps(
-    plan: &LaunchPlan,
-    options: &LaunchOptions,
+    launch: &Launch,
+    env: &crate::Environment,
     root: &Path,
     local_cwd: &str,
-) -> Result<Vec<StepConfig>, String> {
+) -> Result<Vec<StepConfig>, StepError> {
+    let plan = &launch.plan;
     if plan.steps.is_empty() {
-        return Err("Subagent launch aborted: the plan has no steps.".into());
+        return Err(StepError::NoSteps);
     }
     let verifies = plan.steps.iter().any(|step| {
-        find_agent(&options.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterId::Pi)
+        find_agent(&launch.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterId::Pi)
             && verified_model(step).is_some()
     });
-    let table = if verifies {
-        aliases_for(Path::new(local_cwd), &options.environment)?
-    } else {
-        AliasTable::default()
+    let table = match &launch.settings {
+        _ if !verifies => AliasTable::default(),
+        Some(settings) => AliasTable::of(settings)?,
+        None => aliases_for(Path::new(local_cwd), env)?,
     };
     let placer = plan
         .steps
         .iter()
         .any(|s| s.machine.is_some())
-        .then(|| Placer::new(root, local_cwd.to_owned(), &options.environment));
+        .then(|| Placer::new(root, local_cwd.to_owned(), env));
     plan.steps
         .iter()
         .enumerate()
         .map(|(index, step)| {
-            let agent = find_agent(&options.agents, &step.agent);
+            let agent = find_agent(&launch.agents, &step.agent);
             let mut config = step_config(index, step, agent, &table)?;
             if let Some(placer) = &placer {
                 placer.place(step, &mut config)?;
             }
-            if let Some(continuation) = &options.continuation {
+            if let Some(continuation) = &launch.continuation {
                 continue_conversation(&mut config, plan.steps.len(), continuation)?;
             }
             Ok(config)
@@ -84,17 +161,13 @@ pub fn runner_steps(
 
 /// Makes `config` continue an agent conversation: only a run of one step, by an agent that
 /// keeps conversations, where the conversation is (pi's session file is local).
-fn continue_conversation(config: &mut StepConfig, steps: usize, continuation: &Continuation) -> Result<(), String> {
+fn continue_conversation(config: &mut StepConfig, steps: usize, continuation: &Continuation) -> Result<(), StepError> {
     if steps != 1 {
-        return Err(format!(
-            "Subagent launch aborted: a conversation is continued by a run of one step, not {steps}."
-        ));
+        return Err(StepError::ContinuedBySeveral(steps));
     }
     let agent = config.agent.clone().unwrap_or_default();
     let Some(spec) = config.adapter.as_mut() else {
-        return Err(format!(
-            "Subagent launch aborted: agent '{agent}' keeps no conversation to continue."
-        ));
+        return Err(StepError::NoConversation(agent));
     };
     let kind = AdapterId::from_id(&spec.id).unwrap_or(AdapterId::Shell);
     let keeps = matches!(
@@ -108,15 +181,10 @@ fn continue_conversation(config: &mut StepConfig, steps: usize, continuation: &C
             | AdapterId::CursorAgentWriter
     );
     if !keeps {
-        return Err(format!(
-            "Subagent launch aborted: agent '{agent}' runs the {} adapter, which keeps no conversation to continue.",
-            kind.id()
-        ));
+        return Err(StepError::AdapterKeepsNone { agent, adapter: kind });
     }
     if kind == AdapterId::Pi && config.placement.is_some() {
-        return Err(format!(
-            "Subagent launch aborted: agent '{agent}' runs pi on another machine, where its conversation is not kept."
-        ));
+        return Err(StepError::PiElsewhere(agent));
     }
     spec.resume = Some(continuation.session.clone());
     spec.session_usage.clone_from(&continuation.session_usage);
@@ -150,22 +218,18 @@ pub fn step_config(
     step: &PlanStep,
     agent: Option<&AgentDef>,
     aliases: &AliasTable,
-) -> Result<StepConfig, String> {
+) -> Result<StepConfig, StepError> {
     let Some(agent) = agent else {
-        return Err(format!(
-            "Subagent launch aborted: agent '{}' is not known to the launcher.",
-            step.agent
-        ));
+        return Err(StepError::UnknownAgent(step.agent.clone()));
     };
     let kind = agent.runner.adapter;
     let mut config = match kind {
         AdapterId::Shell => StepConfig::shell(&step.task, &step.cwd, BTreeMap::new()),
         AdapterId::ExternalJob => {
-            return Err(format!(
-                "Subagent launch aborted: agent '{}' uses the {} runner, which sublaunch cannot start.",
-                step.agent,
-                kind.id()
-            ));
+            return Err(StepError::NotStartable {
+                agent: step.agent.clone(),
+                adapter: kind,
+            });
         }
         _ => StepConfig {
             agent: Some(step.agent.clone()),
@@ -176,7 +240,7 @@ pub fn step_config(
         },
     };
     config.model.clone_from(&step.model);
-    config.adapter = Some(adapter_spec(step, agent).map_err(|e| format!("Subagent launch aborted: {e}."))?);
+    config.adapter = Some(adapter_spec(step, agent)?);
     config.set_position(step.step_index, step.task_index);
     config.reads.clone_from(&step.reads);
     config.output_file.clone_from(&step.output);
@@ -191,18 +255,20 @@ pub fn step_config(
     config.skills.clone_from(&step.skills);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
-            Some(text) => serde_json::from_str::<Value>(text)
-                .map_err(|e| format!("Subagent launch aborted: the output schema of step {index} is not JSON: {e}"))?,
+            Some(text) => serde_json::from_str::<Value>(text).map_err(|e| StepError::SchemaNotJson {
+                index,
+                source: std::sync::Arc::new(e),
+            })?,
             None => serde_json::json!({}),
         };
         if matches!(kind, AdapterId::CodexExec | AdapterId::CodexExecWriter)
             && let Some(problem) = strict_schema::strict_problem(&schema)
         {
-            return Err(format!(
-                "Subagent launch aborted: Codex sends the output schema of step {} ('{}') as a strict JSON schema, which it is not: {problem}.",
-                index + 1,
-                step.agent
-            ));
+            return Err(StepError::NotStrict {
+                step: index + 1,
+                agent: step.agent.clone(),
+                problem,
+            });
         }
         config.set_output_schema(Some(schema));
     }
@@ -221,7 +287,7 @@ pub fn step_config(
 
 /// What the shim's adapter needs: the program (when the agent replaces it), the argv of
 /// `command` and generic external CLIs, the model and thinking level, system prompt and tools.
-fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, String> {
+fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, CliModelError> {
     let kind = agent.runner.adapter;
     let mut spec = AdapterSpec::new(kind.id());
     match kind {
@@ -262,29 +328,24 @@ pub fn workflow_config(workflow: &WorkflowOptions) -> WorkflowConfig {
     }
 }
 
-/// Everything [`runner_config`] needs.
+/// What [`runner_config`] needs besides the launch: what the launch chose and resolved.
 pub(crate) struct ConfigInputs<'a> {
+    pub launch: &'a Launch,
     pub run_id: &'a str,
+    pub runner_process_instance_id: &'a str,
+    /// The runner steps, resolved against their final directories.
     pub steps: Vec<StepConfig>,
     pub result_path: String,
     pub cwd: String,
     pub async_dir: String,
-    pub caller: &'a Caller,
-    pub timeout_ms: Option<u64>,
-    pub deadline_at: Option<u64>,
-    pub runner_process_instance_id: &'a str,
-    pub workflow: &'a WorkflowOptions,
     pub agent_umask: Option<u32>,
-    pub on_end: Option<&'a sublaunch_protocol::records::hook::OnEnd>,
-    pub max_active: Option<std::num::NonZeroU32>,
-    pub usage_budget: Option<sublaunch_contract::UsageBudget>,
-    pub checkpoint_before_deadline_ms: Option<u64>,
-    pub project_config: sublaunch_protocol::records::config::ProjectConfig,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
 pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
-    let revival_lease = inputs.caller.revival_lease.clone().map(|mut lease| {
+    let launch = inputs.launch;
+    let caller = &launch.caller;
+    let revival_lease = caller.revival_lease.clone().map(|mut lease| {
         lease.run_id = inputs.run_id.to_owned();
         lease
     });
@@ -298,22 +359,22 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         result_path: inputs.result_path,
         cwd: inputs.cwd,
         async_dir: inputs.async_dir,
-        session_id: inputs.caller.session_id.clone(),
-        completion_owner_id: inputs.caller.completion_owner_id.clone(),
-        tool_call_id: inputs.caller.tool_call_id.clone(),
+        session_id: caller.session_id.clone(),
+        completion_owner_id: caller.completion_owner_id.clone(),
+        tool_call_id: caller.tool_call_id.clone(),
         revival_lease,
-        timeout_ms: inputs.timeout_ms,
-        deadline_at: inputs.deadline_at,
+        timeout_ms: launch.limits.timeout_ms,
+        deadline_at: launch.limits.deadline_at,
         command: None,
         runner_process_instance_id: inputs.runner_process_instance_id.to_owned(),
         launch_barrier_token,
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
-        workflow: workflow_config(inputs.workflow),
-        on_end: inputs.on_end.cloned(),
-        max_active: inputs.max_active.map(std::num::NonZeroU32::get),
-        usage_budget: inputs.usage_budget,
-        checkpoint_before_deadline_ms: inputs.checkpoint_before_deadline_ms,
-        project_config: inputs.project_config,
+        workflow: workflow_config(&launch.workflow),
+        on_end: launch.on_end.clone(),
+        max_active: launch.limits.max_active.map(std::num::NonZeroU32::get),
+        usage_budget: launch.plan.usage_budget.clone(),
+        checkpoint_before_deadline_ms: launch.plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
+        project_config: launch.project_config,
     }
 }
 

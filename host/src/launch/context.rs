@@ -1,7 +1,8 @@
 //! What every phase of one launch shares: the run's identity, its directory handles, the
 //! policies and hooks in force.
 
-use super::options::{Caller, LaunchHooks};
+use super::options::LaunchHooks;
+use super::spec::Launch;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,23 +33,24 @@ pub(crate) struct RunContext {
     pub hooks: Arc<dyn LaunchHooks>,
     /// Os (clock, random, fs).
     pub os: Arc<Os>,
-    /// Who asked for the run.
-    pub caller: Caller,
-    /// Number of steps.
-    pub step_count: usize,
+    /// What is launched: the plan and the run's settings (its caller, its limits).
+    pub launch: Arc<Launch>,
     /// X1 grace.
     pub terminate_grace: Duration,
     /// How to start the completion hook when the shim died without firing it (`None`: the
     /// run has no hook).
     pub on_end: Option<super::completion_hook::HookRunner>,
-    /// The cap of active runs under the root (`None`: the run never waits for capacity).
-    pub max_active: Option<std::num::NonZeroU32>,
     /// The worktrees made for this launch, removed again when it fails before the run
     /// started.
     pub worktrees: std::sync::Mutex<Option<crate::worktrees::Created>>,
 }
 
 impl RunContext {
+    /// Who asked for the run.
+    pub(crate) fn caller(&self) -> &super::Caller {
+        &self.launch.caller
+    }
+
     /// Removes the launch's worktrees (a launch that failed: nothing ran in them).
     pub(crate) fn remove_worktrees(&self) {
         let created = self.worktrees.lock().map(|mut w| w.take()).unwrap_or_default();

@@ -1,6 +1,7 @@
 //! A launch that did not start (H18): how far it got, as a value an embedder can match on,
 //! and the caller-facing text.
 
+use super::error::LaunchError;
 use super::handle::LaunchHandle;
 use std::fmt;
 
@@ -37,15 +38,15 @@ pub enum LaunchStage {
 /// Why a launch did not start.
 #[derive(Clone, Debug)]
 pub struct LaunchFailure {
-    /// The error (without the `Failed to start async run` prefix).
-    pub error: String,
+    /// The error (its text without the `Failed to start async run` prefix).
+    pub error: LaunchError,
     /// How far the launch got.
     pub stage: LaunchStage,
 }
 
 impl LaunchFailure {
     /// A preflight refusal.
-    pub(crate) fn preflight(error: impl Into<String>) -> Self {
+    pub(crate) fn preflight(error: impl Into<LaunchError>) -> Self {
         Self {
             error: error.into(),
             stage: LaunchStage::Refused,
@@ -53,9 +54,9 @@ impl LaunchFailure {
     }
 
     /// A failure of run `run_id` before its runner was spawned.
-    pub(crate) fn before_spawn(run_id: &str, runner_process_instance_id: &str, error: impl Into<String>) -> Self {
+    pub(crate) fn before_spawn(run_id: &str, runner_process_instance_id: &str, error: LaunchError) -> Self {
         Self {
-            error: error.into(),
+            error,
             stage: LaunchStage::NotSpawned {
                 run_id: run_id.to_owned(),
                 runner_process_instance_id: runner_process_instance_id.to_owned(),
@@ -123,7 +124,7 @@ impl LaunchFailure {
     pub fn message(&self) -> String {
         match self.run_id() {
             Some(id) => format!("Failed to start async run '{id}': {}", self.error),
-            None => self.error.clone(),
+            None => self.error.to_string(),
         }
     }
 }
@@ -134,4 +135,8 @@ impl fmt::Display for LaunchFailure {
     }
 }
 
-impl std::error::Error for LaunchFailure {}
+impl std::error::Error for LaunchFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}

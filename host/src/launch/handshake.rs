@@ -27,6 +27,23 @@ const EOF_EXIT_GRACE: Duration = Duration::from_millis(1_000);
 /// The safety poll while the doorbell is open (a missed or spoofed message costs at most this).
 pub(crate) const SAFETY_POLL: Duration = Duration::from_millis(250);
 
+/// Why the commit or the revival handshake failed.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum HandshakeError {
+    /// The shim failed, exited or did not answer in time, in the protocol's words (K5–K8,
+    /// K13, K16).
+    #[error("{0}")]
+    Runner(String),
+    /// A control file could not be written.
+    #[error("{prefix}: {source}")]
+    Control {
+        /// What the write was for (`Failed to authorize async runner startup`, …).
+        prefix: &'static str,
+        /// Why.
+        source: Arc<io::Error>,
+    },
+}
+
 /// One handshake of one launch.
 pub(crate) struct Handshake<'a> {
     pub ctx: &'a Arc<RunContext>,
@@ -39,10 +56,13 @@ pub(crate) struct Handshake<'a> {
 impl Handshake<'_> {
     /// H16/K16: the fresh-launch commit. Refuses to write proceed once the shim's exit has been
     /// observed.
-    pub(crate) async fn fresh_commit(&mut self, barrier_token: &str) -> Result<(), String> {
+    pub(crate) async fn fresh_commit(&mut self, barrier_token: &str) -> Result<(), HandshakeError> {
         self.ctx.fault_sleep(HostPoint::Proceed).await;
         if let Some((code, signal)) = self.exit_before_commit().await {
-            return Err(exited_before_commit_message(code, signal.as_deref()));
+            return Err(HandshakeError::Runner(exited_before_commit_message(
+                code,
+                signal.as_deref(),
+            )));
         }
         self.write_control(ControlAction::Proceed, barrier_token).await?;
         self.ring(ControlAction::Proceed);
@@ -50,7 +70,7 @@ impl Handshake<'_> {
     }
 
     /// K3: ready → ack → acknowledged → confirm → confirmed → (commit check) → proceed.
-    pub(crate) async fn revival(&mut self) -> Result<(), String> {
+    pub(crate) async fn revival(&mut self) -> Result<(), HandshakeError> {
         let token = self.wait_state(StartupState::Ready, None).await?;
         self.ctx.fault_sleep(HostPoint::Ack).await;
         self.write_control(ControlAction::Ack, &token).await?;
@@ -62,7 +82,10 @@ impl Handshake<'_> {
         self.wait_state(StartupState::Confirmed, Some(&token)).await?;
         self.ctx.fault_sleep(HostPoint::Proceed).await;
         if let Some((code, signal)) = self.exit_before_commit().await {
-            return Err(exited_before_proceed_message(code, signal.as_deref()));
+            return Err(HandshakeError::Runner(exited_before_proceed_message(
+                code,
+                signal.as_deref(),
+            )));
         }
         self.write_control(ControlAction::Proceed, &token).await?;
         self.ring(ControlAction::Proceed);
@@ -90,7 +113,7 @@ impl Handshake<'_> {
     }
 
     /// K4/K5: waits for `expected` (with `token` after `ready`); returns the token.
-    async fn wait_state(&mut self, expected: StartupState, token: Option<&str>) -> Result<String, String> {
+    async fn wait_state(&mut self, expected: StartupState, token: Option<&str>) -> Result<String, HandshakeError> {
         let clock = self.ctx.os.clock.clone();
         let deadline = Deadline::after(clock.as_ref(), self.timeout);
         let path = self.ctx.run.join(names::RUNNER_STARTUP);
@@ -102,7 +125,7 @@ impl Handshake<'_> {
                 return Err(after_exit(&read, expected, &path, &exit));
             }
             match evaluate_host(&read, expected, token, &path) {
-                HostObservation::Failed(message) => return Err(message),
+                HostObservation::Failed(message) => return Err(HandshakeError::Runner(message)),
                 HostObservation::Reached { token, .. } => {
                     if let Some(exit) = self.control.exit() {
                         // K5: an exit seen in the same check; the file's error state wins.
@@ -116,8 +139,11 @@ impl Handshake<'_> {
             if deadline.expired(clock.as_ref()) {
                 return match evaluate_host(&self.read_report().await, expected, token, &path) {
                     HostObservation::Reached { token, .. } => Ok(token),
-                    HostObservation::Failed(message) => Err(message),
-                    HostObservation::KeepWaiting => Err(host_timeout_message(deadline.budget(), expected)),
+                    HostObservation::Failed(message) => Err(HandshakeError::Runner(message)),
+                    HostObservation::KeepWaiting => Err(HandshakeError::Runner(host_timeout_message(
+                        deadline.budget(),
+                        expected,
+                    ))),
                 };
             }
             let doorbell_open = self.doorbell.as_ref().is_some_and(|d| !d.is_closed());
@@ -147,7 +173,7 @@ impl Handshake<'_> {
     }
 
     /// K6/H16: writes a control file atomically (proceed is in the durable class).
-    async fn write_control(&self, action: ControlAction, token: &str) -> Result<(), String> {
+    async fn write_control(&self, action: ControlAction, token: &str) -> Result<(), HandshakeError> {
         let point = match action {
             ControlAction::Ack => HostPoint::Ack,
             ControlAction::Confirm => HostPoint::Confirm,
@@ -167,7 +193,10 @@ impl Handshake<'_> {
         if written.is_err() && action == ControlAction::Proceed {
             self.withdraw_proceed().await;
         }
-        written.map_err(|e| format!("{}: {e}", action.write_failure_prefix()))
+        written.map_err(|e| HandshakeError::Control {
+            prefix: action.write_failure_prefix(),
+            source: Arc::new(e),
+        })
     }
 
     /// K8: a failed proceed must not be left behind. A write can fail after its rename (the
@@ -200,6 +229,12 @@ fn after_exit(
     expected: StartupState,
     path: &std::path::Path,
     exit: &super::exit_watcher::RunnerExit,
-) -> String {
-    evaluate_host_after_exit(read, expected, path, exit.exit_code, exit.signal.as_deref())
+) -> HandshakeError {
+    HandshakeError::Runner(evaluate_host_after_exit(
+        read,
+        expected,
+        path,
+        exit.exit_code,
+        exit.signal.as_deref(),
+    ))
 }

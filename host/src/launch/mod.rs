@@ -1,4 +1,4 @@
-//! The host launch path: from a [`LaunchPlan`](sublaunch_contract::LaunchPlan) to a detached,
+//! The host launch path: from a [`Launch`] (a plan and its run's settings) to a detached,
 //! committed run of `sublaunch-shim`, and the bookkeeping after its exit.
 //!
 //! Rule ids refer to `spec/host-and-shim.md`. The sequence ([`launch`]) is: preflight (H1–H3,
@@ -34,6 +34,7 @@ pub mod config;
 mod context;
 mod doorbell;
 pub mod environment;
+pub mod error;
 pub mod exit_watcher;
 mod failure;
 mod finalize;
@@ -49,6 +50,7 @@ pub mod run_dir;
 mod sequence;
 mod setup;
 mod spawn;
+mod spec;
 mod startup_failure;
 mod step_files;
 mod supervise;
@@ -56,16 +58,18 @@ pub mod terminate;
 #[cfg(feature = "test-hooks")]
 pub mod testing;
 
+pub use error::LaunchError;
 pub use exit_watcher::{ProcessControl, RunnerExit, SignalOutcome, TermSignal};
 pub use failure::{LaunchFailure, LaunchStage};
 pub use finalize::Finished;
 pub use handle::{Abandoned, CommitError, CommitState, LaunchHandle};
 pub use ids::new_run_id;
 pub use options::{
-    Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, OnEnd, SHIM_ENV,
-    SHIM_NAME, Timeouts, WorkflowOptions, default_shim_path,
+    Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, OnEnd, RunnerError,
+    SHIM_ENV, SHIM_NAME, Timeouts, WorkflowOptions, default_shim_path,
 };
 pub use sequence::{Launched, launch};
+pub use spec::{Launch, RunLimits};
 pub use terminate::{Termination, terminate_runner};
 
 /// The async runtime the launch API runs on, re-exported so embedders and the end-to-end

@@ -1,7 +1,6 @@
 //! What a caller hands [`super::launch`]: where and how to launch, and the embedder hooks
 //! (capacity, events) of host-and-shim.md H15/H18.
 
-use crate::inputs::agents::AgentDef;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -62,14 +61,9 @@ pub struct Caller {
     pub revival_lease: Option<RevivalLease>,
 }
 
-/// How long the launch waits and the run may take.
+/// How long the launch waits (the run's own limits are [`super::RunLimits`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timeouts {
-    /// The run's timeout (`timeoutMs`, R12).
-    pub run_ms: Option<u64>,
-    /// The run's absolute deadline in wall ms (`deadlineAt`, R12); the earlier of the two
-    /// ends the run.
-    pub deadline_at: Option<u64>,
     /// Host wait per handshake state (default: 10 000 ms, or the test override, K13).
     pub startup: Option<Duration>,
     /// How long [`super::LaunchHandle::committed`] waits for the shim to commit.
@@ -81,8 +75,6 @@ pub struct Timeouts {
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
-            run_ms: None,
-            deadline_at: None,
             startup: None,
             commit: DEFAULT_COMMIT_TIMEOUT,
             terminate_grace: TERMINATE_GRACE,
@@ -123,7 +115,7 @@ pub enum HostEvent {
 pub trait LaunchHooks: Send + Sync {
     /// H15: the launch claims its capacity slot for this runner instance. An error fails the
     /// launch with `Failed to establish async runner capacity ownership: <error>`.
-    fn mark_started(&self, runner_process_instance_id: &str) -> Result<(), String> {
+    fn mark_started(&self, runner_process_instance_id: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let _ = runner_process_instance_id;
         Ok(())
     }
@@ -151,7 +143,8 @@ pub struct NoHooks;
 
 impl LaunchHooks for NoHooks {}
 
-/// Options of one launch. Nothing is read from the process environment: values the CLI takes
+/// How one [`super::Launch`] is launched: the environment, the operating system, the hooks,
+/// the runner. Nothing is read from the process environment: values the CLI takes
 /// from it come from [`LaunchOptions::environment`] (empty by default, so the shim and its
 /// agents get only what the caller put there).
 #[derive(Clone)]
@@ -162,14 +155,7 @@ pub struct LaunchOptions {
     pub layout: Option<Layout>,
     /// The shim executable (default: [`default_shim_path`] of the environment).
     pub shim: Option<PathBuf>,
-    /// The run's local working directory (default: the first local step's cwd).
-    pub cwd: Option<PathBuf>,
-    /// The run id to use (default: a new `<agent>-<8 base36>` id). It must not name an
-    /// existing run.
-    pub run_id: Option<String>,
-    /// Who asks for the run.
-    pub caller: Caller,
-    /// How long the launch waits and the run may take.
+    /// How long the launch waits.
     pub timeouts: Timeouts,
     /// Capacity and event hooks.
     pub hooks: Arc<dyn LaunchHooks>,
@@ -182,30 +168,11 @@ pub struct LaunchOptions {
     pub durability: Option<DurabilityPolicy>,
     /// Host faults (default: `SUBLAUNCH_HOST_FAULT` in test-hooks builds, else none).
     pub faults: Option<HostFaults>,
-    /// The agents whose runners the launch may start (default: the built-ins).
-    pub agents: Vec<AgentDef>,
-    /// How the steps of a chain or parallel run are executed.
-    pub workflow: WorkflowOptions,
     /// The umask the agents get (default: this process's, read from `/proc/self/status`), so
     /// files a writer agent creates look like the user's own; the runner itself keeps 077.
     pub agent_umask: Option<u32>,
     /// Extra environment for the shim, applied after H10 (test hooks, embedder settings).
     pub env: Vec<(OsString, OsString)>,
-    /// Continue this agent conversation instead of starting one (a plan of one step whose
-    /// agent keeps conversations).
-    pub continuation: Option<Continuation>,
-    /// The completion hook: a shell command run once when the run ends, with its result on
-    /// stdin (see [`sublaunch_protocol::records::hook`]). `None`: no hook.
-    pub on_end: Option<OnEnd>,
-    /// At most this many runs of the state root are active at once; a run over the cap is
-    /// recorded `queued` and starts, in arrival order, when a slot frees (`None`: no cap).
-    pub max_active: Option<std::num::NonZeroU32>,
-    /// How the managed worktrees of steps that ask for one are made (the base commit, a
-    /// clean-repository requirement, where they go, which steps share the one before).
-    pub worktrees: crate::worktrees::WorktreeOptions,
-    /// Whether the agents may load their own configuration from the project (set from the
-    /// user's trust in it by [`crate::runs::start::prepare`]).
-    pub project_config: sublaunch_protocol::records::config::ProjectConfig,
 }
 
 impl Default for LaunchOptions {
@@ -214,24 +181,14 @@ impl Default for LaunchOptions {
             environment: crate::Environment::default(),
             layout: None,
             shim: None,
-            cwd: None,
-            run_id: None,
-            caller: Caller::default(),
             timeouts: Timeouts::default(),
             hooks: Arc::new(NoHooks),
             doorbell: true,
             os: None,
             durability: None,
             faults: None,
-            agents: crate::inputs::agents::builtins(),
-            workflow: WorkflowOptions::default(),
             agent_umask: sublaunch_protocol::ids::process_umask(),
             env: Vec::new(),
-            continuation: None,
-            on_end: None,
-            max_active: None,
-            worktrees: crate::worktrees::WorktreeOptions::default(),
-            project_config: sublaunch_protocol::records::config::ProjectConfig::default(),
         }
     }
 }
@@ -241,9 +198,6 @@ impl fmt::Debug for LaunchOptions {
         f.debug_struct("LaunchOptions")
             .field("layout", &self.layout)
             .field("shim", &self.shim)
-            .field("cwd", &self.cwd)
-            .field("run_id", &self.run_id)
-            .field("caller", &self.caller)
             .field("doorbell", &self.doorbell)
             .finish_non_exhaustive()
     }
@@ -267,10 +221,28 @@ impl LaunchOptions {
     }
 }
 
+/// H2: why there is no runner to start.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RunnerError {
+    /// The runner the launch was given (or found) is not a file.
+    #[error("Background runner shim not found: {}", .0.display())]
+    NotFound(PathBuf),
+    /// None next to this executable, and no cache directory for the built-in copy.
+    #[error(
+        "Background runner shim not found: no {SHIM_NAME} next to this executable, and no cache directory to install the built-in copy into (set HOME, SUBLAUNCH_CACHE_DIR or {SHIM_ENV})."
+    )]
+    NoCache,
+    /// None next to this executable, and the built-in copy could not be installed (why).
+    #[error(
+        "Background runner shim not found next to this executable, and the built-in copy could not be installed: {0}"
+    )]
+    Install(String),
+}
+
 /// The shim executable: `$SUBLAUNCH_SHIM`; else `sublaunch-shim` next to the current
 /// executable (a packaged install, or a workspace build); else the copy embedded in this
 /// binary, written into the cache directory on first use ([`crate::runner_install`]).
-pub fn default_shim_path(env: &crate::Environment) -> Result<PathBuf, String> {
+pub fn default_shim_path(env: &crate::Environment) -> Result<PathBuf, RunnerError> {
     if let Some(path) = env.shim() {
         return Ok(path);
     }
@@ -280,11 +252,6 @@ pub fn default_shim_path(env: &crate::Environment) -> Result<PathBuf, String> {
     if let Some(path) = beside.filter(|p| p.is_file()) {
         return Ok(path);
     }
-    let cache = env.cache_dir().ok_or_else(|| {
-        format!(
-            "Background runner shim not found: no {SHIM_NAME} next to this executable, and no cache directory to install the built-in copy into (set HOME, SUBLAUNCH_CACHE_DIR or {SHIM_ENV})."
-        )
-    })?;
-    crate::runner_install::install_embedded_runner(&cache)
-        .map_err(|e| format!("Background runner shim not found next to this executable, and the built-in copy could not be installed: {e}"))
+    let cache = env.cache_dir().ok_or(RunnerError::NoCache)?;
+    crate::runner_install::install_embedded_runner(&cache).map_err(|e| RunnerError::Install(e.to_string()))
 }

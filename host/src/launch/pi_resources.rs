@@ -4,6 +4,7 @@
 //! refuses the launch, naming where it was looked for. pi itself would refuse a missing
 //! extension only once the run had started, and skips a missing skill without a word.
 
+use super::step_files::StepFileError;
 use crate::Environment;
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::records::config::StepConfig;
@@ -72,17 +73,15 @@ impl Lookup<'_> {
             .collect()
     }
 
-    fn find(&self, kind: Kind, entry: &str) -> Result<PathBuf, String> {
+    fn find(&self, kind: Kind, entry: &str) -> Result<PathBuf, StepFileError> {
         if entry.contains('/') {
             let path = if let Some(rest) = entry.strip_prefix("~/") {
                 self.home
                     .as_ref()
-                    .ok_or_else(|| {
-                        format!(
-                            "cannot launch: {} names the {} {entry}, which starts with ~, and HOME is not set",
-                            self.who,
-                            kind.what()
-                        )
+                    .ok_or_else(|| StepFileError::ResourceUnderNoHome {
+                        who: self.who.to_owned(),
+                        what: kind.what(),
+                        entry: entry.to_owned(),
                     })?
                     .join(rest)
             } else {
@@ -96,12 +95,13 @@ impl Lookup<'_> {
             } else {
                 "does not exist"
             };
-            return Err(format!(
-                "cannot launch: {} names the {} {entry}, and {} {why}",
-                self.who,
-                kind.what(),
-                path.display()
-            ));
+            return Err(StepFileError::ResourceUnusable {
+                who: self.who.to_owned(),
+                what: kind.what(),
+                entry: entry.to_owned(),
+                path,
+                why,
+            });
         }
         let dirs = self.dirs(kind);
         for dir in &dirs {
@@ -113,16 +113,15 @@ impl Lookup<'_> {
                 });
             }
         }
-        let looked: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        Err(format!(
-            "cannot launch: {} needs the {} '{entry}', which is in none of {}",
-            self.who,
-            kind.what(),
-            looked.join(" and ")
-        ))
+        Err(StepFileError::ResourceNotFound {
+            who: self.who.to_owned(),
+            what: kind.what(),
+            entry: entry.to_owned(),
+            looked: dirs,
+        })
     }
 
-    fn find_all(&self, kind: Kind, entries: &[String]) -> Result<Vec<String>, String> {
+    fn find_all(&self, kind: Kind, entries: &[String]) -> Result<Vec<String>, StepFileError> {
         entries
             .iter()
             .map(|entry| self.find(kind, entry).map(|p| p.to_string_lossy().into_owned()))
@@ -132,7 +131,7 @@ impl Lookup<'_> {
 
 /// Resolves the extensions and skills of `step` (`who` names it in messages). A placed step's
 /// are on its machine and stay as planned.
-pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Result<(), String> {
+pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Result<(), StepFileError> {
     if step.placement.is_some()
         || (step.extensions.is_none() && step.required_extensions.is_empty() && step.skills.is_none())
     {
@@ -165,10 +164,10 @@ pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Re
     if let Some(list) = &step.skills {
         let tools = step.adapter.as_ref().map(|a| a.tools.as_slice()).unwrap_or_default();
         if !list.is_empty() && !tools.is_empty() && !tools.iter().any(|t| t == "read" || t == "bash") {
-            return Err(format!(
-                "cannot launch: {who} names skills, and its tools ({}) have neither read nor bash, without which pi offers no skills",
-                tools.join(", ")
-            ));
+            return Err(StepFileError::SkillsWithoutTools {
+                who: who.to_owned(),
+                tools: tools.to_vec(),
+            });
         }
         step.skills = Some(lookup.find_all(Kind::Skill, list)?);
     }

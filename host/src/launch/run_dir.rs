@@ -116,18 +116,47 @@ pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: Durabili
         .ok_or_else(|| os_error(Errno::NOENT, "open", &runs.join(run_id)))
 }
 
+/// Why the run directory of a launch cannot be had.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum RunDirError {
+    /// The run id the caller chose is not a valid one.
+    #[error(transparent)]
+    InvalidId(#[from] sublaunch_protocol::files::layout::InvalidRunId),
+    /// The run id the caller chose names another run.
+    #[error("Run '{0}' already exists.")]
+    Exists(String),
+    /// A caller-chosen run directory that exists cannot be opened or looked into.
+    #[error("{0}")]
+    Open(#[source] std::sync::Arc<std::io::Error>),
+    /// The run directory cannot be created.
+    #[error("Failed to create the run directory of '{run_id}': {source}")]
+    Create {
+        /// The run id.
+        run_id: String,
+        /// Why.
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// Every random run id tried was taken.
+    #[error("Failed to choose a free run id.")]
+    NoFreeId,
+    /// The creation did not finish (its blocking task was cancelled).
+    #[error("Failed to create the run directory.")]
+    Unfinished,
+}
+
 /// Opens a caller-chosen run directory that already exists; a directory that already holds a
 /// `status.json` belongs to another run and is refused.
-pub(crate) fn open_existing(runs: &Dir, run_id: &str) -> Result<Option<Dir>, String> {
+pub(crate) fn open_existing(runs: &Dir, run_id: &str) -> Result<Option<Dir>, RunDirError> {
+    let open = |e: std::io::Error| RunDirError::Open(std::sync::Arc::new(e));
     let dir = match runs.open_child(run_id) {
         Ok(Some(dir)) => dir,
         Ok(None) => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(open(e)),
     };
     match dir.stat(names::STATUS) {
         Ok(None) => Ok(Some(dir)),
-        Ok(Some(_)) => Err(format!("Run '{run_id}' already exists.")),
-        Err(e) => Err(e.to_string()),
+        Ok(Some(_)) => Err(RunDirError::Exists(run_id.to_owned())),
+        Err(e) => Err(open(e)),
     }
 }
 
@@ -224,7 +253,7 @@ mod tests {
             .collect();
         assert_eq!(names, ["shell-1"], "no staging directory left");
         assert_eq!(
-            open_existing(&runs, "shell-1").unwrap_err(),
+            open_existing(&runs, "shell-1").unwrap_err().to_string(),
             "Run 'shell-1' already exists."
         );
         discard(&runs, "shell-1");

@@ -10,6 +10,7 @@ use super::config::{ConfigInputs, runner_config};
 use super::context::{RunContext, fault_sleep, warn};
 use super::doorbell::{self, HostDoorbell};
 use super::environment::{ShimEnv, shim_environment};
+use super::error::{LaunchError, RootFailure, cause};
 use super::exit_watcher::{ExitWatcher, ProcessControl};
 use super::failure::{LaunchFailure, LaunchStage};
 use super::handle::{CommitState, LaunchHandle};
@@ -20,15 +21,16 @@ use super::preflight;
 use super::run_dir::{self, Origin};
 use super::setup::Setup;
 use super::spawn::{self, SpawnRequest};
+use super::spec::Launch;
 use super::startup_failure;
 use super::supervise::{Settled, Supervisor};
-use crate::worktrees;
-use std::path::PathBuf;
+use crate::worktrees::{self, WorktreePlan};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use sublaunch_contract::LaunchPlan;
+use sublaunch_protocol::files::trust::TrustedRoot;
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::os::random::uuid_v4;
-use sublaunch_protocol::records::config::RunnerConfig;
+use sublaunch_protocol::records::config::{RunnerConfig, StepConfig};
 use sublaunch_protocol::records::handshake::host_state_timeout;
 use sublaunch_protocol::records::hook::{self, HookSpec};
 use sublaunch_protocol::records::status::Status;
@@ -51,56 +53,28 @@ pub struct Launched {
     pub handle: LaunchHandle,
 }
 
-/// Plans become runs: launches `plan` per `options` (see the module documentation of
+/// Plans become runs: launches `launch` per `options` (see the module documentation of
 /// [`super`]). Must run inside a tokio runtime with I/O and time enabled.
-pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
-    let setup = Setup::new(plan, &options).map_err(LaunchFailure::preflight)?;
-    preflight::check_deadline(plan, &options.timeouts, setup.os.clock.wall_ms()).map_err(LaunchFailure::preflight)?;
-    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
-    blocking_value(move || preflight::check_cwds(&checks).and_then(|()| preflight::check_shim(&shim)))
-        .await
-        .unwrap_or(Ok(()))
-        .map_err(LaunchFailure::preflight)?;
-    let layout = setup.layout.clone();
-    let os = setup.os.clone();
-    let root = blocking_value(move || preflight::open_root(&layout, os))
-        .await
-        .unwrap_or_else(|| Err("Cannot open the sublaunch state directory.".into()))
-        .map_err(LaunchFailure::preflight)?;
-    let root = Arc::new(root);
-    let worktree_plan = if plan.steps.iter().any(|s| s.worktree) {
-        let (plan, asked, env, cwd) = (
-            plan.clone(),
-            options.worktrees.clone(),
-            options.environment.clone(),
-            setup.cwd.clone(),
-        );
-        blocking_value(move || worktrees::prepare(&plan, &asked, &env, std::path::Path::new(&cwd)))
-            .await
-            .map(|checked| checked.map_err(|e| e.to_string()))
-            .unwrap_or_else(|| Err("cannot launch: the worktree checks did not finish".into()))
-            .map_err(LaunchFailure::preflight)?
-    } else {
-        None
-    };
+pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, LaunchFailure> {
+    let setup = Setup::new(&launch, &options).map_err(LaunchFailure::preflight)?;
+    let launch = Arc::new(launch);
+    let (root, worktree_plan) = preflight(&launch, &options, &setup).await?;
     preflight::sweep_once(&root);
     let instance = uuid_v4(setup.os.random.as_ref());
-    let (run_id, run, origin) = setup.establish_run_dir(&root, plan, &options, &instance).await?;
-    let cfg_path = setup.layout.runner_config(&run_id);
+    let (run_id, run, origin) = setup.establish_run_dir(&root, &launch, &instance).await?;
     let ctx = Arc::new(RunContext {
+        cfg_path: setup.layout.runner_config(&run_id),
         run_id: run_id.clone(),
         run: Arc::new(run),
         root,
-        cfg_path,
         runner_process_instance_id: instance.clone(),
         policy: setup.policy,
         faults: setup.faults.clone(),
         hooks: options.hooks.clone(),
         os: setup.os.clone(),
-        caller: options.caller.clone(),
-        step_count: setup.steps.len(),
+        launch: launch.clone(),
         terminate_grace: options.timeouts.terminate_grace,
-        on_end: options.on_end.as_ref().map(|_| {
+        on_end: launch.on_end.as_ref().map(|_| {
             HookRunner::new(
                 setup.layout.root(),
                 Some(setup.shim.clone()),
@@ -108,90 +82,17 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 options.env.clone(),
             )
         }),
-        max_active: options.max_active,
         worktrees: std::sync::Mutex::new(None),
     });
-    let mut steps = setup.steps.clone();
-    if let Some(worktree_plan) = worktree_plan {
-        let context = ctx.clone();
-        let now = setup.os.clock.wall_ms();
-        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
-            .await
-            .map(|made| made.map_err(|e| e.to_string()))
-            .unwrap_or_else(|| Err("cannot launch: the worktrees were not created".into()));
-        match created {
-            Ok(created) => {
-                created.apply(&mut steps);
-                if let Ok(mut slot) = ctx.worktrees.lock() {
-                    *slot = Some(created);
-                }
-            }
-            Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
-        }
-    }
-    if let Err(error) = super::step_files::resolve(&mut steps, &options.environment) {
-        return Err(fail_before_spawn(&ctx, origin, error).await);
-    }
-    let config = runner_config(ConfigInputs {
-        run_id: &run_id,
-        steps,
-        result_path: setup.layout.result_path(&run_id).to_string_lossy().into_owned(),
-        cwd: setup.cwd.clone(),
-        async_dir: ctx.run.path().to_string_lossy().into_owned(),
-        caller: &options.caller,
-        timeout_ms: options.timeouts.run_ms,
-        deadline_at: options.timeouts.deadline_at,
-        runner_process_instance_id: &instance,
-        workflow: &options.workflow,
-        agent_umask: options.agent_umask,
-        on_end: options.on_end.as_ref(),
-        max_active: options.max_active,
-        usage_budget: plan.usage_budget.clone(),
-        checkpoint_before_deadline_ms: plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
-        project_config: options.project_config,
-    });
-    let record = PlanRecord {
-        version: 1,
-        run_id: run_id.clone(),
-        cwd: setup.cwd.clone(),
-        mode: setup.mode.to_owned(),
-        plan: plan.clone(),
-    };
-    let prepared = prepare_spawn(&ctx, &config, record, &options, &setup).await;
-    let (spawn_request, host_doorbell) = match prepared {
-        Ok(prepared) => prepared,
+    let spawned = match spawn_runner(&ctx, worktree_plan, &setup, &options).await {
+        Ok(spawned) => spawned,
         Err(error) => return Err(fail_before_spawn(&ctx, origin, error).await),
     };
-    let spawned = match blocking(move || spawn::spawn_shim(spawn_request)).await {
-        Ok(spawned) => spawned,
-        Err(e) => {
-            let error = format!("async runner did not produce a pid for cwd: {}: {e}", setup.cwd);
-            return Err(fail_before_spawn(&ctx, origin, error).await);
-        }
-    };
+    let (config, spawned, host_doorbell) = spawned;
     // H12: the watcher owns the child before anything else happens.
     let pid = spawned.child.id();
     let control: Arc<dyn ProcessControl> = Arc::new(ExitWatcher::arm(spawned.child, spawned.pidfd, setup.os.clone()));
-    let (settled_tx, settled_rx) = oneshot::channel();
-    let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
-    let (finished_tx, finished_rx) = watch::channel(None);
-    tokio::spawn(
-        Supervisor {
-            ctx: ctx.clone(),
-            control: control.clone(),
-            settled: settled_rx,
-            commit: commit_tx,
-            finished: finished_tx,
-        }
-        .run(),
-    );
-    let handle = LaunchHandle {
-        run_id: run_id.clone(),
-        run_dir: ctx.run.path().to_owned(),
-        commit: commit_rx,
-        finished: finished_rx,
-        commit_timeout: options.timeouts.commit,
-    };
+    let (handle, settled_tx) = supervise(&ctx, &control, options.timeouts.commit);
     let mut doorbell = host_doorbell;
     let identity = spawned.start_identity.clone();
     let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
@@ -211,9 +112,9 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
             options.hooks.event(&HostEvent::AsyncStarted {
                 run_id: run_id.clone(),
                 pid,
-                session_id: options.caller.session_id.clone(),
+                session_id: launch.caller.session_id.clone(),
                 mode: setup.mode.to_owned(),
-                agents: plan.steps.iter().map(|s| s.agent.clone()).collect(),
+                agents: launch.plan.steps.iter().map(|s| s.agent.clone()).collect(),
                 async_dir: ctx.run.path().to_owned(),
             });
             Ok(Launched {
@@ -225,26 +126,170 @@ pub async fn launch(plan: &LaunchPlan, options: LaunchOptions) -> Result<Launche
                 handle,
             })
         }
-        Err(error) => {
-            let termination_observed = startup_failure::fail_pre_proceed(&ctx, control.as_ref(), &error).await;
-            let context = ctx.clone();
-            let _ = blocking_value(move || context.remove_worktrees()).await;
-            // The doorbell stays open until the shim is terminated: closing it first would make
-            // the shim report "host vanished" instead of the host's error.
-            drop(doorbell);
-            let _ = settled_tx.send(Settled::Failed(error.clone()));
-            Err(LaunchFailure {
-                error,
-                stage: LaunchStage::NotCommitted {
-                    run_id,
-                    runner_process_instance_id: instance,
-                    pid,
-                    termination_observed,
-                    handle,
-                },
-            })
+        Err(error) => Err(fail_pre_proceed(&ctx, control.as_ref(), doorbell, settled_tx, error, pid, handle).await),
+    }
+}
+
+/// Arms the supervising task (K14 `committed`, H19): the caller's handle, and the sender the
+/// launch tells how it settled.
+fn supervise(
+    ctx: &Arc<RunContext>,
+    control: &Arc<dyn ProcessControl>,
+    commit_timeout: std::time::Duration,
+) -> (LaunchHandle, oneshot::Sender<Settled>) {
+    let (settled_tx, settled_rx) = oneshot::channel();
+    let (commit_tx, commit_rx) = watch::channel(CommitState::Pending);
+    let (finished_tx, finished_rx) = watch::channel(None);
+    tokio::spawn(
+        Supervisor {
+            ctx: ctx.clone(),
+            control: control.clone(),
+            settled: settled_rx,
+            commit: commit_tx,
+            finished: finished_tx,
+        }
+        .run(),
+    );
+    let handle = LaunchHandle {
+        run_id: ctx.run_id.clone(),
+        run_dir: ctx.run.path().to_owned(),
+        commit: commit_rx,
+        finished: finished_rx,
+        commit_timeout,
+    };
+    (handle, settled_tx)
+}
+
+/// A failure after the spawn, before proceed (K8, S5, X1, H18): the failure persisted, the
+/// shim terminated, the worktrees removed, the supervisor told.
+async fn fail_pre_proceed(
+    ctx: &Arc<RunContext>,
+    control: &dyn ProcessControl,
+    doorbell: Option<HostDoorbell>,
+    settled: oneshot::Sender<Settled>,
+    error: LaunchError,
+    pid: u32,
+    handle: LaunchHandle,
+) -> LaunchFailure {
+    let termination_observed = startup_failure::fail_pre_proceed(ctx, control, &error.to_string()).await;
+    let context = ctx.clone();
+    let _ = blocking_value(move || context.remove_worktrees()).await;
+    // The doorbell stays open until the shim is terminated: closing it first would make the
+    // shim report "host vanished" instead of the host's error.
+    drop(doorbell);
+    let _ = settled.send(Settled::Failed(error.to_string()));
+    LaunchFailure {
+        error,
+        stage: LaunchStage::NotCommitted {
+            run_id: ctx.run_id.clone(),
+            runner_process_instance_id: ctx.runner_process_instance_id.clone(),
+            pid,
+            termination_observed,
+            handle,
+        },
+    }
+}
+
+/// H1–H3 and the worktree checks, before anything is written: the verified root and the
+/// worktrees to make.
+async fn preflight(
+    launch: &Arc<Launch>,
+    options: &LaunchOptions,
+    setup: &Setup,
+) -> Result<(Arc<TrustedRoot>, Option<WorktreePlan>), LaunchFailure> {
+    preflight::check_deadline(&launch.plan, &launch.limits, setup.os.clock.wall_ms())
+        .map_err(LaunchFailure::preflight)?;
+    let (checks, shim) = (setup.cwd_checks.clone(), setup.shim.clone());
+    blocking_value(move || -> Result<(), LaunchError> {
+        preflight::check_cwds(&checks)?;
+        Ok(preflight::check_shim(&shim)?)
+    })
+    .await
+    .unwrap_or(Ok(()))
+    .map_err(LaunchFailure::preflight)?;
+    let layout = setup.layout.clone();
+    let os = setup.os.clone();
+    let root = blocking_value(move || preflight::open_root(&layout, os))
+        .await
+        .unwrap_or(Err(RootFailure::Unfinished))
+        .map_err(LaunchFailure::preflight)?;
+    if !launch.plan.steps.iter().any(|s| s.worktree) {
+        return Ok((Arc::new(root), None));
+    }
+    let (launch, env, cwd) = (launch.clone(), options.environment.clone(), setup.cwd.clone());
+    let checked =
+        blocking_value(move || worktrees::prepare(&launch.plan, &launch.worktrees, &env, Path::new(&cwd))).await;
+    match checked {
+        Some(checked) => {
+            let plan = checked.map_err(|e| LaunchFailure::preflight(LaunchError::Worktree(cause(e))))?;
+            Ok((Arc::new(root), plan))
+        }
+        None => {
+            let unfinished = cause("cannot launch: the worktree checks did not finish");
+            Err(LaunchFailure::preflight(LaunchError::Worktree(unfinished)))
         }
     }
+}
+
+/// The runner steps in their final directories: the worktrees made (and recorded in `ctx`,
+/// so a failed launch removes them), the steps' files resolved there.
+async fn steps_in_place(
+    ctx: &Arc<RunContext>,
+    worktree_plan: Option<WorktreePlan>,
+    setup: &Setup,
+    env: &crate::Environment,
+) -> Result<Vec<StepConfig>, LaunchError> {
+    let mut steps = setup.steps.clone();
+    if let Some(worktree_plan) = worktree_plan {
+        let context = ctx.clone();
+        let now = setup.os.clock.wall_ms();
+        let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
+            .await
+            .ok_or_else(|| LaunchError::Worktree(cause("cannot launch: the worktrees were not created")))?
+            .map_err(|e| LaunchError::Worktree(cause(e)))?;
+        created.apply(&mut steps);
+        if let Ok(mut slot) = ctx.worktrees.lock() {
+            *slot = Some(created);
+        }
+    }
+    super::step_files::resolve(&mut steps, env)?;
+    Ok(steps)
+}
+
+/// H5–H11: the runner's configuration and files, then the spawn.
+async fn spawn_runner(
+    ctx: &Arc<RunContext>,
+    worktree_plan: Option<WorktreePlan>,
+    setup: &Setup,
+    options: &LaunchOptions,
+) -> Result<(RunnerConfig, spawn::Spawned, Option<HostDoorbell>), LaunchError> {
+    let steps = steps_in_place(ctx, worktree_plan, setup, &options.environment).await?;
+    let (launch, run_id) = (&ctx.launch, &ctx.run_id);
+    let config = runner_config(ConfigInputs {
+        launch,
+        run_id,
+        runner_process_instance_id: &ctx.runner_process_instance_id,
+        steps,
+        result_path: setup.layout.result_path(run_id).to_string_lossy().into_owned(),
+        cwd: setup.cwd.clone(),
+        async_dir: ctx.run.path().to_string_lossy().into_owned(),
+        agent_umask: options.agent_umask,
+    });
+    let record = PlanRecord {
+        version: 1,
+        run_id: run_id.clone(),
+        cwd: setup.cwd.clone(),
+        mode: setup.mode.to_owned(),
+        plan: launch.plan.clone(),
+    };
+    let (spawn_request, host_doorbell) = prepare_spawn(ctx, &config, record, options, setup).await?;
+    let spawned = blocking(move || spawn::spawn_shim(spawn_request))
+        .await
+        .map_err(|e| LaunchError::Spawn {
+            cwd: setup.cwd.clone(),
+            source: Arc::new(e),
+        })?;
+    Ok((config, spawned, host_doorbell))
 }
 
 /// H5–H7 and the doorbell: everything the spawn needs.
@@ -254,7 +299,7 @@ async fn prepare_spawn(
     record: PlanRecord,
     options: &LaunchOptions,
     setup: &Setup,
-) -> Result<(SpawnRequest, Option<HostDoorbell>), String> {
+) -> Result<(SpawnRequest, Option<HostDoorbell>), LaunchError> {
     ctx.fault_sleep(HostPoint::Cfg).await;
     let context = ctx.clone();
     let config_copy = config.clone();
@@ -282,15 +327,16 @@ async fn prepare_spawn(
         spawn::delete_stale_handshake(&context.run)
     })
     .await
-    .map_err(|e| e.to_string())?;
+    .map_err(LaunchError::files)?;
     fault_sleep(&ctx.faults, HostPoint::Logs).await;
     let context = ctx.clone();
     let (stdout, stderr) = blocking(move || spawn::open_logs(&context.run, &context.faults))
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(LaunchError::files)?;
     let (stdin, host_doorbell) = if options.doorbell {
-        let pair = doorbell::pair().map_err(|e| format!("Failed to create the startup channel: {e}"))?;
-        let host = HostDoorbell::new(pair.host).map_err(|e| format!("Failed to create the startup channel: {e}"))?;
+        let no_channel = |e: std::io::Error| LaunchError::Doorbell(Arc::new(e));
+        let pair = doorbell::pair().map_err(no_channel)?;
+        let host = HostDoorbell::new(pair.host).map_err(no_channel)?;
         (Some(pair.child), Some(host))
     } else {
         (None, None)
@@ -299,7 +345,7 @@ async fn prepare_spawn(
         options.environment.vars(),
         &ShimEnv {
             cfg_path: &ctx.cfg_path,
-            session_id: options.caller.session_id.as_deref(),
+            session_id: ctx.caller().session_id.as_deref(),
             doorbell: options.doorbell,
             root: setup.layout.root(),
             extra: &options.env,
@@ -319,7 +365,7 @@ async fn prepare_spawn(
 
 /// A failure before the shim exists: no status, no marker (H11); the cfg file goes (H5 ⊕),
 /// a run directory this launch created goes, capacity is rolled back.
-async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: String) -> LaunchFailure {
+async fn fail_before_spawn(ctx: &Arc<RunContext>, origin: Origin, error: LaunchError) -> LaunchFailure {
     let context = ctx.clone();
     let _ = blocking(move || {
         // Before the run directory goes: a record of worktrees is never left without its run.
@@ -343,7 +389,7 @@ async fn pre_commit(
     (runner, mut status): (bookkeeping::Runner, Status),
     config: &RunnerConfig,
     options: &LaunchOptions,
-) -> Result<(), String> {
+) -> Result<(), LaunchError> {
     if !bookkeeping::take_ticket(ctx, runner).await? {
         status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
@@ -356,8 +402,8 @@ async fn pre_commit(
         doorbell,
         timeout: options.timeouts.startup.unwrap_or_else(host_state_timeout),
     };
-    match &config.launch_barrier_token {
+    Ok(match &config.launch_barrier_token {
         Some(token) => handshake.fresh_commit(token).await,
         None => handshake.revival().await,
-    }
+    }?)
 }

@@ -3,14 +3,16 @@
 
 use super::blocking::blocking_value;
 use super::config::{self, plan_mode};
+use super::error::{LaunchError, cause};
 use super::failure::LaunchFailure;
 use super::ids::new_run_id_with;
 use super::options::{LaunchOptions, default_shim_path};
 use super::preflight::CwdCheck;
+use super::run_dir::RunDirError;
 use super::run_dir::{self, Origin, Preliminary};
+use super::spec::Launch;
 use std::path::PathBuf;
 use std::sync::Arc;
-use sublaunch_contract::LaunchPlan;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::files::layout::{Layout, validate_run_id};
@@ -37,34 +39,36 @@ pub(crate) struct Setup {
 }
 
 impl Setup {
-    pub(crate) fn new(plan: &LaunchPlan, options: &LaunchOptions) -> Result<Self, String> {
-        super::admission::admit(plan, &options.agents, &options.environment)?;
+    pub(crate) fn new(launch: &Launch, options: &LaunchOptions) -> Result<Self, LaunchError> {
+        let plan = &launch.plan;
+        super::admission::admit(plan, &launch.agents, &options.environment)?;
         let os = match &options.os {
             Some(os) => os.clone(),
             None => Os::with_retry_setting(options.environment.var(sublaunch_protocol::os::retry::MAX_TOTAL_ENV))
-                .map_err(|e| e.to_string())?
+                .map_err(|e| LaunchError::Setting(cause(e)))?
                 .shared(),
         };
         let faults = match &options.faults {
             Some(faults) => faults.clone(),
-            None => HostFaults::from_setting(options.environment.text(sublaunch_protocol::os::faults::HOST_FAULT_VAR))?,
+            None => HostFaults::from_setting(options.environment.text(sublaunch_protocol::os::faults::HOST_FAULT_VAR))
+                .map_err(|e| LaunchError::Setting(cause(e)))?,
         };
         let layout = match &options.layout {
             Some(layout) => absolute_layout(layout),
             None => options
                 .environment
                 .layout(std::env::current_dir().ok().as_deref())
-                .map_err(|e| e.to_string())?,
+                .map_err(|e| LaunchError::Setting(cause(e)))?,
         };
         // The launch's local directory: a placed step's directory is on its machine.
-        let cwd = options
+        let cwd = launch
             .cwd
             .as_ref()
             .map(|c| c.to_string_lossy().into_owned())
             .or_else(|| plan.steps.iter().find(|s| s.machine.is_none()).map(|s| s.cwd.clone()))
             .or_else(|| std::env::current_dir().ok().map(|d| d.to_string_lossy().into_owned()))
             .unwrap_or_else(|| "/".into());
-        let steps = config::runner_steps(plan, options, layout.root(), &cwd)?;
+        let steps = config::runner_steps(launch, &options.environment, layout.root(), &cwd)?;
         let mut cwd_checks = vec![CwdCheck {
             effective: cwd.clone(),
             requested: None,
@@ -113,27 +117,26 @@ impl Setup {
     pub(crate) async fn establish_run_dir(
         &self,
         root: &Arc<TrustedRoot>,
-        plan: &LaunchPlan,
-        options: &LaunchOptions,
+        launch: &Launch,
         instance: &str,
     ) -> Result<(String, Dir, Origin), LaunchFailure> {
         let instance = instance.to_owned();
-        let agent = plan.steps.first().map_or("run", |s| s.agent.as_str()).to_owned();
-        let explicit = options.run_id.clone();
+        let agent = launch.plan.steps.first().map_or("run", |s| s.agent.as_str()).to_owned();
+        let explicit = launch.run_id.clone();
         if let Some(id) = &explicit {
-            validate_run_id(id).map_err(|e| LaunchFailure::preflight(e.to_string()))?;
+            validate_run_id(id).map_err(|e| LaunchFailure::preflight(RunDirError::from(e)))?;
         }
         let root = root.clone();
         let os = self.os.clone();
         let policy = self.policy;
         let now = os.clock.wall_ms();
-        let session_id = options.caller.session_id.clone();
-        let owner = options.caller.completion_owner_id.clone();
-        let tool_call = options.caller.tool_call_id.clone();
+        let session_id = launch.caller.session_id.clone();
+        let owner = launch.caller.completion_owner_id.clone();
+        let tool_call = launch.caller.tool_call_id.clone();
         let mode = self.mode;
         let cwd = self.cwd.clone();
         let agents = self.agents.clone();
-        let result = blocking_value(move || -> Result<(String, Dir, Origin), String> {
+        let result = blocking_value(move || -> Result<(String, Dir, Origin), RunDirError> {
             let preliminary = |run_id: &str| {
                 run_dir::preliminary_status(&Preliminary {
                     run_id,
@@ -154,8 +157,11 @@ impl Setup {
                 }
                 return match run_dir::create(runs, &id, &preliminary(&id), policy) {
                     Ok(Some(dir)) => Ok((id, dir, Origin::Created)),
-                    Ok(None) => Err(format!("Run '{id}' already exists.")),
-                    Err(e) => Err(format!("Failed to create the run directory of '{id}': {e}")),
+                    Ok(None) => Err(RunDirError::Exists(id)),
+                    Err(e) => Err(RunDirError::Create {
+                        run_id: id,
+                        source: Arc::new(e),
+                    }),
                 };
             }
             for _ in 0..RUN_ID_ATTEMPTS {
@@ -163,13 +169,18 @@ impl Setup {
                 match run_dir::create(runs, &id, &preliminary(&id), policy) {
                     Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
                     Ok(None) => {}
-                    Err(e) => return Err(format!("Failed to create the run directory of '{id}': {e}")),
+                    Err(e) => {
+                        return Err(RunDirError::Create {
+                            run_id: id,
+                            source: Arc::new(e),
+                        });
+                    }
                 }
             }
-            Err("Failed to choose a free run id.".into())
+            Err(RunDirError::NoFreeId)
         })
         .await
-        .unwrap_or_else(|| Err("Failed to create the run directory.".into()));
+        .unwrap_or(Err(RunDirError::Unfinished));
         result.map_err(LaunchFailure::preflight)
     }
 }

@@ -20,10 +20,10 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
     let failure = StartupFailure {
         run_id: ctx.run_id.clone(),
         runner_process_instance_id: ctx.runner_process_instance_id.clone(),
-        session_id: ctx.caller.session_id.clone(),
-        completion_owner_id: ctx.caller.completion_owner_id.clone(),
+        session_id: ctx.caller().session_id.clone(),
+        completion_owner_id: ctx.caller().completion_owner_id.clone(),
         error: error.to_owned(),
-        step_count: ctx.step_count,
+        step_count: ctx.launch.plan.steps.len(),
         // The initial candidate (H14) names no session: a shim that dies before committing
         // never ran a writer, so its proof does not wait for a lease it may have left (F26).
         session_file: None,
@@ -50,7 +50,7 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
         let release = context.index()?.release(
             &context.run_id,
             &RunState::Failed,
-            context.caller.tool_call_id.as_deref(),
+            context.caller().tool_call_id.as_deref(),
             Some(&context.run),
         );
         let _ = std::fs::remove_file(&context.cfg_path);

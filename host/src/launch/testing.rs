@@ -2,6 +2,7 @@
 //! rooted in a scratch directory, and hooks that record what the launch did.
 
 use super::options::{HostEvent, LaunchHooks, LaunchOptions};
+use super::spec::Launch;
 use std::path::Path;
 use std::sync::Mutex;
 use sublaunch_contract::{LaunchPlan, PlanStep};
@@ -13,6 +14,13 @@ pub fn shell_plan(task: &str, cwd: &Path) -> LaunchPlan {
     LaunchPlan::single(PlanStep::local("shell", task, &cwd.to_string_lossy()))
 }
 
+/// A test launch of `plan` under the session `test-session`, everything else default.
+pub fn test_launch(plan: &LaunchPlan) -> Launch {
+    let mut launch = Launch::new(plan.clone());
+    launch.caller.session_id = Some("test-session".into());
+    launch
+}
+
 /// Options for a test launch: this root and shim, no host faults from the environment,
 /// standard durability, the shim's test-parent monitor set to this process (R4).
 pub fn test_options(root: &Path, shim: &Path) -> LaunchOptions {
@@ -21,7 +29,6 @@ pub fn test_options(root: &Path, shim: &Path) -> LaunchOptions {
     options.environment = crate::Environment::from_process();
     options.faults = Some(HostFaults::none());
     options.durability = Some(DurabilityPolicy::standard());
-    options.caller.session_id = Some("test-session".into());
     options.env.push((
         "SUBLAUNCH_TEST_PARENT_PID".into(),
         std::process::id().to_string().into(),
@@ -77,9 +84,9 @@ impl RecordingHooks {
 }
 
 impl LaunchHooks for RecordingHooks {
-    fn mark_started(&self, runner_process_instance_id: &str) -> Result<(), String> {
+    fn mark_started(&self, runner_process_instance_id: &str) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         if let Some(error) = &self.fail_mark_started {
-            return Err(error.clone());
+            return Err(error.clone().into());
         }
         self.recorded
             .lock()

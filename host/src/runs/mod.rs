@@ -7,6 +7,8 @@
 
 pub mod answer;
 pub mod prune;
+pub mod request;
+pub mod resume;
 pub mod run_ids;
 pub mod start;
 pub mod stop;
@@ -18,6 +20,8 @@ pub mod watch;
 pub mod worktrees;
 
 pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result, worktree_summaries};
+pub use request::{RunRequest, Work};
+pub use resume::{ResumeError, ResumeRequest, Resumed, resume};
 pub use run_ids::{RunIdError, resolve_run_id};
 pub use stop::request_stop;
 pub use store::RunStore;

@@ -12,133 +12,14 @@ use crate::inputs::chain::ChainFile;
 use crate::inputs::project::{Ignored, Project};
 use crate::inputs::registry::Registry;
 use crate::inputs::settings::Settings;
-use crate::launch::{Caller, LaunchOptions, Timeouts, WorkflowOptions};
+use crate::launch::{Launch, LaunchOptions, RunLimits, WorkflowOptions};
 use crate::native_schemas::NativeSchemas;
 use crate::request::{self, Inputs, RunSpec};
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::sync::Arc;
 use sublaunch_contract::{LaunchPlan, Mode, PlanError, PlanRequest, Step};
 
-/// What to run.
-#[derive(Clone, Debug)]
-pub enum Work {
-    /// One agent with one task.
-    Agent {
-        /// The agent's name.
-        agent: String,
-        /// Its task.
-        task: String,
-    },
-    /// The steps of a chain file; `task` is what `{task}` stands for.
-    Chain {
-        /// The parsed chain.
-        chain: ChainFile,
-        /// The run's task.
-        task: Option<String>,
-    },
-}
-
-/// A run as a person or an agent asks for it.
-#[derive(Clone, Debug)]
-pub struct RunRequest {
-    /// What to run.
-    pub work: Work,
-    /// The model (a single agent only).
-    pub model: Option<String>,
-    /// The thinking level (a single agent only).
-    pub thinking: Option<String>,
-    /// The caller's thinking ceiling.
-    pub max_thinking: Option<String>,
-    /// A saved Herdr machine to run on.
-    pub machine: Option<String>,
-    /// The working directory (on the machine when one is given; else resolved locally).
-    pub cwd: Option<String>,
-    /// A registry file on top of the configured ones.
-    pub models_file: Option<PathBuf>,
-    /// Stop the run after this long.
-    pub timeout: Option<Duration>,
-    /// Stop the run at this wall time (ms since the epoch; `None`: the chain file's
-    /// `deadlineAt`, if any).
-    pub deadline_at: Option<u64>,
-    /// The run id to use instead of a generated one.
-    pub run_id: Option<String>,
-    /// Tasks of a parallel group running at once (overrides the chain's).
-    pub concurrency: Option<u32>,
-    /// A failed task stops the rest of its group (or the chain's setting).
-    pub fail_fast: bool,
-    /// Who asks.
-    pub caller: Caller,
-    /// The completion hook's shell command (`None`: the settings' `subagents.onEnd`, if any;
-    /// an empty command: no hook).
-    pub on_end: Option<String>,
-    /// The cap of active runs under the state root (`None`: the settings'
-    /// `subagents.maxActive`, if any).
-    pub max_active: Option<std::num::NonZeroU32>,
-    /// Every step in its own managed git worktree (a chain file's steps and agents may ask
-    /// for one too).
-    pub worktree: bool,
-    /// The revision the worktrees start at (`None`: the chain file's `worktreeBase`, else
-    /// `HEAD`).
-    pub worktree_base: Option<String>,
-    /// Refuse to launch when a worktree's repository has uncommitted changes (also the
-    /// settings' `subagents.worktrees.requireClean`).
-    pub require_clean: bool,
-    /// Files the agent reads before the task (a single agent; a chain's steps name their
-    /// own).
-    pub reads: Vec<String>,
-    /// A file the answer is also written to (a single agent).
-    pub output: Option<String>,
-    /// Limits on the tokens and money the whole run may use (`None`: the chain file's).
-    pub usage_budget: Option<sublaunch_contract::UsageBudget>,
-    /// The most tool calls the agent may make (a single agent; a chain's steps set their own).
-    pub tool_budget: Option<u32>,
-    /// How long before the deadline the agents are asked to wrap up (`None`: the chain
-    /// file's `checkpointBeforeDeadlineMs`).
-    pub checkpoint_before_deadline: Option<Duration>,
-    /// pi extensions instead of the discovered ones (a single agent).
-    pub extensions: Option<Vec<String>>,
-    /// pi extensions the agent must load (a single agent).
-    pub required_extensions: Vec<String>,
-    /// pi skills instead of the discovered ones (a single agent).
-    pub skills: Option<Vec<String>>,
-}
-
-impl RunRequest {
-    /// A request for `agent` to do `task`, everything else default.
-    pub fn agent(agent: &str, task: &str) -> Self {
-        Self {
-            work: Work::Agent {
-                agent: agent.to_owned(),
-                task: task.to_owned(),
-            },
-            model: None,
-            thinking: None,
-            max_thinking: None,
-            machine: None,
-            cwd: None,
-            models_file: None,
-            timeout: None,
-            deadline_at: None,
-            run_id: None,
-            concurrency: None,
-            fail_fast: false,
-            caller: Caller::default(),
-            on_end: None,
-            max_active: None,
-            worktree: false,
-            worktree_base: None,
-            require_clean: false,
-            reads: Vec::new(),
-            output: None,
-            usage_budget: None,
-            tool_budget: None,
-            checkpoint_before_deadline: None,
-            extensions: None,
-            required_extensions: Vec::new(),
-            skills: None,
-        }
-    }
-}
+pub use super::request::{RunRequest, Work};
 
 /// What a working directory offers: its agents, settings and (read when a plan needs it)
 /// registry.
@@ -259,9 +140,9 @@ impl Gathered {
 
 /// A planned run, ready for [`crate::launch::launch`].
 pub struct Prepared {
-    /// The plan.
-    pub plan: LaunchPlan,
-    /// The options to launch it with.
+    /// The plan and the run's settings, merged once.
+    pub launch: Launch,
+    /// How to launch it: the environment of the request, the project's trust for its agents.
     pub options: LaunchOptions,
     /// What the caller should be told: project agents in place of built-in or user ones.
     pub notes: Vec<String>,
@@ -316,27 +197,25 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         Work::Agent { .. } => (None, false),
     };
     let on_end = on_end_hook(request.on_end.as_deref(), &inputs.settings, &mut notes)?;
-    let max_active = match request.max_active {
-        Some(cap) => Some(cap),
-        None => inputs
-            .settings
-            .max_active()
-            .map_err(|e| StartError::Invalid(e.to_string()))?,
-    };
-    let options = LaunchOptions {
-        environment: inputs.env.clone(),
-        cwd: Some(inputs.cwd.clone()),
+    let max_active = super::request::max_active(request.max_active, &inputs.env, || {
+        inputs.settings.max_active().map_err(|e| e.to_string())
+    })
+    .map_err(|e| StartError::Invalid(e.to_string()))?;
+    let deadline_at = request.deadline_at.or(match &request.work {
+        Work::Chain { chain, .. } => chain.deadline_at,
+        Work::Agent { .. } => None,
+    });
+    let launch = Launch {
+        plan: planned,
         run_id: request.run_id,
+        cwd: Some(inputs.cwd.clone()),
         caller: request.caller,
-        timeouts: Timeouts {
-            run_ms: request
+        limits: RunLimits {
+            timeout_ms: request
                 .timeout
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
-            deadline_at: request.deadline_at.or(match &request.work {
-                Work::Chain { chain, .. } => chain.deadline_at,
-                Work::Agent { .. } => None,
-            }),
-            ..Timeouts::default()
+            deadline_at,
+            max_active,
         },
         agents: inputs.agents,
         workflow: WorkflowOptions {
@@ -347,19 +226,19 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
                 Work::Agent { .. } => None,
             },
         },
+        continuation: None,
         on_end,
-        max_active,
         worktrees: worktree_options,
+        project_config,
+        settings: Some(Arc::new(inputs.settings)),
+    };
+    let options = LaunchOptions {
+        environment: inputs.env,
         // The run's agents trust at most what this launch did.
         env: vec![project.lineage_var()],
-        project_config,
         ..LaunchOptions::default()
     };
-    Ok(Prepared {
-        plan: planned,
-        options,
-        notes,
-    })
+    Ok(Prepared { launch, options, notes })
 }
 
 /// Which steps run in managed worktrees, and how those are made. A step's (or group's) own

@@ -427,6 +427,89 @@ impl Server {
     }
 }
 
+impl RunParams {
+    /// The run these arguments ask for, and the local directory it is checked against (a
+    /// local `cwd` is resolved and confined here, once; a machine's is its own).
+    fn into_request(self, state: &State) -> Result<(RunRequest, std::path::PathBuf), String> {
+        let timeout = params::seconds(self.timeout_seconds, "timeout_seconds").map_err(said)?;
+        let checkpoint = params::seconds(
+            self.checkpoint_before_deadline_seconds,
+            "checkpoint_before_deadline_seconds",
+        )
+        .map_err(said)?;
+        let max_tokens = params::whole(self.max_tokens, "max_tokens", 1, MAX_TOKENS).map_err(said)?;
+        let max_cost_usd = params::dollars(self.max_cost_usd, "max_cost_usd").map_err(said)?;
+        let max_tool_calls = params::whole(self.max_tool_calls, "max_tool_calls", 0, MAX_TOOL_CALLS)
+            .map_err(said)?
+            .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
+        let work = match (self.agent, self.chain) {
+            (Some(_), Some(_)) => return Err("give either agent (with task) or chain, not both".to_owned()),
+            (None, None) => return Err("give an agent and a task, or a chain".to_owned()),
+            (Some(agent), None) => match self.task {
+                Some(task) => Work::Agent { agent, task },
+                None => return Err(format!("agent '{agent}' needs a task")),
+            },
+            (None, Some(chain)) => Work::Chain {
+                chain: parse_chain_file(Path::new("chain"), &chain.to_string()).map_err(said)?,
+                task: self.task,
+            },
+        };
+        let (dir, cwd) = match (self.cwd, &self.machine) {
+            (Some(cwd), None) => {
+                let dir = state.policy.confine("cwd", &cwd, &state.base).map_err(said)?;
+                let cwd = dir.to_string_lossy().into_owned();
+                (dir, Some(cwd))
+            }
+            (cwd, _) => (state.base.clone(), cwd),
+        };
+        let deadline_at = self
+            .deadline_at
+            .as_deref()
+            .map(sublaunch::inputs::deadline::parse_deadline)
+            .transpose()
+            .map_err(|e| format!("deadline_at: {e}"))?;
+        let request = RunRequest {
+            work,
+            model: self.model,
+            thinking: self.thinking,
+            max_thinking: None,
+            machine: self.machine,
+            cwd,
+            models_file: None,
+            timeout,
+            deadline_at,
+            run_id: None,
+            concurrency: None,
+            fail_fast: false,
+            caller: Caller {
+                session_id: Some(MCP_SESSION_ID.into()),
+                ..Caller::default()
+            },
+            on_end: None,
+            // SUBLAUNCH_MAX_ACTIVE of the server's environment, else the settings.
+            max_active: None,
+            worktree: self.worktree,
+            worktree_base: self.base,
+            require_clean: false,
+            reads: self.reads.unwrap_or_default(),
+            output: self.output,
+            usage_budget: (max_tokens.is_some() || max_cost_usd.is_some()).then_some(
+                sublaunch::contract::UsageBudget {
+                    max_tokens,
+                    max_cost_usd,
+                },
+            ),
+            tool_budget: max_tool_calls,
+            checkpoint_before_deadline: checkpoint,
+            extensions: None,
+            required_extensions: Vec::new(),
+            skills: None,
+            wait: self.wait,
+        };
+        Ok((request, dir))
+    }
+}
+
 impl Server {
     /// The `run` tool: checks the request against the policy, plans, checks the plan, launches,
     /// and waits when asked. What the caller should be told (ignored agent files and hooks,
@@ -441,80 +524,9 @@ impl Server {
     ) -> Outcome {
         let state = &self.state;
         state.policy.check_depth(&state.env).map_err(said)?;
-        let timeout = params::seconds(params.timeout_seconds, "timeout_seconds").map_err(said)?;
-        let checkpoint = params::seconds(
-            params.checkpoint_before_deadline_seconds,
-            "checkpoint_before_deadline_seconds",
-        )
-        .map_err(said)?;
-        let max_tokens = params::whole(params.max_tokens, "max_tokens", 1, MAX_TOKENS).map_err(said)?;
-        let max_cost_usd = params::dollars(params.max_cost_usd, "max_cost_usd").map_err(said)?;
-        let max_tool_calls = params::whole(params.max_tool_calls, "max_tool_calls", 0, MAX_TOOL_CALLS)
-            .map_err(said)?
-            .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
         let single = params.chain.is_none();
-        let work = match (params.agent, params.chain) {
-            (Some(_), Some(_)) => return Err("give either agent (with task) or chain, not both".to_owned()),
-            (None, None) => return Err("give an agent and a task, or a chain".to_owned()),
-            (Some(agent), None) => match params.task {
-                Some(task) => Work::Agent { agent, task },
-                None => return Err(format!("agent '{agent}' needs a task")),
-            },
-            (None, Some(chain)) => Work::Chain {
-                chain: parse_chain_file(Path::new("chain"), &chain.to_string()).map_err(said)?,
-                task: params.task,
-            },
-        };
-        // A local directory is resolved (and confined) here, once; a machine's is its own.
-        let (dir, cwd) = match (params.cwd, &params.machine) {
-            (Some(cwd), None) => {
-                let dir = state.policy.confine("cwd", &cwd, &state.base).map_err(said)?;
-                let cwd = dir.to_string_lossy().into_owned();
-                (dir, Some(cwd))
-            }
-            (cwd, _) => (state.base.clone(), cwd),
-        };
-        let request = RunRequest {
-            work,
-            model: params.model,
-            thinking: params.thinking,
-            max_thinking: None,
-            machine: params.machine,
-            cwd,
-            models_file: None,
-            timeout,
-            deadline_at: params
-                .deadline_at
-                .as_deref()
-                .map(sublaunch::inputs::deadline::parse_deadline)
-                .transpose()
-                .map_err(|e| format!("deadline_at: {e}"))?,
-            run_id: None,
-            concurrency: None,
-            fail_fast: false,
-            caller: Caller {
-                session_id: Some(MCP_SESSION_ID.into()),
-                ..Caller::default()
-            },
-            on_end: None,
-            max_active: crate::cli::capacity::max_active(&state.env).map_err(said)?,
-            worktree: params.worktree,
-            worktree_base: params.base,
-            require_clean: false,
-            reads: params.reads.unwrap_or_default(),
-            output: params.output,
-            usage_budget: (max_tokens.is_some() || max_cost_usd.is_some()).then_some(
-                sublaunch::contract::UsageBudget {
-                    max_tokens,
-                    max_cost_usd,
-                },
-            ),
-            tool_budget: max_tool_calls,
-            checkpoint_before_deadline: checkpoint,
-            extensions: None,
-            required_extensions: Vec::new(),
-            skills: None,
-        };
+        let (request, dir) = params.into_request(state)?;
+        let wait = request.wait;
         let gathered = Gathered::read(&dir, None, &state.env).map_err(said)?;
         notes.extend(gathered.warnings());
         notes.extend(gathered.ignored().iter().map(ToString::to_string));
@@ -529,8 +541,8 @@ impl Server {
             Err(e) => return Err(e.to_string()),
         };
         notes.extend(prepared.notes.iter().cloned());
-        state.check_plan(&prepared.plan, &prepared.options.agents, &dir, single)?;
-        let launched = launch::launch(&prepared.plan, prepared.options)
+        state.check_plan(&prepared.launch.plan, &prepared.launch.agents, &dir, single)?;
+        let launched = launch::launch(prepared.launch, prepared.options)
             .await
             .map_err(|failure| failure.message())?;
         if let Err(e) = launched.handle.committed().await {
@@ -544,7 +556,7 @@ impl Server {
         tokio::spawn(async move {
             let _ = handle.finished().await;
         });
-        if !params.wait {
+        if !wait {
             return Ok(json!({"runId": run_id, "runDir": run_dir}));
         }
         let opened = state.open(&run_id)?;

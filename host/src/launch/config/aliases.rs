@@ -26,8 +26,11 @@ pub struct AliasTable {
 
 impl AliasTable {
     /// Parses a `modelResponseAliases` value; `what` names it in errors.
-    pub fn parse(value: &Value, what: &str) -> Result<Self, String> {
-        let bad = |detail: &str| format!("{what}: {detail}");
+    pub fn parse(value: &Value, what: &str) -> Result<Self, AliasError> {
+        let bad = |problem: AliasProblem| AliasError {
+            what: what.to_owned(),
+            problem,
+        };
         let mut groups = Vec::new();
         match value {
             Value::Null => {}
@@ -35,9 +38,10 @@ impl AliasTable {
                 for (planned, names) in map {
                     let names = match names {
                         Value::String(name) => vec![name.clone()],
-                        Value::Array(items) => strings(items)
-                            .ok_or_else(|| bad(&format!("'{planned}' must map to a name or a list of names")))?,
-                        _ => return Err(bad(&format!("'{planned}' must map to a name or a list of names"))),
+                        Value::Array(items) => {
+                            strings(items).ok_or_else(|| bad(AliasProblem::NotNames(planned.clone())))?
+                        }
+                        _ => return Err(bad(AliasProblem::NotNames(planned.clone()))),
                     };
                     groups.push((vec![planned.clone()], names));
                 }
@@ -47,14 +51,12 @@ impl AliasTable {
                     let names = item
                         .as_array()
                         .and_then(|a| strings(a))
-                        .ok_or_else(|| bad(&format!("entry {i} must be a list of model names")))?;
+                        .ok_or_else(|| bad(AliasProblem::NotAGroup(i)))?;
                     groups.push((names.clone(), names));
                 }
             }
             _ => {
-                return Err(bad(
-                    "must be an object (planned model → names) or a list of name groups",
-                ));
+                return Err(bad(AliasProblem::Shape));
             }
         }
         Ok(Self { groups })
@@ -78,18 +80,60 @@ impl AliasTable {
     }
 }
 
+/// A `modelResponseAliases` value that cannot be read: `<what>: <problem>`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{what}: {problem}")]
+pub struct AliasError {
+    /// What the value is (where it comes from).
+    pub what: String,
+    /// What is wrong with it.
+    pub problem: AliasProblem,
+}
+
+/// What is wrong with a `modelResponseAliases` value.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AliasProblem {
+    /// A planned model maps to something other than a name or a list of names.
+    #[error("'{0}' must map to a name or a list of names")]
+    NotNames(String),
+    /// An entry of the list of groups is not a list of names.
+    #[error("entry {0} must be a list of model names")]
+    NotAGroup(usize),
+    /// The value is neither an object nor a list.
+    #[error("must be an object (planned model → names) or a list of name groups")]
+    Shape,
+}
+
+/// Why the alias table of a directory's settings cannot be had.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum AliasesError {
+    /// The settings cannot be read.
+    #[error("Subagent launch aborted: {0:#}")]
+    Settings(std::sync::Arc<anyhow::Error>),
+    /// Their `modelResponseAliases` is wrong.
+    #[error(transparent)]
+    Invalid(#[from] AliasError),
+}
+
 fn strings(items: &[Value]) -> Option<Vec<String>> {
     items.iter().map(|v| v.as_str().map(str::to_owned)).collect()
 }
 
-/// The alias table of the settings in effect for `cwd`.
-pub fn aliases_for(cwd: &Path, env: &crate::Environment) -> Result<AliasTable, String> {
-    let project = crate::inputs::project::Project::open(cwd, env);
-    let settings = Settings::load(&project, env).map_err(|e| format!("Subagent launch aborted: {e:#}"))?;
-    match settings.model_response_aliases() {
-        Some(value) => AliasTable::parse(&value, "Invalid subagents.modelResponseAliases in settings"),
-        None => Ok(AliasTable::default()),
+impl AliasTable {
+    /// The alias table of `settings`.
+    pub fn of(settings: &Settings) -> Result<Self, AliasError> {
+        match settings.model_response_aliases() {
+            Some(value) => Self::parse(&value, "Invalid subagents.modelResponseAliases in settings"),
+            None => Ok(Self::default()),
+        }
     }
+}
+
+/// The alias table of the settings in effect for `cwd` (a launch not prepared from settings).
+pub fn aliases_for(cwd: &Path, env: &crate::Environment) -> Result<AliasTable, AliasesError> {
+    let project = crate::inputs::project::Project::open(cwd, env);
+    let settings = Settings::load(&project, env).map_err(|e| AliasesError::Settings(std::sync::Arc::new(e)))?;
+    Ok(AliasTable::of(&settings)?)
 }
 
 #[cfg(test)]
@@ -113,7 +157,7 @@ mod tests {
             ["anthropic/claude-x", "x-2025"]
         );
         let error = AliasTable::parse(&json!({"m": 3}), "aliases").unwrap_err();
-        assert_eq!(error, "aliases: 'm' must map to a name or a list of names");
+        assert_eq!(error.to_string(), "aliases: 'm' must map to a name or a list of names");
         assert!(AliasTable::parse(&json!("x"), "aliases").is_err());
     }
 }

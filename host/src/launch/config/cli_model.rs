@@ -20,14 +20,87 @@ pub struct CliModel {
     pub thinking: Option<ThinkingLevel>,
 }
 
+/// What an agent file asks that its CLI cannot take.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CliModelError {
+    /// `model:` is not text (the JSON given).
+    #[error("agent '{agent}' has a model that is not text: {json}")]
+    ModelNotText {
+        /// The agent.
+        agent: String,
+        /// What its file has.
+        json: String,
+    },
+    /// `thinking:` names no level.
+    #[error("agent '{agent}' has thinking '{text}'; use one of off, minimal, low, medium, high, xhigh, max")]
+    UnknownThinking {
+        /// The agent.
+        agent: String,
+        /// What its file has.
+        text: String,
+    },
+    /// `thinking:` is not text (the JSON given).
+    #[error("agent '{agent}' has a thinking level that is not text: {json}")]
+    ThinkingNotText {
+        /// The agent.
+        agent: String,
+        /// What its file has.
+        json: String,
+    },
+    /// The model's suffix and `thinking:` name different levels.
+    #[error("agent '{agent}' asks for thinking '{}' in its model and '{}' in its thinking field; keep one", .suffix.name(), .field.name())]
+    TwoThinkingLevels {
+        /// The agent.
+        agent: String,
+        /// The level of the model's suffix.
+        suffix: ThinkingLevel,
+        /// The level of `thinking:`.
+        field: ThinkingLevel,
+    },
+    /// Claude Code is given another provider's model.
+    #[error(
+        "agent '{agent}' runs Claude Code, which takes Anthropic models only, but its model names provider '{provider}'"
+    )]
+    NotAnthropic {
+        /// The agent.
+        agent: String,
+        /// The provider named.
+        provider: String,
+    },
+    /// Cursor's agent is given a provider.
+    #[error("agent '{agent}' runs Cursor's agent, which names models without a provider ('{id}'), not '{provider}/…'")]
+    CursorProvider {
+        /// The agent.
+        agent: String,
+        /// The model id.
+        id: String,
+        /// The provider named.
+        provider: String,
+    },
+    /// Cursor's agent is given a thinking level.
+    #[error(
+        "agent '{agent}' asks for thinking '{}', but Cursor's agent takes no thinking level (pick a thinking variant of the model instead)",
+        .level.name()
+    )]
+    CursorThinking {
+        /// The agent.
+        agent: String,
+        /// The level asked for.
+        level: ThinkingLevel,
+    },
+}
+
 /// The CLI model of `agent`, run by `adapter`; an error says what the agent file asks that
 /// the CLI cannot take.
-pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, String> {
+pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, CliModelError> {
     let name = agent.name();
     let written = match &agent.planner.model {
         Some(LooseString::Text(text)) if !text.trim().is_empty() => Some(text.trim()),
         Some(LooseString::NotText(json)) => {
-            return Err(format!("agent '{name}' has a model that is not text: {json}"));
+            return Err(CliModelError::ModelNotText {
+                agent: name.to_owned(),
+                json: json.clone(),
+            });
         }
         _ => None,
     };
@@ -35,11 +108,19 @@ pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, Strin
         None => None,
         Some(ThinkingSetting::Disabled) => Some(ThinkingLevel::Off),
         Some(ThinkingSetting::Text(text)) if text.trim().is_empty() => None,
-        Some(ThinkingSetting::Text(text)) => Some(ThinkingLevel::from_name(text.trim()).ok_or_else(|| {
-            format!("agent '{name}' has thinking '{text}'; use one of off, minimal, low, medium, high, xhigh, max")
-        })?),
+        Some(ThinkingSetting::Text(text)) => {
+            Some(
+                ThinkingLevel::from_name(text.trim()).ok_or_else(|| CliModelError::UnknownThinking {
+                    agent: name.to_owned(),
+                    text: text.clone(),
+                })?,
+            )
+        }
         Some(ThinkingSetting::Invalid(json)) => {
-            return Err(format!("agent '{name}' has a thinking level that is not text: {json}"));
+            return Err(CliModelError::ThinkingNotText {
+                agent: name.to_owned(),
+                json: json.to_string(),
+            });
         }
     };
     let (model, suffix) = match written {
@@ -48,11 +129,11 @@ pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, Strin
     };
     let thinking = match (suffix, field) {
         (Some(a), Some(b)) if a != b => {
-            return Err(format!(
-                "agent '{name}' asks for thinking '{}' in its model and '{}' in its thinking field; keep one",
-                a.name(),
-                b.name()
-            ));
+            return Err(CliModelError::TwoThinkingLevels {
+                agent: name.to_owned(),
+                suffix: a,
+                field: b,
+            });
         }
         (a, b) => a.or(b),
     };
@@ -66,9 +147,10 @@ pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, Strin
     let cli = match adapter {
         AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => {
             if let Some(provider) = provider.filter(|p| *p != "anthropic") {
-                return Err(format!(
-                    "agent '{name}' runs Claude Code, which takes Anthropic models only, but its model names provider '{provider}'"
-                ));
+                return Err(CliModelError::NotAnthropic {
+                    agent: name.to_owned(),
+                    provider: provider.to_owned(),
+                });
             }
             CliModel {
                 model: id.map(str::to_owned),
@@ -84,16 +166,17 @@ pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, Strin
         },
         AdapterId::CursorAgent | AdapterId::CursorAgentWriter => {
             if let Some(provider) = provider {
-                return Err(format!(
-                    "agent '{name}' runs Cursor's agent, which names models without a provider ('{}'), not '{provider}/…'",
-                    id.unwrap_or_default()
-                ));
+                return Err(CliModelError::CursorProvider {
+                    agent: name.to_owned(),
+                    id: id.unwrap_or_default().to_owned(),
+                    provider: provider.to_owned(),
+                });
             }
             if let Some(level) = thinking.filter(|t| *t != ThinkingLevel::Off) {
-                return Err(format!(
-                    "agent '{name}' asks for thinking '{}', but Cursor's agent takes no thinking level (pick a thinking variant of the model instead)",
-                    level.name()
-                ));
+                return Err(CliModelError::CursorThinking {
+                    agent: name.to_owned(),
+                    level,
+                });
             }
             CliModel {
                 model: id.map(str::to_owned),
@@ -149,12 +232,16 @@ mod tests {
 
     #[test]
     fn what_a_cli_cannot_take_is_refused_with_the_agent_named() {
-        let wrong = cli_model(AdapterId::ClaudeCode, &agent(Some("openai/gpt-5"), None)).unwrap_err();
+        let wrong = cli_model(AdapterId::ClaudeCode, &agent(Some("openai/gpt-5"), None))
+            .unwrap_err()
+            .to_string();
         assert!(
             wrong.contains("agent 'a'") && wrong.contains("provider 'openai'"),
             "{wrong}"
         );
-        let both = cli_model(AdapterId::ClaudeCode, &agent(Some("claude-x:high"), Some("low"))).unwrap_err();
+        let both = cli_model(AdapterId::ClaudeCode, &agent(Some("claude-x:high"), Some("low")))
+            .unwrap_err()
+            .to_string();
         assert!(both.contains("'high'") && both.contains("'low'"), "{both}");
         assert!(cli_model(AdapterId::CursorAgent, &agent(Some("gpt-5"), Some("high"))).is_err());
         assert!(cli_model(AdapterId::CursorAgent, &agent(Some("openai/gpt-5"), None)).is_err());

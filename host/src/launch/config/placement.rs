@@ -34,7 +34,7 @@ impl Placer {
 
     /// Makes `config` (built for plan step `index`) run on its machine, or says why it cannot.
     /// Whether the adapter can be wrapped was settled by admission ([`crate::launch::admission`]).
-    pub fn place(&self, step: &PlanStep, config: &mut StepConfig) -> Result<(), String> {
+    pub fn place(&self, step: &PlanStep, config: &mut StepConfig) -> Result<(), ControlDirError> {
         let Some(machine) = &step.machine else { return Ok(()) };
         if self.control_dir_given {
             check_given_control_dir(&self.control_dir)?;
@@ -54,32 +54,91 @@ impl Placer {
     }
 }
 
+/// Why the ssh control directory the user named cannot be used.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum ControlDirError {
+    /// It cannot be looked at.
+    #[error(
+        "Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) cannot be used: {source}. Create it with `mkdir -m 700 {dir}`."
+    )]
+    Unusable {
+        /// The directory.
+        dir: String,
+        /// Why.
+        source: std::sync::Arc<std::io::Error>,
+    },
+    /// It is not private.
+    #[error("Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) is not private: {problem}.")]
+    NotPrivate {
+        /// The directory.
+        dir: String,
+        /// What is wrong with it.
+        problem: NotPrivate,
+    },
+}
+
+/// What makes a control directory not private.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NotPrivate {
+    /// It is not a directory.
+    NotADirectory,
+    /// Another user owns it.
+    Owner {
+        /// Its owner.
+        uid: u32,
+        /// This user.
+        me: u32,
+    },
+    /// Other users can reach it: its mode, and the directory to `chmod`.
+    Reachable {
+        /// Its permission bits.
+        mode: u32,
+        /// The directory.
+        dir: String,
+    },
+}
+
+impl std::fmt::Display for NotPrivate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NotADirectory => f.write_str("it is not a directory"),
+            Self::Owner { uid, me } => write!(f, "it belongs to uid {uid}, not to you (uid {me})"),
+            Self::Reachable { mode, dir } => write!(
+                f,
+                "other users can reach it (mode {mode:04o}); make it private with `chmod 700 {dir}`"
+            ),
+        }
+    }
+}
+
 /// A control directory the user named must already be private: a directory (not a
 /// symlink) of this user's that nobody else can enter. sublaunch never changes the mode of a
 /// directory it was pointed at; a shared one is refused, since anyone who can write there
 /// can plant a socket that ssh would then use as its connection.
-pub fn check_given_control_dir(dir: &str) -> Result<(), String> {
+pub fn check_given_control_dir(dir: &str) -> Result<(), ControlDirError> {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| {
-        format!("Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) cannot be used: {e}. Create it with `mkdir -m 700 {dir}`.")
+    let meta = std::fs::symlink_metadata(dir).map_err(|e| ControlDirError::Unusable {
+        dir: dir.to_owned(),
+        source: std::sync::Arc::new(e),
     })?;
     let me = rustix::process::geteuid().as_raw();
     let problem = if !meta.file_type().is_dir() {
-        Some("it is not a directory".to_owned())
+        Some(NotPrivate::NotADirectory)
     } else if meta.uid() != me {
-        Some(format!("it belongs to uid {}, not to you (uid {me})", meta.uid()))
+        Some(NotPrivate::Owner { uid: meta.uid(), me })
     } else if meta.mode() & 0o077 != 0 {
-        Some(format!(
-            "other users can reach it (mode {:04o}); make it private with `chmod 700 {dir}`",
-            meta.mode() & 0o7777
-        ))
+        Some(NotPrivate::Reachable {
+            mode: meta.mode() & 0o7777,
+            dir: dir.to_owned(),
+        })
     } else {
         None
     };
     match problem {
-        Some(problem) => Err(format!(
-            "Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) is not private: {problem}."
-        )),
+        Some(problem) => Err(ControlDirError::NotPrivate {
+            dir: dir.to_owned(),
+            problem,
+        }),
         None => Ok(()),
     }
 }

@@ -1,5 +1,6 @@
 use super::*;
 use crate::inputs::agents::{AgentSource, RunnerSpec};
+use crate::launch::options::Caller;
 use serde_json::json;
 use sublaunch_contract::{Agent, LooseString, ThinkingLevel};
 use sublaunch_protocol::records::config::RevivalLease;
@@ -28,10 +29,10 @@ fn agent(name: &str, adapter: AdapterId, command: Option<Vec<&str>>) -> AgentDef
     }
 }
 
-fn options(agents: Vec<AgentDef>) -> LaunchOptions {
-    LaunchOptions {
+fn launch(plan: &LaunchPlan, agents: Vec<AgentDef>) -> Launch {
+    Launch {
         agents,
-        ..LaunchOptions::default()
+        ..Launch::new(plan.clone())
     }
 }
 
@@ -51,7 +52,13 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
         .find(|a| a.name() == "shell")
         .unwrap();
     let plan = plan(vec![step("shell", "echo hi")]);
-    let steps = runner_steps(&plan, &options(vec![shell]), Path::new("/r"), "/w").unwrap();
+    let steps = runner_steps(
+        &launch(&plan, vec![shell]),
+        &crate::Environment::default(),
+        Path::new("/r"),
+        "/w",
+    )
+    .unwrap();
     // The shim builds `sh -c -- <task>` from the adapter; no legacy command is written (host
     // and shim ship together, and the configuration's version says so).
     assert!(steps[0].command.is_none());
@@ -59,7 +66,14 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
     assert_eq!(steps[0].adapter.clone().unwrap().id, "shell");
     assert_eq!((steps[0].step_index, steps[0].task_index), (Some(0), None));
     assert_eq!(plan_mode(&plan), "single");
-    let error = runner_steps(&plan, &options(vec![]), Path::new("/r"), "/w").unwrap_err();
+    let error = runner_steps(
+        &launch(&plan, vec![]),
+        &crate::Environment::default(),
+        Path::new("/r"),
+        "/w",
+    )
+    .unwrap_err()
+    .to_string();
     assert!(error.contains("not known to the launcher"), "{error}");
 }
 
@@ -147,30 +161,29 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
             ..Caller::default()
         },
     );
-    let inputs = |caller| ConfigInputs {
+    let launch = |caller: &Caller| Launch {
+        caller: caller.clone(),
+        workflow: workflow.clone(),
+        project_config: sublaunch_protocol::records::config::ProjectConfig::Ignore,
+        ..Launch::new(plan(vec![]))
+    };
+    let (fresh_launch, revival_launch) = (launch(&fresh_caller), launch(&revival));
+    let inputs = |launch| ConfigInputs {
+        launch,
         run_id: "r-1",
+        runner_process_instance_id: "uuid",
         steps: vec![],
         result_path: "/r/results/r-1.json".into(),
         cwd: "/w".into(),
         async_dir: "/r/runs/r-1".into(),
-        caller,
-        timeout_ms: None,
-        deadline_at: None,
-        runner_process_instance_id: "uuid",
-        workflow: &workflow,
         agent_umask: Some(0o022),
-        on_end: None,
-        max_active: None,
-        usage_budget: None,
-        checkpoint_before_deadline_ms: None,
-        project_config: sublaunch_protocol::records::config::ProjectConfig::Ignore,
     };
-    let fresh = runner_config(inputs(&fresh_caller));
+    let fresh = runner_config(inputs(&fresh_launch));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));
     assert_eq!(fresh.workflow.concurrency, Some(2));
     assert!(fresh.workflow.fail_fast);
     assert_eq!(fresh.workflow.task.as_deref(), Some("the run's task"));
-    let config = runner_config(inputs(&revival));
+    let config = runner_config(inputs(&revival_launch));
     assert_eq!(config.launch_barrier_token, None);
     assert_eq!(config.revival_lease.unwrap().run_id, "r-1");
 }
