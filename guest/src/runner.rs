@@ -1,11 +1,17 @@
 //! Runner kinds and the external-runner option gate (rules M19, P-S4).
 
 use crate::children::Child;
-use sublaunch_contract::{Agent, ErrorCode, PlanError};
+use sublaunch_contract::{AdapterId, Agent, ErrorCode, PlanError};
 
 /// The agent's runner type, when it declares one.
 pub fn runner_type(agent: &Agent) -> Option<&str> {
     agent.runner.as_ref().and_then(|r| r.kind.as_deref())
+}
+
+/// The adapter an agent runs with (`None`: a runner type or adapter the planner does not know).
+pub fn adapter(agent: &Agent) -> Option<AdapterId> {
+    let runner = agent.runner.as_ref();
+    AdapterId::from_runner(runner_type(agent), runner.and_then(|r| r.adapter.as_deref()))
 }
 
 /// Whether the agent runs outside the native runtime (`external-cli` or `external-job`) and

@@ -61,7 +61,6 @@ impl Revival {
             run_id: String::new(),
             source_run_id: "source-run".into(),
             parent_session_id: None,
-            extra: serde_json::Map::new(),
         });
         options = options.with_env(CONTROL_TIMEOUT_ENV, "600");
         if !shim_faults.is_empty() {

@@ -119,7 +119,6 @@ pub fn run(args: Args) -> ExitCode {
                 run_id,
                 source_run_id: source_id.clone(),
                 parent_session_id: None,
-                extra: serde_json::Map::new(),
             }),
             ..Caller::default()
         },

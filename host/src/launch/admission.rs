@@ -1,11 +1,12 @@
 //! What this host grants a plan before launching it. The planner decided what runs where;
 //! admission checks that this machine can do it, once, before anything is written: each local
 //! step's program exists, placed steps have the local ssh client, and each placed step's
-//! adapter is one whose command line sublaunch can wrap for ssh ([`AdapterId`] says which).
+//! adapter is one whose command line sublaunch can wrap for ssh
+//! ([`AdapterId::can_run_on_machine`](crate::inputs::agents::AdapterId::can_run_on_machine)).
 //! An embedder's launch gets the same checks as the CLI's.
 
 use crate::environment::Environment;
-use crate::inputs::agents::{AdapterId, AgentDef, locate_program};
+use crate::inputs::agents::{AgentDef, locate_program};
 use std::path::Path;
 use sublaunch_contract::LaunchPlan;
 
@@ -19,7 +20,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
             continue;
         };
         let adapter = agent.runner.adapter;
-        if !(adapter == AdapterId::Pi || adapter.is_code_owned()) {
+        if !adapter.can_run_on_machine() {
             return Err(format!(
                 "Subagent launch aborted: step {index} ('{}') uses the {adapter} runner, which cannot run on machine '{}'.",
                 step.agent, machine.id
@@ -62,7 +63,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inputs::agents::{AgentSource, RunnerSpec, builtins};
+    use crate::inputs::agents::{AdapterId, AgentSource, RunnerSpec, builtins};
     use sublaunch_contract::{MachineRef, PlanStep};
 
     fn placed(agent: &str) -> LaunchPlan {

@@ -6,7 +6,6 @@
 
 use crate::Environment;
 use crate::engine::planner::Planner;
-use crate::inputs::agents::AdapterId;
 use crate::inputs::agents::{Catalog, discover};
 use crate::inputs::chain::ChainFile;
 use crate::inputs::project::{Ignored, Project};
@@ -197,7 +196,7 @@ impl Gathered {
         let planned = |agent: Option<&str>| {
             agent
                 .and_then(|name| self.catalog.get(name))
-                .is_some_and(|def| matches!(def.runner.adapter, AdapterId::Pi | AdapterId::Command))
+                .is_some_and(|def| def.runner.adapter.plans_model())
         };
         let needed = request.model.is_some()
             || request.thinking.is_some()

@@ -188,7 +188,7 @@ mod tests {
     fn build(template: &[&str], task: &str) -> Result<AgentCommand, String> {
         let tmp = tempfile::tempdir().unwrap();
         let run = sublaunch_protocol::dir::Dir::open(tmp.path()).unwrap();
-        let mut spec = sublaunch_protocol::config::AdapterSpec::new("command");
+        let mut spec = sublaunch_protocol::config::AdapterSpec::new(sublaunch_protocol::config::AdapterId::Command);
         spec.argv = Some(template.iter().map(|a| (*a).to_owned()).collect());
         let step = sublaunch_protocol::config::StepConfig {
             agent: Some("tool".into()),

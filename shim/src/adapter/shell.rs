@@ -42,7 +42,7 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::config::{AdapterSpec, StepConfig};
+    use sublaunch_protocol::config::{AdapterId, AdapterSpec, StepConfig};
     use sublaunch_protocol::dir::Dir;
 
     #[test]
@@ -50,7 +50,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let step = StepConfig::shell("echo {previous}", "/tmp", Default::default());
-        let spec = AdapterSpec::new("shell");
+        let spec = AdapterSpec::new(AdapterId::Shell);
         let input = StepInput {
             index: 0,
             step: &step,
@@ -92,7 +92,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let step = StepConfig::shell("echo got {previous}", "/tmp", Default::default());
-        let spec = AdapterSpec::new("shell");
+        let spec = AdapterSpec::new(AdapterId::Shell);
         let mut values = crate::adapter::ScriptValues::default();
         values.push("previous", "SUBLAUNCH_PREVIOUS", "$(touch /tmp/PWNED)");
         let input = StepInput {

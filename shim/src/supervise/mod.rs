@@ -39,7 +39,7 @@ use crate::supervise::streams::{OutputLog, PROTOCOL_LINE_LIMIT, protocol_limit_m
 use crate::supervise::tree::{Ladder, TreeKiller, sweep};
 use serde_json::json;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::config::AdapterId;
+use sublaunch_protocol::config::InputFormat;
 use sublaunch_protocol::dir::Dir;
 use sublaunch_protocol::events::{self, EventLog};
 use sublaunch_protocol::lease::WriterState;
@@ -214,12 +214,12 @@ impl Supervisor {
         let cwd = ctx.cfg.step_cwd(index).to_owned();
         let live = adapter::LiveOptions {
             cost_cap_usd: self.cost_cap(ctx, &step),
-            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && takes_input(adapter),
+            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && adapter.takes_input(),
             project_config: ctx.cfg.project_config,
         };
         // pi reads its files as arguments (outside its RPC mode); every other agent is told
         // which to read.
-        let task = if adapter == AdapterId::Pi && !live.streamed_input {
+        let task = if adapter.takes_file_arguments() && !live.streamed_input {
             task.to_owned()
         } else {
             crate::adapter::reads::with_preamble(task, &step.reads)
@@ -599,8 +599,8 @@ impl Supervisor {
             io.checkpointed = true;
             io.parser.input_sent();
             let text = checkpoint_message(ms);
-            input.send(&match adapter::for_step(&ctx.cfg, child.index) {
-                AdapterId::Pi => crate::adapter::pi_rpc_line("steer", &text),
+            input.send(&match adapter::for_step(&ctx.cfg, child.index).input_format() {
+                Some(InputFormat::PiRpc) => crate::adapter::pi_rpc_line("steer", &text),
                 _ => crate::adapter::claude_user_line(&text),
             });
             let event = events::step_checkpoint(ctx.now_wall(), &ctx.cfg.id, child.index, &child.agent, ms);
@@ -793,15 +793,6 @@ fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
         started_wall,
         ..StepEnd::default()
     }
-}
-
-/// Whether the adapter takes messages while it runs (pi in RPC mode, Claude Code with
-/// streamed input).
-fn takes_input(adapter: AdapterId) -> bool {
-    matches!(
-        adapter,
-        AdapterId::Pi | AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter
-    )
 }
 
 /// What an agent is told when the deadline nears.

@@ -427,7 +427,6 @@ impl Spec {
             run_id: "revived".into(),
             source_run_id: "source-run".into(),
             parent_session_id: Some("parent-session".into()),
-            extra: Default::default(),
         });
         self
     }
