@@ -9,7 +9,6 @@ pub mod engine;
 pub mod environment;
 pub mod inputs;
 pub mod launch;
-pub mod native_schemas;
 pub mod request;
 pub mod runner_install;
 pub mod runs;
