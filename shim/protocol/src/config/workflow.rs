@@ -167,7 +167,7 @@ pub(super) fn check_step(step: &Map<String, Value>, file: Option<&Path>) -> Resu
     {
         return Err(invalid("'steps[].adapter.env' must be an object of strings."));
     }
-    let needs_argv = matches!(adapter_id, AdapterId::Command | AdapterId::GenericCli);
+    let needs_argv = adapter_id.runs_given_command();
     let argv_ok = object
         .get("argv")
         .and_then(Value::as_array)
