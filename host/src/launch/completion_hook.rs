@@ -203,17 +203,7 @@ fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), String> {
 
 /// An in-memory file holding `bytes`, at its start.
 fn job_file(bytes: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
-    let fd = rustix::fs::memfd_create("sublaunch-hook-job", rustix::fs::MemfdFlags::CLOEXEC)?;
-    let mut written = 0;
-    while written < bytes.len() {
-        match rustix::io::write(&fd, &bytes[written..]) {
-            Ok(n) => written += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(0))?;
-    Ok(fd)
+    sublaunch_protocol::os::memfd::with_bytes("sublaunch-hook-job", bytes)
 }
 
 /// Reads the hook a run was launched with (for `resume`, which carries it to the new run).
