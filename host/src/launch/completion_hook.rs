@@ -137,22 +137,9 @@ pub fn fire_if_due(
         Err(error) => {
             let now = run.os().clock.wall_ms();
             let outcome = HookOutcome {
-                version: 1,
-                run_id: job.run_id.clone(),
-                command: job.spec.on_end.command.clone(),
-                fired_by,
-                run_state: job.state.clone(),
-                started_at: now,
                 ended_at: now,
-                duration_ms: 0,
-                exit_code: None,
-                signal: None,
-                timed_out: false,
-                timeout_ms: job.spec.on_end.timeout_ms,
-                stopped_by: None,
                 spawn_error: Some(format!("cannot start the hook runner: {error}")),
-                output_bytes: 0,
-                output_truncated: false,
+                ..HookOutcome::starting(&job.spec, fired_by, &job.state, now)
             };
             let mut problems = hook::record_outcome(run, &outcome, policy);
             problems.push(format!("the completion hook of {} did not start: {error}", job.run_id));
