@@ -1,6 +1,14 @@
 //! The one list of adapters: how an agent is started and its output read. The planner, the
 //! host and the runner all name adapters through [`AdapterId`], so adding one is one variant
-//! here and one adapter module in the shim.
+//! and one row of [`AdapterId::row`] here, and one adapter module in the shim.
+//!
+//! What an adapter can do (what it reports, whether it takes input while it runs, whether its
+//! program enforces an output schema, its event stream …) is a column of that one table, read
+//! through the methods of [`AdapterId`]: the planner, the host and the runner ask these
+//! instead of matching on adapters of their own.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
 
 /// An adapter, by the id written in agent files (`runner.adapter`), runner configurations and
 /// run records.
@@ -30,6 +38,190 @@ pub enum AdapterId {
     ExternalJob,
 }
 
+/// The runner type an agent file names (`runner.type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RunnerType {
+    /// `native` (or no runner): pi.
+    Native,
+    /// `command`: an argv template.
+    Command,
+    /// `external-cli`: an adapter's program, or a generic command.
+    ExternalCli,
+    /// `external-job`: planned only.
+    ExternalJob,
+}
+
+impl RunnerType {
+    /// Every runner type, in the order messages list them.
+    pub const ALL: [Self; 4] = [Self::Native, Self::Command, Self::ExternalCli, Self::ExternalJob];
+
+    /// The name agent files use.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Native => "native",
+            Self::Command => "command",
+            Self::ExternalCli => "external-cli",
+            Self::ExternalJob => "external-job",
+        }
+    }
+
+    /// The runner type with this name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+/// What an agent's output tells the runner as it goes: what a budget on it can count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reports {
+    /// Tokens per model call or per turn.
+    pub tokens: bool,
+    /// Cost in dollars.
+    pub cost: bool,
+    /// Each tool call as it starts.
+    pub tool_calls: bool,
+}
+
+impl Reports {
+    /// An agent whose output is plain text: nothing to count.
+    pub const NOTHING: Self = Self {
+        tokens: false,
+        cost: false,
+        tool_calls: false,
+    };
+    const ALL: Self = Self {
+        tokens: true,
+        cost: true,
+        tool_calls: true,
+    };
+}
+
+/// How an agent takes messages while it runs (a checkpoint before the deadline is one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputFormat {
+    /// pi's RPC mode: `{"type":"steer","message":…}` lines.
+    PiRpc,
+    /// Claude Code's streamed input: `{"type":"user","message":…}` lines.
+    StreamJson,
+}
+
+/// What an agent writes on standard output.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Plain text: the output is the step's answer.
+    Text,
+    /// pi's JSON mode events.
+    PiEvents,
+    /// `--output-format stream-json` events ending in a `result` event (Claude Code, Cursor).
+    StreamJson,
+    /// `codex exec --json` events.
+    CodexEvents,
+}
+
+impl OutputFormat {
+    /// Whether it is a JSON event stream (one event a line) rather than the answer itself.
+    pub const fn is_event_stream(self) -> bool {
+        !matches!(self, Self::Text)
+    }
+}
+
+/// Where a step's model comes from (rule M19).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelSource {
+    /// The planner picks it (and its thinking level) for the step.
+    Planned,
+    /// The agent file's own model and thinking, as the agent's CLI names them.
+    AgentFile,
+    /// The program takes no model.
+    None,
+}
+
+/// How an agent's program enforces a structured step's output schema itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NativeSchema {
+    /// Any JSON schema (Claude Code's `--json-schema`).
+    JsonSchema,
+    /// A strict JSON schema only (Codex's `--output-schema`, OpenAI's strict mode).
+    Strict,
+}
+
+/// The conversation an agent keeps, which a later run can continue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conversation {
+    /// A session file on the machine that ran it (pi).
+    LocalFile,
+    /// A session the agent's CLI keeps by id (Claude Code, Codex, Cursor).
+    AgentSession,
+}
+
+/// One row of the adapter table.
+struct Row {
+    id: &'static str,
+    runner: RunnerType,
+    default_program: Option<&'static str>,
+    reports: Reports,
+    input: Option<InputFormat>,
+    output: OutputFormat,
+    model: ModelSource,
+    native_schema: Option<NativeSchema>,
+    conversation: Option<Conversation>,
+    /// sublaunch owns the quoting of its command line (so it can be wrapped for ssh).
+    code_owned: bool,
+    /// It may edit the user's files.
+    writer: bool,
+}
+
+const TEXT: Row = Row {
+    id: "",
+    runner: RunnerType::ExternalCli,
+    default_program: None,
+    reports: Reports::NOTHING,
+    input: None,
+    output: OutputFormat::Text,
+    model: ModelSource::None,
+    native_schema: None,
+    conversation: None,
+    code_owned: false,
+    writer: false,
+};
+
+const CLAUDE: Row = Row {
+    id: "claude-code",
+    runner: RunnerType::ExternalCli,
+    default_program: Some("claude"),
+    reports: Reports::ALL,
+    input: Some(InputFormat::StreamJson),
+    output: OutputFormat::StreamJson,
+    model: ModelSource::AgentFile,
+    native_schema: Some(NativeSchema::JsonSchema),
+    conversation: Some(Conversation::AgentSession),
+    code_owned: true,
+    writer: false,
+};
+
+const CODEX: Row = Row {
+    id: "codex-exec",
+    default_program: Some("codex"),
+    // Codex reports tokens and tool calls, not what they cost; it takes no input once started.
+    reports: Reports {
+        cost: false,
+        ..Reports::ALL
+    },
+    input: None,
+    output: OutputFormat::CodexEvents,
+    native_schema: Some(NativeSchema::Strict),
+    ..CLAUDE
+};
+
+const CURSOR: Row = Row {
+    id: "cursor-agent",
+    default_program: Some("cursor-agent"),
+    reports: Reports::NOTHING,
+    input: None,
+    native_schema: None,
+    ..CLAUDE
+};
+
 impl AdapterId {
     /// Every adapter.
     pub const ALL: [Self; 11] = [
@@ -57,21 +249,65 @@ impl AdapterId {
         Self::CursorAgentWriter,
     ];
 
+    /// The table: everything sublaunch knows about an adapter, one row each.
+    const fn row(self) -> Row {
+        match self {
+            Self::Pi => Row {
+                id: "pi",
+                runner: RunnerType::Native,
+                default_program: Some("pi"),
+                reports: Reports::ALL,
+                input: Some(InputFormat::PiRpc),
+                output: OutputFormat::PiEvents,
+                model: ModelSource::Planned,
+                conversation: Some(Conversation::LocalFile),
+                ..TEXT
+            },
+            Self::Command => Row {
+                id: "command",
+                runner: RunnerType::Command,
+                model: ModelSource::Planned,
+                ..TEXT
+            },
+            Self::Shell => Row {
+                id: "shell",
+                default_program: Some("sh"),
+                code_owned: true,
+                ..TEXT
+            },
+            Self::ClaudeCode => CLAUDE,
+            Self::ClaudeCodeWriter => Row {
+                id: "claude-code-writer",
+                writer: true,
+                ..CLAUDE
+            },
+            Self::CodexExec => CODEX,
+            Self::CodexExecWriter => Row {
+                id: "codex-exec-writer",
+                writer: true,
+                ..CODEX
+            },
+            Self::CursorAgent => CURSOR,
+            Self::CursorAgentWriter => Row {
+                id: "cursor-agent-writer",
+                writer: true,
+                ..CURSOR
+            },
+            Self::GenericCli => Row {
+                id: "external-cli",
+                ..TEXT
+            },
+            Self::ExternalJob => Row {
+                id: "external-job",
+                runner: RunnerType::ExternalJob,
+                ..TEXT
+            },
+        }
+    }
+
     /// The adapter's id.
     pub const fn id(self) -> &'static str {
-        match self {
-            Self::Pi => "pi",
-            Self::Command => "command",
-            Self::Shell => "shell",
-            Self::ClaudeCode => "claude-code",
-            Self::ClaudeCodeWriter => "claude-code-writer",
-            Self::CodexExec => "codex-exec",
-            Self::CodexExecWriter => "codex-exec-writer",
-            Self::CursorAgent => "cursor-agent",
-            Self::CursorAgentWriter => "cursor-agent-writer",
-            Self::GenericCli => "external-cli",
-            Self::ExternalJob => "external-job",
-        }
+        self.row().id
     }
 
     /// The adapter with this id.
@@ -84,50 +320,169 @@ impl AdapterId {
         Self::EXTERNAL.into_iter().find(|a| a.id() == id)
     }
 
+    /// The adapter of an agent file's runner: its `runner.type` (absent: native) and, for
+    /// `external-cli`, its `runner.adapter` (absent: the generic command). `None` for a
+    /// runner type or an `external-cli` adapter that does not exist.
+    pub fn from_runner(runner_type: Option<&str>, adapter: Option<&str>) -> Option<Self> {
+        match RunnerType::from_name(runner_type.unwrap_or("native"))? {
+            RunnerType::Native => Some(Self::Pi),
+            RunnerType::Command => Some(Self::Command),
+            RunnerType::ExternalJob => Some(Self::ExternalJob),
+            RunnerType::ExternalCli => match adapter {
+                None => Some(Self::GenericCli),
+                Some(id) => Self::external(id),
+            },
+        }
+    }
+
+    /// The runner type an agent file names for it.
+    pub const fn runner_type(self) -> RunnerType {
+        self.row().runner
+    }
+
+    /// The `runner.adapter` an agent file names for it (the `external-cli` adapters but the
+    /// generic command).
+    pub fn runner_adapter(self) -> Option<&'static str> {
+        Self::EXTERNAL.contains(&self).then(|| self.id())
+    }
+
     /// Whether sublaunch owns the quoting of this external adapter's command line, so that it
     /// can be wrapped in an ssh command for a saved machine.
     pub const fn is_code_owned(self) -> bool {
-        matches!(
-            self,
-            Self::Shell
-                | Self::ClaudeCode
-                | Self::ClaudeCodeWriter
-                | Self::CodexExec
-                | Self::CodexExecWriter
-                | Self::CursorAgent
-                | Self::CursorAgentWriter
-        )
+        self.row().code_owned
+    }
+
+    /// Whether a step it runs can be placed on a saved machine: pi, or an adapter whose
+    /// command line sublaunch can wrap for ssh.
+    pub const fn can_run_on_machine(self) -> bool {
+        matches!(self.runner_type(), RunnerType::Native) || self.is_code_owned()
     }
 
     /// Whether it is an adapter that may edit the user's files (the `-writer` variants).
     pub const fn is_writer(self) -> bool {
-        matches!(
-            self,
-            Self::ClaudeCodeWriter | Self::CodexExecWriter | Self::CursorAgentWriter
-        )
+        self.row().writer
     }
 
     /// Whether the runner can start it (external jobs are only planned).
     pub const fn is_runnable(self) -> bool {
-        !matches!(self, Self::ExternalJob)
+        !matches!(self.runner_type(), RunnerType::ExternalJob)
     }
 
     /// The program started when the agent names none.
     pub const fn default_program(self) -> Option<&'static str> {
-        match self {
-            Self::Pi => Some("pi"),
-            Self::Shell => Some("sh"),
-            Self::ClaudeCode | Self::ClaudeCodeWriter => Some("claude"),
-            Self::CodexExec | Self::CodexExecWriter => Some("codex"),
-            Self::CursorAgent | Self::CursorAgentWriter => Some("cursor-agent"),
-            Self::Command | Self::GenericCli | Self::ExternalJob => None,
-        }
+        self.row().default_program
+    }
+
+    /// Whether the agent file's `runner.command` is the whole command line (the `command`
+    /// runner's argv template, the generic command's program and arguments) rather than a
+    /// replacement for the adapter's own program.
+    pub const fn runs_given_command(self) -> bool {
+        matches!(self, Self::Command | Self::GenericCli)
+    }
+
+    /// Whether what it runs is code the task or the agent file spells out (the shell step's
+    /// task, the command runner's template), as opposed to an agent.
+    pub const fn runs_shell_code(self) -> bool {
+        matches!(self, Self::Shell | Self::Command)
+    }
+
+    /// What its output tells the runner as it goes.
+    pub const fn reports(self) -> Reports {
+        self.row().reports
+    }
+
+    /// How it takes messages while it runs, when it does.
+    pub const fn input_format(self) -> Option<InputFormat> {
+        self.row().input
+    }
+
+    /// Whether it takes messages while it runs (so it can be asked to wrap up).
+    pub const fn takes_input(self) -> bool {
+        self.input_format().is_some()
+    }
+
+    /// Whether it reads the step's files given as arguments, outside its input mode (pi's
+    /// `@file`); other agents are told which files to read.
+    pub const fn takes_file_arguments(self) -> bool {
+        matches!(self.runner_type(), RunnerType::Native)
+    }
+
+    /// What it writes on standard output.
+    pub const fn output_format(self) -> OutputFormat {
+        self.row().output
+    }
+
+    /// Where a step's model comes from.
+    pub const fn model_source(self) -> ModelSource {
+        self.row().model
+    }
+
+    /// Whether the planner picks its model (rule M19: external runners take none).
+    pub const fn plans_model(self) -> bool {
+        matches!(self.model_source(), ModelSource::Planned)
+    }
+
+    /// Whether it reports the model it ran in a form the planned one is checked against
+    /// (pi's events name provider and id).
+    pub const fn verifies_model(self) -> bool {
+        self.plans_model() && matches!(self.output_format(), OutputFormat::PiEvents)
+    }
+
+    /// How its program enforces an output schema itself, when it does.
+    pub const fn native_schema(self) -> Option<NativeSchema> {
+        self.row().native_schema
+    }
+
+    /// Whether its program enforces a structured step's output schema itself, so that the
+    /// planner keeps the schema for it although it is an external runner (P-S4).
+    pub const fn enforces_schema_natively(self) -> bool {
+        self.native_schema().is_some()
+    }
+
+    /// The conversation it keeps, which a later run can continue.
+    pub const fn conversation(self) -> Option<Conversation> {
+        self.row().conversation
     }
 }
 
-impl std::fmt::Display for AdapterId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Display for AdapterId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.id())
+    }
+}
+
+/// An adapter id that names no adapter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownAdapter(pub String);
+
+impl fmt::Display for UnknownAdapter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let known: Vec<&str> = AdapterId::ALL.iter().map(|a| a.id()).collect();
+        write!(f, "unknown adapter '{}'; known: {}", self.0, known.join(", "))
+    }
+}
+
+impl std::error::Error for UnknownAdapter {}
+
+impl std::str::FromStr for AdapterId {
+    type Err = UnknownAdapter;
+
+    fn from_str(id: &str) -> Result<Self, Self::Err> {
+        Self::from_id(id).ok_or_else(|| UnknownAdapter(id.to_owned()))
+    }
+}
+
+/// Written as its id, as run records and runner configurations always had it.
+impl Serialize for AdapterId {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.id())
+    }
+}
+
+impl<'de> Deserialize<'de> for AdapterId {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let id = std::borrow::Cow::<'de, str>::deserialize(deserializer)?;
+        id.parse().map_err(serde::de::Error::custom)
     }
 }
 
@@ -139,6 +494,9 @@ mod tests {
     fn ids_round_trip_and_are_distinct() {
         for adapter in AdapterId::ALL {
             assert_eq!(AdapterId::from_id(adapter.id()), Some(adapter));
+            let json = serde_json::to_string(&adapter).unwrap();
+            assert_eq!(json, format!("\"{}\"", adapter.id()));
+            assert_eq!(serde_json::from_str::<AdapterId>(&json).unwrap(), adapter);
         }
         let mut ids: Vec<&str> = AdapterId::ALL.iter().map(|a| a.id()).collect();
         ids.sort_unstable();
@@ -146,5 +504,40 @@ mod tests {
         assert_eq!(ids.len(), AdapterId::ALL.len());
         assert!(AdapterId::EXTERNAL.iter().all(|a| a.is_code_owned()));
         assert_eq!(AdapterId::external("pi"), None);
+        let unknown = serde_json::from_str::<AdapterId>("\"gemini\"").unwrap_err();
+        assert!(unknown.to_string().contains("unknown adapter 'gemini'"), "{unknown}");
+    }
+
+    #[test]
+    fn agent_file_runners_name_every_adapter_once() {
+        for adapter in AdapterId::ALL {
+            let runner = adapter.runner_type().name();
+            assert_eq!(
+                AdapterId::from_runner(Some(runner), adapter.runner_adapter()),
+                Some(adapter)
+            );
+        }
+        assert_eq!(AdapterId::from_runner(None, None), Some(AdapterId::Pi));
+        assert_eq!(AdapterId::from_runner(Some("external-cli"), Some("gemini")), None);
+        assert_eq!(AdapterId::from_runner(Some("docker"), None), None);
+    }
+
+    #[test]
+    fn the_table_keeps_what_each_adapter_was_known_for() {
+        use AdapterId as A;
+        let with = |pick: fn(A) -> bool| -> Vec<A> { A::ALL.into_iter().filter(|a| pick(*a)).collect() };
+        assert_eq!(with(A::takes_input), [A::Pi, A::ClaudeCode, A::ClaudeCodeWriter]);
+        assert_eq!(
+            with(A::enforces_schema_natively),
+            [A::ClaudeCode, A::ClaudeCodeWriter, A::CodexExec, A::CodexExecWriter]
+        );
+        assert_eq!(with(A::plans_model), [A::Pi, A::Command]);
+        assert_eq!(with(A::verifies_model), [A::Pi]);
+        assert_eq!(with(|a| a.output_format().is_event_stream()).len(), 7);
+        assert_eq!(with(|a| a.conversation().is_some()).len(), 7);
+        assert_eq!(with(|a| a.reports().tool_calls).len(), 5);
+        assert_eq!(with(|a| a.reports().cost), [A::Pi, A::ClaudeCode, A::ClaudeCodeWriter]);
+        assert_eq!(with(A::can_run_on_machine).len(), 8);
+        assert_eq!(with(|a| !a.is_runnable()), [A::ExternalJob]);
     }
 }

@@ -15,7 +15,9 @@ pub mod loose;
 mod plan;
 mod request;
 
-pub use adapter::AdapterId;
+pub use adapter::{
+    AdapterId, Conversation, InputFormat, ModelSource, NativeSchema, OutputFormat, Reports, RunnerType, UnknownAdapter,
+};
 pub use budget::UsageBudget;
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};

@@ -9,6 +9,18 @@ use serde::de::{Deserialize, Deserializer};
 use serde::ser::{Error as _, Serialize, Serializer};
 use serde_json::Value;
 
+/// What kind of JSON value `value` is, as messages name it: `a string`, `an object`, `null` …
+pub fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
 /// Serde mapping of a JSON-text field (`json` in the WIT): any JSON value on the wire, its
 /// JSON text in Rust. Use with `#[serde(with = "json_text")]`.
 pub mod json_text {

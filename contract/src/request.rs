@@ -451,6 +451,13 @@ pub struct LaunchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "checkpoint-before-deadline-ms"))]
     pub checkpoint_before_deadline_ms: Option<u64>,
+    /// Whether the runner hands a structured step's schema to the agents whose own CLI
+    /// enforces it (Claude Code, Codex: [`crate::AdapterId::enforces_schema_natively`]), so
+    /// that the planner keeps their schemas instead of refusing them as an external runner's
+    /// (P-S4). sublaunch's runner does; absent means it does not (pi-subagents' external CLIs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "native-schemas"))]
+    pub native_schemas: Option<bool>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).

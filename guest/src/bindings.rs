@@ -216,6 +216,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 worktree: l.worktree,
                 usage_budget: l.usage_budget.map(Into::into),
                 checkpoint_before_deadline_ms: l.checkpoint_before_deadline_ms,
+                native_schemas: l.native_schemas,
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {

@@ -5,58 +5,14 @@
 //! counting.
 
 use crate::children::Child;
+use crate::runner::adapter;
 use crate::step_io::invalid;
-use sublaunch_contract::{AdapterId, Agent, ErrorCode, LaunchOptions, PlanError, PlanStep, UsageBudget};
+use sublaunch_contract::{AdapterId, Agent, ErrorCode, LaunchOptions, PlanError, PlanStep, Reports, UsageBudget};
 
-/// What an agent's output tells the runner as it goes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Reports {
-    /// Tokens per model call or per turn.
-    tokens: bool,
-    /// Cost in dollars.
-    cost: bool,
-    /// Each tool call as it starts.
-    tool_calls: bool,
-    /// Takes more user input while it runs (pi's RPC mode, Claude Code's streamed input).
-    input: bool,
-}
-
-/// The adapter an agent runs with (`None`: a runner type the planner does not know).
-pub fn adapter(agent: &Agent) -> Option<AdapterId> {
-    let runner = agent.runner.as_ref();
-    match runner.and_then(|r| r.kind.as_deref()) {
-        None | Some("native") => Some(AdapterId::Pi),
-        Some("command") => Some(AdapterId::Command),
-        Some("external-job") => Some(AdapterId::ExternalJob),
-        Some("external-cli") => match runner.and_then(|r| r.adapter.as_deref()) {
-            None => Some(AdapterId::GenericCli),
-            Some(id) => AdapterId::external(id),
-        },
-        Some(_) => None,
-    }
-}
-
-fn reports(adapter: Option<AdapterId>) -> Reports {
-    let all = Reports {
-        tokens: true,
-        cost: true,
-        tool_calls: true,
-        input: true,
-    };
-    match adapter {
-        Some(AdapterId::Pi | AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter) => all,
-        Some(AdapterId::CodexExec | AdapterId::CodexExecWriter) => Reports {
-            cost: false,
-            input: false,
-            ..all
-        },
-        _ => Reports {
-            tokens: false,
-            cost: false,
-            tool_calls: false,
-            input: false,
-        },
-    }
+/// What `agent`'s output tells the runner as it goes (nothing for a runner type the planner
+/// does not know).
+fn reports(agent: &Agent) -> Reports {
+    adapter(agent).map_or(Reports::NOTHING, AdapterId::reports)
 }
 
 /// The name an agent's runner goes by in messages.
@@ -94,7 +50,7 @@ pub struct ChildBudgets {
 /// The child's budgets: its own (or its group's), else its agent's; refused when the agent
 /// does not report what a limit counts.
 pub fn plan(child: &Child<'_>, agent: &Agent) -> Result<ChildBudgets, PlanError> {
-    let can = reports(adapter(agent));
+    let can = reports(agent);
     let usage = match &child.fields.usage_budget {
         Some(given) => Some((given.value, child.inherited_path("usageBudget", given))),
         None => agent
@@ -129,7 +85,7 @@ pub fn plan(child: &Child<'_>, agent: &Agent) -> Result<ChildBudgets, PlanError>
 
 /// Refuses a limit of `budget` (given at `path`) that `agent` does not report.
 fn check_kept(child: &Child<'_>, agent: &Agent, budget: &UsageBudget, path: &str) -> Result<(), PlanError> {
-    let can = reports(adapter(agent));
+    let can = reports(agent);
     if budget.max_tokens.is_some() && !can.tokens {
         return Err(unsupported(
             agent,
@@ -189,7 +145,7 @@ pub fn plan_run(
             return Err(invalid(path, "must be at least 1."));
         }
         for ((child, agent), planned) in children.iter().zip(agents).zip(planned) {
-            if !reports(adapter(agent)).input {
+            if !adapter(agent).is_some_and(AdapterId::takes_input) {
                 return Err(unsupported(
                     agent,
                     child,

@@ -58,6 +58,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
     let workdirs = workdir::Workdirs::new(request);
     let mut placement = placement::Placement::new(request);
     let launch_machine = request.launch.as_ref().and_then(|l| l.machine.as_ref());
+    let native_schemas = request.launch.as_ref().and_then(|l| l.native_schemas) == Some(true);
     let mut warnings = Vec::new();
     let mut steps = Vec::with_capacity(children.len());
     for (child, &agent) in children.iter().zip(&agents) {
@@ -67,7 +68,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             Some(requested) => Some(placement.place(child, agent, requested, workdirs.remote_input(child))?),
             None => None,
         };
-        runner::check_external_options(child, agent, output_schema.is_some())?;
+        runner::check_external_options(child, agent, output_schema.is_some(), native_schemas)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;

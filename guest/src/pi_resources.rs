@@ -4,9 +4,9 @@
 //! skills) or a path (relative to the child's directory). Only pi has them: any other agent
 //! is refused, Claude Code's skills included, because its command line cannot select skills.
 
-use crate::budgets::adapter;
 use crate::children::{Child, Inherited};
 use crate::paths;
+use crate::runner::adapter;
 use crate::step_io::{check_text, invalid};
 use sublaunch_contract::{AdapterId, Agent, ErrorCode, MachineRef, PlanError};
 

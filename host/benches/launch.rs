@@ -111,7 +111,6 @@ fn main() {
             run_id: String::new(),
             source_run_id: "bench-source".into(),
             parent_session_id: None,
-            extra: serde_json::Map::new(),
         });
         time_to_commit(&runtime, revived, options(&revival_root, &shim))
     });

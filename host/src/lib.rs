@@ -7,12 +7,12 @@
 //!
 //! - at the bottom, [`environment`] (the process environment as a value), [`inputs`] (what a
 //!   plan request is built from) and [`engine`] (the planner component), with
-//!   [`runner_install`], [`request`] and [`native_schemas`] on them;
+//!   [`runner_install`] and [`request`] on them;
 //! - [`worktrees`]: the managed git worktrees of steps, planned, made and pruned (where a run
 //!   stands is passed in);
 //! - [`launch`]: from a plan to a detached, committed run;
-//! - [`runs`]: everything about runs once they exist, for the CLI and embedders alike —
-//!   starting one from a request, the run store that reconciles runs nobody observes,
+//! - [`runs`]: everything about runs, for the CLI, the MCP server and embedders alike — the
+//!   one [`runs::RunRequest`] that describes a run, starting it, resuming one, the run store that reconciles runs nobody observes,
 //!   waiting, stopping, answers, the view listers print, and pruning runs and their worktrees.
 
 #![warn(missing_docs)]
@@ -21,7 +21,6 @@ pub mod engine;
 pub mod environment;
 pub mod inputs;
 pub mod launch;
-pub mod native_schemas;
 pub mod request;
 pub mod runner_install;
 pub mod runs;

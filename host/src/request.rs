@@ -133,6 +133,9 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             worktree: None,
             usage_budget: spec.usage_budget.clone(),
             checkpoint_before_deadline_ms: spec.checkpoint_before_deadline_ms,
+            // sublaunch's runner gives Claude Code and Codex their schemas (`--json-schema`,
+            // `--output-schema`), so the planner keeps them (P-S4).
+            native_schemas: Some(true),
         }),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),

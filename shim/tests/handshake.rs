@@ -160,7 +160,7 @@ fn t_state_write_hooks() {
     let mut run = root.launch(Spec::shell("true").revival(&session).fault("after-ready:corrupt"));
     let token = run.wait_report("ready")["token"].as_str().unwrap().to_owned();
     run.control(ControlAction::Ack, &token);
-    wait_until("a corrupt runner-startup.json (F23)", LONG, || {
+    wait_for("a corrupt runner-startup.json (F23)", LONG, || {
         let bytes = std::fs::read(run.path(names::RUNNER_STARTUP)).ok()?;
         serde_json::from_slice::<Value>(&bytes).is_err().then_some(())
     });
@@ -295,7 +295,7 @@ fn f62_doorbell_message_without_file() {
             .revival(&session)
             .fault("before-ready:doorbell-only"),
     );
-    wait_until("the ready doorbell message", LONG, || {
+    wait_for("the ready doorbell message", LONG, || {
         run.doorbell_messages()
             .contains(&Doorbell::State("ready".into()))
             .then_some(())
@@ -318,7 +318,7 @@ fn r7_signal_before_commit() {
     let mut run = root.launch(Spec::shell("echo never"));
     let before = std::fs::read(run.path(names::STATUS)).unwrap();
     // The shim handles SIGTERM once its handler is installed (SigCgt).
-    wait_until("the shim's SIGTERM handler", LONG, || {
+    wait_for("the shim's SIGTERM handler", LONG, || {
         catches(run.pid, libc::SIGTERM).then_some(())
     });
     run.signal(libc::SIGTERM);

@@ -133,10 +133,10 @@ fn s12_run_end_order() {
     let mut run =
         root.launch(Spec::shell("echo ok").fault("before-result:hang;before-candidate:hang;before-exit:hang"));
     run.proceed();
-    wait_until("the terminal status", LONG, || {
+    wait_for("the terminal status", LONG, || {
         (run.status()["state"] == "complete").then_some(())
     });
-    wait_until("the marker release", LONG, || (!run.marker_exists()).then_some(()));
+    wait_for("the marker release", LONG, || (!run.marker_exists()).then_some(()));
     assert!(
         run.result().is_none(),
         "no result before the terminal status is settled"
@@ -152,7 +152,7 @@ fn s12_run_end_order() {
     );
     run.signal(libc::SIGTERM);
 
-    wait_until("the final candidate", LONG, || {
+    wait_for("the final candidate", LONG, || {
         run.candidate()["expectedWriters"].is_object().then_some(())
     });
     assert!(!run.exited(), "the shim exits only after the candidate");
@@ -173,14 +173,14 @@ fn h8_h9_f63_process_placement_and_descriptors() {
     let root = Root::new();
     let mut run = root.launch(Spec::shell("ls /proc/$$/fd; echo x >&3; exit 0"));
     let pid = run.pid;
-    let (pgid, sid) = wait_until("the shim's session", LONG, || {
+    let (pgid, sid) = wait_for("the shim's session", LONG, || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
         let fields: Vec<&str> = stat[stat.rfind(')')? + 2..].split_whitespace().collect();
         let (pgid, sid): (u32, u32) = (fields[2].parse().ok()?, fields[3].parse().ok()?);
         (sid == pid).then_some((pgid, sid))
     });
     assert_eq!((pgid, sid), (pid, pid), "H8: pgid = sid = shim pid");
-    let fds = wait_until("exactly 0 1 2 3", LONG, || {
+    let fds = wait_for("exactly 0 1 2 3", LONG, || {
         let mut fds: Vec<u32> = std::fs::read_dir(format!("/proc/{pid}/fd"))
             .ok()?
             .filter_map(|e| e.ok()?.file_name().to_str()?.parse().ok())
@@ -233,7 +233,7 @@ fn h10_agent_environment() {
     spec.agent_env.insert("AGENT_OVERRIDE".into(), "over".into());
     let mut run = root.launch(spec);
     let pid = run.pid;
-    let environ = wait_until("the shim's environment", LONG, || {
+    let environ = wait_for("the shim's environment", LONG, || {
         let environ = std::fs::read(format!("/proc/{pid}/environ")).ok()?;
         (!environ.is_empty()).then(|| String::from_utf8_lossy(&environ).into_owned())
     });

@@ -8,11 +8,11 @@ use support::*;
 
 /// Holds the shim at `before-exit` (a `hang`), reads its peak RSS, then lets it exit.
 fn peak_rss_at_exit(run: &mut Launched) -> u64 {
-    wait_until("the final candidate", LONG, || {
+    wait_for("the final candidate", LONG, || {
         run.candidate()["expectedWriters"].is_object().then_some(())
     });
     let pid = run.pid;
-    let hwm = wait_until("VmHWM", LONG, || proc_status_kb(pid, "VmHWM"));
+    let hwm = wait_for("VmHWM", LONG, || proc_status_kb(pid, "VmHWM"));
     run.signal(libc::SIGTERM);
     assert_eq!(run.wait_exit(LONG).code(), Some(0), "{}", run.stderr());
     hwm

@@ -32,7 +32,7 @@ fn f38_symlink_planted_at_status_json() {
     std::fs::write(&victim, b"keep").unwrap();
     let mut run = root.launch(Spec::shell(GATED).fault("after-commit:sleep:500"));
     run.proceed();
-    wait_until("the commit", LONG, || {
+    wait_for("the commit", LONG, || {
         (!run.path(names::RUNNER_STARTUP_PROCEED).exists()).then_some(())
     });
     std::fs::remove_file(run.path(names::STATUS)).unwrap();
@@ -91,7 +91,7 @@ fn f42_disk_full_during_the_run() {
     assert!(!run.exited(), "no crash");
     std::fs::remove_file(&flag).unwrap();
     let freed = Instant::now();
-    wait_until("the deferred status", LONG, || {
+    wait_for("the deferred status", LONG, || {
         (run.status()["steps"][0]["status"] == "running").then_some(())
     });
     let landed = freed.elapsed();
@@ -126,7 +126,7 @@ fn f46_deferred_mark_is_dropped_after_the_terminal_status() {
     run.proceed();
     run.wait_event("subagent.step.started");
     go(&cwd);
-    wait_until("the terminal status", LONG, || {
+    wait_for("the terminal status", LONG, || {
         (run.status()["state"] == "complete").then_some(())
     });
     std::fs::remove_file(&flag).unwrap();

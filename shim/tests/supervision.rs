@@ -32,14 +32,14 @@ fn group_members(pgid: u32) -> Vec<u32> {
 
 fn wait_agent(run: &Launched) -> u32 {
     run.wait_event("subagent.step.started");
-    wait_until("the agent pid in status.json", LONG, || run.agent_pid(0))
+    wait_for("the agent pid in status.json", LONG, || run.agent_pid(0))
 }
 
 /// Waits until the agent's `sleep` (found by its unique duration) runs, so the shell is
 /// settled in its wait when a signal arrives.
 fn wait_sleeping(run: &Launched, marker: &str) -> u32 {
     let pgid = wait_agent(run);
-    wait_until("the agent's sleep", LONG, || {
+    wait_for("the agent's sleep", LONG, || {
         (!processes_with(marker).is_empty()).then_some(())
     });
     pgid
@@ -111,7 +111,7 @@ fn f50_escaped_descendant_is_killed_by_the_subreaper() {
     let (sleep, marker) = unique_sleep();
     let mut run = root.launch(Spec::shell(&format!("setsid sh -c '{sleep}; true' & exit 0")));
     run.proceed();
-    wait_until("the escaped process", LONG, || {
+    wait_for("the escaped process", LONG, || {
         (!processes_with(&marker).is_empty()).then_some(())
     });
     assert_eq!(run.wait_exit(LONG).code(), Some(0), "{}", run.stderr());
@@ -157,14 +157,14 @@ fn x9_second_signal_skips_the_grace() {
     run.proceed();
     let agent = wait_agent(&run);
     // The shell must have run its `trap` before the first SIGTERM, or that one kills it.
-    wait_until("the agent to ignore SIGTERM", LONG, || {
+    wait_for("the agent to ignore SIGTERM", LONG, || {
         ignores(agent, libc::SIGTERM).then_some(())
     });
     let started = Instant::now();
     run.signal(libc::SIGTERM);
     let pid = run.pid;
     // Wait until the first SIGTERM was delivered (not pending), so the two are not merged.
-    wait_until("the first SIGTERM to be delivered", LONG, || {
+    wait_for("the first SIGTERM to be delivered", LONG, || {
         let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
         let pending = |field: &str| {
             status

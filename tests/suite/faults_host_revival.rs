@@ -70,7 +70,6 @@ impl Revival {
             run_id: String::new(),
             source_run_id: "source-run".into(),
             parent_session_id: None,
-            extra: serde_json::Map::new(),
         });
         let start = Instant::now();
         block_on(async {

@@ -151,7 +151,6 @@ fn k3_a_revival_runs_the_full_handshake_and_releases_the_lease() {
         run_id: String::new(),
         source_run_id: "source-run".into(),
         parent_session_id: None,
-        extra: serde_json::Map::new(),
     });
     let (run_id, finished) = block_on(async {
         let launched = launch(run, opts).await.expect("the handshake completes");

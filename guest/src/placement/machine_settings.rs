@@ -9,6 +9,7 @@ use super::catalog::Machine;
 use crate::{jsstr, paths};
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
+use sublaunch_contract::loose::json_kind;
 use sublaunch_contract::{ErrorCode, MachineSettings, PlanError};
 
 /// The candidate settings keys of a selected machine, in priority order (P7): the selector,
@@ -126,7 +127,7 @@ fn machines_of(scope: &'static str, value: Value) -> Machines {
             scope,
             &format!(
                 "invalid 'machines' in subagents: expected an object keyed by machine id or label, got {}",
-                kind_of(&other)
+                json_kind(&other)
             ),
         )),
     }
@@ -139,7 +140,7 @@ fn validate_entry(scope: &'static str, key: &str, value: &Value) -> Result<Entry
             scope,
             &format!(
                 "'machines.{key}' must be an object such as {{\"cwd\": \"~/project\"}}, got {}",
-                kind_of(value)
+                json_kind(value)
             ),
         ));
     };
@@ -204,17 +205,6 @@ fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 fn settings_error(scope: &str, what: &str) -> PlanError {

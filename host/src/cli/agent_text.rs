@@ -3,12 +3,13 @@
 //! tool results and bookkeeping events are left out; `logs --raw` shows the stream as it is.
 
 use serde_json::Value;
+use sublaunch::inputs::agents::AdapterId;
 
 /// Whether `adapter`'s output is a JSON event stream this module renders.
 pub fn renders(adapter: Option<&str>) -> bool {
-    adapter.is_some_and(|a| {
-        a == "pi" || a.starts_with("claude-code") || a.starts_with("codex-exec") || a.starts_with("cursor-agent")
-    })
+    adapter
+        .and_then(AdapterId::from_id)
+        .is_some_and(|a| a.output_format().is_event_stream())
 }
 
 /// The readable lines of one line of an agent's stdout (none for events worth nothing to a

@@ -32,6 +32,7 @@ use serde_json::Value;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use sublaunch_contract::ModelEntry;
+use sublaunch_contract::loose::json_kind;
 
 const BUILTIN: &str = include_str!("../../data/models.json");
 
@@ -214,7 +215,7 @@ fn parse_layer(file: &Path, bytes: &[u8]) -> anyhow::Result<(bool, Vec<ModelEntr
         other => bail!(
             "{}: expected an array of models or {{\"models\": [...]}}, got {}",
             file.display(),
-            kind(&other)
+            json_kind(&other)
         ),
     };
     for (index, model) in models.iter().enumerate() {
@@ -251,17 +252,6 @@ fn from_value<T: serde::de::DeserializeOwned>(file: &Path, value: Value) -> anyh
         let path = error.path().to_string();
         anyhow!("{}: at {path}: {}", file.display(), error.into_inner())
     })
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
 }
 
 #[cfg(test)]

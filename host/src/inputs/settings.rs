@@ -12,6 +12,7 @@ use crate::inputs::config_files;
 use crate::inputs::project::{Ignored, ProgramItem, Project};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use sublaunch_contract::loose::json_kind;
 
 /// One parsed settings file.
 #[derive(Clone, Debug, PartialEq)]
@@ -324,13 +325,7 @@ fn first_present(paths: &[PathBuf]) -> anyhow::Result<Option<SettingsFile>> {
     for path in paths {
         if let Some(value) = config_files::read::<Value>(path)? {
             if !value.is_object() {
-                let found = match value {
-                    Value::Array(_) => "an array",
-                    Value::String(_) => "a string",
-                    Value::Number(_) => "a number",
-                    Value::Bool(_) => "a boolean",
-                    _ => "null",
-                };
+                let found = json_kind(&value);
                 anyhow::bail!(
                     "{}: a settings file holds a JSON object, this one holds {found}",
                     path.display()

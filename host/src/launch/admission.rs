@@ -1,7 +1,8 @@
 //! What this host grants a plan before launching it. The planner decided what runs where;
 //! admission checks that this machine can do it, once, before anything is written: each local
 //! step's program exists, placed steps have the local ssh client, and each placed step's
-//! adapter is one whose command line sublaunch can wrap for ssh ([`AdapterId`] says which).
+//! adapter is one whose command line sublaunch can wrap for ssh
+//! ([`AdapterId::can_run_on_machine`](crate::inputs::agents::AdapterId::can_run_on_machine)).
 //! An embedder's launch gets the same checks as the CLI's.
 
 use crate::environment::Environment;
@@ -46,7 +47,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
             continue;
         };
         let adapter = agent.runner.adapter;
-        if !(adapter == AdapterId::Pi || adapter.is_code_owned()) {
+        if !adapter.can_run_on_machine() {
             return Err(AdmissionError::NotPlaceable {
                 index,
                 agent: step.agent.clone(),
@@ -86,7 +87,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inputs::agents::{AgentSource, RunnerSpec, builtins};
+    use crate::inputs::agents::{AdapterId, AgentSource, RunnerSpec, builtins};
     use sublaunch_contract::{MachineRef, PlanStep};
 
     fn placed(agent: &str) -> LaunchPlan {

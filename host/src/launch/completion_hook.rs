@@ -137,22 +137,9 @@ pub fn fire_if_due(
         Err(error) => {
             let now = run.os().clock.wall_ms();
             let outcome = HookOutcome {
-                version: 1,
-                run_id: job.run_id.clone(),
-                command: job.spec.on_end.command.clone(),
-                fired_by,
-                run_state: job.state.clone(),
-                started_at: now,
                 ended_at: now,
-                duration_ms: 0,
-                exit_code: None,
-                signal: None,
-                timed_out: false,
-                timeout_ms: job.spec.on_end.timeout_ms,
-                stopped_by: None,
                 spawn_error: Some(format!("cannot start the hook runner: {error}")),
-                output_bytes: 0,
-                output_truncated: false,
+                ..HookOutcome::starting(&job.spec, fired_by, &job.state, now)
             };
             let mut problems = hook::record_outcome(run, &outcome, policy);
             problems.push(format!("the completion hook of {} did not start: {error}", job.run_id));
@@ -231,17 +218,7 @@ fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), HookStartE
 
 /// An in-memory file holding `bytes`, at its start.
 fn job_file(bytes: &[u8]) -> io::Result<std::os::fd::OwnedFd> {
-    let fd = rustix::fs::memfd_create("sublaunch-hook-job", rustix::fs::MemfdFlags::CLOEXEC)?;
-    let mut written = 0;
-    while written < bytes.len() {
-        match rustix::io::write(&fd, &bytes[written..]) {
-            Ok(n) => written += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    rustix::fs::seek(&fd, rustix::fs::SeekFrom::Start(0))?;
-    Ok(fd)
+    sublaunch_protocol::os::memfd::with_bytes("sublaunch-hook-job", bytes)
 }
 
 /// Reads the hook a run was launched with (for `resume`, which carries it to the new run).

@@ -14,7 +14,7 @@ use crate::inputs::agents::{AdapterId, AgentDef};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::Path;
-use sublaunch_contract::{GraphStep, LaunchPlan, ModelOrigin, PlanStep};
+use sublaunch_contract::{Conversation, GraphStep, LaunchPlan, ModelOrigin, ModelSource, NativeSchema, PlanStep};
 use sublaunch_protocol::records::config::{
     AdapterSpec, CONFIG_VERSION, ModelCheck, RunnerConfig, StepConfig, WorkflowConfig,
 };
@@ -129,7 +129,7 @@ pub fn runner_steps(
         return Err(StepError::NoSteps);
     }
     let verifies = plan.steps.iter().any(|step| {
-        find_agent(&launch.agents, &step.agent).is_some_and(|a| a.runner.adapter == AdapterId::Pi)
+        find_agent(&launch.agents, &step.agent).is_some_and(|a| a.runner.adapter.verifies_model())
             && verified_model(step).is_some()
     });
     let table = match &launch.settings {
@@ -169,21 +169,11 @@ fn continue_conversation(config: &mut StepConfig, steps: usize, continuation: &C
     let Some(spec) = config.adapter.as_mut() else {
         return Err(StepError::NoConversation(agent));
     };
-    let kind = AdapterId::from_id(&spec.id).unwrap_or(AdapterId::Shell);
-    let keeps = matches!(
-        kind,
-        AdapterId::Pi
-            | AdapterId::ClaudeCode
-            | AdapterId::ClaudeCodeWriter
-            | AdapterId::CodexExec
-            | AdapterId::CodexExecWriter
-            | AdapterId::CursorAgent
-            | AdapterId::CursorAgentWriter
-    );
-    if !keeps {
+    let kind = spec.id;
+    let Some(conversation) = kind.conversation() else {
         return Err(StepError::AdapterKeepsNone { agent, adapter: kind });
-    }
-    if kind == AdapterId::Pi && config.placement.is_some() {
+    };
+    if conversation == Conversation::LocalFile && config.placement.is_some() {
         return Err(StepError::PiElsewhere(agent));
     }
     spec.resume = Some(continuation.session.clone());
@@ -225,7 +215,7 @@ pub fn step_config(
     let kind = agent.runner.adapter;
     let mut config = match kind {
         AdapterId::Shell => StepConfig::shell(&step.task, &step.cwd, BTreeMap::new()),
-        AdapterId::ExternalJob => {
+        _ if !kind.is_runnable() => {
             return Err(StepError::NotStartable {
                 agent: step.agent.clone(),
                 adapter: kind,
@@ -261,7 +251,7 @@ pub fn step_config(
             })?,
             None => serde_json::json!({}),
         };
-        if matches!(kind, AdapterId::CodexExec | AdapterId::CodexExecWriter)
+        if kind.native_schema() == Some(NativeSchema::Strict)
             && let Some(problem) = strict_schema::strict_problem(&schema)
         {
             return Err(StepError::NotStrict {
@@ -272,7 +262,7 @@ pub fn step_config(
         }
         config.set_output_schema(Some(schema));
     }
-    if kind == AdapterId::Pi
+    if kind.verifies_model()
         && let Some(planned) = verified_model(step)
     {
         let id = planned.split_once('/').map(|(_, id)| id.to_owned());
@@ -289,21 +279,20 @@ pub fn step_config(
 /// `command` and generic external CLIs, the model and thinking level, system prompt and tools.
 fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, CliModelError> {
     let kind = agent.runner.adapter;
-    let mut spec = AdapterSpec::new(kind.id());
-    match kind {
-        AdapterId::Command | AdapterId::GenericCli => spec.argv.clone_from(&agent.runner.command),
-        _ => {
-            spec.program = agent.runner.command.as_ref().and_then(|argv| argv.first().cloned());
-        }
+    let mut spec = AdapterSpec::new(kind);
+    if kind.runs_given_command() {
+        spec.argv.clone_from(&agent.runner.command);
+    } else {
+        spec.program = agent.runner.command.as_ref().and_then(|argv| argv.first().cloned());
     }
     spec.thinking = step.thinking.map(|t| t.name().to_owned());
-    match kind {
+    match kind.model_source() {
         // Native runners get the planned model; the thinking level travels separately.
-        AdapterId::Pi | AdapterId::Command => spec.model = step.model.as_deref().map(|m| base_model(m, step)),
+        ModelSource::Planned => spec.model = step.model.as_deref().map(|m| base_model(m, step)),
         // External CLIs take no planned model (M19).
-        AdapterId::Shell | AdapterId::GenericCli | AdapterId::ExternalJob => spec.model = None,
+        ModelSource::None => spec.model = None,
         // Coding-agent CLIs take the agent file's own model and thinking, as they name them.
-        _ => {
+        ModelSource::AgentFile => {
             let cli = cli_model::cli_model(kind, agent)?;
             spec.model = cli.model;
             spec.provider = cli.provider;

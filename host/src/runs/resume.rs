@@ -199,7 +199,6 @@ pub async fn resume(
                 run_id,
                 source_run_id: source_id.to_owned(),
                 parent_session_id: None,
-                extra: serde_json::Map::new(),
             }),
             ..request.caller
         },

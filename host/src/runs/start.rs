@@ -1,19 +1,16 @@
 //! Preparing a run the way `sublaunch run` does, for every front end (the CLI, the MCP
 //! server, embedders): the agents, settings and registry of the working directory, the plan
-//! request of one agent or a chain, the plan (with the schemas Claude Code and Codex enforce
-//! themselves put back, [`crate::native_schemas`]) and the launch options. Launching is then
+//! request of one agent or a chain, the plan and the launch options. Launching is then
 //! [`crate::launch::launch`].
 
 use crate::Environment;
 use crate::engine::planner::Planner;
-use crate::inputs::agents::AdapterId;
 use crate::inputs::agents::{Catalog, discover};
 use crate::inputs::chain::ChainFile;
 use crate::inputs::project::{Ignored, Project};
 use crate::inputs::registry::Registry;
 use crate::inputs::settings::Settings;
 use crate::launch::{Launch, LaunchOptions, RunLimits, WorkflowOptions};
-use crate::native_schemas::NativeSchemas;
 use crate::request::{self, Inputs, RunSpec};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -78,7 +75,7 @@ impl Gathered {
         let planned = |agent: Option<&str>| {
             agent
                 .and_then(|name| self.catalog.get(name))
-                .is_some_and(|def| matches!(def.runner.adapter, AdapterId::Pi | AdapterId::Command))
+                .is_some_and(|def| def.runner.adapter.plans_model())
         };
         let needed = request.model.is_some()
             || request.thinking.is_some()
@@ -178,7 +175,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
     let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
-    let planned = plan(&mut plan_request, &inputs, planner)?;
+    let planned = planner.plan(&plan_request).map_err(StartError::Plan)?;
     if (worktree_options.base.is_some() || request.require_clean) && !planned.steps.iter().any(|s| s.worktree) {
         return Err(StartError::Invalid(
             "--base and --require-clean are for managed worktrees, and no step of this run runs in one (add --worktree)"
@@ -328,14 +325,6 @@ fn on_end_hook(
         return Ok(None);
     }
     Ok(Some(crate::launch::OnEnd::new(command, configured.timeout_ms)))
-}
-
-/// The plan of `plan_request`, with the schemas the agents' CLIs enforce themselves.
-fn plan(plan_request: &mut PlanRequest, inputs: &Inputs, planner: &Planner) -> Result<LaunchPlan, StartError> {
-    let native = NativeSchemas::take(plan_request, &inputs.agents);
-    let mut plan = planner.plan(plan_request).map_err(StartError::Plan)?;
-    native.restore(&mut plan);
-    Ok(plan)
 }
 
 /// Checks the work against the catalog and builds the plan request.

@@ -188,7 +188,9 @@ mod tests {
     fn build(template: &[&str], task: &str) -> Result<AgentCommand, String> {
         let tmp = tempfile::tempdir().unwrap();
         let run = sublaunch_protocol::files::dir::Dir::open(tmp.path()).unwrap();
-        let mut spec = sublaunch_protocol::records::config::AdapterSpec::new("command");
+        let mut spec = sublaunch_protocol::records::config::AdapterSpec::new(
+            sublaunch_protocol::records::config::AdapterId::Command,
+        );
         spec.argv = Some(template.iter().map(|a| (*a).to_owned()).collect());
         let step = sublaunch_protocol::records::config::StepConfig {
             agent: Some("tool".into()),

@@ -281,15 +281,13 @@ impl StepInput<'_> {
     }
 }
 
-/// The adapter of step `index`: the configured one, else the `shell` adapter running the
-/// step's `command.argv`.
+/// The adapter of step `index`: the configured one (the configuration was refused if it named
+/// one this runner cannot start), else the `shell` adapter running the step's `command.argv`.
 pub fn for_step(cfg: &RunnerConfig, index: usize) -> AdapterId {
     cfg.steps
         .get(index)
         .and_then(|step| step.adapter.as_ref())
-        .and_then(|spec| AdapterId::from_id(&spec.id))
-        .filter(|id| id.is_runnable())
-        .unwrap_or(AdapterId::Shell)
+        .map_or(AdapterId::Shell, |spec| spec.id)
 }
 
 /// The command of one step run by adapter `id`.

@@ -43,14 +43,14 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 mod tests {
     use super::*;
     use sublaunch_protocol::files::dir::Dir;
-    use sublaunch_protocol::records::config::{AdapterSpec, StepConfig};
+    use sublaunch_protocol::records::config::{AdapterId, AdapterSpec, StepConfig};
 
     #[test]
     fn the_shell_step_runs_its_task_in_its_cwd_and_a_bare_command_runs_as_given() {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let step = StepConfig::shell("echo {previous}", "/tmp", Default::default());
-        let spec = AdapterSpec::new("shell");
+        let spec = AdapterSpec::new(AdapterId::Shell);
         let input = StepInput {
             index: 0,
             step: &step,
@@ -92,7 +92,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
         let step = StepConfig::shell("echo got {previous}", "/tmp", Default::default());
-        let spec = AdapterSpec::new("shell");
+        let spec = AdapterSpec::new(AdapterId::Shell);
         let mut values = crate::adapter::ScriptValues::default();
         values.push("previous", "SUBLAUNCH_PREVIOUS", "$(touch /tmp/PWNED)");
         let input = StepInput {

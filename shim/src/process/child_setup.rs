@@ -32,16 +32,5 @@ pub fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
 
 /// An anonymous in-memory file holding `bytes`, positioned at its start (the agent's stdin).
 pub fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
-    use rustix::fs::{MemfdFlags, SeekFrom};
-    let fd = rustix::fs::memfd_create("sublaunch-prompt", MemfdFlags::CLOEXEC)?;
-    let mut written = 0;
-    while written < bytes.len() {
-        match rustix::io::write(&fd, &bytes[written..]) {
-            Ok(n) => written += n,
-            Err(rustix::io::Errno::INTR) => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    rustix::fs::seek(&fd, SeekFrom::Start(0))?;
-    Ok(fd)
+    sublaunch_protocol::os::memfd::with_bytes("sublaunch-prompt", bytes)
 }

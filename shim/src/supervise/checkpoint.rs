@@ -6,7 +6,7 @@ use crate::adapter;
 use crate::context::Ctx;
 use crate::step::child::ChildRun;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::records::config::AdapterId;
+use sublaunch_protocol::records::config::InputFormat;
 use sublaunch_protocol::records::events;
 
 impl Supervisor {
@@ -37,8 +37,8 @@ impl Supervisor {
             io.checkpointed = true;
             io.parser.input_sent();
             let text = checkpoint_message(ms);
-            input.send(&match adapter::for_step(&ctx.cfg, child.index) {
-                AdapterId::Pi => crate::adapter::pi_rpc_line("steer", &text),
+            input.send(&match adapter::for_step(&ctx.cfg, child.index).input_format() {
+                Some(InputFormat::PiRpc) => crate::adapter::pi_rpc_line("steer", &text),
                 _ => crate::adapter::claude_user_line(&text),
             });
             let event = events::step_checkpoint(ctx.now_wall(), &ctx.cfg.id, child.index, &child.agent, ms);

@@ -13,7 +13,6 @@ use crate::step::child::{ChildIo, ChildRun};
 use crate::step::end::StepEnd;
 use std::time::Instant;
 use sublaunch_protocol::os::faults::ShimPoint;
-use sublaunch_protocol::records::config::AdapterId;
 use sublaunch_protocol::records::events;
 use sublaunch_protocol::records::lease::WriterState;
 use sublaunch_protocol::records::step_record::ExternalProcess;
@@ -58,12 +57,12 @@ impl Supervisor {
         let cwd = ctx.cfg.step_cwd(index).to_owned();
         let live = adapter::LiveOptions {
             cost_cap_usd: self.cost_cap(ctx, &step),
-            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && takes_input(adapter),
+            streamed_input: self.checkpoint.is_some() && step.placement.is_none() && adapter.takes_input(),
             project_config: ctx.cfg.project_config,
         };
         // pi reads its files as arguments (outside its RPC mode); every other agent is told
         // which to read.
-        let task = if adapter == AdapterId::Pi && !live.streamed_input {
+        let task = if adapter.takes_file_arguments() && !live.streamed_input {
             task.to_owned()
         } else {
             crate::adapter::reads::with_preamble(task, &step.reads)
@@ -184,15 +183,6 @@ pub(super) fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
         started_wall,
         ..StepEnd::default()
     }
-}
-
-/// Whether the adapter takes messages while it runs (pi in RPC mode, Claude Code with
-/// streamed input).
-fn takes_input(adapter: AdapterId) -> bool {
-    matches!(
-        adapter,
-        AdapterId::Pi | AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter
-    )
 }
 
 /// An OS spawn error, saying which program and, when it was not found, where it was looked for.

@@ -23,7 +23,7 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use sublaunch_protocol::files::atomic::Durability;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
@@ -45,26 +45,9 @@ pub const SHIM: &str = env!("CARGO_BIN_EXE_sublaunch-shim");
 /// Generous deadline for things that normally take milliseconds (loaded 2-core machines).
 pub const LONG: Duration = Duration::from_secs(20);
 
-/// Polls `probe` every 5 ms until it yields a value or `timeout` passes (then panics with
-/// `what`).
-pub fn wait_until<T>(what: &str, timeout: Duration, mut probe: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(value) = probe() {
-            return value;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// Reads a JSON file (None when absent or not yet valid).
-pub fn read_json(path: &Path) -> Option<Value> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
-}
+// Polling a probe and reading a JSON file that may not be there yet, as the end-to-end
+// suites do.
+pub use sublaunch_tests::launch_harness::{read_json, wait_for};
 
 /// Wall-clock epoch ms.
 pub fn wall_ms() -> u64 {
@@ -427,7 +410,6 @@ impl Spec {
             run_id: "revived".into(),
             source_run_id: "source-run".into(),
             parent_session_id: Some("parent-session".into()),
-            extra: Default::default(),
         });
         self
     }
@@ -514,7 +496,7 @@ impl Launched {
     /// Waits for `runner-startup.json` to show `state`.
     pub fn wait_report(&self, state: &str) -> Value {
         let path = self.path(names::RUNNER_STARTUP);
-        wait_until(&format!("runner-startup.json state {state}"), LONG, || {
+        wait_for(&format!("runner-startup.json state {state}"), LONG, || {
             read_json(&path).filter(|v| v["state"] == state)
         })
     }
@@ -538,7 +520,7 @@ impl Launched {
             return status;
         }
         let child = &mut self.child;
-        let status = wait_until("the shim to exit", timeout, || child.try_wait().unwrap());
+        let status = wait_for("the shim to exit", timeout, || child.try_wait().unwrap());
         self.exit = Some(status);
         status
     }
@@ -597,7 +579,7 @@ impl Launched {
 
     /// Waits for an event of `kind`.
     pub fn wait_event(&self, kind: &str) -> Value {
-        wait_until(&format!("event {kind}"), LONG, || {
+        wait_for(&format!("event {kind}"), LONG, || {
             self.events().into_iter().find(|e| e["type"] == kind)
         })
     }

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
-use sublaunch::inputs::agents::{AdapterId, AgentDef};
+use sublaunch::inputs::agents::AgentDef;
 
 /// The most symlinks followed while resolving one path (as Linux's `ELOOP` limit).
 const MAX_SYMLINK_HOPS: usize = 40;
@@ -161,7 +161,7 @@ impl Policy {
         if self.agents.as_ref().is_some_and(|names| !names.contains(agent.name())) {
             return Some(NotAllowed::NotListed);
         }
-        let shell_code = matches!(agent.runner.adapter, AdapterId::Shell | AdapterId::Command);
+        let shell_code = agent.runner.adapter.runs_shell_code();
         (shell_code && !self.allow_shell).then_some(NotAllowed::RunsShellCode)
     }
 

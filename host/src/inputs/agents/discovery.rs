@@ -10,7 +10,7 @@
 //! fails is left out and reported in [`Catalog::untrusted`].
 
 use super::trust::{self, Untrusted};
-use super::{AdapterId, AgentDef, AgentSource, Scope, builtins, parse_agent_file};
+use super::{AgentDef, AgentSource, Scope, builtins, parse_agent_file};
 use crate::environment::Environment;
 use crate::inputs::config_files::FileError;
 use crate::inputs::project::store::ProgramKind;
@@ -126,13 +126,10 @@ impl std::fmt::Display for UnusableAgent {
 
 impl std::error::Error for UnusableAgent {}
 
-/// Whether an agent's runner starts a program its file chose (not a built-in adapter's own).
+/// Whether an agent's runner starts a program its file chose (not a built-in adapter's own:
+/// an adapter without one runs what the file names).
 fn runs_own_program(agent: &AgentDef) -> bool {
-    agent.runner.command.is_some()
-        || matches!(
-            agent.runner.adapter,
-            AdapterId::Command | AdapterId::GenericCli | AdapterId::ExternalJob
-        )
+    agent.runner.command.is_some() || agent.runner.adapter.default_program().is_none()
 }
 
 fn is_project(agent: &AgentDef) -> bool {

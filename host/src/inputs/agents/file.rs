@@ -19,7 +19,7 @@ use super::{AdapterId, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS}
 use crate::inputs::config_files::{FileError, YamlTooDeep};
 use serde_json::{Map, Value};
 use std::path::Path;
-use sublaunch_contract::{Agent, LooseString, ThinkingLevel, ThinkingSetting};
+use sublaunch_contract::{Agent, LooseString, RunnerType, ThinkingLevel, ThinkingSetting};
 
 /// Parses the agent file at `path` (with content `text`).
 pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<AgentDef, FileError> {
@@ -252,27 +252,31 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
         };
         let command = self.command(runner)?;
         let kind = text("type")?.unwrap_or_else(|| "native".to_owned());
-        let adapter = match (kind.as_str(), text("adapter")?) {
-            ("native", _) => AdapterId::Pi,
-            ("command", _) => AdapterId::Command,
-            ("external-job", _) => AdapterId::ExternalJob,
-            ("external-cli", None) => AdapterId::GenericCli,
-            ("external-cli", Some(id)) => AdapterId::external(&id).ok_or_else(|| {
-                let known: Vec<&str> = AdapterId::EXTERNAL.iter().map(|a| a.id()).collect();
-                (self.fail)(
-                    Some("runner.adapter"),
-                    format!("unknown adapter '{id}'; known: {}", known.join(", ")),
-                )
-            })?,
-            (other, _) => {
-                return Err((self.fail)(
-                    Some("runner.type"),
-                    format!("unknown runner type '{other}'; known: native, command, external-cli, external-job"),
-                ));
-            }
+        let id = text("adapter")?;
+        let Some(adapter) = AdapterId::from_runner(Some(&kind), id.as_deref()) else {
+            return Err(match RunnerType::from_name(&kind) {
+                Some(_) => {
+                    let known: Vec<&str> = AdapterId::EXTERNAL.iter().map(|a| a.id()).collect();
+                    (self.fail)(
+                        Some("runner.adapter"),
+                        format!(
+                            "unknown adapter '{}'; known: {}",
+                            id.unwrap_or_default(),
+                            known.join(", ")
+                        ),
+                    )
+                }
+                None => {
+                    let known: Vec<&str> = RunnerType::ALL.iter().map(|t| t.name()).collect();
+                    (self.fail)(
+                        Some("runner.type"),
+                        format!("unknown runner type '{kind}'; known: {}", known.join(", ")),
+                    )
+                }
+            });
         };
         match (adapter, &command) {
-            (AdapterId::Command | AdapterId::GenericCli, None) => Err((self.fail)(
+            (adapter, None) if adapter.runs_given_command() => Err((self.fail)(
                 Some("runner.command"),
                 format!("a {} runner needs a command", kind),
             )),

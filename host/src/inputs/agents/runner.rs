@@ -1,6 +1,6 @@
 //! How an agent is started: its adapter and command.
 
-use sublaunch_contract::Runner;
+use sublaunch_contract::{Runner, RunnerType};
 
 /// Placeholders a `command` runner's argv template may use.
 pub const TEMPLATE_PLACEHOLDERS: [&str; 4] = ["{task}", "{model}", "{thinking}", "{cwd}"];
@@ -29,36 +29,21 @@ impl RunnerSpec {
     /// What the planner sees: `None` for native pi, else the runner type and adapter that
     /// decide model planning (M19) and placement (P2).
     pub fn planner_runner(&self) -> Option<Runner> {
-        let (kind, adapter) = match self.adapter {
-            AdapterId::Pi => return None,
-            AdapterId::Command => ("command", None),
-            AdapterId::GenericCli => ("external-cli", None),
-            AdapterId::ExternalJob => ("external-job", None),
-            other => ("external-cli", Some(other.id())),
-        };
-        Some(Runner {
-            kind: Some(kind.to_owned()),
-            adapter: adapter.map(str::to_owned),
+        (self.adapter.runner_type() != RunnerType::Native).then(|| Runner {
+            kind: Some(self.kind().to_owned()),
+            adapter: self.adapter_id().map(str::to_owned),
         })
     }
 
     /// The runner type as written in agent files: `native`, `command`, `external-cli` or
     /// `external-job`.
     pub fn kind(&self) -> &'static str {
-        match self.adapter {
-            AdapterId::Pi => "native",
-            AdapterId::Command => "command",
-            AdapterId::ExternalJob => "external-job",
-            _ => "external-cli",
-        }
+        self.adapter.runner_type().name()
     }
 
     /// The `external-cli` adapter id, when the runner has one.
     pub fn adapter_id(&self) -> Option<&'static str> {
-        match self.adapter {
-            AdapterId::Pi | AdapterId::Command | AdapterId::GenericCli | AdapterId::ExternalJob => None,
-            other => Some(other.id()),
-        }
+        self.adapter.runner_adapter()
     }
 
     /// A short description for listings: `native`, `external-cli/claude-code`,
@@ -68,10 +53,10 @@ impl RunnerSpec {
             Some(adapter) => format!("{}/{adapter}", self.kind()),
             None => self.kind().to_owned(),
         };
-        match (&self.command, self.adapter) {
-            (Some(argv), AdapterId::Command | AdapterId::GenericCli) => format!("{base}: {}", argv.join(" ")),
-            (Some(argv), _) => format!("{base} ({})", argv.join(" ")),
-            (None, _) => base,
+        match &self.command {
+            Some(argv) if self.adapter.runs_given_command() => format!("{base}: {}", argv.join(" ")),
+            Some(argv) => format!("{base} ({})", argv.join(" ")),
+            None => base,
         }
     }
 

@@ -63,7 +63,7 @@ fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
     // and shim ship together, and the configuration's version says so).
     assert!(steps[0].command.is_none());
     assert_eq!(steps[0].task.as_deref(), Some("echo hi"));
-    assert_eq!(steps[0].adapter.clone().unwrap().id, "shell");
+    assert_eq!(steps[0].adapter.clone().unwrap().id, AdapterId::Shell);
     assert_eq!((steps[0].step_index, steps[0].task_index), (Some(0), None));
     assert_eq!(plan_mode(&plan), "single");
     let error = runner_steps(
@@ -91,7 +91,7 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     let table = AliasTable::parse(&json!({"anthropic/claude-haiku-4-5": ["haiku-2025"]}), "a").unwrap();
     let config = step_config(0, &s, Some(&pi), &table).unwrap();
     let spec = config.adapter.clone().unwrap();
-    assert_eq!(spec.id, "pi");
+    assert_eq!(spec.id, AdapterId::Pi);
     assert_eq!(spec.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
     assert_eq!(spec.thinking.as_deref(), Some("low"));
     assert_eq!(spec.system_prompt.as_deref(), Some("Be brief.\n"));
@@ -124,7 +124,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
     let config = step_config(0, &step("c", "t"), Some(&claude), &AliasTable::default()).unwrap();
     let spec = config.adapter.clone().unwrap();
     assert_eq!(
-        (spec.id.as_str(), spec.program.as_deref(), spec.model.as_deref()),
+        (spec.id.id(), spec.program.as_deref(), spec.model.as_deref()),
         ("claude-code-writer", Some("/opt/claude"), Some("opus"))
     );
     assert_eq!(config.model_check.clone(), None);
@@ -134,7 +134,7 @@ fn external_adapters_get_their_program_and_the_agent_files_own_model() {
         .adapter
         .unwrap();
     assert_eq!(
-        (spec.id.as_str(), spec.argv.unwrap()),
+        (spec.id.id(), spec.argv.unwrap()),
         ("external-cli", vec!["tool".to_owned(), "--flag".into()])
     );
     let job = agent("j", AdapterId::ExternalJob, None);
@@ -156,7 +156,6 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
                 run_id: String::new(),
                 source_run_id: "src".into(),
                 parent_session_id: None,
-                extra: serde_json::Map::new(),
             }),
             ..Caller::default()
         },

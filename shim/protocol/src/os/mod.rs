@@ -8,6 +8,7 @@
 pub mod clock;
 pub mod faults;
 pub mod files;
+pub mod memfd;
 pub mod processes;
 pub mod random;
 pub mod retry;

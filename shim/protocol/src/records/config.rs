@@ -18,7 +18,7 @@ mod placement;
 mod workflow;
 
 pub use placement::Placement;
-pub use sublaunch_contract::{AdapterId, UsageBudget};
+pub use sublaunch_contract::{AdapterId, InputFormat, UsageBudget};
 pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
 /// The argv, environment overrides and cwd of one agent command.
@@ -113,7 +113,7 @@ impl StepConfig {
     /// The built-in `shell` step: `sh -c <task>` in `cwd` with `env` on top of the runner's
     /// environment (spec/README.md "sublaunch additions").
     pub fn shell(task: &str, cwd: &str, env: BTreeMap<String, String>) -> Self {
-        let mut adapter = AdapterSpec::new(AdapterId::Shell.id());
+        let mut adapter = AdapterSpec::new(AdapterId::Shell);
         adapter.env = env.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         Self {
             agent: Some("shell".into()),
@@ -139,9 +139,6 @@ pub struct RevivalLease {
     /// Parent session.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent_session_id: Option<String>,
-    /// Fields of other writers.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 /// The version of the configuration format this build writes and reads.
@@ -279,6 +276,12 @@ impl RunnerConfig {
 
 /// Parses and validates configuration bytes (R2), in the order of the spec's messages.
 pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
+    parse_config_from(bytes, None)
+}
+
+/// [`parse_runner_config`] of the bytes of `file` (named by the errors that concern the file
+/// as a whole, such as an adapter this runner does not have).
+fn parse_config_from(bytes: &[u8], file: Option<&Path>) -> Result<RunnerConfig, ConfigError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|e| invalid(format_args!("not valid JSON ({e}).")))?;
     let root = value.as_object().ok_or_else(|| invalid("root must be an object."))?;
     if root.get("configVersion").and_then(Value::as_u64) != Some(u64::from(CONFIG_VERSION)) {
@@ -341,7 +344,7 @@ pub fn parse_runner_config(bytes: &[u8]) -> Result<RunnerConfig, ConfigError> {
         for field in ["agent", "task", "cwd", "model"] {
             optional_string(step, field)?;
         }
-        let has_adapter = workflow::check_step(step)?;
+        let has_adapter = workflow::check_step(step, file)?;
         placement::check_placement(step)?;
         match step.get("command").filter(|v| !v.is_null()) {
             Some(command) => check_command(command)?,
@@ -424,7 +427,7 @@ pub fn read_runner_config_file(path: &Path) -> Result<RunnerConfig, ConfigError>
             crate::errors::with_path(e, "open", path)
         ))
     })?;
-    parse_runner_config(&bytes)
+    parse_config_from(&bytes, Some(path))
 }
 
 #[cfg(test)]

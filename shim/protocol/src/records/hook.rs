@@ -184,6 +184,30 @@ pub struct HookOutcome {
 }
 
 impl HookOutcome {
+    /// The outcome of `spec`'s hook, fired by `fired_by` for a run that ended `run_state`,
+    /// as it starts at `started_at` (wall ms): nothing has happened yet. The runner fills in
+    /// how it ended; a launcher that cannot start it, why.
+    pub fn starting(spec: &HookSpec, fired_by: FiredBy, run_state: &str, started_at: u64) -> Self {
+        Self {
+            version: 1,
+            run_id: spec.run_id.clone(),
+            command: spec.on_end.command.clone(),
+            fired_by,
+            run_state: run_state.to_owned(),
+            started_at,
+            ended_at: 0,
+            duration_ms: 0,
+            exit_code: None,
+            signal: None,
+            timed_out: false,
+            timeout_ms: spec.on_end.timeout_ms,
+            stopped_by: None,
+            spawn_error: None,
+            output_bytes: 0,
+            output_truncated: false,
+        }
+    }
+
     /// Whether the hook exited 0.
     pub fn succeeded(&self) -> bool {
         self.exit_code == Some(0) && self.spawn_error.is_none()

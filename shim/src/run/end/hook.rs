@@ -91,24 +91,7 @@ pub(crate) fn fire_after_run(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut 
 pub(crate) fn run_hook(job: &Job<'_>, reaper: &mut Reaper) -> HookOutcome {
     let clock = job.run.os().clock.clone();
     let started = Instant::now();
-    let mut outcome = HookOutcome {
-        version: 1,
-        run_id: job.spec.run_id.clone(),
-        command: job.spec.on_end.command.clone(),
-        fired_by: job.fired_by,
-        run_state: job.state.to_owned(),
-        started_at: clock.wall_ms(),
-        ended_at: 0,
-        duration_ms: 0,
-        exit_code: None,
-        signal: None,
-        timed_out: false,
-        timeout_ms: job.spec.on_end.timeout_ms,
-        stopped_by: None,
-        spawn_error: None,
-        output_bytes: 0,
-        output_truncated: false,
-    };
+    let mut outcome = HookOutcome::starting(job.spec, job.fired_by, job.state, clock.wall_ms());
     let log = match job.run.open_append(LOG_FILE) {
         Ok(file) => Some(file),
         Err(e) => {

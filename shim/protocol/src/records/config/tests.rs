@@ -146,7 +146,7 @@ fn shell_step_and_run_level_command() {
     // The shell adapter runs the task; the step carries no command of its own.
     assert!(step.command.is_none());
     let adapter = step.adapter.clone().unwrap();
-    assert_eq!((adapter.id.as_str(), &adapter.env["A"]), ("shell", &json!("1")));
+    assert_eq!((adapter.id, &adapter.env["A"]), (AdapterId::Shell, &json!("1")));
     assert_eq!(step.runner, Some(json!({"type": "external-cli", "adapter": "shell"})));
     let mut v = valid();
     v["steps"] = json!([{"agent": "a"}]);
@@ -169,6 +169,35 @@ fn r12_effective_timeout_takes_the_earlier_limit() {
         Some(Duration::ZERO),
         "a passed deadline expires at once"
     );
+}
+
+#[test]
+fn an_unknown_adapter_is_refused_naming_it_and_the_file_never_run_as_shell() {
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("async-cfg-run-1.json");
+    let mut v = valid();
+    v["steps"][0]["adapter"] = json!({"id": "gemini-cli"});
+    std::fs::write(&path, serde_json::to_vec(&v).unwrap()).unwrap();
+    let message = read_runner_config_file(&path).unwrap_err().to_string();
+    assert!(
+        message.starts_with(
+            "Invalid runner configuration: 'steps[].adapter.id' names an adapter this runner cannot start ('gemini-cli', in '"
+        )
+            && message.contains("async-cfg-run-1.json")
+            && message.contains("must be one of pi, command, shell"),
+        "{message}"
+    );
+    // Planned-only adapters are refused as well; a value that is not id-shaped is not echoed.
+    for (id, shown) in [("external-job", true), ("SECRET token", false)] {
+        v["steps"][0]["adapter"] = json!({"id": id});
+        let message = error_of(&v);
+        assert_eq!(message.contains(id), shown, "{message}");
+    }
+    // Read as a value (the JSON on disk is unchanged: the id's string).
+    let spec: AdapterSpec = serde_json::from_value(json!({"id": "codex-exec"})).unwrap();
+    assert_eq!(spec, AdapterSpec::new(AdapterId::CodexExec));
+    assert_eq!(serde_json::to_value(&spec).unwrap(), json!({"id": "codex-exec"}));
+    assert!(serde_json::from_value::<AdapterSpec>(json!({"id": "nope"})).is_err());
 }
 
 #[test]

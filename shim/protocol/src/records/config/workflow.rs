@@ -17,6 +17,7 @@
 use super::{ConfigError, StepConfig, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::path::Path;
 use sublaunch_contract::AdapterId;
 
 /// The adapters the shim can run (`steps[i].adapter.id`): every [`AdapterId`] but the
@@ -27,11 +28,11 @@ pub fn runnable_adapters() -> impl Iterator<Item = AdapterId> {
 
 /// `steps[i].adapter`: which adapter runs the step and what it needs.
 #[serde_with_macros::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdapterSpec {
-    /// The id of one of [`runnable_adapters`].
-    pub id: String,
+    /// One of [`runnable_adapters`] (written as its id).
+    pub id: AdapterId,
     /// The program to start instead of the adapter's default (`claude`, `codex`, …).
     pub program: Option<String>,
     /// `command`: the argv template; `external-cli`: the program and its arguments.
@@ -56,17 +57,23 @@ pub struct AdapterSpec {
     /// What the resumed conversation had used before, as its agent counts it (Codex reports
     /// a thread's running total, so this run's share is the difference).
     pub session_usage: Option<crate::records::usage::Usage>,
-    /// Fields of later issues.
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 impl AdapterSpec {
     /// An adapter with nothing but its id.
-    pub fn new(id: &str) -> Self {
+    pub fn new(id: AdapterId) -> Self {
         Self {
-            id: id.to_owned(),
-            ..Self::default()
+            id,
+            program: None,
+            argv: None,
+            model: None,
+            provider: None,
+            thinking: None,
+            system_prompt: None,
+            tools: Vec::new(),
+            env: Map::new(),
+            resume: None,
+            session_usage: None,
         }
     }
 }
@@ -116,7 +123,7 @@ impl StepConfig {
 }
 
 /// R2 checks of the adapter and workflow fields of one step (`steps[i]`); `Ok(true)` when it has an adapter.
-pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError> {
+pub(super) fn check_step(step: &Map<String, Value>, file: Option<&Path>) -> Result<bool, ConfigError> {
     for key in ["stepIndex", "taskIndex"] {
         if step.get(key).is_some_and(|v| !v.is_null() && !v.is_u64()) {
             return Err(invalid(format_args!("'steps[].{key}' must be a non-negative integer.")));
@@ -149,11 +156,7 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
         .and_then(Value::as_str)
         .ok_or_else(|| invalid("'steps[].adapter.id' must be a string."))?;
     let Some(adapter_id) = AdapterId::from_id(id).filter(|a| a.is_runnable()) else {
-        let known: Vec<&str> = runnable_adapters().map(AdapterId::id).collect();
-        return Err(invalid(format_args!(
-            "'steps[].adapter.id' must be one of {}.",
-            known.join(", ")
-        )));
+        return Err(unknown_adapter(id, file));
     };
     if serde_json::from_value::<AdapterSpec>(adapter.clone()).is_err() {
         return Err(invalid("'steps[].adapter' has a field of the wrong type."));
@@ -164,7 +167,7 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
     {
         return Err(invalid("'steps[].adapter.env' must be an object of strings."));
     }
-    let needs_argv = matches!(adapter_id, AdapterId::Command | AdapterId::GenericCli);
+    let needs_argv = adapter_id.runs_given_command();
     let argv_ok = object
         .get("argv")
         .and_then(Value::as_array)
@@ -175,6 +178,31 @@ pub(super) fn check_step(step: &Map<String, Value>) -> Result<bool, ConfigError>
         )));
     }
     Ok(true)
+}
+
+/// The error for an adapter id this runner cannot start: never a silent fallback to `shell`
+/// (a configuration from another build is refused as such). The id is named when it looks
+/// like one (R2 echoes no configuration value that could carry a task or a token), and so is
+/// the file it was read from.
+fn unknown_adapter(id: &str, file: Option<&Path>) -> ConfigError {
+    let looks_like_an_id = !id.is_empty()
+        && id.len() <= 64
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
+    let named = looks_like_an_id.then(|| format!("'{id}'"));
+    let read_from = file.map(|f| format!("in '{}'", f.display()));
+    let context: Vec<String> = [named, read_from].into_iter().flatten().collect();
+    let context = if context.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", context.join(", "))
+    };
+    let known: Vec<&str> = runnable_adapters().map(AdapterId::id).collect();
+    invalid(format_args!(
+        "'steps[].adapter.id' names an adapter this runner cannot start{context}; it must be one of {}.",
+        known.join(", ")
+    ))
 }
 
 /// R2 checks of `workflow`.
