@@ -10,7 +10,8 @@ use std::time::Instant;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::files::layout::names;
-use sublaunch_protocol::procinfo::{SystemProcesses, hostname};
+use sublaunch_protocol::os::processes::RealProcesses;
+use sublaunch_protocol::procinfo::hostname;
 use sublaunch_protocol::records::handshake::{ControlAction, Doorbell};
 use sublaunch_protocol::records::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use support::*;
@@ -41,7 +42,7 @@ fn plant_owner(root: &Root, session: &Path, pid: u32, token: &str) -> PathBuf {
         pid,
         hostname: hostname(),
         process_start_identity: None,
-        oracle: &SystemProcesses,
+        oracle: &RealProcesses,
     };
     let owner = LeaseOwner::new(token.into(), &request, &holder, 1);
     Dir::open(&dir)

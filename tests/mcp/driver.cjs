@@ -6,8 +6,8 @@
 //          "calls": [{"tool": name, "arguments": {...}, "progress": bool, "timeoutMs": n}, ...]}
 // A string argument "${N.a.b}" is replaced by field a.b of the JSON answer of call N (0-based).
 // Prints one JSON object: {"tools": [{name, description, inputSchema}], "calls": [{tool,
-// isError, text, texts, json, progress: [messages], protocolError}]}: `text` joins the text
-// blocks, `json` is the first one parsed; a call the server answered with a protocol error,
+// isError, text, texts, json, structured, progress: [messages], protocolError}]}: `text` joins
+// the text blocks, `json` is the first one parsed, `structured` the structured content (or null); a call the server answered with a protocol error,
 // or not within its timeout (default 120 s), has `protocolError` and the script goes on.
 const path = require("node:path");
 const fs = require("node:fs");
@@ -78,7 +78,7 @@ async function main() {
       );
     } catch (error) {
       answers.push(null);
-      calls.push({ tool: call.tool, isError: true, text: "", texts: [], json: null, progress, protocolError: String(error.message || error) });
+      calls.push({ tool: call.tool, isError: true, text: "", texts: [], json: null, structured: null, progress, protocolError: String(error.message || error) });
       continue;
     }
     const texts = (result.content || []).filter((c) => c.type === "text").map((c) => c.text);
@@ -88,7 +88,8 @@ async function main() {
       json = JSON.parse(texts[0]);
     } catch (_) {}
     answers.push(json);
-    calls.push({ tool: call.tool, isError: result.isError === true, text, texts, json, progress, protocolError: null });
+    const structured = result.structuredContent === undefined ? null : result.structuredContent;
+    calls.push({ tool: call.tool, isError: result.isError === true, text, texts, json, structured, progress, protocolError: null });
   }
   await client.close();
   process.stdout.write(

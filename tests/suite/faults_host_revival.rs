@@ -12,7 +12,7 @@ use sublaunch::launch::{Finished, HostEvent, LaunchFailure, LaunchOptions, launc
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
 use sublaunch_protocol::os::faults::HostFaults;
-use sublaunch_protocol::procinfo::SystemProcesses;
+use sublaunch_protocol::os::processes::RealProcesses;
 use sublaunch_protocol::records::config::RevivalLease;
 use sublaunch_protocol::records::lease::{LeaseIdentity, LeaseOwner, LeaseRequest, lease_id};
 use sublaunch_tests::launch_harness::{
@@ -158,7 +158,7 @@ fn f20_lease_held_by_a_live_owner() {
         pid: std::process::id(),
         hostname: hostname(),
         process_start_identity: sublaunch_protocol::procinfo::own_start_identity(),
-        oracle: &SystemProcesses,
+        oracle: &RealProcesses,
     };
     let owner = LeaseOwner::new("other-token".into(), &request, &this_process, 1);
     let lease_dir = r.lease_dir();

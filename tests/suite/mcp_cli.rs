@@ -188,6 +188,14 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
     assert_eq!(answer(10)["answer"], "waited", "run with wait returns the result");
     assert_eq!(answer(11).as_array().unwrap().len(), 6, "{}", answer(11));
     assert_eq!(answer(12)["result"]["answer"], "one");
+    // An object answer is also the call's structured content, the same value as its text
+    // (the run views the CLI prints); a list stays text only (structured content is an
+    // object).
+    for i in [9, 10, 12] {
+        assert_eq!(calls[i]["structured"], calls[i]["json"], "call {i}");
+    }
+    assert_eq!(calls[12]["structured"]["result"]["answer"], "one");
+    assert_eq!(calls[11]["structured"], Value::Null);
     let agents: Vec<&str> = answer(13)["agents"]
         .as_array()
         .unwrap()

@@ -12,7 +12,8 @@ use sublaunch_protocol::files::doc::to_pretty_bytes;
 use sublaunch_protocol::files::durability::DocKind;
 use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::HostPoint;
-use sublaunch_protocol::procinfo::{self, SystemProcesses};
+use sublaunch_protocol::os::processes::RealProcesses;
+use sublaunch_protocol::procinfo;
 use sublaunch_protocol::records::capacity::{CapacityQueue, TicketRequest};
 use sublaunch_protocol::records::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::records::status::InitialStatus;
@@ -63,7 +64,7 @@ pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result
             pid_start_identity: runner.identity.as_deref(),
             max_active: context.launch.limits.max_active,
         };
-        let admission = queue.lock()?.take(&request, &SystemProcesses)?;
+        let admission = queue.lock()?.take(&request, &RealProcesses)?;
         Ok(admission.ticket.claimed)
     })
     .await

@@ -189,7 +189,7 @@ pub(crate) fn sweep_once(root: &std::sync::Arc<TrustedRoot>) {
     }
     let root = root.clone();
     tokio::task::spawn_blocking(move || {
-        let oracle = sublaunch_protocol::procinfo::SystemProcesses;
+        let oracle = sublaunch_protocol::os::processes::RealProcesses;
         let errors = sublaunch_protocol::sweep::sweep_root_if_due(&root, &oracle).map(|r| r.errors);
         for error in errors.into_iter().flatten() {
             log::warn!("orphan temp sweep: {error}");

@@ -1,6 +1,6 @@
 //! What one launch starts: the plan and everything decided about its run, merged once
-//! ([`crate::runs::start::prepare`] builds it from a [`crate::runs::RunRequest`], and
-//! [`crate::runs::resume`] from a finished run). [`super::LaunchOptions`] says *how* it is
+//! (`runs::start::prepare` builds it from a `runs::RunRequest`, and
+//! `runs::resume` from a finished run). [`super::LaunchOptions`] says *how* it is
 //! launched; this says *what*.
 
 use super::options::{Caller, Continuation, OnEnd, WorkflowOptions};
@@ -53,7 +53,7 @@ pub struct Launch {
     /// clean-repository requirement, where they go, which steps share the one before).
     pub worktrees: crate::worktrees::WorktreeOptions,
     /// Whether the agents may load their own configuration from the project (set from the
-    /// user's trust in it by [`crate::runs::start::prepare`]).
+    /// user's trust in it by `runs::start::prepare`).
     pub project_config: ProjectConfig,
     /// The settings the run was prepared with, so the launch does not read them again
     /// (`None`: the launch reads those of its directory when a step needs them).

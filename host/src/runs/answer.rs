@@ -8,7 +8,8 @@ use crate::launch::tokio;
 use serde_json::{Value, json};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
-use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::os::processes::{Processes, RealProcesses};
+use sublaunch_protocol::procinfo::Liveness;
 use sublaunch_protocol::records::results::{ResultPayload, StepResult};
 use sublaunch_protocol::records::usage::Usage;
 
@@ -74,7 +75,7 @@ pub async fn settled_result(store: &RunStore, run_id: &str, run: &Dir) -> Result
             .as_ref()
             .filter(|s| s.is_terminal())
             .and_then(super::shim_of)
-            .filter(|(pid, identity)| SystemProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
+            .filter(|(pid, identity)| RealProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
         let Some((pid, identity)) = writer else {
             // A last look: the shim may have published and exited since the first.
             return read_result(store, run_id);

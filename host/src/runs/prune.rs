@@ -13,7 +13,8 @@ use std::io;
 use std::time::Duration;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::layout::{enc, names};
-use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::os::processes::{Processes, RealProcesses};
+use sublaunch_protocol::procinfo::Liveness;
 use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Which ended runs to remove.
@@ -109,7 +110,7 @@ pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool)
 fn shim_alive(status: &Status) -> bool {
     status
         .pid
-        .is_some_and(|pid| SystemProcesses.liveness(pid, status.pid_start_identity.as_deref()) != Liveness::Dead)
+        .is_some_and(|pid| RealProcesses.liveness(pid, status.pid_start_identity.as_deref()) != Liveness::Dead)
 }
 
 /// Whether the run's process-terminal proof is no longer `pending`.

@@ -20,7 +20,8 @@ use std::time::Duration;
 use sublaunch_contract::{LaunchPlan, PlanStep};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
-use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::os::processes::{Processes, RealProcesses};
+use sublaunch_protocol::procinfo::Liveness;
 use sublaunch_protocol::records::config::RevivalLease;
 use sublaunch_protocol::records::status::RunState;
 
@@ -319,7 +320,7 @@ async fn wait_for_source_shim(source: &Dir) {
     let Some(status) = status_of(source) else { return };
     let Some(pid) = status.pid else { return };
     let identity = status.pid_start_identity.clone();
-    let alive = || SystemProcesses.liveness(pid, identity.as_deref()) != Liveness::Dead;
+    let alive = || RealProcesses.liveness(pid, identity.as_deref()) != Liveness::Dead;
     if !alive() {
         return;
     }

@@ -20,7 +20,8 @@ use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::files::layout::{Layout, validate_run_id};
 use sublaunch_protocol::files::trust::{RootError, TrustedRoot};
 use sublaunch_protocol::os::Os;
-use sublaunch_protocol::procinfo::{self, Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::os::processes::{Processes, RealProcesses};
+use sublaunch_protocol::procinfo::{self, Liveness};
 use sublaunch_protocol::records::capacity::{CapacityQueue, queue_position};
 use sublaunch_protocol::records::hook::FiredBy;
 use sublaunch_protocol::records::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
@@ -33,7 +34,7 @@ pub struct RunStore {
     root: TrustedRoot,
     index: ActiveRunIndex,
     policy: DurabilityPolicy,
-    oracle: Arc<dyn ProcessOracle>,
+    oracle: Arc<dyn Processes>,
     own_namespace: Option<String>,
     hooks: Arc<dyn LaunchHooks>,
     hook_runner: HookRunner,
@@ -53,7 +54,7 @@ impl RunStore {
             root,
             index,
             policy,
-            oracle: Arc::new(SystemProcesses),
+            oracle: Arc::new(RealProcesses),
             own_namespace: procinfo::pid_namespace_scope(),
             hooks: Arc::new(NoHooks),
             hook_runner: HookRunner::new(layout.root(), None, env.clone(), Vec::new()),
@@ -62,7 +63,7 @@ impl RunStore {
 
     /// Replaces the liveness oracle (tests).
     #[must_use]
-    pub fn with_oracle(mut self, oracle: Arc<dyn ProcessOracle>) -> Self {
+    pub fn with_oracle(mut self, oracle: Arc<dyn Processes>) -> Self {
         self.oracle = oracle;
         self
     }
@@ -317,7 +318,7 @@ impl RunStore {
 }
 
 /// Whether the launch host of a `queued` run without a shim pid has died.
-fn launcher_died(oracle: &dyn ProcessOracle, status: &Status) -> bool {
+fn launcher_died(oracle: &dyn Processes, status: &Status) -> bool {
     if status.state != Some(RunState::Queued) || status.pid.is_some() {
         return false;
     }

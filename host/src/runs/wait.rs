@@ -15,7 +15,8 @@ use crate::launch::tokio;
 use std::sync::Arc;
 use std::time::Duration;
 use sublaunch_protocol::files::dir::Dir;
-use sublaunch_protocol::procinfo::{Liveness, ProcessOracle, SystemProcesses};
+use sublaunch_protocol::os::processes::{Processes, RealProcesses};
+use sublaunch_protocol::procinfo::Liveness;
 use sublaunch_protocol::records::status::Status;
 
 /// How a wait ended.
@@ -108,7 +109,7 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
     }
     let shim = shim_of(&status);
     let dead = match &shim {
-        Some((pid, identity)) => SystemProcesses.liveness(*pid, identity.as_deref()) == Liveness::Dead,
+        Some((pid, identity)) => RealProcesses.liveness(*pid, identity.as_deref()) == Liveness::Dead,
         None => true,
     };
     if dead {
@@ -130,7 +131,7 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
 /// since nothing would end that wait when its result never comes.
 fn still_recording(store: &RunStore, run: &Dir, status: &Status) -> Option<(u32, Option<String>)> {
     let (pid, identity) = shim_of(status)?;
-    if SystemProcesses.liveness(pid, identity.as_deref()) != Liveness::Alive {
+    if RealProcesses.liveness(pid, identity.as_deref()) != Liveness::Alive {
         return None;
     }
     let run_id = status

@@ -18,12 +18,7 @@ pub enum Liveness {
     Unknown(String),
 }
 
-/// Liveness is asked of the one process seam, the processes capability
-/// ([`crate::os::processes::Processes`], which also sends the signals). These are its names
-/// from when liveness was a seam of its own, kept for the callers written against them.
-pub use crate::os::processes::{Processes as ProcessOracle, RealProcesses as SystemProcesses};
-
-/// The real liveness of `pid` (what [`ProcessOracle::liveness`] answers unless a test replaces
+/// The real liveness of `pid` (what [`crate::os::processes::Processes::liveness`] answers unless a test replaces
 /// it); with `expected_identity`, a different current identity means `Dead`.
 pub fn liveness(pid: u32, expected_identity: Option<&str>) -> Liveness {
     match (probe(pid), expected_identity) {
@@ -186,6 +181,7 @@ pub fn hostname() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::os::processes::{Processes, RealProcesses};
 
     #[test]
     fn x3_stat_parsing_survives_hostile_command_names() {
@@ -231,7 +227,7 @@ mod tests {
             Ok(())
         );
         assert_eq!(probe_pid(pid), Liveness::Dead);
-        assert_eq!(SystemProcesses.liveness(pid, None), Liveness::Dead);
+        assert_eq!(RealProcesses.liveness(pid, None), Liveness::Dead);
         child.wait().unwrap();
         assert_eq!(probe_pid(pid), Liveness::Dead);
     }
@@ -242,9 +238,9 @@ mod tests {
         assert_eq!(probe_pid(me), Liveness::Alive);
         let identity = own_start_identity().expect("Linux /proc");
         assert!(identity.starts_with("linux:"));
-        assert_eq!(SystemProcesses.liveness(me, Some(&identity)), Liveness::Alive);
+        assert_eq!(RealProcesses.liveness(me, Some(&identity)), Liveness::Alive);
         assert_eq!(
-            SystemProcesses.liveness(me, Some("linux:1")),
+            RealProcesses.liveness(me, Some("linux:1")),
             Liveness::Dead,
             "a changed identity means reuse"
         );

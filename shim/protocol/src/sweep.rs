@@ -5,7 +5,8 @@
 use crate::files::atomic::parse_temp_name;
 use crate::files::dir::Dir;
 use crate::files::trust::TrustedRoot;
-use crate::procinfo::{Liveness, ProcessOracle};
+use crate::os::processes::Processes;
+use crate::procinfo::Liveness;
 use rustix::fs::FileType;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,7 +31,7 @@ pub struct SweepReport {
 /// Sweeps the temp files directly in `dir`. Age is measured from the later of the name's
 /// timestamp and the file's mtime against the handle's wall clock; a pid whose liveness is
 /// unknown counts as alive.
-pub fn sweep_dir(dir: &Dir, oracle: &dyn ProcessOracle, report: &mut SweepReport) {
+pub fn sweep_dir(dir: &Dir, oracle: &dyn Processes, report: &mut SweepReport) {
     let now = dir.os().clock.wall_ms();
     let entries = match dir.entries() {
         Ok(entries) => entries,
@@ -70,7 +71,7 @@ pub fn sweep_dir(dir: &Dir, oracle: &dyn ProcessOracle, report: &mut SweepReport
 
 /// Sweeps `<root>`, `<runs>`, `<results>`, every run directory (and its `control/`), and the
 /// result pending/index trees, never following symlinks.
-pub fn sweep_root(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> SweepReport {
+pub fn sweep_root(root: &TrustedRoot, oracle: &dyn Processes) -> SweepReport {
     let mut report = SweepReport::default();
     sweep_dir(root.root(), oracle, &mut report);
     sweep_tree(root.runs(), oracle, 2, &mut report);
@@ -84,7 +85,7 @@ pub fn sweep_root(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> SweepReport
 /// would cost each launch and each `list` of a loop time that grows with the runs kept.
 /// The stamp is set before the walk: of two processes finding it due at once, both may sweep,
 /// which is harmless.
-pub fn sweep_root_if_due(root: &TrustedRoot, oracle: &dyn ProcessOracle) -> Option<SweepReport> {
+pub fn sweep_root_if_due(root: &TrustedRoot, oracle: &dyn Processes) -> Option<SweepReport> {
     if !sweep_due(root) {
         return None;
     }
@@ -118,7 +119,7 @@ pub fn sweep_due(root: &TrustedRoot) -> bool {
     !last.is_some_and(|last| last <= now && now - last < age_ms)
 }
 
-fn sweep_tree(dir: &Dir, oracle: &dyn ProcessOracle, depth: usize, report: &mut SweepReport) {
+fn sweep_tree(dir: &Dir, oracle: &dyn Processes, depth: usize, report: &mut SweepReport) {
     sweep_dir(dir, oracle, report);
     if depth == 0 {
         return;
@@ -146,7 +147,7 @@ mod tests {
         alive: Vec<u32>,
     }
 
-    impl ProcessOracle for Oracle {
+    impl Processes for Oracle {
         fn liveness(&self, pid: u32, _: Option<&str>) -> Liveness {
             if self.alive.contains(&pid) {
                 Liveness::Alive

@@ -669,7 +669,7 @@ impl Launched {
         let run = Dir::open(&self.run).unwrap();
         let runs = Dir::open(&self.root.join("runs")).unwrap();
         let index = ActiveRunIndex::new(&runs, DurabilityPolicy::standard()).unwrap();
-        let oracle = sublaunch_protocol::procinfo::SystemProcesses;
+        let oracle = sublaunch_protocol::os::processes::RealProcesses;
         let request = sublaunch_protocol::records::proof::OrphanRequest {
             spawned_here: false,
             oracle: &oracle,

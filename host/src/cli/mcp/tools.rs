@@ -124,7 +124,8 @@ fn step_label(step: &PlanStep) -> String {
 impl Server {
     /// The one door every answer leaves by: the server's notes and the call's own `notes`
     /// go with it, an answer or a refusal alike — in a JSON object answer as its `notes`,
-    /// otherwise as `note: …` lines after it.
+    /// otherwise as `note: …` lines after it. A JSON object answer is also the call's
+    /// structured content (the same value as its text, which older clients read).
     fn reply(&self, outcome: Outcome, notes: Vec<String>) -> ToolResult {
         let mut all: Vec<String> = self.state.notes.clone();
         // What the server's own directory's project has ignored, read at each answer so that
@@ -158,7 +159,11 @@ impl Server {
                     serde_json::to_string_pretty(&value).unwrap_or_default(),
                 ));
                 content.extend(trailer);
-                CallToolResult::success(content)
+                let mut result = CallToolResult::success(content);
+                if value.is_object() {
+                    result.structured_content = Some(value);
+                }
+                result
             }
             Err(message) => {
                 let mut content = vec![ContentBlock::text(message)];

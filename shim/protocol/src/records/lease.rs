@@ -12,8 +12,9 @@ use crate::files::doc::ReadDoc;
 use crate::files::durability::{DocKind, DurabilityPolicy};
 use crate::files::layout::names;
 use crate::os::clock::iso8601_utc;
+use crate::os::processes::Processes;
 use crate::os::random::uuid_v4;
-use crate::procinfo::{Liveness, ProcessOracle};
+use crate::procinfo::Liveness;
 use crate::records::proof::LeaseProbe;
 use rustix::io::Errno;
 use serde::{Deserialize, Serialize};
@@ -124,7 +125,7 @@ pub struct LeaseIdentity<'a> {
     /// Our start identity.
     pub process_start_identity: Option<String>,
     /// Liveness of other owners.
-    pub oracle: &'a dyn ProcessOracle,
+    pub oracle: &'a dyn Processes,
 }
 
 /// Acquisition failed.

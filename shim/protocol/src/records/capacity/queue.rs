@@ -16,7 +16,8 @@ use crate::files::dir::{Dir, FILE_MODE};
 use crate::files::doc::{ReadDoc, to_pretty_bytes};
 use crate::files::layout::names;
 use crate::os::files::retry_eintr;
-use crate::procinfo::{Liveness, ProcessOracle};
+use crate::os::processes::Processes;
+use crate::procinfo::Liveness;
 use crate::records::status::read_status;
 use rustix::fd::OwnedFd;
 use rustix::fs::{self, FileType, FlockOperation, Mode, OFlags};
@@ -139,7 +140,7 @@ impl CapacityQueue {
     /// Whether `ticket` stands for a live runner of an active run (see the module
     /// documentation). Where the run cannot be read for another reason than its absence, the
     /// ticket is kept: the runner's liveness still decides.
-    fn honoured(&self, ticket: &Ticket, oracle: &dyn ProcessOracle) -> bool {
+    fn honoured(&self, ticket: &Ticket, oracle: &dyn Processes) -> bool {
         // X3: the pid and its start identity, so a reused pid does not keep a slot.
         if oracle.liveness(ticket.pid, ticket.pid_start_identity.as_deref()) == Liveness::Dead {
             return false;
@@ -193,7 +194,7 @@ impl QueueLock<'_> {
     /// Takes a ticket for `request`: the next arrival number; an uncapped run holds a slot at
     /// once, a capped one is admitted behind the tickets already waiting, when fewer than its
     /// cap hold a slot (dead runners' tickets reclaimed first).
-    pub fn take(&mut self, request: &TicketRequest<'_>, oracle: &dyn ProcessOracle) -> io::Result<Admission> {
+    pub fn take(&mut self, request: &TicketRequest<'_>, oracle: &dyn Processes) -> io::Result<Admission> {
         let ticket = Ticket {
             version: TICKET_VERSION,
             run_id: request.run_id.to_owned(),
@@ -221,11 +222,11 @@ impl QueueLock<'_> {
 
     /// Reclaims the tickets that no longer stand for a live runner of an active run and
     /// promotes waiting tickets; returns the tickets that remain, in arrival order.
-    pub fn evaluate(&mut self, oracle: &dyn ProcessOracle) -> io::Result<Vec<Ticket>> {
+    pub fn evaluate(&mut self, oracle: &dyn Processes) -> io::Result<Vec<Ticket>> {
         self.settle(oracle, None)
     }
 
-    fn settle(&self, oracle: &dyn ProcessOracle, new: Option<Ticket>) -> io::Result<Vec<Ticket>> {
+    fn settle(&self, oracle: &dyn Processes, new: Option<Ticket>) -> io::Result<Vec<Ticket>> {
         let mut tickets = Vec::new();
         for ticket in self.queue.tickets()? {
             if self.queue.honoured(&ticket, oracle) {

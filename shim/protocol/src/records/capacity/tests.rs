@@ -1,7 +1,8 @@
 use super::*;
 use crate::files::atomic::Durability;
 use crate::files::dir::Dir;
-use crate::procinfo::{Liveness, ProcessOracle, SystemProcesses, own_start_identity};
+use crate::os::processes::{Processes, RealProcesses};
+use crate::procinfo::{Liveness, own_start_identity};
 use crate::records::status::{RunState, Status, write_status};
 use std::collections::HashSet;
 use std::num::NonZeroU32;
@@ -20,7 +21,7 @@ impl Oracle {
     }
 }
 
-impl ProcessOracle for Oracle {
+impl Processes for Oracle {
     fn liveness(&self, pid: u32, expected_identity: Option<&str>) -> Liveness {
         let identity_matches = expected_identity.is_none_or(|id| id == format!("linux:{pid}"));
         if self.dead.lock().unwrap().contains(&pid) || !identity_matches {
@@ -275,11 +276,11 @@ fn real_processes_are_judged_by_pid_and_start_identity() {
                 pid_start_identity: identity.as_deref().filter(|_| pid == me),
                 max_active: NonZeroU32::new(1),
             },
-            &SystemProcesses,
+            &RealProcesses,
         )
         .unwrap();
     }
-    let remaining = lock.evaluate(&SystemProcesses).unwrap();
+    let remaining = lock.evaluate(&RealProcesses).unwrap();
     assert_eq!(
         remaining.iter().map(|t| t.run_id.as_str()).collect::<Vec<_>>(),
         ["shell-me"]

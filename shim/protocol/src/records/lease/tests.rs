@@ -1,7 +1,7 @@
 use super::*;
 use crate::os::Os;
 use crate::os::clock::ManualClock;
-use crate::procinfo::SystemProcesses;
+use crate::os::processes::RealProcesses;
 use std::sync::Arc;
 
 const PEER_OWNER: &str = include_str!("../../../fixtures/peer/lease-owner.json");
@@ -16,7 +16,7 @@ fn setup() -> (tempfile::TempDir, Dir, SessionLeases) {
     (tmp, root, leases)
 }
 
-fn me(oracle: &dyn ProcessOracle) -> LeaseIdentity<'_> {
+fn me(oracle: &dyn Processes) -> LeaseIdentity<'_> {
     LeaseIdentity {
         pid: std::process::id(),
         hostname: crate::procinfo::hostname(),
@@ -60,7 +60,7 @@ fn k2_peer_owner_round_trips() {
 #[test]
 fn r6a_acquire_writes_a_private_owner_and_releases_only_with_our_token() {
     let (tmp, _root, leases) = setup();
-    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&SystemProcesses)).unwrap();
+    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&RealProcesses)).unwrap();
     let dir = tmp.path().join("root/session-leases").join(lease_id("/w/s.jsonl"));
     use std::os::unix::fs::PermissionsExt;
     assert_eq!(std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777, 0o700);
@@ -95,7 +95,7 @@ fn r6a_acquire_writes_a_private_owner_and_releases_only_with_our_token() {
 #[test]
 fn r6a_release_with_a_foreign_token_leaves_the_lease() {
     let (tmp, _root, leases) = setup();
-    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&SystemProcesses)).unwrap();
+    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&RealProcesses)).unwrap();
     let dir = tmp.path().join("root/session-leases").join(lease_id("/w/s.jsonl"));
     let mut owner: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join("owner.json")).unwrap()).unwrap();
     owner["token"] = serde_json::json!("someone-else");
@@ -120,7 +120,7 @@ fn f20_live_owner_conflicts_with_the_exact_text_and_is_untouched() {
             &request("/w/s.jsonl"),
             &LeaseIdentity {
                 pid: 1,
-                ..me(&SystemProcesses)
+                ..me(&RealProcesses)
             },
         )
         .unwrap_err();
@@ -155,7 +155,7 @@ fn r6a_conflict_names_the_parent_session_and_owners_on_other_hosts_are_never_sta
         "tok",
     );
     assert!(matches!(
-        leases.acquire(&request("/w/s.jsonl"), &me(&SystemProcesses)),
+        leases.acquire(&request("/w/s.jsonl"), &me(&RealProcesses)),
         Err(LeaseError::Conflict(_))
     ));
 }
@@ -170,7 +170,7 @@ fn f60_stale_owner_is_tombstoned_and_the_lease_reclaimed() {
         &crate::procinfo::hostname(),
         "old-token",
     );
-    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&SystemProcesses)).unwrap();
+    let lease = leases.acquire(&request("/w/s.jsonl"), &me(&RealProcesses)).unwrap();
     let base = tmp.path().join("root/session-leases").join(lease_id("/w/s.jsonl"));
     let tombstone = PathBuf::from(format!("{}.stale-old-token", base.display()));
     assert!(tombstone.join("owner.json").exists(), "tombstone keeps the old owner");
@@ -185,7 +185,7 @@ fn r6a_unreadable_owner_is_a_conflict() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("owner.json"), b"{").unwrap();
     let error = leases
-        .acquire(&request("/w/s.jsonl"), &me(&SystemProcesses))
+        .acquire(&request("/w/s.jsonl"), &me(&RealProcesses))
         .unwrap_err()
         .to_string();
     assert!(
@@ -200,7 +200,7 @@ fn r6a_unreadable_owner_is_a_conflict() {
 #[test]
 fn r10_writer_state_updates_keep_the_token() {
     let (tmp, _root, leases) = setup();
-    let mut lease = leases.acquire(&request("/w/s.jsonl"), &me(&SystemProcesses)).unwrap();
+    let mut lease = leases.acquire(&request("/w/s.jsonl"), &me(&RealProcesses)).unwrap();
     lease
         .set_writer(WriterState::Running, Some(77), Some("linux:5".into()), 9)
         .unwrap();
@@ -222,7 +222,7 @@ fn r6a_a_live_writer_keeps_a_dead_owner_from_being_stale() {
         hostname: crate::procinfo::hostname(),
         ..serde_json::from_str(PEER_OWNER).unwrap()
     };
-    let identity = me(&SystemProcesses);
+    let identity = me(&RealProcesses);
     assert!(!is_stale(&owner, &LeaseIdentity { pid: 1, ..identity }));
     let owner = LeaseOwner {
         writer_pid: Some(dead_pid()),
@@ -232,7 +232,7 @@ fn r6a_a_live_writer_keeps_a_dead_owner_from_being_stale() {
         &owner,
         &LeaseIdentity {
             pid: 1,
-            ..me(&SystemProcesses)
+            ..me(&RealProcesses)
         }
     ));
 }

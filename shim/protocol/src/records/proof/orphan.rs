@@ -14,7 +14,7 @@ use crate::files::durability::{DocKind, DurabilityPolicy};
 use crate::files::layout::names;
 use crate::files::lock::StatusLock;
 use crate::os::processes::Processes;
-use crate::procinfo::{Liveness, ProcessOracle, group_members, start_ticks};
+use crate::procinfo::{Liveness, group_members, start_ticks};
 use crate::records::index::ActiveRunIndex;
 use crate::records::status::{RunState, Status, read_status, write_status};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -29,7 +29,7 @@ pub struct OrphanRequest<'a> {
     /// The calling host spawned this run in this process (then its exit watcher finalizes).
     pub spawned_here: bool,
     /// Liveness of pids we did not spawn.
-    pub oracle: &'a dyn ProcessOracle,
+    pub oracle: &'a dyn Processes,
     /// The caller's `/proc/self/ns/pid` target; a status from another namespace is not judged.
     pub own_pid_namespace: Option<&'a str>,
 }

@@ -5,7 +5,8 @@ use crate::files::doc::ReadDoc;
 use crate::files::durability::DurabilityPolicy;
 use crate::os::Os;
 use crate::os::clock::ManualClock;
-use crate::procinfo::{Liveness, ProcessOracle};
+use crate::os::processes::Processes;
+use crate::procinfo::Liveness;
 use crate::records::index::ActiveRunIndex;
 use crate::records::status::{RunState, StartupFailure, Status, persist_startup_failure};
 use crate::testing::{Op, ScriptedFs};
@@ -568,7 +569,7 @@ fn s9_step_proofs() {
 #[derive(Debug)]
 struct FixedOracle(Liveness);
 
-impl ProcessOracle for FixedOracle {
+impl Processes for FixedOracle {
     fn liveness(&self, _pid: u32, _identity: Option<&str>) -> Liveness {
         self.0.clone()
     }
@@ -733,7 +734,7 @@ fn s13_no_action_for_live_own_or_foreign_namespace_runners() {
     let pending = ProcessTerminal::pending(RUN, RP);
     let alive = FixedOracle(Liveness::Alive);
     let dead = FixedOracle(Liveness::Dead);
-    let req = |spawned_here, oracle: &'static dyn ProcessOracle, ns| OrphanRequest {
+    let req = |spawned_here, oracle: &'static dyn Processes, ns| OrphanRequest {
         spawned_here,
         oracle,
         own_pid_namespace: ns,
@@ -763,7 +764,7 @@ fn s13_no_action_for_live_own_or_foreign_namespace_runners() {
 #[derive(Debug)]
 struct AliveOnly(Vec<u32>);
 
-impl ProcessOracle for AliveOnly {
+impl Processes for AliveOnly {
     fn liveness(&self, pid: u32, _identity: Option<&str>) -> Liveness {
         if self.0.contains(&pid) {
             Liveness::Alive
@@ -774,7 +775,7 @@ impl ProcessOracle for AliveOnly {
 }
 
 /// A lister in another process, with `oracle` judging liveness.
-fn lister(oracle: &dyn ProcessOracle) -> OrphanRequest<'_> {
+fn lister(oracle: &dyn Processes) -> OrphanRequest<'_> {
     OrphanRequest {
         spawned_here: false,
         oracle,
@@ -783,7 +784,7 @@ fn lister(oracle: &dyn ProcessOracle) -> OrphanRequest<'_> {
 }
 
 /// S13 as such a lister runs it.
-fn repair_seen_by(run: &Dir, index: &ActiveRunIndex, oracle: &dyn ProcessOracle) -> Option<OrphanOutcome> {
+fn repair_seen_by(run: &Dir, index: &ActiveRunIndex, oracle: &dyn Processes) -> Option<OrphanOutcome> {
     repair_orphan(run, &lister(oracle), Some(index), DurabilityPolicy::standard()).unwrap()
 }
 
