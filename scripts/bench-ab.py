@@ -1,11 +1,13 @@
 #!/usr/bin/env python3
 """Interleaved A/B of two sublaunch builds, whole CLI processes.
 
-Usage: scripts/bench-ab.py [--own-roots] BASE_DIR NEW_DIR [N]
+Usage: scripts/bench-ab.py [--own-roots] [--chain STEPS] BASE_DIR NEW_DIR [N]
   BASE_DIR and NEW_DIR each hold a `sublaunch` and a `sublaunch-shim` (release builds, e.g.
   copies of target/release from two commits).
   --own-roots: each build keeps its own two state roots instead of sharing two, for a change
   that leaves a mark on the root (a directory flag) which the other build would then enjoy.
+  --chain STEPS: also `run --wait` a chain of STEPS shell steps, for what a run's records cost
+  as its steps grow (each step adds a status entry and a result entry).
 
 Samples alternate base-new and new-base, so that the machine's drift (this VM's fsync latency
 moves by tens of percent within minutes) and any advantage of running second fall on both
@@ -27,6 +29,11 @@ import time
 arguments = sys.argv[1:]
 own_roots = "--own-roots" in arguments
 arguments = [a for a in arguments if a != "--own-roots"]
+chain_steps = None
+if "--chain" in arguments:
+    at = arguments.index("--chain")
+    chain_steps = int(arguments[at + 1])
+    del arguments[at : at + 2]
 if len(arguments) < 2:
     sys.exit(__doc__)
 builds = {"base": arguments[0], "new": arguments[1]}
@@ -36,6 +43,11 @@ commands = {
     "run": ["run", "--agent", "shell", "--task", "true"],
     "run --wait": ["run", "--wait", "--agent", "shell", "--task", "true"],
 }
+if chain_steps:
+    chain_file = os.path.join(scratch, "chain.json")
+    with open(chain_file, "w") as out:
+        out.write('{"steps": [' + ", ".join(['{"agent": "shell", "task": "true"}'] * chain_steps) + "]}")
+    commands[f"run --wait, {chain_steps}-step chain"] = ["run", "--wait", "--chain", chain_file, "--task", "x"]
 
 
 def env_for(name, root):
