@@ -34,6 +34,7 @@ mod real_cli_runs;
 mod registry_cli;
 mod remote_cli;
 mod remote_sshd;
+mod retention_cli;
 mod run_planning;
 mod step_io_cli;
 mod trust_cli;

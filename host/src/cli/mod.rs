@@ -31,6 +31,7 @@ mod progress;
 mod prune;
 mod result;
 mod resume;
+mod retention;
 mod run;
 mod runs;
 mod status;

@@ -7,7 +7,10 @@ use super::runs::{fail, now_ms, open_store};
 use serde_json::json;
 use std::process::ExitCode;
 use std::time::Duration;
+use sublaunch::inputs::project::Project;
+use sublaunch::inputs::settings::Settings;
 use sublaunch::runs::prune::{PruneFilter, prune};
+use sublaunch::runs::retention;
 use sublaunch_protocol::os::clock::iso8601_utc;
 use sublaunch_protocol::records::status::RunState;
 
@@ -22,6 +25,11 @@ pub struct Args {
     /// repeat for several.
     #[arg(long = "state", value_name = "STATE", value_parser = parse_state)]
     states: Vec<RunState>,
+    /// Remove the ended runs older than the retention period of your settings
+    /// (`subagents.retention`, 30 days when unset; what `sublaunch run` starts in the
+    /// background once a day), sparing runs whose worktrees are still recorded.
+    #[arg(long, conflicts_with_all = ["older_than", "states"])]
+    retention: bool,
     /// Say what would be removed, and remove nothing.
     #[arg(long)]
     dry_run: bool,
@@ -36,11 +44,33 @@ pub fn run(args: Args) -> ExitCode {
         Ok(store) => store,
         Err(code) => return code,
     };
-    let filter = PruneFilter {
-        older_than: args.older_than,
-        states: args.states,
+    let report = if args.retention {
+        let env = super::environment();
+        let project = Project::open(&std::env::current_dir().unwrap_or_default(), &env);
+        let retention = match Settings::load(&project, &env)
+            .map_err(|e| format!("{e:#}"))
+            .and_then(|settings| settings.retention().map_err(|e| e.to_string()))
+        {
+            Ok(Some(retention)) => retention,
+            Ok(None) => {
+                say!("retention is off: every run is kept");
+                return ExitCode::SUCCESS;
+            }
+            Err(message) => {
+                eprintln!("sublaunch prune: {message}");
+                return ExitCode::from(super::EXIT_USAGE);
+            }
+        };
+        retention::apply(&store, retention, now_ms(), args.dry_run)
+    } else {
+        let filter = PruneFilter {
+            older_than: args.older_than,
+            states: args.states,
+            spare_worktree_runs: false,
+        };
+        prune(&store, &filter, now_ms(), args.dry_run)
     };
-    let report = match prune(&store, &filter, now_ms(), args.dry_run) {
+    let report = match report {
         Ok(report) => report,
         Err(e) => return fail("prune", e),
     };
@@ -96,23 +126,7 @@ fn size(bytes: u64) -> String {
 }
 
 fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let (number, unit) = text
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .map_or((text, ""), |at| text.split_at(at));
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("'{text}' is not a duration (say 90s, 30m, 12h or 7d)"))?;
-    let seconds = match unit {
-        "" | "s" => value,
-        "m" => value * 60.0,
-        "h" => value * 3600.0,
-        "d" => value * 86_400.0,
-        "w" => value * 604_800.0,
-        _ => return Err(format!("'{text}' has an unknown unit '{unit}' (use s, m, h, d or w)")),
-    };
-    // An age beyond any clock is refused, not a panic.
-    Duration::try_from_secs_f64(seconds).map_err(|_| format!("'{text}' is not a duration this clock can measure"))
+    sublaunch::inputs::age::parse_age(text).map_err(|e| e.to_string())
 }
 
 fn parse_state(text: &str) -> Result<RunState, String> {

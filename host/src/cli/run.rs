@@ -236,5 +236,7 @@ pub fn run(args: Args) -> ExitCode {
     for note in &prepared.notes {
         eprintln!("sublaunch run: note: {}", super::terminal_text::for_terminal(note));
     }
-    launch_and_report(prepared.launch, prepared.options, Presentation { json, wait })
+    let code = launch_and_report(prepared.launch, prepared.options, Presentation { json, wait });
+    super::retention::start_if_due();
+    code
 }

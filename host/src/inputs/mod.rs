@@ -2,6 +2,7 @@
 //! the model registry, chain files and the Herdr machine catalog, through one careful file
 //! reader ([`config_files`]).
 
+pub mod age;
 pub mod agents;
 pub mod approval;
 pub mod chain;

@@ -12,6 +12,7 @@ use crate::inputs::config_files;
 use crate::inputs::project::{Ignored, ProgramItem, Project};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 use sublaunch_contract::loose::json_kind;
 
 /// One parsed settings file.
@@ -175,6 +176,33 @@ impl Settings {
         Ok(None)
     }
 
+    /// How long ended runs are kept before they are removed by themselves
+    /// (`subagents.retention`: an age such as `30d`, or `"off"` to keep every run); absent:
+    /// [`DEFAULT_RETENTION`]. Read from the user's settings only: the state root holds the
+    /// runs of every project, so no repository may have the user's runs removed. A value of
+    /// another kind is an error naming the file and key.
+    pub fn retention(&self) -> Result<Option<Duration>, SettingsError> {
+        let Some(file) = &self.user else {
+            return Ok(Some(DEFAULT_RETENTION));
+        };
+        let value = file.value.get("subagents").and_then(|s| s.get("retention"));
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return Ok(Some(DEFAULT_RETENTION));
+        };
+        let wrong = || SettingsError::Retention {
+            file: file.path.clone(),
+            value: value.clone(),
+        };
+        match value.as_str().ok_or_else(wrong)?.trim() {
+            "off" | "never" => Ok(None),
+            text => crate::inputs::age::parse_age(text)
+                .ok()
+                .filter(|age| !age.is_zero())
+                .map(Some)
+                .ok_or_else(wrong),
+        }
+    }
+
     /// The managed-worktree settings: where they go (`subagents.worktrees.dir`, an absolute
     /// path or one under `~/`; read from the user's settings only, so that a repository
     /// cannot send checkouts elsewhere) and whether a clean repository is required
@@ -229,6 +257,11 @@ impl Settings {
     }
 }
 
+/// How long ended runs are kept when the user's settings say nothing
+/// ([`Settings::retention`]): long enough to come back to a run after a holiday, short enough
+/// that a few hundred runs a day do not pile up for ever.
+pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
+
 /// A setting of the wrong kind; the message names its file and key.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SettingsError {
@@ -254,6 +287,16 @@ pub enum SettingsError {
     /// `subagents.worktrees.dir` is no absolute directory or one under `~/`.
     #[error("{file}: subagents.worktrees.dir must be an absolute directory or one under ~/, not {value}")]
     WorktreesDir {
+        /// The settings file.
+        file: PathBuf,
+        /// The value found.
+        value: Value,
+    },
+    /// `subagents.retention` is no age above zero and not `"off"`.
+    #[error(
+        "{file}: subagents.retention must be an age such as \"30d\" or \"12h\", or \"off\" to keep every run, not {value}"
+    )]
+    Retention {
         /// The settings file.
         file: PathBuf,
         /// The value found.

@@ -9,6 +9,7 @@ pub mod answer;
 pub mod prune;
 pub mod request;
 pub mod resume;
+pub mod retention;
 pub mod run_ids;
 pub mod start;
 pub mod stop;

@@ -24,6 +24,9 @@ pub struct PruneFilter {
     pub older_than: Option<Duration>,
     /// Only runs in these states (empty: every ended state).
     pub states: Vec<RunState>,
+    /// Keep the runs whose managed worktrees are still recorded (their work may not be
+    /// merged yet): what retention does, where `prune` by hand leaves the choice to the user.
+    pub spare_worktree_runs: bool,
 }
 
 /// One run removed (or, in a dry run, that would be).
@@ -54,12 +57,25 @@ pub struct PruneReport {
 /// `dry_run` only reports them.
 pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool) -> io::Result<PruneReport> {
     let active = store.active_run_ids()?;
+    let with_worktrees: Vec<String> = if filter.spare_worktree_runs {
+        // A record that cannot be read still names its run (`<runId>.json`): that run is
+        // spared too, since what its worktrees hold is unknown.
+        crate::worktrees::record::read_all(store.root().root())?
+            .into_iter()
+            .filter_map(|record| match record {
+                Ok(record) => Some(record.run_id),
+                Err(e) => Some(e.path().file_stem()?.to_string_lossy().into_owned()),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     let cutoff = filter
         .older_than
         .map(|age| now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
     let mut candidates = Vec::new();
     for id in store.run_ids()? {
-        if active.contains(&id) {
+        if active.contains(&id) || with_worktrees.contains(&id) {
             continue;
         }
         let Some(run) = store.run_dir(&id)? else { continue };

@@ -101,6 +101,15 @@ pub enum RecordError {
     },
 }
 
+impl RecordError {
+    /// The record file (named after its run: `<runId>.json`).
+    pub fn path(&self) -> &std::path::Path {
+        match self {
+            Self::Version { path, .. } | Self::NotARecord(path) | Self::Read { path, .. } => path,
+        }
+    }
+}
+
 /// Every record under `<root>/worktrees`, by run id; a record that does not parse is
 /// reported by name, not dropped silently.
 pub fn read_all(root: &Dir) -> io::Result<Vec<Result<WorktreeRecord, RecordError>>> {

@@ -290,6 +290,15 @@ impl Dir {
         self.set_mtime(name, None)
     }
 
+    /// The modification time of `name` in wall ms (`None`: no such entry).
+    pub fn mtime_ms(&self, name: &str) -> io::Result<Option<u64>> {
+        Ok(self.stat(name)?.map(|stat| {
+            #[allow(clippy::useless_conversion)] // the field types differ between platforms
+            let nanos = u64::try_from(stat.st_mtime_nsec).unwrap_or(0);
+            u64::try_from(stat.st_mtime).unwrap_or(0) * 1000 + nanos / 1_000_000
+        }))
+    }
+
     /// [`Dir::touch`], setting the mtime to the handle's wall clock, for a stamp that is later
     /// compared with that clock (a coarse kernel time could be ahead of an injected one).
     pub fn stamp(&self, name: &str) -> io::Result<()> {

@@ -1,0 +1,132 @@
+//! Retention (issue 34): ended runs older than the user's retention period are removed by
+//! themselves — `sublaunch run` starts `prune --retention` in the background once a day — and
+//! never an active run, a recent one, or one whose managed worktrees are still recorded; the
+//! setting is the user's alone, a bad value is named with its file, and `"off"` keeps all.
+
+use serde_json::{Value, json};
+use std::process::Command;
+use std::time::Duration;
+use sublaunch_tests::cli::{ok, text, write};
+use sublaunch_tests::launch_harness::{Scratch, wait_for};
+
+const DAY_MS: u64 = 86_400_000;
+
+fn now_ms() -> u64 {
+    u64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// `run --agent shell --task TASK --wait`: the run id.
+fn run(scratch: &Scratch, task: &str) -> String {
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stderr).lines().next().unwrap().to_owned()
+}
+
+/// Makes run `id` look as if it ended `days` ago (its status's `endedAt`).
+fn age(scratch: &Scratch, id: &str, days: u64) {
+    let path = scratch.run_dir(id).join("status.json");
+    let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    status["endedAt"] = json!(now_ms() - days * DAY_MS);
+    std::fs::write(&path, serde_json::to_vec_pretty(&status).unwrap()).unwrap();
+}
+
+/// Sets the mtime of the root's retention stamp `days` ago (`touch -d`).
+fn stamp_checked(scratch: &Scratch, days: u64) {
+    let stamp = scratch.runs().join(".retention-checked");
+    let when = format!("@{}", (now_ms() - days * DAY_MS) / 1000);
+    let touched = Command::new("touch").args(["-d", &when]).arg(&stamp).status().unwrap();
+    assert!(touched.success());
+}
+
+fn user_settings(scratch: &Scratch, settings: &Value) {
+    write(
+        &scratch.path().join("home/.config/sublaunch/settings.json"),
+        &serde_json::to_string(settings).unwrap(),
+    );
+}
+
+#[test]
+fn runs_past_their_retention_go_by_themselves_and_the_others_stay() {
+    let scratch = Scratch::new("retention");
+    let old = run(&scratch, "echo old");
+    let recent = run(&scratch, "echo recent");
+    let with_worktree = run(&scratch, "echo kept for its worktree");
+    // The first run in a root stamped it: nothing is due for a day, so nothing is removed.
+    assert!(scratch.runs().join(".retention-checked").is_file());
+    for id in [&old, &with_worktree] {
+        age(&scratch, id, 40);
+    }
+    age(&scratch, &recent, 3);
+    // A run whose managed worktrees are still recorded keeps its record until they are pruned.
+    write(
+        &scratch.root().join("worktrees").join(format!("{with_worktree}.json")),
+        &json!({"version": 1, "runId": with_worktree, "createdAt": 1, "worktrees": []}).to_string(),
+    );
+    let quiet = run(&scratch, "echo no check yet");
+    assert!(scratch.run_dir(&old).exists(), "not due within a day of the stamp");
+
+    // A day later the next run starts the pruner in the background.
+    stamp_checked(&scratch, 2);
+    let trigger = run(&scratch, "echo trigger");
+    wait_for("the retention pruner", Duration::from_secs(30), || {
+        (!scratch.run_dir(&old).exists()).then_some(())
+    });
+    assert!(!scratch.results().join(format!("{old}.json")).exists(), "removed whole");
+    for id in [&recent, &with_worktree, &quiet, &trigger] {
+        assert!(scratch.run_dir(id).exists(), "{id} is kept");
+    }
+    // The check was stamped again: the next run starts nothing.
+    let stamped = std::fs::metadata(scratch.runs().join(".retention-checked"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    assert!(stamped.elapsed().unwrap() < Duration::from_secs(3600));
+}
+
+#[test]
+fn the_retention_setting_is_the_users_and_bad_values_are_named() {
+    let scratch = Scratch::new("retention-setting");
+    let id = run(&scratch, "echo one");
+    age(&scratch, &id, 5);
+
+    // The default keeps it (30 days).
+    let dry = ok(&scratch.cli(&["prune", "--retention", "--dry-run"]).output().unwrap());
+    assert!(dry.contains("would remove 0 runs"), "{dry}");
+
+    // A repository cannot shorten it: even a trusted project's settings do not count.
+    write(
+        &scratch.work().join(".sublaunch/settings.json"),
+        &json!({"subagents": {"retention": "1d"}}).to_string(),
+    );
+    scratch.trust_work();
+    let project = ok(&scratch.cli(&["prune", "--retention", "--dry-run"]).output().unwrap());
+    assert!(project.contains("would remove 0 runs"), "{project}");
+
+    user_settings(&scratch, &json!({"subagents": {"retention": "2d"}}));
+    let dry = ok(&scratch.cli(&["prune", "--retention", "--dry-run"]).output().unwrap());
+    assert!(dry.contains(&format!("would remove {id} (complete")), "{dry}");
+
+    user_settings(&scratch, &json!({"subagents": {"retention": "off"}}));
+    let off = ok(&scratch.cli(&["prune", "--retention"]).output().unwrap());
+    assert!(off.contains("retention is off"), "{off}");
+    assert!(scratch.run_dir(&id).exists());
+
+    user_settings(&scratch, &json!({"subagents": {"retention": 30}}));
+    let bad = scratch.cli(&["prune", "--retention"]).output().unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+    let message = text(&bad.stderr);
+    assert!(
+        message.contains("settings.json: subagents.retention must be an age"),
+        "{message}"
+    );
+    assert!(scratch.run_dir(&id).exists());
+}
