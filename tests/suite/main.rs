@@ -37,5 +37,6 @@ mod remote_sshd;
 mod run_planning;
 mod step_io_cli;
 mod trust_cli;
+mod unfinalized_cli;
 mod wait_many_cli;
 mod worktrees_cli;
