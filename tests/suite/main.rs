@@ -38,5 +38,6 @@ mod retention_cli;
 mod run_planning;
 mod step_io_cli;
 mod trust_cli;
+mod unfinalized_cli;
 mod wait_many_cli;
 mod worktrees_cli;

@@ -18,6 +18,7 @@ use sublaunch_protocol::records::capacity::{CapacityQueue, TicketRequest};
 use sublaunch_protocol::records::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::records::status::InitialStatus;
 use sublaunch_protocol::records::status::Status;
+use sublaunch_protocol::records::unfinalized::UnfinalizedRuns;
 
 /// The S2 status of the spawned shim.
 pub(crate) fn initial_status_document(
@@ -71,7 +72,8 @@ pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result
     .map_err(|e| LaunchError::Ticket(Arc::new(e)))
 }
 
-/// H13: writes the initial status (S2), then creates the active-run marker (I2, I3).
+/// H13: writes the initial status (S2), then records the run as unfinalized (I9) and creates
+/// the active-run marker (I2, I3).
 pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), LaunchError> {
     ctx.fault_sleep(HostPoint::StatusInitial).await;
     let fail = |e: std::io::Error| LaunchError::InitialStatus(Arc::new(e));
@@ -105,6 +107,11 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
         if let Some(error) = context.faults.step_error(HostPoint::Index) {
             return Err(error);
         }
+        // I9: from here on the run's proof is pending until someone makes it final; a lister
+        // finds it through this entry after the shim released its marker (S13). Durable with
+        // the launch commit, as the status is.
+        let durable = context.policy.for_kind(DocKind::InitialStatus) == Durability::Durable;
+        UnfinalizedRuns::new(context.root.runs()).record(&context.run_id, durable)?;
         let outcome =
             context
                 .index()?

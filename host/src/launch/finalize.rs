@@ -17,6 +17,7 @@ use sublaunch_protocol::records::hook::FiredBy;
 use sublaunch_protocol::records::lease::SessionLeases;
 use sublaunch_protocol::records::proof::{self, FinalizeContext, Instance, LeaseProbe, ProcessTerminal, UnknownReason};
 use sublaunch_protocol::records::status::{Status, read_status};
+use sublaunch_protocol::records::unfinalized::UnfinalizedRuns;
 
 /// How a run ended, as the host finalized it.
 #[derive(Clone, Debug)]
@@ -102,6 +103,12 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
                 context.policy,
             );
             outcome.warnings.extend(problems);
+        }
+        // I9: the proof is final now (and the status terminal, the hook fired or claimed).
+        if let Err(e) = UnfinalizedRuns::new(context.root.runs()).settle_if_final(&context.run_id, Some(&context.run)) {
+            outcome
+                .warnings
+                .push(format!("Failed to remove the unfinalized-run entry: {e}"));
         }
         Ok((outcome, status))
     })

@@ -20,6 +20,7 @@ use sublaunch_protocol::files::trust::TrustedRoot;
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::faults::HostFaults;
 use sublaunch_protocol::records::config::StepConfig;
+use sublaunch_protocol::records::unfinalized::UnfinalizedRuns;
 
 /// Attempts at a fresh random run id before giving up.
 const RUN_ID_ATTEMPTS: usize = 8;
@@ -151,12 +152,22 @@ impl Setup {
                 })
             };
             let runs = root.runs();
+            // I9: a run is unfinalized from the moment its directory exists, so that a lister
+            // finds it even when this host dies before the launch commit (its `queued` status
+            // is then failed by the reconciler). Best effort here: the launch commit records
+            // it again and fails the launch if it cannot (I3).
+            let unfinalized = |id: &str| {
+                let _ = UnfinalizedRuns::new(runs).record(id, false);
+            };
             if let Some(id) = explicit {
                 if let Some(dir) = run_dir::open_existing(runs, &id)? {
                     return Ok((id, dir, Origin::Existing));
                 }
                 return match run_dir::create(runs, &id, &preliminary(&id), policy) {
-                    Ok(Some(dir)) => Ok((id, dir, Origin::Created)),
+                    Ok(Some(dir)) => {
+                        unfinalized(&id);
+                        Ok((id, dir, Origin::Created))
+                    }
                     Ok(None) => Err(RunDirError::Exists(id)),
                     Err(e) => Err(RunDirError::Create {
                         run_id: id,
@@ -167,7 +178,10 @@ impl Setup {
             for _ in 0..RUN_ID_ATTEMPTS {
                 let id = new_run_id_with(&agent, os.random.as_ref());
                 match run_dir::create(runs, &id, &preliminary(&id), policy) {
-                    Ok(Some(dir)) => return Ok((id, dir, Origin::Created)),
+                    Ok(Some(dir)) => {
+                        unfinalized(&id);
+                        return Ok((id, dir, Origin::Created));
+                    }
                     Ok(None) => {}
                     Err(e) => {
                         return Err(RunDirError::Create {

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use sublaunch_protocol::os::faults::HostPoint;
 use sublaunch_protocol::records::capacity::CapacityQueue;
 use sublaunch_protocol::records::status::{RunState, StartupFailure, StartupFailureOutcome, persist_startup_failure};
+use sublaunch_protocol::records::unfinalized::UnfinalizedRuns;
 
 /// S5 under the status lock. Errors are reported, never returned: they must not replace the
 /// launch error (F10).
@@ -43,7 +44,8 @@ pub(crate) async fn persist(ctx: &Arc<RunContext>, error: &str, keep_terminal_st
 }
 
 /// X12/H5: removes the run's active-run marker (with its terminal entry when the status is
-/// `failed`) and the cfg file the shim may not have read. Best effort.
+/// `failed`), its unfinalized-run entry once the persisted failure made its proof final (I9),
+/// and the cfg file the shim may not have read. Best effort.
 pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
     let context = ctx.clone();
     let result = blocking(move || {
@@ -54,7 +56,8 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
             Some(&context.run),
         );
         let _ = std::fs::remove_file(&context.cfg_path);
-        release.map(|_| ())
+        let settled = UnfinalizedRuns::new(context.root.runs()).settle_if_final(&context.run_id, Some(&context.run));
+        release.map(|_| ()).and(settled.map(|_| ()))
     })
     .await;
     if let Err(e) = result {

@@ -1,9 +1,13 @@
-//! Reconciliation for listers and waiters (S13, I5, A12): runs this process did not spawn are
-//! judged by the pid and start identity in their status (X3). A pending proof whose shim is
-//! dead becomes `unknown/observer-unavailable` (or, with a status still active, the stale-run
-//! repair `failed` + `stale-repair`); a run whose launching host died before a shim was
-//! spawned (status `queued`, no pid) becomes `failed`; phantom markers are released; orphan
+//! Reconciliation for listers and waiters (S13, I5, I9, A12): runs this process did not spawn
+//! are judged by the pid and start identity in their status (X3). A pending proof whose shim
+//! is dead becomes `unknown/observer-unavailable` (or, with a status still active, the
+//! stale-run repair `failed` + `stale-repair`); a run whose launching host died before a shim
+//! was spawned (status `queued`, no pid) becomes `failed`; phantom markers are released; orphan
 //! temp files and staging directories are swept.
+//!
+//! A full pass visits the runs that can still need it — those with an active marker (I5) or
+//! an unfinalized-run entry (I9) — never the ended, finalized ones, so its cost does not grow
+//! with the runs a root keeps.
 
 use crate::launch::completion_hook::{self, HookRunner};
 use crate::launch::run_dir::{self, hidden_dir_pid};
@@ -17,7 +21,7 @@ use std::time::Duration;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
-use sublaunch_protocol::files::layout::{Layout, validate_run_id};
+use sublaunch_protocol::files::layout::{Layout, names, validate_run_id};
 use sublaunch_protocol::files::trust::{RootError, TrustedRoot};
 use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::processes::{Processes, RealProcesses};
@@ -27,7 +31,8 @@ use sublaunch_protocol::records::hook::FiredBy;
 use sublaunch_protocol::records::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::records::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
 use sublaunch_protocol::records::status::{Change, RunState, Status, modify_status, read_status};
-use sublaunch_protocol::sweep::sweep_root_if_due;
+use sublaunch_protocol::records::unfinalized::{self, UnfinalizedRuns};
+use sublaunch_protocol::sweep::{stamp_due, sweep_root_if_due};
 
 /// The runs under one root, seen by a process that did not spawn them.
 pub struct RunStore {
@@ -137,7 +142,18 @@ impl RunStore {
             Err(e) => warnings.push(e.to_string()),
         }
         warnings.extend(self.fire_completion_hook(run));
+        // I9: whoever finds the run settled removes its entry (idempotent).
+        if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str())
+            && let Err(e) = self.unfinalized().settle_if_final(run_id, Some(run))
+        {
+            warnings.push(format!("Failed to remove the unfinalized-run entry of '{run_id}': {e}"));
+        }
         warnings
+    }
+
+    /// The unfinalized-run index of this root (I9).
+    fn unfinalized(&self) -> UnfinalizedRuns<'_> {
+        UnfinalizedRuns::new(self.root.runs())
     }
 
     /// Fires the completion hook of an ended run whose shim died before firing it (see
@@ -221,27 +237,92 @@ impl RunStore {
         }
     }
 
-    /// A full pass: sweep when due (A12), every run (S13), every marker (I5); returns the non-fatal
-    /// problems.
+    /// A full pass: sweep when due (A12), every run that may need S13 (its marker, I5, or its
+    /// unfinalized entry, I9), every marker (I5); returns the non-fatal problems.
     pub fn reconcile_all(&self) -> Vec<String> {
         let mut warnings = sweep_root_if_due(&self.root, self.oracle.as_ref())
             .map(|report| report.errors)
             .unwrap_or_default();
-        self.sweep_hidden_dirs();
-        match self.run_ids() {
-            Ok(ids) => {
-                for id in ids {
-                    if let Ok(Some(run)) = self.root.runs().open_child(&id) {
-                        warnings.extend(self.reconcile_run(&run));
-                    }
-                }
+        if stamp_due(self.root.root(), names::STAGING_SWEEP_STAMP) {
+            if let Err(e) = self.root.root().stamp(names::STAGING_SWEEP_STAMP) {
+                warnings.push(e.to_string());
             }
-            Err(e) => warnings.push(e.to_string()),
+            self.sweep_hidden_dirs();
+        }
+        match self.unfinalized().list() {
+            Ok(Some(entries)) => self.reconcile_indexed(entries, &mut warnings),
+            Ok(None) => self.build_unfinalized(&mut warnings),
+            Err(e) => {
+                // An index that cannot be read is not believed: the walk is the truth (I9).
+                warnings.push(format!("Failed to read the unfinalized-run index: {e}"));
+                self.reconcile_every_run(&mut warnings);
+            }
         }
         if let Err(e) = self.reconcile_markers(&mut warnings) {
             warnings.push(e.to_string());
         }
         warnings
+    }
+
+    /// S13 for the runs with an unfinalized entry or an active marker; an entry whose run
+    /// directory is gone is removed (`reconcile_run` removes those of settled runs).
+    fn reconcile_indexed(&self, mut ids: Vec<String>, warnings: &mut Vec<String>) {
+        match self.index.list() {
+            Ok(markers) => ids.extend(markers.into_iter().flatten().map(|m| m.run_id)),
+            Err(e) => warnings.push(e.to_string()),
+        }
+        ids.sort();
+        ids.dedup();
+        for id in ids {
+            if validate_run_id(&id).is_err() {
+                continue;
+            }
+            match self.root.runs().open_child(&id) {
+                Ok(Some(run)) => warnings.extend(self.reconcile_run(&run)),
+                Ok(None) => {
+                    if let Err(e) = self.unfinalized().settle_if_final(&id, None) {
+                        warnings.push(format!("Failed to remove the unfinalized-run entry of '{id}': {e}"));
+                    }
+                }
+                Err(e) => warnings.push(e.to_string()),
+            }
+        }
+    }
+
+    /// A root without the index (made by an older version, or before any launch): every run
+    /// once, as the index would have led to them, recording those still unfinalized; then
+    /// the index is marked built and later passes read only it (I9).
+    fn build_unfinalized(&self, warnings: &mut Vec<String>) {
+        let complete = self.reconcile_every_run(warnings);
+        if complete && let Err(e) = self.unfinalized().mark_built() {
+            warnings.push(format!("Failed to build the unfinalized-run index: {e}"));
+        }
+    }
+
+    /// S13 for every run directory, recording the runs still unfinalized afterwards; returns
+    /// whether every run was visited and recorded.
+    fn reconcile_every_run(&self, warnings: &mut Vec<String>) -> bool {
+        let ids = match self.run_ids() {
+            Ok(ids) => ids,
+            Err(e) => {
+                warnings.push(e.to_string());
+                return false;
+            }
+        };
+        let mut complete = true;
+        for id in ids {
+            let Ok(Some(run)) = self.root.runs().open_child(&id) else {
+                continue;
+            };
+            warnings.extend(self.reconcile_run(&run));
+            if !unfinalized::settled(&run)
+                && let Err(e) = self.unfinalized().record(&id, false)
+            {
+                warnings.push(format!("Failed to record the unfinalized run '{id}': {e}"));
+                complete = false;
+            }
+        }
+        complete
     }
 
     /// I5 for every marker; the release's warnings go to `warnings`.
@@ -304,6 +385,10 @@ impl RunStore {
     }
 
     /// Removes the staging and removal directories of launch hosts that died (see `run_dir`).
+    /// It reads every name in `<runs>`, so listers run it on the A12 schedule (once per
+    /// [`sublaunch_protocol::sweep::ORPHAN_TEMP_AGE`], by its own stamp) rather than on every
+    /// pass: such a directory is never listed as a run (its name is hidden) and only holds
+    /// disk space until then.
     fn sweep_hidden_dirs(&self) {
         let runs = self.root.runs();
         let Ok(entries) = runs.entries() else { return };

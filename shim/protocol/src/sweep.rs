@@ -102,9 +102,14 @@ pub fn sweep_root_if_due(root: &TrustedRoot, oracle: &dyn Processes) -> Option<S
 
 /// Whether `root` has no [`SWEEP_STAMP`] younger than [`ORPHAN_TEMP_AGE`] (one `stat`).
 pub fn sweep_due(root: &TrustedRoot) -> bool {
-    let dir = root.root();
+    stamp_due(root.root(), SWEEP_STAMP)
+}
+
+/// Whether `dir` has no `stamp` file younger than [`ORPHAN_TEMP_AGE`] (one `stat`): the
+/// schedule of the periodic sweeps of a root.
+pub fn stamp_due(dir: &Dir, stamp: &str) -> bool {
     let now = dir.os().clock.wall_ms();
-    let last = match dir.stat(SWEEP_STAMP) {
+    let last = match dir.stat(stamp) {
         Ok(Some(stat)) => {
             #[allow(clippy::useless_conversion)] // the field types differ between platforms
             let nanos = u64::try_from(stat.st_mtime_nsec).unwrap_or(0);

@@ -75,6 +75,13 @@ pub mod names {
     pub const CAPACITY_LOCK: &str = "lock";
     /// `<runs>/.terminal-runs`.
     pub const TERMINAL_RUNS_DIR: &str = ".terminal-runs";
+    /// `<runs>/.unfinalized`: one empty file per run whose proof is not final yet (I9).
+    pub const UNFINALIZED_DIR: &str = ".unfinalized";
+    /// `<runs>/.unfinalized/.built`: the index holds every unfinalized run of the root (I9).
+    pub const UNFINALIZED_BUILT: &str = ".built";
+    /// `<root>/.staging-sweep`: its mtime says when listers last looked for the staging and
+    /// removal directories of dead launch hosts in `<runs>`.
+    pub const STAGING_SWEEP_STAMP: &str = ".staging-sweep";
     /// `<results>/result-pending`.
     pub const RESULT_PENDING_DIR: &str = "result-pending";
     /// `<results>/result-index`.
