@@ -7,76 +7,11 @@
 //! `cargo bench -p sublaunch-tests --bench mcp`). `SUBLAUNCH_BENCH_ROUNDS` sets the rounds
 //! (default 40); medians are printed as a Markdown table.
 
-use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use serde_json::json;
 use std::time::Instant;
 use sublaunch_tests::bench::{self, median, ms};
 use sublaunch_tests::launch_harness::Scratch;
-
-/// A JSON-RPC session with `sublaunch mcp` (newline-delimited messages).
-struct Session {
-    child: Child,
-    input: ChildStdin,
-    output: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Session {
-    fn start(scratch: &Scratch) -> Session {
-        let mut child = scratch
-            .cli(&["mcp", "--allow-shell"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("sublaunch mcp");
-        let input = child.stdin.take().unwrap();
-        let output = BufReader::new(child.stdout.take().unwrap());
-        let mut session = Session {
-            child,
-            input,
-            output,
-            next_id: 0,
-        };
-        session.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}),
-        );
-        session.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        session
-    }
-
-    fn send(&mut self, message: &Value) {
-        writeln!(self.input, "{message}").unwrap();
-        self.input.flush().unwrap();
-    }
-
-    /// Sends a request and reads until its response.
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        loop {
-            let mut line = String::new();
-            assert!(
-                self.output.read_line(&mut line).unwrap() > 0,
-                "the server closed stdout"
-            );
-            let message: Value = serde_json::from_str(&line).unwrap();
-            if message["id"] == id {
-                return message;
-            }
-        }
-    }
-}
-
-impl Drop for Session {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use sublaunch_tests::mcp_session::Session;
 
 fn main() {
     let Some(rounds) = bench::rounds(40) else {

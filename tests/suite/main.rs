@@ -12,6 +12,7 @@ mod chaos;
 mod crash_truth;
 mod docs;
 mod embedders;
+mod ended_runs_cli;
 mod faults_host_bookkeeping;
 mod faults_host_finalize;
 mod faults_host_os;

@@ -5,6 +5,7 @@ pub mod bench;
 pub mod chaos;
 pub mod cli;
 pub mod launch_harness;
+pub mod mcp_session;
 pub mod model_server;
 pub mod real_agents;
 pub mod sshd;

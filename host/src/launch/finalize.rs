@@ -104,6 +104,11 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
             );
             outcome.warnings.extend(problems);
         }
+        // The end is final: the run sheds its empty and scratch files (after the hook, whose
+        // helper may write beside it).
+        if outcome.proof.state.is_final() && status.as_ref().is_some_and(Status::is_terminal) {
+            proof::shed_after_end(&context.run, &mut outcome.warnings);
+        }
         // I9: the proof is final now (and the status terminal, the hook fired or claimed).
         if let Err(e) = UnfinalizedRuns::new(context.root.runs()).settle_if_final(&context.run_id, Some(&context.run)) {
             outcome

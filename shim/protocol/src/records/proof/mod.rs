@@ -1,11 +1,12 @@
 //! The process-terminal proof (S6), the candidate (S8), finalization (S7), the overlay into
-//! `status.json` (S9) and orphaned proofs (S13).
+//! `status.json` (S9), orphaned proofs (S13), and what an ended run sheds once its proof is final.
 //!
 //! Types preserve unknown fields (`extra`), so a rewrite never drops another writer's fields.
 
 mod finalize;
 mod orphan;
 mod overlay;
+mod shed;
 mod validate;
 
 pub use finalize::{ExistingProof, FinalizeContext, FinalizeOutcome, LeaseProbe, decide, finalize, judge_existing};
@@ -14,6 +15,7 @@ pub use orphan::{
     leftover_agents, repair_orphan, runner_death_message, stale_repair_message, stderr_tail,
 };
 pub use overlay::{overlay, step_proof};
+pub use shed::{shed_after_end, shed_scratch};
 pub use validate::validate_stored_proof;
 
 use serde::{Deserialize, Serialize};

@@ -308,6 +308,10 @@ pub fn repair_orphan(
     if proof_written {
         append_event(run, run.os().clock.wall_ms(), &proof, &mut warnings);
     }
+    // Nobody observed this run's end: its proof is final only now.
+    if proof.state.is_final() && status.is_terminal() {
+        super::shed_after_end(run, &mut warnings);
+    }
     Ok(Some(OrphanOutcome {
         proof,
         proof_written,
