@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::path::Path;
 use std::time::Duration;
 use sublaunch_tests::cli::{ok, text, waited_run_id};
-use sublaunch_tests::launch_harness::{Scratch, wait_terminal};
+use sublaunch_tests::launch_harness::{Scratch, wait_for, wait_terminal};
 
 /// What a trivial run no longer keeps once it ended.
 const SHED: [&str; 3] = ["control", "runner.stdout.log", "runner.stderr.log"];
@@ -83,7 +83,10 @@ fn a_run_whose_end_nobody_saw_sheds_its_inbox_once_reconciled() {
     .trim()
     .to_owned();
     let run = scratch.run_dir(&id);
-    assert!(run.join("control").is_dir(), "an active run has its inbox");
+    // The runner makes its inbox after the commit `run` returns at.
+    wait_for("the active run's inbox", Duration::from_secs(10), || {
+        run.join("control").is_dir().then_some(())
+    });
     // The CLI that launched it is gone: the stop request reaches the shim through the inbox,
     // and the proof is written by the reconciliation of a later command.
     let stopped = scratch.cli(&["stop", &id]).output().unwrap();
