@@ -83,8 +83,7 @@ fn a_run_whose_end_nobody_saw_sheds_its_inbox_once_reconciled() {
     .trim()
     .to_owned();
     let run = scratch.run_dir(&id);
-    // The runner makes its inbox after the commit `run` returns at.
-    wait_for("the active run's inbox", Duration::from_secs(10), || {
+    wait_for("the shim's inbox", Duration::from_secs(30), || {
         run.join("control").is_dir().then_some(())
     });
     // The CLI that launched it is gone: the stop request reaches the shim through the inbox,
