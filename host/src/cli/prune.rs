@@ -95,7 +95,9 @@ fn size(bytes: u64) -> String {
     }
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// A duration as `--older-than` and `list --since` take it: `90s`, `30m`, `12h`, `7d`, `2w`
+/// (a bare number is seconds).
+pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
     let (number, unit) = text
         .find(|c: char| !c.is_ascii_digit() && c != '.')
