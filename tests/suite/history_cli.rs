@@ -229,5 +229,8 @@ fn i13_runs_enter_the_history_as_they_end_and_a_lost_entry_is_listed_from_the_ma
 
     let pruned = ok(&scratch.cli(&["prune", "--state", "failed"]).output().unwrap());
     assert!(pruned.contains(&second), "{pruned}");
+    let tombstone = std::fs::read_to_string(segments(&scratch).pop().unwrap()).unwrap();
+    let last = tombstone.lines().last().unwrap();
+    assert!(last.contains(&second) && last.contains("\"pruned\":true"), "{last}");
     assert_eq!(list(&scratch, &[]).0, [first], "a pruned run is gone from the history");
 }

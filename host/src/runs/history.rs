@@ -3,7 +3,8 @@
 //! from the history index ([`History`]), streamed segment by segment until the limit.
 //!
 //! The index is believed only to find candidates: each run shown is read from its directory
-//! (an entry whose directory is gone — a pruned run — is dropped; its status decides what is
+//! (a pruned run's tombstone voids its entries, and an entry whose directory is gone anyway is
+//! dropped; its status decides what is
 //! shown and whether the filter holds). A missing, unreadable or other-version index is rebuilt
 //! from the run directories first ([`rebuild`]). A run is never in neither index: the entry is
 //! written before the marker is removed (I13), so an ended run without an entry still has its
@@ -123,8 +124,9 @@ pub fn list_all(
     }
     let mut seen = HashSet::new();
     for (entry, cursor) in entries.by_ref() {
-        // A marked run was listed from its status; a run ended twice, from its newest entry.
-        if marked.contains(&entry.run_id) || !seen.insert(entry.run_id.clone()) {
+        // A marked run was listed from its status; a run ended twice, from its newest entry; a
+        // pruned run's tombstone voids its older entries.
+        if marked.contains(&entry.run_id) || !seen.insert(entry.run_id.clone()) || entry.pruned {
             continue;
         }
         // A terminal entry's fields are final; any other is checked against the status only.

@@ -20,7 +20,8 @@
 //!   when it is missing, its manifest cannot be read, or it is of another version
 //!   ([`History::rebuild`]: the base segments written atomically, then the manifest, so a
 //!   crash mid-rebuild leaves the old index or none). Readers show what the run directory says
-//!   and drop entries whose run directory is gone (a pruned run).
+//!   and drop entries whose run directory is gone; `prune` appends a tombstone for each run it
+//!   removes ([`History::record_pruned`]), so readers skip it without looking.
 //!
 //! The entry is written by [`crate::records::index::ActiveRunIndex::release`] before it
 //! removes the run's active marker (I13), whoever releases it (the shim at its end, the host's
@@ -85,6 +86,9 @@ pub struct HistoryEntry {
     /// The start of the failure text, for `--text`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// A tombstone: the run was pruned, its older lines are void (I12).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pruned: bool,
 }
 
 impl HistoryEntry {
@@ -109,6 +113,7 @@ impl HistoryEntry {
             session_id: status.session_id.clone(),
             cwd: status.cwd.clone(),
             error: status.error.as_ref().map(|e| e.chars().take(TEXT_CHARS).collect()),
+            pruned: false,
         }
     }
 
@@ -375,6 +380,17 @@ impl History {
         let read = file.read_at(&mut tail, start)?;
         tail.truncate(read);
         Ok(tail)
+    }
+
+    /// Records that run `run_id` was pruned: a tombstone line, newer than its entries, so
+    /// readers skip the run without looking for its directory (see [`Self::append`]).
+    pub fn record_pruned(runs: &Dir, run_id: &str, policy: DurabilityPolicy) -> io::Result<()> {
+        let tombstone = HistoryEntry {
+            run_id: run_id.to_owned(),
+            pruned: true,
+            ..HistoryEntry::default()
+        };
+        Self::append(runs, &tombstone, policy)
     }
 
     /// The index's generation (cursors of another one are refused).

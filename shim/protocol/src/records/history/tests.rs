@@ -183,3 +183,19 @@ fn i11_the_same_entry_appended_again_is_one_line_and_a_new_state_is_another() {
     let newest = history.newest_first(None).unwrap().next().unwrap().0;
     assert_eq!(newest, again, "a run that ended again: the newest line");
 }
+
+#[test]
+fn i12_a_pruned_run_gets_a_tombstone_newer_than_its_entry() {
+    let (_tmp, runs) = setup();
+    History::rebuild(&runs, vec![entry("a", 1)], policy()).unwrap();
+    History::record_pruned(&runs, "a", policy()).unwrap();
+    let newest = History::open(&runs)
+        .unwrap()
+        .newest_first(None)
+        .unwrap()
+        .next()
+        .unwrap()
+        .0;
+    assert!(newest.pruned && newest.run_id == "a", "{newest:?}");
+    assert!(!entry("a", 1).pruned, "an entry is no tombstone");
+}
