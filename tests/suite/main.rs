@@ -18,6 +18,7 @@ mod faults_host_finalize;
 mod faults_host_os;
 mod faults_host_preflight;
 mod faults_host_revival;
+mod history_cli;
 mod hooks_cli;
 mod launch_cli;
 mod launch_library;

@@ -3,23 +3,71 @@
 //! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5),
 //! the capacity queue is settled. A run waiting for capacity shows its place: `queued (2nd)`,
 //! `queuePosition` in `--json`.
+//!
+//! `--all` lists newest first from the history index (I10–I13, [`sublaunch::runs::history`]),
+//! filtered by `--state`, `--agent`, `--since`, `--text`, a page at a time with `--limit` and
+//! `--cursor` (the next page's cursor goes to stderr, so stdout keeps its shape). The runs
+//! are streamed: `--json` prints each run as it is read.
 
 use super::runs::say;
 use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, status_of};
+use std::collections::HashMap;
 use std::process::ExitCode;
-use sublaunch::runs::RunView;
+use std::time::Duration;
+use sublaunch::runs::history::{HistoryError, list_all};
+use sublaunch::runs::{HistoryFilter, Page, RunView};
 use sublaunch_protocol::os::clock::iso8601_utc;
+use sublaunch_protocol::records::history::Cursor;
 use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Arguments of `sublaunch list`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// List every run, not only the active ones.
+    /// List every run, not only the active ones (newest first).
     #[arg(long)]
     all: bool,
     /// Print a JSON array.
     #[arg(long)]
     json: bool,
+    /// With --all: only runs in this state (complete, failed, stopped, running …).
+    #[arg(long, value_name = "STATE", requires = "all")]
+    state: Option<String>,
+    /// With --all: only runs with a step of this agent.
+    #[arg(long, value_name = "AGENT", requires = "all")]
+    agent: Option<String>,
+    /// With --all: only runs started since then: an age (`30m`, `12h`, `7d`) or an RFC 3339
+    /// time (`2026-12-01T09:00:00Z`).
+    #[arg(long, value_name = "WHEN", requires = "all", value_parser = parse_since)]
+    since: Option<Since>,
+    /// With --all: only runs whose id, agents, cwd, session or error contain this text (any case).
+    #[arg(long, value_name = "TEXT", requires = "all")]
+    text: Option<String>,
+    /// With --all: at most this many runs; when there are more, the cursor of the next page is
+    /// printed on stderr.
+    #[arg(long, value_name = "N", requires = "all")]
+    limit: Option<usize>,
+    /// With --all: the page after the one that printed this cursor.
+    #[arg(long, value_name = "CURSOR", requires = "all")]
+    cursor: Option<Cursor>,
+}
+
+/// When `--since` begins.
+#[derive(Clone, Copy, Debug)]
+enum Since {
+    /// This long before now.
+    Age(Duration),
+    /// This wall time (ms).
+    At(u64),
+}
+
+/// `30m` (an age) or `2026-12-01T09:00:00Z` (a time).
+fn parse_since(text: &str) -> Result<Since, String> {
+    if text.contains(['T', 't', ' ']) {
+        return sublaunch::inputs::deadline::parse_deadline(text)
+            .map(Since::At)
+            .map_err(|e| e.to_string());
+    }
+    super::prune::parse_duration(text).map(Since::Age)
 }
 
 /// Runs `sublaunch list`.
@@ -31,15 +79,43 @@ pub fn run(args: Args) -> ExitCode {
     for warning in store.reconcile_all() {
         eprintln!("sublaunch list: warning: {warning}");
     }
-    let ids = if args.all {
-        store.run_ids()
-    } else {
-        store.active_run_ids()
-    };
-    let ids = match ids {
+    if args.all {
+        let mut out = Output::new(args.json, queue_places(&store));
+        let now = now_ms();
+        let filter = HistoryFilter {
+            state: args.state,
+            agent: args.agent,
+            since_ms: args.since.map(|since| match since {
+                Since::Age(age) => now.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)),
+                Since::At(at) => at,
+            }),
+            text: args.text,
+        };
+        let page = Page {
+            limit: args.limit,
+            cursor: args.cursor,
+        };
+        let next = match list_all(&store, &filter, &page, |listed| {
+            out.row(&listed.run_id, &listed.run, listed.status.as_ref());
+        }) {
+            Ok(next) => next,
+            Err(e @ HistoryError::Cursor(_)) => {
+                eprintln!("sublaunch list: {e}");
+                return ExitCode::from(super::EXIT_USAGE);
+            }
+            Err(e) => return fail("list", e),
+        };
+        out.finish("No runs.");
+        if let Some(next) = next {
+            eprintln!("sublaunch list: more runs: --cursor {next}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let ids = match store.active_run_ids() {
         Ok(ids) => ids,
         Err(e) => return fail("list", e),
     };
+    let mut out = Output::new(args.json, queue_places(&store));
     let mut rows = Vec::new();
     for id in ids {
         if let Ok(Some(run)) = store.run_dir(&id) {
@@ -47,53 +123,104 @@ pub fn run(args: Args) -> ExitCode {
             rows.push((id, run, status));
         }
     }
-    let places = store.queue_positions().unwrap_or_else(|e| {
+    rows.sort_by_key(|(id, _, status)| (status.as_ref().and_then(|s| s.started_at).unwrap_or(0), id.clone()));
+    for (id, run, status) in &rows {
+        out.row(id, run, status.as_ref());
+    }
+    out.finish("No active runs.");
+    ExitCode::SUCCESS
+}
+
+/// The place of each run waiting for capacity (the queue settled first).
+fn queue_places(store: &sublaunch::runs::RunStore) -> HashMap<String, usize> {
+    store.queue_positions().unwrap_or_else(|e| {
         eprintln!("sublaunch list: warning: cannot read the capacity queue: {e}");
         Default::default()
-    });
-    let place = |id: &String, status: &Option<Status>| {
-        places
+    })
+}
+
+/// What `list` prints, row by row: a JSON array streamed one run at a time (byte for byte
+/// what `serde_json::to_string_pretty` prints of the whole array), or a table (held until the
+/// end, as its columns are as wide as their widest cell).
+struct Output {
+    json: bool,
+    places: HashMap<String, usize>,
+    /// JSON runs printed so far.
+    printed: usize,
+    table: Vec<[String; 5]>,
+    now: u64,
+}
+
+impl Output {
+    fn new(json: bool, places: HashMap<String, usize>) -> Self {
+        Self {
+            json,
+            places,
+            printed: 0,
+            table: Vec::new(),
+            now: now_ms(),
+        }
+    }
+
+    /// The place of a queued run in the capacity queue.
+    fn place(&self, id: &str, status: Option<&Status>) -> Option<usize> {
+        self.places
             .get(id)
             .copied()
-            .filter(|_| status.as_ref().is_some_and(|s| s.state == Some(RunState::Queued)))
-    };
-    rows.sort_by_key(|(id, _, status)| (status.as_ref().and_then(|s| s.started_at).unwrap_or(0), id.clone()));
-    if args.json {
-        let list: Vec<_> = rows
-            .iter()
-            .map(|(id, run, status)| {
-                let mut view = RunView::new(id, run, status.as_ref());
-                view.queue_position = place(id, status);
-                view.to_json()
-            })
-            .collect();
-        say!("{}", serde_json::to_string_pretty(&list).unwrap_or_default());
-        return ExitCode::SUCCESS;
+            .filter(|_| status.is_some_and(|s| s.state == Some(RunState::Queued)))
     }
-    if rows.is_empty() {
-        say!("{}", if args.all { "No runs." } else { "No active runs." });
-        return ExitCode::SUCCESS;
-    }
-    let now = now_ms();
-    let table: Vec<[String; 5]> = rows
-        .iter()
-        .map(|(id, _, status)| match status {
+
+    fn row(&mut self, id: &str, run: &sublaunch_protocol::files::dir::Dir, status: Option<&Status>) {
+        let place = self.place(id, status);
+        if self.json {
+            let mut view = RunView::new(id, run, status);
+            view.queue_position = place;
+            let pretty = serde_json::to_string_pretty(&view.to_json()).unwrap_or_default();
+            // An element of a pretty array: after `[` or `,`, on its own lines, indented by two.
+            let indented: Vec<String> = pretty.lines().map(|line| format!("  {line}")).collect();
+            say!("{}", if self.printed == 0 { "[" } else { "," });
+            print_raw(&indented.join("\n"));
+            self.printed += 1;
+            return;
+        }
+        self.table.push(match status {
             Some(s) => [
-                id.clone(),
-                state_with_place(s, place(id, status)),
+                id.to_owned(),
+                state_with_place(s, place),
                 agents(s),
                 s.started_at.map(iso8601_utc).unwrap_or_default(),
-                elapsed(s, now).map(duration).unwrap_or_default(),
+                elapsed(s, self.now).map(duration).unwrap_or_default(),
             ],
             None => [
-                id.clone(),
+                id.to_owned(),
                 "unknown".into(),
                 String::new(),
                 String::new(),
                 String::new(),
             ],
-        })
-        .collect();
-    super::print_table(["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"], &table);
-    ExitCode::SUCCESS
+        });
+    }
+
+    /// Ends the array, or prints the table (`empty` when there is no row).
+    fn finish(self, empty: &str) {
+        if self.json {
+            if self.printed == 0 {
+                say!("[]");
+            } else {
+                say!("\n]");
+            }
+            return;
+        }
+        if self.table.is_empty() {
+            say!("{empty}");
+            return;
+        }
+        super::print_table(["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"], &self.table);
+    }
+}
+
+/// Prints `text` on stdout without a newline (a closed stdout is not an error worth a panic).
+fn print_raw(text: &str) {
+    use std::io::Write as _;
+    let _ = write!(std::io::stdout(), "{text}");
 }

@@ -125,7 +125,9 @@ fn size(bytes: u64) -> String {
     }
 }
 
-fn parse_duration(text: &str) -> Result<Duration, String> {
+/// A duration as `--older-than` and `list --since` take it: `90s`, `30m`, `12h`, `7d`, `2w`
+/// (a bare number is seconds).
+pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
     sublaunch::inputs::age::parse_age(text).map_err(|e| e.to_string())
 }
 

@@ -1,11 +1,12 @@
 //! Runs from any process: the run store of a state root ([`RunStore`], which reconciles runs
 //! no live host observes), reading a run's status, waiting until it is terminal, following its
 //! directory for changes, showing it ([`RunView`], what `list --json` and the MCP server
-//! print), and pruning ended runs ([`prune`]) and their worktrees ([`worktrees`]). The CLI's
-//! `list`, `status`, `wait`, `stop`, `logs --follow`, `prune`, `worktrees` and `run --wait`
-//! use these, and so can an embedder that launched a run with [`crate::launch::launch`].
+//! print), listing every run newest first from the history index ([`history`]), and pruning
+//! ended runs ([`prune`]) and their worktrees ([`worktrees`]). The CLI's `list`, `status`,
+//! `wait`, `stop`, `logs --follow`, `prune`, `worktrees` and `run --wait` use these, and so can an embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
+pub mod history;
 pub mod prune;
 pub mod request;
 pub mod resume;
@@ -21,6 +22,7 @@ pub mod watch;
 pub mod worktrees;
 
 pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result, worktree_summaries};
+pub use history::{HistoryFilter, Listed, Page};
 pub use request::{RunRequest, Work};
 pub use resume::{ResumeError, ResumeRequest, Resumed, resume};
 pub use run_ids::{RunIdError, resolve_run_id};

@@ -15,6 +15,7 @@ use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::layout::{enc, names};
 use sublaunch_protocol::os::processes::{Processes, RealProcesses};
 use sublaunch_protocol::procinfo::Liveness;
+use sublaunch_protocol::records::history::History;
 use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Which ended runs to remove.
@@ -150,6 +151,10 @@ fn remove_run(store: &RunStore, run_id: &str) -> io::Result<()> {
         remove_missing_ok(&index, &format!("{}.json", enc(run_id)))?;
     }
     run_dir::remove_hidden(runs, &aside);
+    // I12: best effort, a listing drops an entry whose directory is gone anyway.
+    if let Err(e) = History::record_pruned(runs, run_id, store.policy()) {
+        log::warn!("could not record pruned run '{run_id}' in the history: {e}");
+    }
     Ok(())
 }
 

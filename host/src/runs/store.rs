@@ -85,6 +85,16 @@ impl RunStore {
         &self.root
     }
 
+    /// The active-run index of the root.
+    pub(crate) fn index(&self) -> &ActiveRunIndex {
+        &self.index
+    }
+
+    /// The durability settings writers of this root use.
+    pub(crate) fn policy(&self) -> DurabilityPolicy {
+        self.policy
+    }
+
     /// Opens `<runs>/<runId>`; `Ok(None)` when there is no such run. An invalid id is an error.
     pub fn run_dir(&self, run_id: &str) -> io::Result<Option<Dir>> {
         validate_run_id(run_id).map_err(|e| io::Error::new(io::ErrorKind::InvalidInput, e.to_string()))?;

@@ -1,13 +1,14 @@
 //! What a run is recorded as: one typed record per document of the run directory and the
 //! state root (the runner configuration, the handshake, the status, the proofs, the events,
-//! the result and its indexes, the lease, the completion hook, the capacity queue, the
-//! active-run and unfinalized-run indexes). Writers and readers use these fields; unknown
-//! fields of other writers are kept beside them (W9).
+//! the result and its indexes, the history of ended runs, the lease, the completion hook, the
+//! capacity queue, the active-run and unfinalized-run indexes). Writers and readers use these
+//! fields; unknown fields of other writers are kept beside them (W9).
 
 pub mod capacity;
 pub mod config;
 pub mod events;
 pub mod handshake;
+pub mod history;
 pub mod hook;
 pub mod index;
 pub mod lease;

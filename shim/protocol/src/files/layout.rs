@@ -73,6 +73,8 @@ pub mod names {
     pub const CAPACITY_DIR: &str = ".capacity";
     /// `<runs>/.capacity/lock`: the queue's flock, holding the next arrival number.
     pub const CAPACITY_LOCK: &str = "lock";
+    /// `<runs>/.history`: the index of ended runs (I10).
+    pub const HISTORY_DIR: &str = ".history";
     /// `<runs>/.terminal-runs`.
     pub const TERMINAL_RUNS_DIR: &str = ".terminal-runs";
     /// `<runs>/.unfinalized`: one empty file per run whose proof is not final yet (I9).

@@ -11,6 +11,7 @@ use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
 use crate::files::durability::{DocKind, DurabilityPolicy};
 use crate::files::layout::{enc, enc_candidates, names};
+use crate::records::history::History;
 use crate::records::status::{RunState, Status, read_status};
 use rustix::fs::FileType;
 use rustix::io::Errno;
@@ -119,8 +120,19 @@ impl ActiveRunIndex {
         run: Option<&Dir>,
     ) -> io::Result<ReleaseOutcome> {
         let status = run.and_then(|r| read_status(r).ok()).and_then(ReadDoc::present);
+        // I13: the history entry before the marker goes, so an ended run is always in one
+        // of the two indexes; a capacity error keeps the marker for a later release.
+        let history_warning = match status.as_ref().filter(|s| s.is_terminal()) {
+            Some(status) => match History::record_end(&self.runs, run_id, status, self.policy) {
+                Err(e) if is_capacity_error(&e) => return Err(e),
+                Err(e) => Some(format!("Failed to record run '{run_id}' in the history: {e}")),
+                Ok(()) => None,
+            },
+            None => None,
+        };
         let mut outcome = ReleaseOutcome {
             marker_removed: self.unlink_marker(run_id)?,
+            warnings: history_warning.into_iter().collect(),
             ..ReleaseOutcome::default()
         };
         let tool_call = tool_call_id
