@@ -237,6 +237,9 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch run: note: {}", super::terminal_text::for_terminal(note));
     }
     let code = launch_and_report(prepared.launch, prepared.options, Presentation { json, wait });
-    super::retention::start_if_due();
+    // Only after a run was made: a refused launch leaves the state root as it found it.
+    if code == ExitCode::SUCCESS {
+        super::retention::start_if_due();
+    }
     code
 }
