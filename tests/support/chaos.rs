@@ -240,7 +240,8 @@ fn observer(shared: &Shared, mut rng: Rng) {
         let id = ids.get(rng.below(ids.len() as u64) as usize).cloned();
         let args: Vec<String> = match (rng.below(12), id) {
             (0..=3, _) | (_, None) => vec!["list".into()],
-            (4 | 5, _) => vec!["list".into(), "--all".into()],
+            (4, _) => vec!["list".into(), "--all".into()],
+            (5, _) => vec!["list".into(), "--all".into(), "--limit".into(), "5".into()],
             (6..=8, Some(id)) => vec!["status".into(), id],
             (9 | 10, Some(id)) => vec!["wait".into(), id, "--timeout".into(), "1".into()],
             (_, Some(id)) => {
@@ -418,6 +419,61 @@ fn check(shared: &Shared) -> TortureReport {
     let scratch = &shared.scratch;
     let ids = shared.run_ids();
     report.add("runs", ids.len());
+    // I12/I13: the history answers with exactly the runs on disk, whatever the kills did to
+    // it (a torn line, a release cut short), and paging by cursor walks the same set.
+    let listed = |args: &[&str]| -> Option<(Vec<String>, Option<String>)> {
+        let output = shared.cli(args).output().ok()?;
+        let rows: Vec<serde_json::Value> = serde_json::from_slice(&output.stdout).ok()?;
+        let ids = rows
+            .iter()
+            .filter_map(|r| r["runId"].as_str().map(str::to_owned))
+            .collect();
+        let cursor = String::from_utf8_lossy(&output.stderr)
+            .lines()
+            .find_map(|line| line.split("--cursor ").nth(1).map(|c| c.trim().to_owned()));
+        Some((ids, cursor))
+    };
+    let mut on_disk = ids.clone();
+    on_disk.sort();
+    match listed(&["list", "--all", "--json"]) {
+        Some((mut all, _)) => {
+            all.sort();
+            if all != on_disk {
+                report.violations.push(format!(
+                    "list --all shows {} runs, the root holds {}",
+                    all.len(),
+                    on_disk.len()
+                ));
+            }
+        }
+        None => report.violations.push("list --all --json gave no JSON array".into()),
+    }
+    let mut paged = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _ in 0..=on_disk.len() {
+        let mut args = vec!["list", "--all", "--json", "--limit", "7"];
+        if let Some(at) = cursor.as_deref() {
+            args.extend(["--cursor", at]);
+        }
+        let Some((page, next)) = listed(&args) else {
+            report.violations.push("a page of list --all gave no JSON array".into());
+            break;
+        };
+        paged.extend(page);
+        cursor = next;
+        if cursor.is_none() {
+            break;
+        }
+    }
+    paged.sort();
+    paged.dedup();
+    if paged != on_disk {
+        report.violations.push(format!(
+            "list --all paged by 7 shows {} runs, the root holds {}",
+            paged.len(),
+            on_disk.len()
+        ));
+    }
     for id in &ids {
         let run = scratch.run_dir(id);
         let Some(status) = read_json(&run.join("status.json")) else {
@@ -457,6 +513,13 @@ fn check(shared: &Shared) -> TortureReport {
             report.violations.push(format!(
                 "{id}: its host saw it end, yet the proof is {proof_state} ({reason})"
             ));
+        }
+        // I9: once a run's proof is final, its unfinalized-run entry is gone (the settle's
+        // `list` removed it, or whoever finalized the run did).
+        if scratch.runs().join(".unfinalized").join(id).exists() && proof_state != "pending" {
+            report
+                .violations
+                .push(format!("{id}: unfinalized-run entry left for a {proof_state} proof"));
         }
         if scratch.runs().join(".active-runs").join(id).exists() && state != "queued" && state != "running" {
             report
