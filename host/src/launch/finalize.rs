@@ -110,7 +110,11 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
             proof::shed_after_end(&context.run, &mut outcome.warnings);
         }
         // I9: the proof is final now (and the status terminal, the hook fired or claimed).
-        if let Err(e) = UnfinalizedRuns::new(context.root.runs()).settle_if_final(&context.run_id, Some(&context.run)) {
+        if let Err(e) = UnfinalizedRuns::new(context.root.runs()).settle_if_final(
+            &context.run_id,
+            Some(&context.run),
+            context.policy,
+        ) {
             outcome
                 .warnings
                 .push(format!("Failed to remove the unfinalized-run entry: {e}"));

@@ -56,7 +56,11 @@ pub(crate) async fn withdraw(ctx: &Arc<RunContext>) {
             Some(&context.run),
         );
         let _ = std::fs::remove_file(&context.cfg_path);
-        let settled = UnfinalizedRuns::new(context.root.runs()).settle_if_final(&context.run_id, Some(&context.run));
+        let settled = UnfinalizedRuns::new(context.root.runs()).settle_if_final(
+            &context.run_id,
+            Some(&context.run),
+            context.policy,
+        );
         release.map(|_| ()).and(settled.map(|_| ()))
     })
     .await;

@@ -154,7 +154,7 @@ impl RunStore {
         warnings.extend(self.fire_completion_hook(run));
         // I9: whoever finds the run settled removes its entry (idempotent).
         if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str())
-            && let Err(e) = self.unfinalized().settle_if_final(run_id, Some(run))
+            && let Err(e) = self.unfinalized().settle_if_final(run_id, Some(run), self.policy)
         {
             warnings.push(format!("Failed to remove the unfinalized-run entry of '{run_id}': {e}"));
         }
@@ -290,7 +290,7 @@ impl RunStore {
             match self.root.runs().open_child(&id) {
                 Ok(Some(run)) => warnings.extend(self.reconcile_run(&run)),
                 Ok(None) => {
-                    if let Err(e) = self.unfinalized().settle_if_final(&id, None) {
+                    if let Err(e) = self.unfinalized().settle_if_final(&id, None, self.policy) {
                         warnings.push(format!("Failed to remove the unfinalized-run entry of '{id}': {e}"));
                     }
                 }

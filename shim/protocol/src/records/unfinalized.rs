@@ -14,8 +14,10 @@
 use crate::errors::has_errno;
 use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
+use crate::files::durability::DurabilityPolicy;
 use crate::files::layout::{names, validate_run_id};
 use crate::records::events::has_run_started;
+use crate::records::history::History;
 use crate::records::hook;
 use crate::records::index::retry_enoent;
 use crate::records::proof::{ProcessTerminal, ProofState};
@@ -49,11 +51,21 @@ impl<'a> UnfinalizedRuns<'a> {
 
     /// Removes the entry of `run_id` when the run is [`settled`] (or its directory is gone);
     /// returns whether the run no longer needs one. A missing entry is fine (idempotent).
-    pub fn settle_if_final(&self, run_id: &str, run: Option<&Dir>) -> io::Result<bool> {
-        if let Some(run) = run
-            && !settled(run)
-        {
-            return Ok(false);
+    ///
+    /// The run's history entry is written first (I13): an ended run leaves this index only
+    /// for the history, even one that never had an active marker to release (a launch whose
+    /// host died before the commit, failed by a lister). An identical entry just written by
+    /// the marker's release is not written twice.
+    pub fn settle_if_final(&self, run_id: &str, run: Option<&Dir>, policy: DurabilityPolicy) -> io::Result<bool> {
+        if let Some(run) = run {
+            if !settled(run) {
+                return Ok(false);
+            }
+            if let Ok(ReadDoc::Present(status)) = read_status(run)
+                && status.is_terminal()
+            {
+                History::record_end(self.runs, run_id, &status, policy)?;
+            }
         }
         self.remove(run_id)?;
         Ok(true)

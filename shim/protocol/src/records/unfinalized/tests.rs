@@ -56,7 +56,11 @@ fn i9_an_index_that_is_not_a_directory_is_not_built() {
     std::fs::write(runs.join(names::UNFINALIZED_DIR), b"").unwrap();
     let index = UnfinalizedRuns::new(&runs);
     assert_eq!(index.list().unwrap(), None);
-    assert!(index.settle_if_final("shell-1", None).unwrap());
+    assert!(
+        index
+            .settle_if_final("shell-1", None, DurabilityPolicy::standard())
+            .unwrap()
+    );
 }
 
 #[test]
@@ -68,20 +72,36 @@ fn i9_an_entry_stays_until_the_status_is_terminal_and_the_proof_final() {
     let dir = run(&runs, "shell-1", "running", &pending);
     index.record("shell-1", false).unwrap();
     assert!(!settled(&dir));
-    assert!(!index.settle_if_final("shell-1", Some(&dir)).unwrap());
+    assert!(
+        !index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
 
     // Ended, but the proof still waits for its observer (a detached run, S13).
     let dir = run(&runs, "shell-1", "complete", &pending);
-    assert!(!index.settle_if_final("shell-1", Some(&dir)).unwrap());
+    assert!(
+        !index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
     assert_eq!(index.list().unwrap(), Some(vec!["shell-1".to_owned()]));
 
     let unknown = ProcessTerminal::unknown("shell-1", "uuid-1", UnknownReason::ObserverUnavailable, None);
     let dir = run(&runs, "shell-1", "complete", &unknown);
     assert!(settled(&dir));
-    assert!(index.settle_if_final("shell-1", Some(&dir)).unwrap());
+    assert!(
+        index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
     assert_eq!(index.list().unwrap(), Some(vec![]));
     // Idempotent (I6): a second settler finds nothing to do.
-    assert!(index.settle_if_final("shell-1", Some(&dir)).unwrap());
+    assert!(
+        index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
 }
 
 #[test]
@@ -111,4 +131,34 @@ fn i9_a_hook_that_is_still_due_keeps_the_entry() {
     assert!(!settled(&dir), "the reconciler still has a hook to fire");
     dir.touch(hook::FIRED_MARKER).unwrap();
     assert!(settled(&dir), "claimed");
+}
+
+/// I13 with I9: a run that leaves this index is in the history, even one that never had an
+/// active marker whose release would have written its entry (a launch whose host died before
+/// the commit, failed by a lister). Found by the chaos run.
+#[test]
+fn i13_a_settled_run_is_recorded_in_the_history_before_its_entry_goes() {
+    let (_tmp, runs) = setup();
+    crate::records::history::History::rebuild(&runs, Vec::new(), DurabilityPolicy::standard()).unwrap();
+    let index = UnfinalizedRuns::new(&runs);
+    index.mark_built().unwrap();
+    index.record("shell-1", false).unwrap();
+    let dir = run(
+        &runs,
+        "shell-1",
+        "failed",
+        &ProcessTerminal::not_started("shell-1", "uuid-1"),
+    );
+    assert!(
+        index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
+    let history = crate::records::history::History::open(&runs).unwrap();
+    let listed: Vec<String> = history
+        .newest_first(None)
+        .unwrap()
+        .map(|(entry, _)| entry.run_id)
+        .collect();
+    assert_eq!(listed, vec!["shell-1".to_owned()]);
 }
