@@ -119,23 +119,14 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
     out
 }
 
-fn finished_run(scratch: &Scratch, task: &str) -> String {
-    let output = scratch
-        .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    text(&output.stderr).lines().next().unwrap().to_owned()
-}
-
 #[test]
 fn e1_damaged_run_files_never_hang_panic_or_touch_another_run() {
     let seed = seed();
     eprintln!("bad run files: seed {seed} (replay with SUBLAUNCH_BAD_INPUT_SEED={seed})");
     let mut rng = Rng(seed);
     let scratch = Scratch::new("bad-run-files");
-    let victim = finished_run(&scratch, "echo victim");
-    let bystander = finished_run(&scratch, "echo bystander");
+    let victim = scratch.finished_shell_run("echo victim");
+    let bystander = scratch.finished_shell_run("echo bystander");
     let victim_dir = scratch.run_dir(&victim);
     let pristine = snapshot(&victim_dir);
     let bystander_before = snapshot(&scratch.run_dir(&bystander));

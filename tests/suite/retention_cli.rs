@@ -21,16 +21,6 @@ fn now_ms() -> u64 {
     .unwrap()
 }
 
-/// `run --agent shell --task TASK --wait`: the run id.
-fn run(scratch: &Scratch, task: &str) -> String {
-    let output = scratch
-        .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    text(&output.stderr).lines().next().unwrap().to_owned()
-}
-
 /// Makes run `id` look as if it ended `days` ago (its status's `endedAt`).
 fn age(scratch: &Scratch, id: &str, days: u64) {
     let path = scratch.run_dir(id).join("status.json");
@@ -57,9 +47,9 @@ fn user_settings(scratch: &Scratch, settings: &Value) {
 #[test]
 fn runs_past_their_retention_go_by_themselves_and_the_others_stay() {
     let scratch = Scratch::new("retention");
-    let old = run(&scratch, "echo old");
-    let recent = run(&scratch, "echo recent");
-    let with_worktree = run(&scratch, "echo kept for its worktree");
+    let old = scratch.finished_shell_run("echo old");
+    let recent = scratch.finished_shell_run("echo recent");
+    let with_worktree = scratch.finished_shell_run("echo kept for its worktree");
     // The first run in a root stamped it: nothing is due for a day, so nothing is removed.
     assert!(scratch.runs().join(".retention-checked").is_file());
     for id in [&old, &with_worktree] {
@@ -71,12 +61,12 @@ fn runs_past_their_retention_go_by_themselves_and_the_others_stay() {
         &scratch.root().join("worktrees").join(format!("{with_worktree}.json")),
         &json!({"version": 1, "runId": with_worktree, "createdAt": 1, "worktrees": []}).to_string(),
     );
-    let quiet = run(&scratch, "echo no check yet");
+    let quiet = scratch.finished_shell_run("echo no check yet");
     assert!(scratch.run_dir(&old).exists(), "not due within a day of the stamp");
 
     // A day later the next run starts the pruner in the background.
     stamp_checked(&scratch, 2);
-    let trigger = run(&scratch, "echo trigger");
+    let trigger = scratch.finished_shell_run("echo trigger");
     wait_for("the retention pruner", Duration::from_secs(30), || {
         (!scratch.run_dir(&old).exists()).then_some(())
     });
@@ -95,7 +85,7 @@ fn runs_past_their_retention_go_by_themselves_and_the_others_stay() {
 #[test]
 fn the_retention_setting_is_the_users_and_bad_values_are_named() {
     let scratch = Scratch::new("retention-setting");
-    let id = run(&scratch, "echo one");
+    let id = scratch.finished_shell_run("echo one");
     age(&scratch, &id, 5);
 
     // The default keeps it (30 days).

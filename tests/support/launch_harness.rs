@@ -150,6 +150,16 @@ impl Scratch {
         command
     }
 
+    /// `run --agent shell --task TASK --wait`, which must succeed: the run id.
+    pub fn finished_shell_run(&self, task: &str) -> String {
+        let output = self
+            .cli(&["run", "--agent", "shell", "--task", task, "--wait"])
+            .output()
+            .expect("sublaunch run");
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        crate::cli::waited_run_id(&output)
+    }
+
     /// [`Scratch::cli`] run by an ordinary user, so permission bits bind: when the tests run
     /// as root (as CI does), the scratch tree is given to [`UNPRIVILEGED_UID`] and the CLI (a copy with its shim,
     /// which that user can reach) runs under `setpriv` as that user, with a copy of the shared

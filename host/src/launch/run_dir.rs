@@ -60,12 +60,7 @@ pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
         steps: Some(
             p.steps
                 .iter()
-                .map(|(agent, model)| StepStatus {
-                    agent: Some(agent.clone()),
-                    status: Some("pending".into()),
-                    model: model.clone(),
-                    ..StepStatus::default()
-                })
+                .map(|(agent, model)| StepStatus::pending(agent, model.as_deref()))
                 .collect(),
         ),
         process_terminal: Some(ProcessTerminal::pending(p.run_id, p.runner_process_instance_id).to_value()),

@@ -133,6 +133,18 @@ pub struct StepStatus {
     pub extra: Map<String, Value>,
 }
 
+impl StepStatus {
+    /// The entry of a step that has not started: its agent, `pending`, its model when known.
+    pub fn pending(agent: &str, model: Option<&str>) -> Self {
+        Self {
+            agent: Some(agent.to_owned()),
+            status: Some("pending".into()),
+            model: model.map(str::to_owned),
+            ..Self::default()
+        }
+    }
+}
+
 /// `status.json` (S2–S5). `None` fields are omitted; unknown fields live in `extra`.
 #[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -238,12 +250,7 @@ impl Status {
         let steps = init
             .steps
             .iter()
-            .map(|(agent, model)| StepStatus {
-                agent: Some(agent.clone()),
-                status: Some("pending".into()),
-                model: model.clone(),
-                ..StepStatus::default()
-            })
+            .map(|(agent, model)| StepStatus::pending(agent, model.as_deref()))
             .collect::<Vec<_>>();
         Self {
             lifecycle_artifact_version: Some(LIFECYCLE_ARTIFACT_VERSION),

@@ -244,14 +244,7 @@ fn supervise(job: &Job<'_>, reaper: &mut Reaper, pid: u32, pipe: OwnedFd, output
             Some(_) => {}
         }
         let wake = killed_at.map_or(deadline, |at| at + KILL_WAIT);
-        let mut fds: Vec<libc::pollfd> = pipe
-            .iter()
-            .map(|fd| libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let mut fds = readable(&pipe);
         signals::wait(&mut fds, Some(wake.saturating_duration_since(now)));
     }
     if let Some(exit) = reaper.exit_of(pid) {
@@ -271,14 +264,7 @@ fn supervise(job: &Job<'_>, reaper: &mut Reaper, pid: u32, pipe: OwnedFd, output
     let until = Instant::now() + KILL_WAIT;
     while pipe.is_some() && Instant::now() < until {
         output.drain(&mut pipe);
-        let mut fds: Vec<libc::pollfd> = pipe
-            .iter()
-            .map(|fd| libc::pollfd {
-                fd: fd.as_raw_fd(),
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
+        let mut fds = readable(&pipe);
         if !fds.is_empty() {
             signals::wait(&mut fds, Some(until.saturating_duration_since(Instant::now())));
         }
@@ -334,4 +320,15 @@ pub fn helper_main() -> i32 {
         &mut Reaper::default(),
     );
     crate::process::exit::RECORDED
+}
+
+/// A `poll` set waiting for `pipe` to become readable (empty once it is closed).
+fn readable(pipe: &Option<OwnedFd>) -> Vec<libc::pollfd> {
+    pipe.iter()
+        .map(|fd| libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect()
 }
