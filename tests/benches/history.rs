@@ -8,7 +8,8 @@
 //! times with the run id rewritten in the names and in the documents. Indexes that are shared
 //! files rather than per-run entries are left to the build's own repair: the history index is
 //! removed and `list --all` runs once on each root after filling, rebuilding it from the run
-//! directories, before measuring.
+//! directories, and the run-id index is removed and rebuilt by the first `status <prefix>`,
+//! before measuring.
 //!
 //! Measured on both roots: `run` (until committed), `list`, `list --all`, `list --all --limit
 //! 50` (when the build has `--limit`), `status ID`, `status <prefix>`, `wait ID` and `result ID`
@@ -220,6 +221,19 @@ fn disk_kb(paths: &[PathBuf]) -> u64 {
     total.and_then(|t| t.parse().ok()).expect("du prints a total")
 }
 
+/// The bytes the files under `paths` hold (`du -sbc`): what a run writes, whatever the
+/// filesystem's block size makes of it.
+fn written_bytes(paths: &[PathBuf]) -> u64 {
+    let output = std::process::Command::new("du")
+        .arg("-sbc")
+        .args(paths)
+        .output()
+        .expect("du");
+    let out = text(&output.stdout);
+    let total = out.lines().last().and_then(|l| l.split_whitespace().next());
+    total.and_then(|t| t.parse().ok()).expect("du prints a total")
+}
+
 /// One of the two roots: its ended run, its active runs, an MCP session.
 struct Root {
     scratch: Scratch,
@@ -239,8 +253,13 @@ impl Root {
         let started = std::time::Instant::now();
         ok(&cli(&scratch, &["list", "--all", "--limit", "1"]));
         eprintln!("history rebuilt in {:.1} s", started.elapsed().as_secs_f64());
-        let mcp = Session::start(&scratch);
+        // So is the run-id index (I14): the first prefix builds it.
+        let _ = std::fs::remove_dir_all(scratch.runs().join(".ids"));
         let prefix = ended[..ended.len() - 2].to_owned();
+        let started = std::time::Instant::now();
+        ok(&cli(&scratch, &["status", &prefix]));
+        eprintln!("run-id index built in {:.1} s", started.elapsed().as_secs_f64());
+        let mcp = Session::start(&scratch);
         Root {
             scratch,
             ended,
@@ -364,7 +383,9 @@ fn main() {
     let result = empty.results().join(format!("{lone}.json"));
     let (run_kb, result_kb) = (disk_kb(std::slice::from_ref(&run_dir)), disk_kb(&[result]));
     let entries: Vec<PathBuf> = left_by(&empty.root(), &lone).0.into_keys().collect();
-    let all_kb = disk_kb(&entries.iter().map(|e| empty.root().join(e)).collect::<Vec<_>>());
+    let entry_paths: Vec<PathBuf> = entries.iter().map(|e| empty.root().join(e)).collect();
+    let all_kb = disk_kb(&entry_paths);
+    let all_written = written_bytes(&entry_paths);
 
     let warming = Instant::now();
     let mut roots = [Root::new(empty, lone), Root::new(full, template)];
@@ -429,8 +450,9 @@ fn main() {
     }
     println!(
         "| disk per trivial run (`du -sk`) | {all_kb} KB: {run_kb} KB run directory, {result_kb} KB result, {} KB \
-         index entries | | |",
-        all_kb - run_kb - result_kb
+         index entries; {:.1} KB written (`du -sb`) | | |",
+        all_kb - run_kb - result_kb,
+        all_written as f64 / 1024.0
     );
     print_layout(&run_dir);
 }

@@ -37,6 +37,7 @@ mod registry_cli;
 mod remote_cli;
 mod remote_sshd;
 mod retention_cli;
+mod run_id_index_cli;
 mod run_planning;
 mod step_io_cli;
 mod trust_cli;

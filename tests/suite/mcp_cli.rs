@@ -186,16 +186,16 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
     assert_eq!(any["stillRunning"], json!([answer(6)["runId"]]));
     assert_eq!(answer(9)["state"], "stopped", "{}", answer(9));
     assert_eq!(answer(10)["answer"], "waited", "run with wait returns the result");
-    assert_eq!(answer(11).as_array().unwrap().len(), 6, "{}", answer(11));
+    assert_eq!(answer(11)["runs"].as_array().unwrap().len(), 6, "{}", answer(11));
+    assert_eq!(answer(11)["nextCursor"], Value::Null, "one page holds them");
     assert_eq!(answer(12)["result"]["answer"], "one");
     // An object answer is also the call's structured content, the same value as its text
-    // (the run views the CLI prints); a list stays text only (structured content is an
-    // object).
-    for i in [9, 10, 12] {
+    // (the run views the CLI prints, a page of every run); the active runs' list, an array,
+    // stays text only (structured content is an object).
+    for i in [9, 10, 11, 12] {
         assert_eq!(calls[i]["structured"], calls[i]["json"], "call {i}");
     }
     assert_eq!(calls[12]["structured"]["result"]["answer"], "one");
-    assert_eq!(calls[11]["structured"], Value::Null);
     let agents: Vec<&str> = answer(13)["agents"]
         .as_array()
         .unwrap()
@@ -538,7 +538,7 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
     assert_eq!(allowed("claude"), json!(true), "{agents}");
     assert_eq!(
         calls[cases.len() + 1]["json"],
-        json!([]),
+        json!({"runs": [], "nextCursor": null}),
         "nothing ran: {}",
         calls[cases.len() + 1]
     );
@@ -757,4 +757,75 @@ fn a_hostile_clone_served_over_mcp_runs_nothing_of_its_own_and_every_answer_says
         .collect();
     made.sort();
     assert_eq!(made, Vec::<String>::new(), "nothing of the clone ran");
+}
+
+/// The run ids of a `list` answer with all=true.
+fn listed_ids(answer: &Value) -> Vec<String> {
+    answer["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a page of runs: {answer}"))
+        .iter()
+        .map(|run| run["runId"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[test]
+fn i10_the_list_tool_pages_every_run_newest_first_with_the_cli_filters() {
+    let scratch = Scratch::new("mcp-history");
+    // Five ended runs, oldest first: every second one fails.
+    let ids: Vec<String> = (0..5)
+        .map(|i| {
+            let task = if i % 2 == 0 {
+                format!("echo {i}")
+            } else {
+                format!("exit {i}")
+            };
+            let output = scratch
+                .cli(&["run", "--agent", "shell", "--task", &task, "--wait"])
+                .output()
+                .unwrap();
+            sublaunch_tests::cli::waited_run_id(&output)
+        })
+        .collect();
+    let newest_first: Vec<String> = ids.iter().rev().cloned().collect();
+    let transcript = drive(
+        &scratch,
+        json!([
+            {"tool": "list", "arguments": {"all": true, "limit": 2}},
+            {"tool": "list", "arguments": {"all": true, "limit": 2, "cursor": "${0.nextCursor}"}},
+            {"tool": "list", "arguments": {"all": true, "limit": 2, "cursor": "${1.nextCursor}"}},
+            {"tool": "list", "arguments": {"all": true, "state": "failed"}},
+            {"tool": "list", "arguments": {"all": true, "text": ids[2]}},
+            {"tool": "list", "arguments": {"all": true, "since": "1h", "agent": "shell", "limit": 1}},
+            {"tool": "list", "arguments": {"all": true, "cursor": "nonsense"}},
+            {"tool": "list", "arguments": {"all": true, "limit": 0}},
+            {"tool": "list", "arguments": {"all": true, "since": "yesterday"}},
+            {"tool": "list", "arguments": {"limit": 3}},
+        ]),
+    );
+    let calls = transcript["calls"].as_array().unwrap();
+    let answer = |i: usize| {
+        assert!(!calls[i]["isError"].as_bool().unwrap(), "call {i}: {}", calls[i]);
+        &calls[i]["json"]
+    };
+    let mut paged = listed_ids(answer(0));
+    paged.extend(listed_ids(answer(1)));
+    paged.extend(listed_ids(answer(2)));
+    assert_eq!(paged, newest_first, "three pages, each run once, newest first");
+    assert!(answer(1)["nextCursor"].is_string());
+    assert_eq!(answer(2)["nextCursor"], Value::Null, "the last page says so");
+    assert_eq!(listed_ids(answer(3)), [ids[3].clone(), ids[1].clone()]);
+    assert_eq!(listed_ids(answer(4)), [ids[2].clone()]);
+    assert_eq!(listed_ids(answer(5)), [ids[4].clone()]);
+    assert!(tool_error(calls, 6).starts_with("cursor: "), "{}", tool_error(calls, 6));
+    assert!(
+        tool_error(calls, 7).contains("limit must be"),
+        "{}",
+        tool_error(calls, 7)
+    );
+    assert!(tool_error(calls, 8).starts_with("since: "), "{}", tool_error(calls, 8));
+    assert_eq!(
+        tool_error(calls, 9),
+        "limit applies to every run's list only: pass all=true with it"
+    );
 }

@@ -21,12 +21,46 @@ fn now_ms() -> u64 {
     .unwrap()
 }
 
-/// Makes run `id` look as if it ended `days` ago (its status's `endedAt`).
+/// Makes run `id` look as if it ended `days` ago (its status's `endedAt`). The history index
+/// copied the real end when the run ended; rewriting the past, the test also drops the index,
+/// which the next reader rebuilds from the run directories (I12).
 fn age(scratch: &Scratch, id: &str, days: u64) {
+    age_status(scratch, id, days);
+    drop_history(scratch);
+}
+
+fn age_status(scratch: &Scratch, id: &str, days: u64) {
     let path = scratch.run_dir(id).join("status.json");
     let mut status: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     status["endedAt"] = json!(now_ms() - days * DAY_MS);
     std::fs::write(&path, serde_json::to_vec_pretty(&status).unwrap()).unwrap();
+}
+
+fn drop_history(scratch: &Scratch) {
+    let _ = std::fs::remove_dir_all(scratch.runs().join(".history"));
+}
+
+/// The generation the history's manifest names.
+fn generation(scratch: &Scratch) -> String {
+    let manifest: Value =
+        serde_json::from_slice(&std::fs::read(scratch.runs().join(".history/manifest.json")).unwrap()).unwrap();
+    manifest["generation"].as_str().unwrap().to_owned()
+}
+
+/// Every line of every segment of the history's current generation.
+fn history_lines(scratch: &Scratch) -> Vec<Value> {
+    let generation = generation(scratch);
+    let mut lines = Vec::new();
+    for entry in std::fs::read_dir(scratch.runs().join(".history")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if name.starts_with(&format!("{generation}-")) && name.ends_with(".jsonl") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                lines.push(serde_json::from_str(line).unwrap());
+            }
+        }
+    }
+    lines
 }
 
 /// Sets the mtime of the root's retention stamp `days` ago (`touch -d`).
@@ -119,4 +153,68 @@ fn the_retention_setting_is_the_users_and_bad_values_are_named() {
         "{message}"
     );
     assert!(scratch.run_dir(&id).exists());
+}
+
+#[test]
+fn i10_retention_takes_its_candidates_from_the_history_and_compacts_it() {
+    let scratch = Scratch::new("retention-history");
+    let known = scratch.finished_shell_run("echo known to the history");
+    let unknown = scratch.finished_shell_run("echo ended by an older version");
+    let kept = scratch.finished_shell_run("echo recent");
+    for id in [&known, &unknown] {
+        age_status(&scratch, id, 40);
+    }
+    // The history learns of `known`'s age (rebuilt from the directories); `unknown` is then
+    // made young again in the index's eyes by an entry of the same run ended now, as a run
+    // an older version ended after the index was built would be missing from it.
+    drop_history(&scratch);
+    ok(&scratch.cli(&["list", "--all"]).output().unwrap());
+    let history = scratch.runs().join(".history");
+    let newest = std::fs::read_dir(&history)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .max()
+        .unwrap();
+    let young =
+        json!({"runId": unknown, "state": "complete", "agents": ["shell"], "startedAt": now_ms(), "endedAt": now_ms()});
+    let mut segment = std::fs::OpenOptions::new().append(true).open(&newest).unwrap();
+    std::io::Write::write_all(&mut segment, format!("{young}\n").as_bytes()).unwrap();
+
+    let pruned = ok(&scratch.cli(&["prune", "--retention", "--json"]).output().unwrap());
+    let report: Value = serde_json::from_str(&pruned).unwrap();
+    let removed: Vec<&str> = report["removed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["runId"].as_str().unwrap())
+        .collect();
+    assert_eq!(removed, [known.as_str()], "only what the history says is old: {pruned}");
+    assert!(scratch.run_dir(&unknown).exists() && scratch.run_dir(&kept).exists());
+
+    // Dead lines past the threshold, more than the live runs: the pass rebuilds the index,
+    // which then holds one line per live run and no tombstone.
+    let before = generation(&scratch);
+    let mut segment = std::fs::OpenOptions::new().append(true).open(&newest).unwrap();
+    for i in 0..1200 {
+        let tombstone = json!({"runId": format!("gone-{i:05}"), "pruned": true});
+        std::io::Write::write_all(&mut segment, format!("{tombstone}\n").as_bytes()).unwrap();
+    }
+    ok(&scratch.cli(&["prune", "--retention"]).output().unwrap());
+    assert_ne!(generation(&scratch), before, "compacted into a new generation");
+    let mut ids: Vec<String> = history_lines(&scratch)
+        .iter()
+        .map(|line| {
+            assert_ne!(line["pruned"], json!(true), "no tombstone survives: {line}");
+            line["runId"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    ids.sort();
+    let mut live = vec![unknown.clone(), kept.clone()];
+    live.sort();
+    assert_eq!(ids, live);
+    // The rebuilt index read `unknown`'s directory: its real (old) end makes it due now.
+    let report: Value =
+        serde_json::from_str(&ok(&scratch.cli(&["prune", "--retention", "--json"]).output().unwrap())).unwrap();
+    assert_eq!(report["removed"][0]["runId"], json!(unknown));
 }

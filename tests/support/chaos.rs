@@ -238,10 +238,17 @@ fn observer(shared: &Shared, mut rng: Rng) {
     while !shared.stop.load(Ordering::Relaxed) {
         let ids = shared.run_ids();
         let id = ids.get(rng.below(ids.len() as u64) as usize).cloned();
-        let args: Vec<String> = match (rng.below(12), id) {
+        let args: Vec<String> = match (rng.below(14), id) {
             (0..=3, _) | (_, None) => vec!["list".into()],
             (4, _) => vec!["list".into(), "--all".into()],
             (5, _) => vec!["list".into(), "--all".into(), "--limit".into(), "5".into()],
+            (12, _) => {
+                // I12: the history rebuilt while runs end around it.
+                let _ = std::fs::remove_dir_all(shared.scratch.runs().join(".history"));
+                shared.count("history-dropped");
+                vec!["list".into(), "--all".into(), "--limit".into(), "3".into()]
+            }
+            (13, Some(id)) => vec!["status".into(), id[..id.len() - 2].to_owned()],
             (6..=8, Some(id)) => vec!["status".into(), id],
             (9 | 10, Some(id)) => vec!["wait".into(), id, "--timeout".into(), "1".into()],
             (_, Some(id)) => {
@@ -473,6 +480,22 @@ fn check(shared: &Shared) -> TortureReport {
             paged.len(),
             on_disk.len()
         ));
+    }
+    // I14: a prefix of every run's id names it (or, shared, lists it), whatever launches
+    // were killed between recording an id and making its directory.
+    for id in ids.iter().take(40) {
+        let prefix = &id[..id.len() - 2];
+        let Ok(output) = shared.cli(&["status", prefix, "--json"]).output() else {
+            continue;
+        };
+        let named = serde_json::from_slice::<serde_json::Value>(&output.stdout)
+            .ok()
+            .is_some_and(|status| status["runId"] == id.as_str());
+        if !named && !String::from_utf8_lossy(&output.stderr).contains(id.as_str()) {
+            report
+                .violations
+                .push(format!("{id}: status {prefix} does not name it"));
+        }
     }
     for id in &ids {
         let run = scratch.run_dir(id);

@@ -53,15 +53,25 @@ pub struct Args {
 
 /// When `--since` begins.
 #[derive(Clone, Copy, Debug)]
-enum Since {
+pub(super) enum Since {
     /// This long before now.
     Age(Duration),
     /// This wall time (ms).
     At(u64),
 }
 
+impl Since {
+    /// The wall time (ms) it begins at, `now_ms` being now.
+    pub(super) fn start_ms(self, now_ms: u64) -> u64 {
+        match self {
+            Since::Age(age) => now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)),
+            Since::At(at) => at,
+        }
+    }
+}
+
 /// `30m` (an age) or `2026-12-01T09:00:00Z` (a time).
-fn parse_since(text: &str) -> Result<Since, String> {
+pub(super) fn parse_since(text: &str) -> Result<Since, String> {
     if text.contains(['T', 't', ' ']) {
         return sublaunch::inputs::deadline::parse_deadline(text)
             .map(Since::At)
@@ -85,10 +95,7 @@ pub fn run(args: Args) -> ExitCode {
         let filter = HistoryFilter {
             state: args.state,
             agent: args.agent,
-            since_ms: args.since.map(|since| match since {
-                Since::Age(age) => now.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)),
-                Since::At(at) => at,
-            }),
+            since_ms: args.since.map(|since| since.start_ms(now)),
             text: args.text,
         };
         let page = Page {

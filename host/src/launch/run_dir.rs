@@ -13,6 +13,7 @@ use sublaunch_protocol::files::durability::{DocKind, DurabilityPolicy};
 use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::records::proof::ProcessTerminal;
+use sublaunch_protocol::records::run_id_index::RunIdIndex;
 use sublaunch_protocol::records::status::{LIFECYCLE_ARTIFACT_VERSION, RunState, Status, StepStatus, write_status};
 
 /// Suffix of a staging directory (`.<runId>.<pid>.<rand>.creating`).
@@ -78,6 +79,8 @@ pub(crate) fn add_host_identity(status: &mut Status) {
 
 /// Creates `<runs>/<runId>` holding `status` atomically. `Ok(None)` when the name is taken.
 pub(crate) fn create(runs: &Dir, run_id: &str, status: &Status, policy: DurabilityPolicy) -> io::Result<Option<Dir>> {
+    // I14: the id is indexed before its directory exists, so a prefix finds every run.
+    RunIdIndex::new(runs).record(run_id)?;
     let staging = hidden_name(runs, run_id, STAGING_SUFFIX);
     let dir = runs.ensure_child(&staging)?;
     if let Err(e) = write_status(&dir, status, policy.for_kind(DocKind::RunningStatus)) {
@@ -242,17 +245,22 @@ mod tests {
                 .unwrap()
                 .is_none()
         );
-        let names: Vec<_> = std::fs::read_dir(tmp.path())
+        let mut names: Vec<_> = std::fs::read_dir(tmp.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(names, ["shell-1"], "no staging directory left");
+        names.sort();
+        assert_eq!(
+            names,
+            [".ids", "shell-1"],
+            "no staging directory left, the id indexed (I14)"
+        );
         assert_eq!(
             open_existing(&runs, "shell-1").unwrap_err().to_string(),
             "Run 'shell-1' already exists."
         );
         discard(&runs, "shell-1");
-        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 0);
+        assert!(!tmp.path().join("shell-1").exists(), "discarded");
         assert_eq!(hidden_dir_pid(".shell-1.4242.00ff00ff00ff00ff.creating"), Some(4242));
         assert_eq!(hidden_dir_pid(".a.b.1.ff.removing"), Some(1));
         assert_eq!(hidden_dir_pid("shell-1"), None);

@@ -174,12 +174,91 @@ pub fn open_or_rebuild(store: &RunStore) -> io::Result<History> {
 }
 
 /// Rebuilds the history index of `store` from one walk of its run directories (I12).
+///
+/// A run made after the walk passed its place and ended before the new manifest was written
+/// appended its entry to the generation being replaced, or to none: a second listing of the
+/// run names, after the switch, records the runs the walk did not see. A run the walk saw
+/// still running has a non-terminal entry, which readers check against its status.
 pub fn rebuild(store: &RunStore) -> io::Result<History> {
+    rebuild_around(store, || ())
+}
+
+/// [`rebuild`], calling `after_walk` between the walk and the switch (the window tests fill).
+fn rebuild_around(store: &RunStore, after_walk: impl FnOnce()) -> io::Result<History> {
+    let runs = store.root().runs();
+    let mut walked = HashSet::new();
     let mut entries = Vec::new();
     for id in store.run_ids()? {
         if let Some(run) = store.run_dir(&id)? {
             entries.push(HistoryEntry::from_status(&id, status_of(&run).as_ref()));
+            walked.insert(id);
         }
     }
-    History::rebuild(store.root().runs(), entries, store.policy())
+    after_walk();
+    let history = History::rebuild(runs, entries, store.policy())?;
+    for id in store.run_ids()? {
+        if walked.contains(&id) {
+            continue;
+        }
+        if let Some(run) = store.run_dir(&id)? {
+            History::append(
+                runs,
+                &HistoryEntry::from_status(&id, status_of(&run).as_ref()),
+                store.policy(),
+            )?;
+        }
+    }
+    Ok(history)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use sublaunch_protocol::files::atomic::Durability;
+    use sublaunch_protocol::files::layout::Layout;
+    use sublaunch_protocol::records::status::{RunState, write_status};
+
+    /// A run directory with a terminal status, as a run that just ended leaves it.
+    fn ended(store: &RunStore, id: &str) {
+        let dir = store.root().runs().ensure_child(id).unwrap();
+        let status = Status {
+            run_id: Some(id.to_owned()),
+            state: Some(RunState::Complete),
+            started_at: Some(1),
+            ended_at: Some(2),
+            ..Status::default()
+        };
+        write_status(&dir, &status, Durability::Atomic).unwrap();
+    }
+
+    fn listed(store: &RunStore) -> Vec<String> {
+        let mut ids = Vec::new();
+        list_all(store, &HistoryFilter::default(), &Page::default(), |l| {
+            ids.push(l.run_id)
+        })
+        .unwrap();
+        ids.sort();
+        ids
+    }
+
+    #[test]
+    fn i12_a_run_that_ends_while_the_index_is_rebuilt_is_in_the_new_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let env = crate::Environment::from_vars(Vec::<(String, String)>::new());
+        let store = RunStore::open(&Layout::new(tmp.path().join("root")), &env).unwrap();
+        ended(&store, "before-rebuild");
+        rebuild(&store).unwrap();
+        // Made and ended after the walk passed: its own append goes to the generation being
+        // replaced, as a run's release would.
+        rebuild_around(&store, || {
+            ended(&store, "during-rebuild");
+            let entry = HistoryEntry::from_status(
+                "during-rebuild",
+                status_of(&store.run_dir("during-rebuild").unwrap().unwrap()).as_ref(),
+            );
+            History::append(store.root().runs(), &entry, store.policy()).unwrap();
+        })
+        .unwrap();
+        assert_eq!(listed(&store), ["before-rebuild", "during-rebuild"]);
+    }
 }

@@ -57,6 +57,18 @@ pub struct PruneReport {
 /// Removes the ended runs of `store` that `filter` selects (`now_ms`: the wall clock);
 /// `dry_run` only reports them.
 pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool) -> io::Result<PruneReport> {
+    prune_among(store, store.run_ids()?, filter, now_ms, dry_run)
+}
+
+/// [`prune`] of the runs `ids` only (ids of missing runs are skipped): retention hands it the
+/// runs the history says are old enough, so that it does not read every run directory.
+pub fn prune_among(
+    store: &RunStore,
+    ids: Vec<String>,
+    filter: &PruneFilter,
+    now_ms: u64,
+    dry_run: bool,
+) -> io::Result<PruneReport> {
     let active = store.active_run_ids()?;
     let with_worktrees: Vec<String> = if filter.spare_worktree_runs {
         // A record that cannot be read still names its run (`<runId>.json`): that run is
@@ -75,7 +87,7 @@ pub fn prune(store: &RunStore, filter: &PruneFilter, now_ms: u64, dry_run: bool)
         .older_than
         .map(|age| now_ms.saturating_sub(u64::try_from(age.as_millis()).unwrap_or(u64::MAX)));
     let mut candidates = Vec::new();
-    for id in store.run_ids()? {
+    for id in ids {
         if active.contains(&id) || with_worktrees.contains(&id) {
             continue;
         }

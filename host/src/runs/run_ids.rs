@@ -61,12 +61,7 @@ pub fn resolve_run_id(store: &RunStore, text: &str) -> Result<String, RunIdError
     if store.run_dir(text).map_err(io)?.is_some() {
         return Ok(text.to_owned());
     }
-    let mut candidates: Vec<String> = store
-        .run_ids()
-        .map_err(io)?
-        .into_iter()
-        .filter(|id| id.starts_with(text))
-        .collect();
+    let mut candidates = store.runs_starting_with(text).map_err(io)?;
     match candidates.len() {
         0 => Err(RunIdError::Unknown(text.to_owned())),
         1 => Ok(candidates.remove(0)),

@@ -30,6 +30,7 @@ use sublaunch_protocol::records::capacity::{CapacityQueue, queue_position};
 use sublaunch_protocol::records::hook::FiredBy;
 use sublaunch_protocol::records::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::records::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
+use sublaunch_protocol::records::run_id_index::{Lookup, RunIdIndex};
 use sublaunch_protocol::records::status::{Change, RunState, Status, modify_status, read_status};
 use sublaunch_protocol::records::unfinalized::{self, UnfinalizedRuns};
 use sublaunch_protocol::sweep::{stamp_due, sweep_root_if_due};
@@ -114,6 +115,25 @@ impl RunStore {
             .collect();
         ids.sort();
         Ok(ids)
+    }
+
+    /// The ids of the runs whose id starts with `prefix`, sorted, from the run-id index (I14):
+    /// the buckets that can hold them, not every run name. A root whose index was never built
+    /// is listed once and the index built; when the index knows no such run, the run
+    /// directories are listed after all, so a run an older version made since is still found.
+    pub fn runs_starting_with(&self, prefix: &str) -> io::Result<Vec<String>> {
+        let index = RunIdIndex::new(self.root.runs());
+        let built = match index.starting_with(prefix)? {
+            Lookup::Found(ids) if !ids.is_empty() => return Ok(ids),
+            Lookup::Found(_) => true,
+            Lookup::NotBuilt => false,
+        };
+        let ids = self.run_ids()?;
+        if !built {
+            // Best effort: a root this user cannot write to is still read, walked each time.
+            let _ = index.build(&ids);
+        }
+        Ok(ids.into_iter().filter(|id| id.starts_with(prefix)).collect())
     }
 
     /// S13 and the dead-launcher repair for one run; returns the non-fatal problems.

@@ -1,7 +1,7 @@
 //! What a run is recorded as: one typed record per document of the run directory and the
 //! state root (the runner configuration, the handshake, the status, the proofs, the events,
 //! the result and its indexes, the history of ended runs, the lease, the completion hook, the
-//! capacity queue, the active-run and unfinalized-run indexes). Writers and readers use these
+//! capacity queue, the active-run, unfinalized-run and run-id indexes). Writers and readers use these
 //! fields; unknown fields of other writers are kept beside them (W9).
 
 pub mod capacity;
@@ -14,6 +14,7 @@ pub mod index;
 pub mod lease;
 pub mod proof;
 pub mod results;
+pub mod run_id_index;
 pub mod status;
 pub mod step_record;
 pub mod unfinalized;

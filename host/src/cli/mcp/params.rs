@@ -129,9 +129,41 @@ pub struct StopParams {
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListParams {
-    /// Every run, not only the active ones.
+    /// Every run, newest first, a page at a time, not only the active ones.
     #[serde(default)]
     pub all: bool,
+    /// With all: only runs in this state (complete, failed, stopped, running …).
+    pub state: Option<String>,
+    /// With all: only runs with a step of this agent.
+    pub agent: Option<String>,
+    /// With all: only runs started since then: an age (`30m`, `12h`, `7d`) or an RFC 3339 time.
+    pub since: Option<String>,
+    /// With all: only runs whose id, agents, cwd, session or error contain this text.
+    pub text: Option<String>,
+    /// With all: at most this many runs (default 50).
+    #[schemars(with = "Option<u32>")]
+    pub limit: Option<f64>,
+    /// With all: the page after the one that returned this `nextCursor`.
+    pub cursor: Option<String>,
+}
+
+impl ListParams {
+    /// Whether an argument that only `all` uses was given without it.
+    pub fn filters_without_all(&self) -> Option<&'static str> {
+        if self.all {
+            return None;
+        }
+        [
+            ("state", self.state.is_some()),
+            ("agent", self.agent.is_some()),
+            ("since", self.since.is_some()),
+            ("text", self.text.is_some()),
+            ("limit", self.limit.is_some()),
+            ("cursor", self.cursor.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+    }
 }
 
 /// `agents`.

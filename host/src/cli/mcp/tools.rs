@@ -18,7 +18,9 @@ use sublaunch::inputs::agents::AgentDef;
 use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
-use sublaunch::runs::{AnswerError, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal};
+use sublaunch::runs::{
+    AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal,
+};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::status::Status;
 
@@ -29,6 +31,9 @@ const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);
 /// Lines `logs` returns by default, and at most.
 const DEFAULT_TAIL: u64 = 200;
 const MAX_TAIL: u64 = 2000;
+/// Runs `list` with all=true returns by default, and at most.
+const DEFAULT_LISTED: u64 = 50;
+const MAX_LISTED: u64 = 100_000;
 /// Models `models` lists by default, and at most.
 const DEFAULT_MODELS: u64 = 100;
 const MAX_MODELS: u64 = 100_000;
@@ -245,29 +250,20 @@ impl Server {
 
     /// Lists runs.
     #[tool(
-        description = "List the active runs (all=true: every run), oldest first, with state, agents, times, error and usage."
+        description = "List the active runs, oldest first, with state, agents, times, error and usage. all=true: every run, newest first, as {runs, nextCursor}, a page of `limit` (default 50) at a time, filtered by state, agent, since (an age such as 7d, or an RFC 3339 time) and text; pass nextCursor as cursor for the next page."
     )]
     async fn list(&self, Parameters(params): Parameters<ListParams>) -> ToolResult {
         let store = &self.state.store;
         store.reconcile_all();
-        let ids = if params.all {
-            store.run_ids()
+        let outcome = if params.all {
+            list_every_run(store, params)
+        } else if let Some(name) = params.filters_without_all() {
+            Err(format!(
+                "{name} applies to every run's list only: pass all=true with it"
+            ))
         } else {
-            store.active_run_ids()
+            list_active_runs(store)
         };
-        let outcome = ids.map_err(|e| format!("cannot list runs: {e}")).map(|ids| {
-            let mut rows: Vec<(u64, Value)> = ids
-                .iter()
-                .filter_map(|id| {
-                    let run = store.run_dir(id).ok()??;
-                    let status = sublaunch::runs::status_of(&run);
-                    let started = status.as_ref().and_then(|s| s.started_at).unwrap_or(0);
-                    Some((started, RunView::new(id, &run, status.as_ref()).to_json()))
-                })
-                .collect();
-            rows.sort_by_key(|(started, _)| *started);
-            Value::Array(rows.into_iter().map(|(_, row)| row).collect())
-        });
         self.reply(outcome, Vec::new())
     }
 
@@ -635,4 +631,55 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         Server::config()
     }
+}
+
+/// The active runs, oldest first.
+fn list_active_runs(store: &sublaunch::runs::RunStore) -> Outcome {
+    let ids = store.active_run_ids().map_err(|e| format!("cannot list runs: {e}"))?;
+    let mut rows: Vec<(u64, Value)> = ids
+        .iter()
+        .filter_map(|id| {
+            let run = store.run_dir(id).ok()??;
+            let status = sublaunch::runs::status_of(&run);
+            let started = status.as_ref().and_then(|s| s.started_at).unwrap_or(0);
+            Some((started, RunView::new(id, &run, status.as_ref()).to_json()))
+        })
+        .collect();
+    rows.sort_by_key(|(started, _)| *started);
+    Ok(Value::Array(rows.into_iter().map(|(_, row)| row).collect()))
+}
+
+/// One page of every run, newest first, from the history index (what `list --all` prints).
+fn list_every_run(store: &sublaunch::runs::RunStore, params: ListParams) -> Outcome {
+    let limit = params::whole(params.limit, "limit", 1, MAX_LISTED)
+        .map_err(said)?
+        .unwrap_or(DEFAULT_LISTED);
+    let since_ms = params
+        .since
+        .as_deref()
+        .map(|text| crate::cli::list::parse_since(text).map(|since| since.start_ms(crate::cli::runs::now_ms())))
+        .transpose()
+        .map_err(|e| format!("since: {e}"))?;
+    let cursor = params
+        .cursor
+        .as_deref()
+        .map(str::parse)
+        .transpose()
+        .map_err(|e| format!("cursor: {e}"))?;
+    let filter = HistoryFilter {
+        state: params.state,
+        agent: params.agent,
+        since_ms,
+        text: params.text,
+    };
+    let page = Page {
+        limit: Some(usize::try_from(limit).unwrap_or(usize::MAX)),
+        cursor,
+    };
+    let mut runs = Vec::new();
+    let next = sublaunch::runs::history::list_all(store, &filter, &page, |listed| {
+        runs.push(RunView::new(&listed.run_id, &listed.run, listed.status.as_ref()).to_json());
+    })
+    .map_err(|e| format!("cannot list runs: {e}"))?;
+    Ok(json!({"runs": runs, "nextCursor": next.map(|cursor| cursor.to_string())}))
 }

@@ -75,6 +75,11 @@ pub mod names {
     pub const CAPACITY_LOCK: &str = "lock";
     /// `<runs>/.history`: the index of ended runs (I10).
     pub const HISTORY_DIR: &str = ".history";
+    /// `<runs>/.ids`: the run-id index, one bucket of ids per agent slug and two characters
+    /// (I14).
+    pub const RUN_ID_INDEX_DIR: &str = ".ids";
+    /// `<runs>/.ids/.built`: the index holds every run of the root (I14).
+    pub const RUN_ID_INDEX_BUILT: &str = ".built";
     /// `<runs>/.terminal-runs`.
     pub const TERMINAL_RUNS_DIR: &str = ".terminal-runs";
     /// `<runs>/.unfinalized`: one empty file per run whose proof is not final yet (I9).
