@@ -121,7 +121,7 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     for tool in [
-        "run", "wait", "status", "list", "result", "logs", "stop", "agents", "models",
+        "run", "resume", "wait", "status", "list", "result", "logs", "stop", "agents", "models",
     ] {
         assert!(tools.contains(&tool), "{tool} in {tools:?}");
     }
@@ -132,6 +132,9 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         .find(|t| t["name"] == "run")
         .unwrap()["inputSchema"];
     assert!(run_schema["properties"]["chain"].is_object(), "{run_schema}");
+    // Inputs are named in the case of the outputs (`runId`, `timeoutSeconds`).
+    assert!(run_schema["properties"]["timeoutSeconds"].is_object(), "{run_schema}");
+    assert!(run_schema["properties"]["timeout_seconds"].is_null(), "{run_schema}");
     let calls = transcript["calls"].as_array().unwrap();
     for (i, call) in calls.iter().enumerate() {
         assert!(!call["isError"].as_bool().unwrap(), "call {i} failed: {call}");
@@ -288,10 +291,10 @@ fn the_run_tool_takes_budgets_and_a_checkpoint_and_refuses_what_cannot_be_kept()
         .find(|t| t["name"] == "run")
         .unwrap()["inputSchema"]["properties"];
     for field in [
-        "max_tokens",
-        "max_cost_usd",
-        "max_tool_calls",
-        "checkpoint_before_deadline_seconds",
+        "maxTokens",
+        "maxCostUsd",
+        "maxToolCalls",
+        "checkpointBeforeDeadlineSeconds",
     ] {
         assert!(run_schema[field].is_object(), "{field}: {run_schema}");
     }
@@ -445,52 +448,52 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
         ),
         (
             claude(json!({"timeout_seconds": 1e300})),
-            vec!["timeout_seconds must be a number of seconds from 0 to 31536000 (a year), not 1e300".into()],
+            vec!["timeoutSeconds must be a number of seconds from 0 to 31536000 (a year), not 1e300".into()],
         ),
         (
             claude(json!({"timeout_seconds": 1e19})),
-            vec!["timeout_seconds must be".into(), "not 1e19".into()],
+            vec!["timeoutSeconds must be".into(), "not 1e19".into()],
         ),
         (
             claude(json!({"timeout_seconds": -1})),
-            vec!["timeout_seconds must be".into(), "not -1".into()],
+            vec!["timeoutSeconds must be".into(), "not -1".into()],
         ),
         (
             claude(json!({"checkpoint_before_deadline_seconds": 1e300})),
-            vec!["checkpoint_before_deadline_seconds must be a number of seconds".into()],
+            vec!["checkpointBeforeDeadlineSeconds must be a number of seconds".into()],
         ),
         (
             claude(json!({"max_cost_usd": 1e300})),
-            vec!["max_cost_usd must be a number of dollars above 0 and at most 1000000".into()],
+            vec!["maxCostUsd must be a number of dollars above 0 and at most 1000000".into()],
         ),
-        (claude(json!({"max_cost_usd": -1})), vec!["max_cost_usd must be".into()]),
+        (claude(json!({"max_cost_usd": -1})), vec!["maxCostUsd must be".into()]),
         (
             claude(json!({"max_tokens": 1e19})),
-            vec!["max_tokens must be a whole number from 1 to 1000000000000, not 1e19".into()],
+            vec!["maxTokens must be a whole number from 1 to 1000000000000, not 1e19".into()],
         ),
         (
             claude(json!({"max_tokens": 1.5})),
-            vec!["max_tokens must be a whole number".into()],
+            vec!["maxTokens must be a whole number".into()],
         ),
         (
             claude(json!({"max_tool_calls": -1})),
-            vec!["max_tool_calls must be a whole number from 0 to 1000000, not -1".into()],
+            vec!["maxToolCalls must be a whole number from 0 to 1000000, not -1".into()],
         ),
         (
             json!({"tool": "wait", "arguments": {"run_ids": ["nope"], "timeout_seconds": 1e300}, "timeoutMs": 20000}),
-            vec!["timeout_seconds must be a number of seconds".into()],
+            vec!["timeoutSeconds must be a number of seconds".into()],
         ),
         (
             json!({"tool": "wait", "arguments": {"run_ids": ["nope"], "timeout_seconds": 1e19}, "timeoutMs": 20000}),
-            vec!["timeout_seconds must be a number of seconds".into()],
+            vec!["timeoutSeconds must be a number of seconds".into()],
         ),
         (
             json!({"tool": "stop", "arguments": {"run_id": "nope", "timeout_seconds": 1e19}, "timeoutMs": 20000}),
-            vec!["timeout_seconds must be a number of seconds".into()],
+            vec!["timeoutSeconds must be a number of seconds".into()],
         ),
         (
             json!({"tool": "logs", "arguments": {"run_id": "nope", "tail_lines": 1e19}}),
-            vec!["tail_lines must be a whole number from 1 to 2000, not 1e19".into()],
+            vec!["tailLines must be a whole number from 1 to 2000, not 1e19".into()],
         ),
         (
             json!({"tool": "models", "arguments": {"limit": -1}}),
@@ -538,7 +541,7 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
     assert_eq!(allowed("claude"), json!(true), "{agents}");
     assert_eq!(
         calls[cases.len() + 1]["json"],
-        json!({"runs": [], "nextCursor": null}),
+        json!({"runs": []}),
         "nothing ran: {}",
         calls[cases.len() + 1]
     );
@@ -827,5 +830,68 @@ fn i10_the_list_tool_pages_every_run_newest_first_with_the_cli_filters() {
     assert_eq!(
         tool_error(calls, 9),
         "limit applies to every run's list only: pass all=true with it"
+    );
+}
+
+#[test]
+fn the_resume_tool_continues_an_agents_conversation_within_the_servers_limits() {
+    let scratch = Scratch::new("mcp-resume");
+    let scope = ModelServer::shared().scope("mcp-resume");
+    scope.replies([Reply::text("first answer"), Reply::text("second answer")]);
+    let claude = real_agents::claude(&scope);
+    let env: Vec<(&str, &str)> = claude
+        .env
+        .iter()
+        .filter(|(key, _)| key != "HOME")
+        .map(|(key, value)| (key.as_str(), value.as_str()))
+        .collect();
+    // Inputs in the case of the outputs (`runId`), the snake_case spelling still accepted.
+    let transcript = drive_server(
+        &scratch,
+        &[],
+        &env,
+        &scratch.work(),
+        json!([
+            {"tool": "run", "arguments": {"agent": "claude", "task": "first question", "wait": true}},
+            {"tool": "resume", "arguments": {"runId": "${0.runId}", "task": "second question", "wait": true}},
+            {"tool": "status", "arguments": {"run_id": "${1.runId}"}},
+        ]),
+    );
+    let calls = transcript["calls"].as_array().unwrap();
+    for (i, call) in calls.iter().enumerate() {
+        assert!(!call["isError"].as_bool().unwrap(), "call {i}: {call}");
+    }
+    assert!(transcript["tools"].as_array().unwrap().iter().any(|t| t["name"] == "resume"));
+    assert_eq!(calls[1]["json"]["answer"], "second answer", "{}", calls[1]);
+    assert_ne!(calls[1]["json"]["runId"], calls[0]["json"]["runId"], "a new run");
+    let requests = scope.main_requests();
+    assert_eq!(requests.len(), 2, "{}", scope.dump());
+    let second = requests[1].body.to_string();
+    for turn in ["first question", "first answer", "second question"] {
+        assert!(second.contains(turn), "the follow-up carries '{turn}': {second}");
+    }
+    // Compact answers: no null members anywhere, no pretty-printing.
+    let text = calls[2]["text"].as_str().unwrap();
+    assert!(!text.contains(":null") && !text.contains('\n'), "{text}");
+
+    // A shell run the CLI made is not resumed by a server that does not start shell agents.
+    let shell = scratch.finished_shell_run("echo from the cli");
+    let refused = drive_server(
+        &scratch,
+        &[],
+        &[],
+        &scratch.work(),
+        json!([{"tool": "resume", "arguments": {"runId": shell}}]),
+    );
+    let calls = refused["calls"].as_array().unwrap();
+    let refusal = tool_error(calls, 0);
+    assert!(refusal.contains("shell"), "{refusal}");
+    assert_eq!(
+        std::fs::read_dir(scratch.runs())
+            .unwrap()
+            .filter(|e| !e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.'))
+            .count(),
+        3,
+        "nothing more was launched"
     );
 }

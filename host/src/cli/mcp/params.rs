@@ -12,7 +12,7 @@ use std::time::Duration;
 
 /// `run`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunParams {
     /// The agent to run (the `agents` tool lists them; `shell` runs the task with `sh -c`).
     /// Give `agent` and `task`, or `chain`.
@@ -35,8 +35,10 @@ pub struct RunParams {
     /// directory the MCP server was started in.
     pub cwd: Option<String>,
     /// Stop the run after this many seconds (at most a year).
+    #[serde(alias = "timeout_seconds")]
     pub timeout_seconds: Option<f64>,
     /// Stop the run at this time at the latest (RFC 3339, e.g. `2026-12-01T23:00:00Z`).
+    #[serde(alias = "deadline_at")]
     pub deadline_at: Option<String>,
     /// Run each step in its own git worktree on a new branch `sublaunch/<run-id>/<step>`,
     /// so that writers never collide with each other or with the user's checkout; the result
@@ -53,16 +55,20 @@ pub struct RunParams {
     /// Stop the run once its agents have used more than this many input and output tokens
     /// in all (pi, Claude Code and Codex report them).
     #[schemars(with = "Option<u64>")]
+    #[serde(alias = "max_tokens")]
     pub max_tokens: Option<f64>,
     /// Stop the run once its agents have spent more than this many US dollars in all (pi and
     /// Claude Code report their cost).
+    #[serde(alias = "max_cost_usd")]
     pub max_cost_usd: Option<f64>,
     /// Stop the agent when it starts a tool call beyond this many (one agent only; a chain's
     /// steps set `toolBudget`).
     #[schemars(with = "Option<u32>")]
+    #[serde(alias = "max_tool_calls")]
     pub max_tool_calls: Option<f64>,
     /// Ask the agents (pi, Claude Code) to wrap up this many seconds before the run's timeout
     /// or deadline.
+    #[serde(alias = "checkpoint_before_deadline_seconds")]
     pub checkpoint_before_deadline_seconds: Option<f64>,
     /// Wait for the run's end and return its result; otherwise the run id comes back at once
     /// (use `wait` later).
@@ -72,13 +78,15 @@ pub struct RunParams {
 
 /// `wait`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct WaitParams {
     /// The runs to wait for (ids or unique prefixes of ids).
+    #[serde(alias = "run_ids")]
     pub run_ids: Vec<String>,
     /// `all` (default): until every run has ended; `any`: until the first one ends.
     pub mode: Option<WaitMode>,
     /// Give up after this many seconds and say which runs are still running.
+    #[serde(alias = "timeout_seconds")]
     pub timeout_seconds: Option<f64>,
 }
 
@@ -94,20 +102,42 @@ pub enum WaitMode {
 
 /// Tools that name one run.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct RunIdParams {
     /// The run's id or a unique prefix of it.
+    #[serde(alias = "run_id")]
     pub run_id: String,
+}
+
+/// `resume`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ResumeParams {
+    /// The finished run to continue: its id or a unique prefix of it.
+    #[serde(alias = "run_id")]
+    pub run_id: String,
+    /// A follow-up for the agent: the new run continues the conversation of the run's last
+    /// step (or `step`) with it, through the agent's own session (Claude Code, Codex, pi).
+    /// Without it, the run's steps run again as a new run.
+    pub task: Option<String>,
+    /// With `task`: the step whose conversation to continue (`2`, or `2.1` for task 1 of the
+    /// parallel group at step 2; default: the last).
+    pub step: Option<String>,
+    /// Wait for the new run's end and return its result; otherwise its id comes back at once.
+    #[serde(default)]
+    pub wait: bool,
 }
 
 /// `logs`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct LogsParams {
     /// The run's id or a unique prefix of it.
+    #[serde(alias = "run_id")]
     pub run_id: String,
     /// How many of the last lines to return (default 200, at most 2000).
     #[schemars(with = "Option<u32>")]
+    #[serde(alias = "tail_lines")]
     pub tail_lines: Option<f64>,
     /// The output as the agents printed it (their JSON event streams) instead of what they
     /// said and did.
@@ -117,17 +147,19 @@ pub struct LogsParams {
 
 /// `stop`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StopParams {
     /// The run's id or a unique prefix of it.
+    #[serde(alias = "run_id")]
     pub run_id: String,
     /// How long to wait for the end to be recorded (default 15).
+    #[serde(alias = "timeout_seconds")]
     pub timeout_seconds: Option<f64>,
 }
 
 /// `list`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ListParams {
     /// Every run, newest first, a page at a time, not only the active ones.
     #[serde(default)]
@@ -168,7 +200,7 @@ impl ListParams {
 
 /// `agents`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentsParams {
     /// The directory whose project agents count (default: the server's).
     pub cwd: Option<String>,
@@ -176,7 +208,7 @@ pub struct AgentsParams {
 
 /// `models`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct ModelsParams {
     /// Only models whose `provider/id` contains this text (case-insensitive).
     pub query: Option<String>,

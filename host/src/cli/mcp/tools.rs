@@ -3,7 +3,8 @@
 //! command line prints.
 
 use super::params::{
-    self, AgentsParams, ListParams, LogsParams, ModelsParams, RunIdParams, RunParams, StopParams, WaitMode, WaitParams,
+    self, AgentsParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams, StopParams, WaitMode,
+    WaitParams,
 };
 use super::{Server, State};
 use rmcp::handler::server::wrapper::Parameters;
@@ -18,6 +19,7 @@ use sublaunch::inputs::agents::AgentDef;
 use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
+use sublaunch::runs::ResumeRequest;
 use sublaunch::runs::{
     AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal,
 };
@@ -127,8 +129,8 @@ fn step_label(step: &PlanStep) -> String {
 }
 
 impl Server {
-    /// The one door every answer leaves by: the server's notes and the call's own `notes`
-    /// go with it, an answer or a refusal alike — in a JSON object answer as its `notes`,
+    /// The one door every answer leaves by, as compact JSON without null members: the
+    /// server's notes and the call's own `notes` go with it, an answer or a refusal alike — in a JSON object answer as its `notes`,
     /// otherwise as `note: …` lines after it. A JSON object answer is also the call's
     /// structured content (the same value as its text, which older clients read).
     fn reply(&self, outcome: Outcome, notes: Vec<String>) -> ToolResult {
@@ -152,6 +154,7 @@ impl Server {
         };
         Ok(match outcome {
             Ok(mut value) => {
+                drop_nulls(&mut value);
                 let mut content = Vec::with_capacity(2);
                 let trailer = match value.as_object_mut() {
                     Some(object) if !all.is_empty() => {
@@ -160,9 +163,8 @@ impl Server {
                     }
                     _ => (!all.is_empty()).then(lines),
                 };
-                content.push(ContentBlock::text(
-                    serde_json::to_string_pretty(&value).unwrap_or_default(),
-                ));
+                // Compact: every byte is a token the calling model pays for.
+                content.push(ContentBlock::text(serde_json::to_string(&value).unwrap_or_default()));
                 content.extend(trailer);
                 let mut result = CallToolResult::success(content);
                 if value.is_object() {
@@ -178,6 +180,19 @@ impl Server {
                 CallToolResult::error(content)
             }
         })
+    }
+}
+
+/// Removes the null members of every object in `value` (an absent field reads as null to a
+/// client, and says the same in fewer tokens); array elements keep their places.
+fn drop_nulls(value: &mut Value) {
+    match value {
+        Value::Object(object) => {
+            object.retain(|_, member| !member.is_null());
+            object.values_mut().for_each(drop_nulls);
+        }
+        Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 
@@ -198,6 +213,21 @@ impl Server {
         self.reply(outcome, notes)
     }
 
+    /// Continues a finished run.
+    #[tool(
+        description = "Continue a finished run as a new run: with task, the agent of its last step (or `step`) picks up its own conversation with that follow-up (Claude Code, Codex and pi keep their context); without task, its steps run again. Returns the new run id at once; with wait=true, waits and returns its result. The same limits as run apply."
+    )]
+    async fn resume(
+        &self,
+        Parameters(params): Parameters<ResumeParams>,
+        meta: RequestMetaObject,
+        peer: Peer<RoleServer>,
+    ) -> ToolResult {
+        let mut notes = Vec::new();
+        let outcome = self.revive(params, &meta, &peer, &mut notes).await;
+        self.reply(outcome, notes)
+    }
+
     /// Waits for runs to end.
     #[tool(
         description = "Wait until the given runs end (mode all, default) or the first of them ends (mode any), at most timeout_seconds. Returns each ended run's result (answer, per-step output, structured value, exit, error, usage) and the ids still running. Sends progress notifications as runs end."
@@ -210,9 +240,9 @@ impl Server {
     ) -> ToolResult {
         let outcome: Outcome = async {
             if params.run_ids.is_empty() {
-                return Err("run_ids is empty: name the runs to wait for".to_owned());
+                return Err("runIds is empty: name the runs to wait for".to_owned());
             }
-            let limit = params::seconds(params.timeout_seconds, "timeout_seconds").map_err(said)?;
+            let limit = params::seconds(params.timeout_seconds, "timeoutSeconds").map_err(said)?;
             let mut runs: Vec<(String, Arc<Dir>)> = Vec::new();
             for id in &params.run_ids {
                 let opened = self.state.open(id)?;
@@ -298,7 +328,7 @@ impl Server {
     )]
     async fn logs(&self, Parameters(params): Parameters<LogsParams>) -> ToolResult {
         let outcome: Outcome = (|| {
-            let tail = params::whole(params.tail_lines, "tail_lines", 1, MAX_TAIL)
+            let tail = params::whole(params.tail_lines, "tailLines", 1, MAX_TAIL)
                 .map_err(said)?
                 .unwrap_or(DEFAULT_TAIL);
             let (id, run) = self.state.open(&params.run_id)?;
@@ -315,7 +345,7 @@ impl Server {
     )]
     async fn stop(&self, Parameters(params): Parameters<StopParams>) -> ToolResult {
         let outcome: Outcome = async {
-            let limit = params::seconds(params.timeout_seconds, "timeout_seconds")
+            let limit = params::seconds(params.timeout_seconds, "timeoutSeconds")
                 .map_err(said)?
                 .unwrap_or(DEFAULT_STOP_WAIT);
             let (id, run) = self.state.open(&params.run_id)?;
@@ -432,15 +462,15 @@ impl RunParams {
     /// The run these arguments ask for, and the local directory it is checked against (a
     /// local `cwd` is resolved and confined here, once; a machine's is its own).
     fn into_request(self, state: &State) -> Result<(RunRequest, std::path::PathBuf), String> {
-        let timeout = params::seconds(self.timeout_seconds, "timeout_seconds").map_err(said)?;
+        let timeout = params::seconds(self.timeout_seconds, "timeoutSeconds").map_err(said)?;
         let checkpoint = params::seconds(
             self.checkpoint_before_deadline_seconds,
-            "checkpoint_before_deadline_seconds",
+            "checkpointBeforeDeadlineSeconds",
         )
         .map_err(said)?;
-        let max_tokens = params::whole(self.max_tokens, "max_tokens", 1, MAX_TOKENS).map_err(said)?;
-        let max_cost_usd = params::dollars(self.max_cost_usd, "max_cost_usd").map_err(said)?;
-        let max_tool_calls = params::whole(self.max_tool_calls, "max_tool_calls", 0, MAX_TOOL_CALLS)
+        let max_tokens = params::whole(self.max_tokens, "maxTokens", 1, MAX_TOKENS).map_err(said)?;
+        let max_cost_usd = params::dollars(self.max_cost_usd, "maxCostUsd").map_err(said)?;
+        let max_tool_calls = params::whole(self.max_tool_calls, "maxToolCalls", 0, MAX_TOOL_CALLS)
             .map_err(said)?
             .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
         let work = match (self.agent, self.chain) {
@@ -543,7 +573,52 @@ impl Server {
         };
         notes.extend(prepared.notes.iter().cloned());
         state.check_plan(&prepared.launch.plan, &prepared.launch.agents, &dir, single)?;
-        let launched = launch::launch(prepared.launch, prepared.options)
+        self.launch_checked(prepared.launch, prepared.options, wait, meta, peer).await
+    }
+
+    /// The `resume` tool: the revival the library prepares, held to the limits of `run` (the
+    /// depth, the agents this server starts, directories inside its root).
+    async fn revive(
+        &self,
+        params: ResumeParams,
+        meta: &RequestMetaObject,
+        peer: &Peer<RoleServer>,
+        notes: &mut Vec<String>,
+    ) -> Outcome {
+        let state = &self.state;
+        state.policy.check_depth(&state.env).map_err(said)?;
+        let (source_id, source) = state.open(&params.run_id)?;
+        let request = ResumeRequest {
+            task: params.task,
+            step: params.step,
+            on_end: None,
+            max_active: None,
+            caller: Caller {
+                session_id: Some(MCP_SESSION_ID.into()),
+                ..Caller::default()
+            },
+        };
+        let resumed = sublaunch::runs::resume(&state.store, &source_id, &source, request, &state.env)
+            .await
+            .map_err(said)?;
+        notes.extend(resumed.ignored.iter().map(ToString::to_string));
+        let single = resumed.launch.plan.steps.len() == 1;
+        state.check_plan(&resumed.launch.plan, &resumed.launch.agents, &state.base, single)?;
+        self.launch_checked(resumed.launch, resumed.options, params.wait, meta, peer).await
+    }
+
+    /// Launches a plan the server's limits were checked against: the run id once committed,
+    /// or with `wait` its result.
+    async fn launch_checked(
+        &self,
+        launch: launch::Launch,
+        options: launch::LaunchOptions,
+        wait: bool,
+        meta: &RequestMetaObject,
+        peer: &Peer<RoleServer>,
+    ) -> Outcome {
+        let state = &self.state;
+        let launched = launch::launch(launch, options)
             .await
             .map_err(|failure| failure.message())?;
         if let Err(e) = launched.handle.committed().await {
