@@ -861,7 +861,13 @@ fn the_resume_tool_continues_an_agents_conversation_within_the_servers_limits() 
     for (i, call) in calls.iter().enumerate() {
         assert!(!call["isError"].as_bool().unwrap(), "call {i}: {call}");
     }
-    assert!(transcript["tools"].as_array().unwrap().iter().any(|t| t["name"] == "resume"));
+    assert!(
+        transcript["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "resume")
+    );
     assert_eq!(calls[1]["json"]["answer"], "second answer", "{}", calls[1]);
     assert_ne!(calls[1]["json"]["runId"], calls[0]["json"]["runId"], "a new run");
     let requests = scope.main_requests();

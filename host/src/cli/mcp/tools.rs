@@ -3,8 +3,8 @@
 //! command line prints.
 
 use super::params::{
-    self, AgentsParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams, StopParams, WaitMode,
-    WaitParams,
+    self, AgentsParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams, StopParams,
+    WaitMode, WaitParams,
 };
 use super::{Server, State};
 use rmcp::handler::server::wrapper::Parameters;
@@ -18,8 +18,8 @@ use sublaunch::contract::{LaunchPlan, PlanStep};
 use sublaunch::inputs::agents::AgentDef;
 use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
-use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 use sublaunch::runs::ResumeRequest;
+use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 use sublaunch::runs::{
     AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal,
 };
@@ -573,7 +573,8 @@ impl Server {
         };
         notes.extend(prepared.notes.iter().cloned());
         state.check_plan(&prepared.launch.plan, &prepared.launch.agents, &dir, single)?;
-        self.launch_checked(prepared.launch, prepared.options, wait, meta, peer).await
+        self.launch_checked(prepared.launch, prepared.options, wait, meta, peer)
+            .await
     }
 
     /// The `resume` tool: the revival the library prepares, held to the limits of `run` (the
@@ -604,7 +605,8 @@ impl Server {
         notes.extend(resumed.ignored.iter().map(ToString::to_string));
         let single = resumed.launch.plan.steps.len() == 1;
         state.check_plan(&resumed.launch.plan, &resumed.launch.agents, &state.base, single)?;
-        self.launch_checked(resumed.launch, resumed.options, params.wait, meta, peer).await
+        self.launch_checked(resumed.launch, resumed.options, params.wait, meta, peer)
+            .await
     }
 
     /// Launches a plan the server's limits were checked against: the run id once committed,
