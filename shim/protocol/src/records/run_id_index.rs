@@ -2,8 +2,8 @@
 //! its id (`shell-7k` for `shell-7k2m9x4q`) is found without listing every run directory.
 //!
 //! An id is split at its last `-`: the *group* is everything up to and including it (the
-//! agent's slug, `shell-`), or [`NO_GROUP`] for an id without one; the *bucket* is the first
-//! two characters of the rest, padded with [`PAD`] when shorter. A bucket file holds one id per
+//! agent's slug, `shell-`), or `=` for an id without one; the *bucket* is the first
+//! two characters of the rest, padded with `=` when shorter. A bucket file holds one id per
 //! line, appended `O_APPEND` in one write before the run directory is created, so an existing
 //! run is always in its bucket. Lines are never removed: a reader keeps only ids that start
 //! with the prefix and whose directory exists (a pruned run, a launch that never created its
