@@ -270,9 +270,15 @@ fn a_missing_agent_cli_is_refused_before_launch() {
         "no run directory was created: {:?}",
         names_in(&project.scratch.runs())
     );
-    // --dry-run only plans.
+    // --dry-run checks what the launch checks: the same refusal, and still no run.
     let planned = project.sublaunch(&["run", "--agent", "claude", "--task", "hello", "--dry-run"]);
-    assert_eq!(planned.status.code(), Some(0), "{}", text(&planned.stderr));
+    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned.stderr));
+    assert!(
+        text(&planned.stderr).contains("'claude' is not on PATH"),
+        "{}",
+        text(&planned.stderr)
+    );
+    assert!(names_in(&project.scratch.runs()).is_empty());
 
     // An executable at the path passes the check (whatever the launch then does with it).
     let tool = project.cwd().join("bin/agent-tool");

@@ -217,10 +217,17 @@ pub fn run(args: Args) -> ExitCode {
     let wait = request.wait;
     let runtime = sublaunch::launch::runtime().expect("a tokio runtime");
     let prepared = runtime.block_on(prepare(request, gathered, &planner));
-    drop(runtime);
     let prepared = match prepared {
         Ok(prepared) if !dry_run => prepared,
-        Ok(prepared) => return print_outcome(&Ok(prepared.launch.plan)),
+        Ok(prepared) => {
+            // A dry run makes every check the launch would, so the plan it prints is one the
+            // launch accepts; it writes and starts nothing.
+            if let Err(error) = runtime.block_on(sublaunch::launch::check(&prepared.launch, &prepared.options)) {
+                eprintln!("sublaunch run: {error}");
+                return ExitCode::FAILURE;
+            }
+            return print_outcome(&Ok(prepared.launch.plan));
+        }
         Err(StartError::Invalid(message)) => return usage(message),
         Err(StartError::Failed(e)) => {
             eprintln!("sublaunch run: {e:#}");
@@ -233,6 +240,7 @@ pub fn run(args: Args) -> ExitCode {
         }
         Err(StartError::Plan(error)) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),
     };
+    drop(runtime);
     for note in &prepared.notes {
         eprintln!("sublaunch run: note: {}", super::terminal_text::for_terminal(note));
     }

@@ -68,7 +68,7 @@ pub use options::{
     Caller, Continuation, DEFAULT_COMMIT_TIMEOUT, HostEvent, LaunchHooks, LaunchOptions, NoHooks, OnEnd, RunnerError,
     SHIM_ENV, SHIM_NAME, Timeouts, WorkflowOptions, default_shim_path,
 };
-pub use sequence::{Launched, launch};
+pub use sequence::{Launched, check, launch};
 pub use spec::{Launch, RunLimits};
 pub use terminate::{Termination, terminate_runner};
 

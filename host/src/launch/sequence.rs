@@ -130,6 +130,31 @@ pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, 
     }
 }
 
+/// Every check [`launch`] makes of `launch` before it writes or starts anything, with nothing
+/// written or started: the programs the steps need, the deadline, the working directories,
+/// the shim, the worktrees' repositories, and the files the steps read or write. What `run
+/// --dry-run` runs, so that a plan it prints is one the launch accepts. The state root is not
+/// opened (that would create it).
+pub async fn check(launch: &Launch, options: &LaunchOptions) -> Result<(), LaunchError> {
+    let setup = Setup::new(launch, options)?;
+    preflight::check_deadline(&launch.plan, &launch.limits, setup.os.clock.wall_ms())?;
+    let (plan, worktree_options) = (launch.plan.clone(), launch.worktrees.clone());
+    let (env, cwd) = (options.environment.clone(), setup.cwd.clone());
+    let (checks, shim, mut steps) = (setup.cwd_checks, setup.shim, setup.steps);
+    blocking_value(move || -> Result<(), LaunchError> {
+        preflight::check_cwds(&checks)?;
+        preflight::check_shim(&shim)?;
+        if plan.steps.iter().any(|s| s.worktree) {
+            worktrees::prepare(&plan, &worktree_options, &env, Path::new(&cwd))
+                .map_err(|e| LaunchError::Worktree(cause(e)))?;
+        }
+        // A step bound for a worktree reads its files from the checkout the worktree copies.
+        Ok(super::step_files::resolve(&mut steps, &env)?)
+    })
+    .await
+    .unwrap_or_else(|| Err(LaunchError::Worktree(cause("cannot launch: the checks did not finish"))))
+}
+
 /// Arms the supervising task (K14 `committed`, H19): the caller's handle, and the sender the
 /// launch tells how it settled.
 fn supervise(
