@@ -562,19 +562,29 @@ fn agents_run(text: &str) -> Vec<String> {
     agents
 }
 
+/// The agents a page's examples may run: `shell`, and the agents its example files define
+/// whose runner is a program of their own (`runner.command` and no adapter: no coding-agent
+/// CLI, which would need an account).
+fn runnable_agents(examples: &Examples) -> BTreeSet<String> {
+    let mut agents = BTreeSet::from(["shell".to_owned()]);
+    for (path, text) in &examples.files {
+        let own_program = text.contains("command:") && !text.contains("adapter:");
+        if let (Some(file), true) = (path.rsplit_once("agents/").map(|(_, f)| f), own_program) {
+            agents.insert(file.trim_end_matches(".md").to_owned());
+        }
+    }
+    agents
+}
+
 /// Runs a page's examples in one shell in a fresh scratch; panics with what went wrong.
 fn run_examples(page: &Path, examples: &Examples) {
     let name = relative(page);
-    for text in examples
-        .files
-        .iter()
-        .map(|(_, t)| t)
-        .chain(examples.commands.iter().map(|c| &c.command))
-    {
+    let allowed = runnable_agents(examples);
+    for text in examples.files.iter().map(|(_, t)| t).chain(examples.commands.iter().map(|c| &c.command)) {
         for agent in agents_run(text) {
-            assert_eq!(
-                agent, "shell",
-                "{name}: a runnable example may only run `shell` agents: {text}"
+            assert!(
+                allowed.contains(&agent),
+                "{name}: a runnable example may only run {allowed:?}, not `{agent}`: {text}"
             );
         }
     }
