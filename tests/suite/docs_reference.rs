@@ -580,7 +580,12 @@ fn runnable_agents(examples: &Examples) -> BTreeSet<String> {
 fn run_examples(page: &Path, examples: &Examples) {
     let name = relative(page);
     let allowed = runnable_agents(examples);
-    for text in examples.files.iter().map(|(_, t)| t).chain(examples.commands.iter().map(|c| &c.command)) {
+    for text in examples
+        .files
+        .iter()
+        .map(|(_, t)| t)
+        .chain(examples.commands.iter().map(|c| &c.command))
+    {
         for agent in agents_run(text) {
             assert!(
                 allowed.contains(&agent),
