@@ -191,6 +191,70 @@ fn the_reference_documents_exactly_the_commands_and_flags_of_the_cli() {
     assert!(problems.is_empty(), "docs/reference.md:\n{}", problems.join("\n"));
 }
 
+/// The keys of the reference's chain-file table, each with where it may stand (`top`, `step`,
+/// `group`: the second cell).
+fn reference_chain_keys() -> BTreeSet<(String, String)> {
+    let text = std::fs::read_to_string(workspace().join("docs/reference.md")).unwrap();
+    let table = text
+        .split("## Chain files")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/reference.md has a `## Chain files` section");
+    let mut keys = BTreeSet::new();
+    for row in table.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        for key in code_spans(cells[0]) {
+            for place in cells[1].split(", ") {
+                keys.insert((key.to_owned(), place.to_owned()));
+            }
+        }
+    }
+    keys
+}
+
+/// The keys the CLI accepts at each place of a chain file: the list its refusal of an unknown
+/// key gives (`expected one of `mode`, …`).
+fn cli_chain_keys() -> BTreeSet<(String, String)> {
+    let scratch = Scratch::new("docs-chain-keys");
+    let mut keys = BTreeSet::new();
+    for (place, chain) in [
+        ("top", "zzz: 1\nsteps:\n  - {agent: shell, task: x}\n"),
+        ("step", "steps:\n  - {agent: shell, task: x, zzz: 1}\n"),
+        ("group", "steps:\n  - {parallel: [{agent: shell, task: x}], zzz: 1}\n"),
+    ] {
+        let file = scratch.work().join(format!("{place}.yaml"));
+        std::fs::write(&file, chain).unwrap();
+        let output = scratch
+            .cli(&["run", "--chain", &file.to_string_lossy()])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let expected = stderr
+            .split("expected one of ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no list of known keys in the refusal of a {place} key: {stderr}"));
+        for key in code_spans(&format!("`{}", expected.trim_start_matches('`'))) {
+            keys.insert((key.to_owned(), place.to_owned()));
+        }
+    }
+    keys
+}
+
+#[test]
+fn the_reference_documents_exactly_the_keys_a_chain_file_may_have() {
+    let cli = cli_chain_keys();
+    let documented = reference_chain_keys();
+    assert!(cli.len() >= 30, "{cli:?}");
+    let missing: Vec<_> = cli.difference(&documented).collect();
+    let gone: Vec<_> = documented.difference(&cli).collect();
+    assert!(
+        missing.is_empty() && gone.is_empty(),
+        "docs/reference.md, \"Chain files\", is out of step with the keys the CLI accepts.\n\
+         (key, place) accepted but not documented: {missing:?}\n\
+         documented but refused: {gone:?}"
+    );
+}
+
 /// Splits a command line into words as a shell would (quotes kept together), up to the end of
 /// the command: a `#` comment, `|`, `;`, `&&`, `)` or a redirection.
 fn shell_words(line: &str) -> Vec<String> {
@@ -680,4 +744,35 @@ fn example_output_is_matched_line_by_line_with_ellipses() {
         ["claude", "shell"]
     );
     assert!(agents_run("$ sublaunch run --agent claude --task x --dry-run").is_empty());
+}
+
+#[test]
+fn the_readme_is_a_short_page_that_starts_a_user() {
+    let readme = std::fs::read_to_string(workspace().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= 300,
+        "README.md has {lines} lines: it is the page a user reads first; move details into docs/"
+    );
+    let mut missing = Vec::new();
+    for needed in [
+        "## The two commands",
+        "## Install",
+        "## Log in to the agent CLIs",
+        "## The background loop",
+        "## Chains",
+        "## Where to go next",
+        "@anthropic-ai/claude-code",
+        "@openai/codex",
+        "@earendil-works/pi-coding-agent",
+        "claude mcp add sublaunch",
+        "[mcp_servers.sublaunch]",
+        ".cursor/mcp.json",
+        "opencode mcp add sublaunch",
+    ] {
+        if !readme.contains(needed) {
+            missing.push(needed);
+        }
+    }
+    assert!(missing.is_empty(), "README.md lacks {missing:?}");
 }
