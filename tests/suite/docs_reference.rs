@@ -7,7 +7,9 @@
 //! - no link leaves the repository, and every link inside it reaches a file (and a heading)
 //!   that exists;
 //! - the examples marked `<!-- example: runs -->` run, against a scratch state root, and print
-//!   what the page shows (docs/development.md, "Examples that run").
+//!   what the page shows (docs/development.md, "Examples that run");
+//! - the reference also names every chain-file key the CLI accepts, and every `SUBLAUNCH_*`
+//!   variable the host and the runner read or set (but their internal ones).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -775,4 +777,79 @@ fn the_readme_is_a_short_page_that_starts_a_user() {
         }
     }
     assert!(missing.is_empty(), "README.md lacks {missing:?}");
+}
+
+/// `SUBLAUNCH_*` variables that are no user's business: the startup handshake's, the test
+/// builds' hooks, the build's own, and one that is only ever removed.
+const INTERNAL_VARIABLES: &[&str] = &[
+    "SUBLAUNCH_RUNNER_CONFIG",
+    "SUBLAUNCH_STARTUP_FD",
+    "SUBLAUNCH_SHIM_FAULT",
+    "SUBLAUNCH_HOST_FAULT",
+    "SUBLAUNCH_TEST_PARENT_PID",
+    "SUBLAUNCH_SHIM_CONTROL_TIMEOUT_MS",
+    "SUBLAUNCH_RUNNER_STARTUP_TIMEOUT_MS",
+    "SUBLAUNCH_SHIM_TEST_ENOSPC",
+    "SUBLAUNCH_SHIM_TEST_ENOSPC_TARGETS",
+    "SUBLAUNCH_TEST_HOOK_CLAIM_DELAY_MS",
+    "SUBLAUNCH_TEST_UNSET_VARIABLE_FOR_RUNFILES",
+    "SUBLAUNCH_EMBEDDED_SHIM",
+    "SUBLAUNCH_EMBEDDED_SHIM_SHA256",
+    "SUBLAUNCH_EMBEDDED_VALIDATOR",
+    "SUBLAUNCH_PLANNER_SHA256",
+    "SUBLAUNCH_WASMTIME_VERSION",
+    "SUBLAUNCH_EXTENSION_BINDINGS",
+];
+
+/// Every `"SUBLAUNCH_…"` string literal in the sources of the host and the runner.
+fn variables_in_sources() -> BTreeSet<String> {
+    fn walk(dir: &Path, found: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                for piece in text.split("\"SUBLAUNCH_").skip(1) {
+                    let name: String = piece
+                        .chars()
+                        .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                        .collect();
+                    // A whole literal only: `"SUBLAUNCH_RUNNER_"` is a prefix being matched.
+                    if piece[name.len()..].starts_with('"') && !name.is_empty() && !name.ends_with('_') {
+                        found.insert(format!("SUBLAUNCH_{name}"));
+                    }
+                }
+            }
+        }
+    }
+    let mut found = BTreeSet::new();
+    for dir in ["host/src", "host/build.rs", "shim/src", "shim/protocol/src"] {
+        let path = workspace().join(dir);
+        if path.is_dir() {
+            walk(&path, &mut found);
+        }
+    }
+    found
+}
+
+#[test]
+fn the_reference_documents_every_variable_the_programs_read_or_set() {
+    let text = std::fs::read_to_string(workspace().join("docs/reference.md")).unwrap();
+    let section = text
+        .split("## Environment variables")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/reference.md has an `## Environment variables` section");
+    let found = variables_in_sources();
+    assert!(found.contains("SUBLAUNCH_ROOT") && found.len() >= 20, "{found:?}");
+    let missing: Vec<&String> = found
+        .iter()
+        .filter(|v| !INTERNAL_VARIABLES.contains(&v.as_str()))
+        .filter(|v| !section.contains(&format!("`{v}`")))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "docs/reference.md, \"Environment variables\", does not name {missing:?}"
+    );
 }
