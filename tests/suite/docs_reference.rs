@@ -8,8 +8,9 @@
 //!   that exists;
 //! - the examples marked `<!-- example: runs -->` run, against a scratch state root, and print
 //!   what the page shows (docs/development.md, "Examples that run");
-//! - the reference also names every chain-file key the CLI accepts, and every `SUBLAUNCH_*`
-//!   variable the host and the runner read or set (but their internal ones).
+//! - the reference also names exactly the chain-file keys the CLI accepts and the MCP tools and
+//!   parameters `sublaunch mcp` serves, and every `SUBLAUNCH_*` variable the host and the
+//!   runner read or set (but their internal ones).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Component, Path, PathBuf};
@@ -851,5 +852,39 @@ fn the_reference_documents_every_variable_the_programs_read_or_set() {
     assert!(
         missing.is_empty(),
         "docs/reference.md, \"Environment variables\", does not name {missing:?}"
+    );
+}
+
+#[test]
+fn the_reference_documents_exactly_the_mcp_tools_and_their_parameters() {
+    let scratch = Scratch::new("docs-mcp-tools");
+    let mut session = sublaunch_tests::mcp_session::Session::start(&scratch);
+    let listed = session.request("tools/list", serde_json::json!({}));
+    let mut served = BTreeMap::new();
+    for tool in listed["result"]["tools"].as_array().expect("tools/list answers tools") {
+        let parameters: BTreeSet<String> = tool["inputSchema"]["properties"]
+            .as_object()
+            .map(|p| p.keys().cloned().collect())
+            .unwrap_or_default();
+        served.insert(tool["name"].as_str().unwrap().to_owned(), parameters);
+    }
+    let text = std::fs::read_to_string(workspace().join("docs/reference.md")).unwrap();
+    let section = text
+        .split("## MCP tools")
+        .nth(1)
+        .and_then(|rest| rest.split("\n## ").next())
+        .expect("docs/reference.md has an `## MCP tools` section");
+    let mut documented = BTreeMap::new();
+    for row in section.lines().filter(|l| l.starts_with("| `")) {
+        let cells: Vec<&str> = row.trim_matches('|').split(" | ").map(str::trim).collect();
+        let parameters: BTreeSet<String> = code_spans(cells[1]).into_iter().map(str::to_owned).collect();
+        for tool in code_spans(cells[0]) {
+            documented.insert(tool.to_owned(), parameters.clone());
+        }
+    }
+    assert!(served.len() >= 9, "{served:?}");
+    assert_eq!(
+        documented, served,
+        "docs/reference.md, \"MCP tools\" (left), is out of step with the tools `sublaunch mcp` serves (right)"
     );
 }
