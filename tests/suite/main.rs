@@ -11,6 +11,7 @@ mod chains_cli;
 mod chaos;
 mod crash_truth;
 mod docs;
+mod docs_reference;
 mod dry_run_cli;
 mod embedders;
 mod ended_runs_cli;

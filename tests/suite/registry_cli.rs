@@ -6,7 +6,7 @@
 //! - every built-in entry is one of pi's, with pi's figures;
 //! - a registry file whose `contextWindow` is not a whole number from 1 to 2^53 is refused,
 //!   naming the file and the entry (M20, M-I18);
-//! - the model names in `--help` and in the README resolve.
+//! - the model names in `--help` and in the README and docs/ resolve.
 
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
@@ -566,12 +566,28 @@ fn the_model_names_in_help_resolve_with_and_without_pi() {
     }
 }
 
-/// The README's fenced code blocks.
+/// The fenced code blocks of the README and of the pages under `docs/` (drafts left out).
 fn readme_code() -> Vec<String> {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    fn pages(dir: &Path, found: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() && entry.file_name() != "drafts" {
+                pages(&path, found);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                found.push(path);
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md")];
+    pages(&root.join("docs"), &mut files);
+    let text: String = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap() + "\n")
+        .collect();
     let mut blocks = Vec::new();
     let mut current: Option<String> = None;
-    for line in readme.lines() {
+    for line in text.lines() {
         if line.starts_with("```") {
             match current.take() {
                 Some(block) => blocks.push(block),
@@ -605,13 +621,13 @@ fn the_model_names_in_readme_examples_resolve() {
                     assert_eq!(
                         json_of_error(&output)["error"]["code"],
                         code,
-                        "README: sublaunch models resolve {command} (PATH {path})"
+                        "docs: sublaunch models resolve {command} (PATH {path})"
                     );
                 } else {
                     assert_eq!(
                         stdout(&output).lines().next(),
                         Some(shown.trim()),
-                        "README: sublaunch models resolve {command} (PATH {path}): {}",
+                        "docs: sublaunch models resolve {command} (PATH {path}): {}",
                         stderr(&output)
                     );
                 }
@@ -648,11 +664,11 @@ fn the_model_names_in_readme_examples_resolve() {
             let output = sandbox.resolve(&args, NO_PI);
             assert!(
                 output.status.success(),
-                "README names the model `{name}`, which does not resolve: {}",
+                "the docs name the model `{name}`, which does not resolve: {}",
                 stdout(&output)
             );
             checked += 1;
         }
     }
-    assert!(checked >= 10, "only {checked} README model examples were found");
+    assert!(checked >= 10, "only {checked} model examples were found in the docs");
 }

@@ -74,10 +74,10 @@ impl Settings {
 
     /// The completion hook the settings configure (`subagents.onEnd`, a shell command, and
     /// `subagents.onEndTimeoutSeconds`). A hook names a command that runs as you, so it is
-    /// taken only from a settings file that is trusted like an agent file (README "Which files
-    /// are trusted"): the file and its directory belong to you or root and nobody else can
-    /// write them; a project's hook also only once the user approved that command (`sublaunch
-    /// trust`). The keys of any other file are left out, each with a warning in
+    /// taken only from a settings file that is trusted like an agent file (docs/guide/agents.md,
+    /// "Which files are trusted"): the file and its directory belong to you or root and nobody
+    /// else can write them; a project's hook also only once the user approved that command
+    /// (`sublaunch trust`). The keys of any other file are left out, each with a warning in
     /// [`OnEndSettings::ignored`]. A value of the wrong type is an error naming the file.
     pub fn on_end(&self) -> Result<OnEndSettings, SettingsError> {
         let mut settings = OnEndSettings::default();
