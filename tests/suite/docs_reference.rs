@@ -676,7 +676,11 @@ fn run_examples(page: &Path, examples: &Examples) {
         script.push_str(&format!("printf '\\036%s\\n' {i}\n{}\n", example.command));
     }
     let bin_dir = sublaunch_tests::bin("sublaunch").parent().unwrap().to_owned();
-    let path = format!("{}:/usr/bin:/bin", bin_dir.display());
+    // The agent CLIs are on PATH as a user's are: `--dry-run` checks their programs as a
+    // launch does (the examples never run them).
+    sublaunch_tests::real_agents::require_installed();
+    let agents = sublaunch_tests::real_agents::bin_dir();
+    let path = format!("{}:{}:/usr/bin:/bin", bin_dir.display(), agents.display());
     let output = Command::new("sh")
         .arg("-c")
         .arg(&script)
