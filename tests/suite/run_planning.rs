@@ -612,3 +612,37 @@ fn a_shell_steps_schema_is_refused_naming_the_file_and_the_way_out() {
         "{text}"
     );
 }
+
+/// A chain file with a parallel group among its steps is a chain in `status --json`, and a
+/// chain of one step is one too; parallel mode is parallel.
+#[test]
+fn status_shows_the_mode_the_file_asked_for() {
+    let sandbox = Sandbox::new();
+    let mode_of = |file: &str, text: &str| {
+        sandbox.write(&sandbox.project().join(file), text);
+        let output = sandbox.run(&["run", "--chain", file, "--wait"], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let id = stderr(&output).lines().next().unwrap_or_default().to_owned();
+        let status = sandbox.run(&["status", &id, "--json"], &[]);
+        stdout_json(&status)["mode"].clone()
+    };
+    let group = "  - parallel:\n      - {agent: shell, task: 'echo b'}\n      - {agent: shell, task: 'echo c'}\n";
+    assert_eq!(
+        mode_of(
+            "c.yaml",
+            &format!("mode: chain\nsteps:\n  - {{agent: shell, task: 'echo a'}}\n{group}")
+        ),
+        "chain"
+    );
+    assert_eq!(
+        mode_of("one.yaml", "mode: chain\nsteps:\n  - {agent: shell, task: 'echo a'}\n"),
+        "chain"
+    );
+    assert_eq!(
+        mode_of(
+            "p.yaml",
+            "mode: parallel\nsteps:\n  - {agent: shell, task: 'echo a'}\n  - {agent: shell, task: 'echo b'}\n"
+        ),
+        "parallel"
+    );
+}

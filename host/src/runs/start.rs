@@ -188,7 +188,15 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         ));
     }
     notes.extend(project_overrides(&planned, &catalog));
-    notes.extend(planned.warnings.iter().cloned());
+    // The plan's warnings (a thinking level a CLI has no name for, …), but not the one every
+    // pi run without a model gets: pi then picks its own default, as a user expects.
+    notes.extend(
+        planned
+            .warnings
+            .iter()
+            .filter(|w| !w.contains("runtime default model"))
+            .cloned(),
+    );
     let (concurrency, fail_fast) = match &request.work {
         Work::Chain { chain, .. } => {
             let file = chain.workflow().map_err(|e| StartError::Invalid(e.to_string()))?;
