@@ -7,6 +7,7 @@
 //! through the methods of [`AdapterId`]: the planner, the host and the runner ask these
 //! instead of matching on adapters of their own.
 
+use crate::ThinkingLevel;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -154,6 +155,127 @@ pub enum Conversation {
     AgentSession,
 }
 
+/// What a coding-agent CLI takes per launch (its `--model` and its thinking option), read
+/// through [`AdapterId::launch_model`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LaunchModel {
+    /// The program's name in messages (`Claude Code`).
+    pub program: &'static str,
+    /// Which providers' models it runs, and how it is told the provider.
+    pub providers: ModelProviders,
+    /// Its name for each thinking level, lowest first (`None` for a level it has no name
+    /// for); `None` when it takes no thinking level at all.
+    thinking: Option<[Option<&'static str>; 7]>,
+}
+
+/// Which providers' models a coding-agent CLI runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModelProviders {
+    /// This provider's only (Claude Code: `anthropic`); its models are named without it.
+    Only(&'static str),
+    /// Any: this one is built in, another is named to the CLI apart from the model (Codex's
+    /// `model_provider`).
+    Any {
+        /// The provider it needs no option for (`openai`).
+        built_in: &'static str,
+    },
+    /// Its own model names, with no provider (Cursor's agent).
+    Unnamed,
+}
+
+/// A model as a coding-agent CLI names it: `anthropic/claude-sonnet-4-5` is
+/// `claude-sonnet-4-5` to Claude Code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CliModelName<'m> {
+    /// The model, without its provider.
+    pub model: &'m str,
+    /// The provider to name apart (Codex's `model_provider`), when it is not the built-in one.
+    pub provider: Option<&'m str>,
+}
+
+/// A model whose provider a coding-agent CLI cannot run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WrongProvider<'m> {
+    /// The provider named.
+    pub provider: &'m str,
+    /// What the CLI takes instead.
+    pub takes: ModelProviders,
+}
+
+/// How a coding-agent CLI takes one thinking level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliThinking {
+    /// It has the level, under this name.
+    Exact(&'static str),
+    /// It has no such level: the nearest it has stands in (on a tie, the higher one), under
+    /// this name.
+    Nearest(ThinkingLevel, &'static str),
+    /// It takes no thinking level at all.
+    Unsupported,
+}
+
+impl LaunchModel {
+    /// How it takes `level`.
+    pub fn thinking(&self, level: ThinkingLevel) -> CliThinking {
+        let Some(names) = self.thinking else {
+            return CliThinking::Unsupported;
+        };
+        let rank = level as usize;
+        if let Some(name) = names[rank] {
+            return CliThinking::Exact(name);
+        }
+        // The nearest level it names, looking above first so a tie goes up (`minimal` asks for
+        // some thinking: `low`, not `off`).
+        for distance in 1..ThinkingLevel::ALL.len() {
+            for near in [rank + distance, rank.wrapping_sub(distance)] {
+                if let Some(Some(name)) = names.get(near) {
+                    return CliThinking::Nearest(ThinkingLevel::ALL[near], name);
+                }
+            }
+        }
+        CliThinking::Unsupported
+    }
+
+    /// The levels it has a name for, lowest first (for messages).
+    pub fn thinking_levels(&self) -> Vec<ThinkingLevel> {
+        let Some(names) = self.thinking else {
+            return Vec::new();
+        };
+        ThinkingLevel::ALL
+            .into_iter()
+            .zip(names)
+            .filter_map(|(level, name)| name.map(|_| level))
+            .collect()
+    }
+
+    /// `model` (`provider/id`, or an id as the CLI names it) as the CLI takes it.
+    pub fn model_name<'m>(&self, model: &'m str) -> Result<CliModelName<'m>, WrongProvider<'m>> {
+        let (provider, id) = match model.split_once('/') {
+            Some((provider, id)) if !provider.is_empty() && !id.is_empty() => (Some(provider), id),
+            _ => (None, model),
+        };
+        let wrong = |provider| WrongProvider {
+            provider,
+            takes: self.providers,
+        };
+        match (self.providers, provider) {
+            (_, None) => Ok(CliModelName {
+                model: id,
+                provider: None,
+            }),
+            (ModelProviders::Only(only), Some(named)) if named == only => Ok(CliModelName {
+                model: id,
+                provider: None,
+            }),
+            (ModelProviders::Any { built_in }, Some(named)) => Ok(CliModelName {
+                model: id,
+                provider: (named != built_in).then_some(named),
+            }),
+            (ModelProviders::Only(_) | ModelProviders::Unnamed, Some(named)) => Err(wrong(named)),
+        }
+    }
+}
+
 /// One row of the adapter table.
 struct Row {
     id: &'static str,
@@ -165,6 +287,8 @@ struct Row {
     model: ModelSource,
     native_schema: Option<NativeSchema>,
     conversation: Option<Conversation>,
+    /// What it takes per launch: a model, and its names for thinking levels.
+    launch_model: Option<LaunchModel>,
     /// sublaunch owns the quoting of its command line (so it can be wrapped for ssh).
     code_owned: bool,
     /// It may edit the user's files.
@@ -181,6 +305,7 @@ const TEXT: Row = Row {
     model: ModelSource::None,
     native_schema: None,
     conversation: None,
+    launch_model: None,
     code_owned: false,
     writer: false,
 };
@@ -195,6 +320,20 @@ const CLAUDE: Row = Row {
     model: ModelSource::AgentFile,
     native_schema: Some(NativeSchema::JsonSchema),
     conversation: Some(Conversation::AgentSession),
+    // `--model`; `--effort` (low … max), and no thinking through MAX_THINKING_TOKENS=0.
+    launch_model: Some(LaunchModel {
+        program: "Claude Code",
+        providers: ModelProviders::Only("anthropic"),
+        thinking: Some([
+            Some("off"),
+            None,
+            Some("low"),
+            Some("medium"),
+            Some("high"),
+            Some("xhigh"),
+            Some("max"),
+        ]),
+    }),
     code_owned: true,
     writer: false,
 };
@@ -210,6 +349,20 @@ const CODEX: Row = Row {
     input: None,
     output: OutputFormat::CodexEvents,
     native_schema: Some(NativeSchema::Strict),
+    // `-m`; `-c model_reasoning_effort=` none … xhigh; `-c model_provider=` for another provider.
+    launch_model: Some(LaunchModel {
+        program: "Codex",
+        providers: ModelProviders::Any { built_in: "openai" },
+        thinking: Some([
+            Some("none"),
+            Some("minimal"),
+            Some("low"),
+            Some("medium"),
+            Some("high"),
+            Some("xhigh"),
+            None,
+        ]),
+    }),
     ..CLAUDE
 };
 
@@ -219,6 +372,12 @@ const CURSOR: Row = Row {
     reports: Reports::NOTHING,
     input: None,
     native_schema: None,
+    // `--model` with Cursor's own model names; a thinking variant is a model of its own.
+    launch_model: Some(LaunchModel {
+        program: "Cursor's agent",
+        providers: ModelProviders::Unnamed,
+        thinking: None,
+    }),
     ..CLAUDE
 };
 
@@ -443,6 +602,18 @@ impl AdapterId {
     pub const fn conversation(self) -> Option<Conversation> {
         self.row().conversation
     }
+
+    /// What its CLI takes per launch (a model, thinking levels), when it takes a model per
+    /// launch at all (Claude Code, Codex, Cursor's agent).
+    pub const fn launch_model(self) -> Option<LaunchModel> {
+        self.row().launch_model
+    }
+
+    /// Whether its CLI takes a model per launch, as it names its models (rule M19: it takes
+    /// no part in planning, but a step's own model is mapped for it).
+    pub const fn takes_launch_model(self) -> bool {
+        self.launch_model().is_some()
+    }
 }
 
 impl fmt::Display for AdapterId {
@@ -539,5 +710,69 @@ mod tests {
         assert_eq!(with(|a| a.reports().cost), [A::Pi, A::ClaudeCode, A::ClaudeCodeWriter]);
         assert_eq!(with(A::can_run_on_machine).len(), 8);
         assert_eq!(with(|a| !a.is_runnable()), [A::ExternalJob]);
+    }
+
+    #[test]
+    fn each_cli_names_the_thinking_levels_it_has_and_the_nearest_stands_in_for_the_others() {
+        use ThinkingLevel as T;
+        let names = |adapter: AdapterId| -> Vec<CliThinking> {
+            let model = adapter.launch_model().expect("a coding-agent CLI");
+            T::ALL.into_iter().map(|level| model.thinking(level)).collect()
+        };
+        let exact = CliThinking::Exact;
+        assert_eq!(
+            names(AdapterId::ClaudeCode),
+            [
+                exact("off"),
+                CliThinking::Nearest(T::Low, "low"),
+                exact("low"),
+                exact("medium"),
+                exact("high"),
+                exact("xhigh"),
+                exact("max")
+            ]
+        );
+        assert_eq!(
+            names(AdapterId::CodexExecWriter),
+            [
+                exact("none"),
+                exact("minimal"),
+                exact("low"),
+                exact("medium"),
+                exact("high"),
+                exact("xhigh"),
+                CliThinking::Nearest(T::Xhigh, "xhigh")
+            ]
+        );
+        assert!(
+            names(AdapterId::CursorAgent)
+                .iter()
+                .all(|t| *t == CliThinking::Unsupported)
+        );
+        let takes: Vec<AdapterId> = AdapterId::ALL.into_iter().filter(|a| a.takes_launch_model()).collect();
+        assert_eq!(
+            takes.len(),
+            6,
+            "Claude Code, Codex and Cursor's agent, each with its writer"
+        );
+    }
+
+    #[test]
+    fn models_are_named_as_each_cli_names_them() {
+        let claude = AdapterId::ClaudeCode.launch_model().unwrap();
+        assert_eq!(
+            claude.model_name("anthropic/claude-sonnet-4-5").map(|n| n.model),
+            Ok("claude-sonnet-4-5")
+        );
+        assert_eq!(claude.model_name("sonnet").map(|n| n.model), Ok("sonnet"));
+        assert_eq!(claude.model_name("openai/gpt-5").unwrap_err().provider, "openai");
+        let codex = AdapterId::CodexExec.launch_model().unwrap();
+        let openai = codex.model_name("openai/gpt-5-mini").unwrap();
+        assert_eq!((openai.model, openai.provider), ("gpt-5-mini", None));
+        let lab = codex.model_name("lab/gpt-5").unwrap();
+        assert_eq!((lab.model, lab.provider), ("gpt-5", Some("lab")));
+        let cursor = AdapterId::CursorAgent.launch_model().unwrap();
+        assert!(cursor.model_name("openai/gpt-5").is_err());
+        assert_eq!(cursor.model_name("gpt-5").map(|n| n.model), Ok("gpt-5"));
     }
 }

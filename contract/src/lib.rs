@@ -12,11 +12,13 @@ mod adapter;
 pub mod budget;
 mod error;
 pub mod loose;
+pub mod nearest;
 mod plan;
 mod request;
 
 pub use adapter::{
-    AdapterId, Conversation, InputFormat, ModelSource, NativeSchema, OutputFormat, Reports, RunnerType, UnknownAdapter,
+    AdapterId, CliModelName, CliThinking, Conversation, InputFormat, LaunchModel, ModelProviders, ModelSource,
+    NativeSchema, OutputFormat, Reports, RunnerType, UnknownAdapter, WrongProvider,
 };
 pub use budget::UsageBudget;
 pub use error::{ErrorCode, PlanError};

@@ -458,6 +458,14 @@ pub struct LaunchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "native-schemas"))]
     pub native_schemas: Option<bool>,
+    /// Whether the runner hands a step's own model and thinking level to the coding-agent
+    /// CLIs that take them per launch (Claude Code, Codex, Cursor's agent:
+    /// [`crate::AdapterId::takes_launch_model`]), so that the planner maps them to what the
+    /// CLI names them instead of refusing them as an external runner's options (M19).
+    /// sublaunch's runner does; absent means it does not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "native-models"))]
+    pub native_models: Option<bool>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).

@@ -217,6 +217,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 usage_budget: l.usage_budget.map(Into::into),
                 checkpoint_before_deadline_ms: l.checkpoint_before_deadline_ms,
                 native_schemas: l.native_schemas,
+                native_models: l.native_models,
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {

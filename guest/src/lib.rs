@@ -10,6 +10,7 @@
 
 mod budgets;
 mod children;
+mod cli_model;
 mod graph;
 mod jsstr;
 mod model;
@@ -58,7 +59,10 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
     let workdirs = workdir::Workdirs::new(request);
     let mut placement = placement::Placement::new(request);
     let launch_machine = request.launch.as_ref().and_then(|l| l.machine.as_ref());
-    let native_schemas = request.launch.as_ref().and_then(|l| l.native_schemas) == Some(true);
+    let handed = runner::Handed {
+        schemas: request.launch.as_ref().and_then(|l| l.native_schemas) == Some(true),
+        models: request.launch.as_ref().and_then(|l| l.native_models) == Some(true),
+    };
     let mut warnings = Vec::new();
     let mut steps = Vec::with_capacity(children.len());
     for (child, &agent) in children.iter().zip(&agents) {
@@ -68,11 +72,14 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             Some(requested) => Some(placement.place(child, agent, requested, workdirs.remote_input(child))?),
             None => None,
         };
-        runner::check_external_options(child, agent, output_schema.is_some(), native_schemas)?;
+        runner::check_external_options(child, agent, output_schema.is_some(), handed)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
-        let model = if runner::is_external(agent) {
+        let cli = runner::adapter(agent).and_then(|a| a.launch_model());
+        let model = if let Some(cli) = cli.filter(|_| runner::takes_step_model(agent, handed)) {
+            cli_model::plan(child, agent, cli, models.effective_ceiling(agent)?, &mut warnings)?
+        } else if runner::is_external(agent) {
             model::ModelPlan::default()
         } else {
             models.plan_child(child, agent, &mut warnings)?
@@ -145,10 +152,13 @@ fn resolve_agents<'r>(request: &'r PlanRequest, children: &[children::Child<'r>]
         .map(|child| {
             by_name.get(child.fields.agent).copied().ok_or_else(|| {
                 let known: Vec<&str> = request.agents.iter().map(|a| a.name.as_str()).collect();
+                let near = sublaunch_contract::nearest::nearest(child.fields.agent, known.iter().copied())
+                    .map(|near| format!(" Did you mean '{near}'?"))
+                    .unwrap_or_default();
                 PlanError::new(
                     ErrorCode::UnknownAgent,
                     format!(
-                        "Unknown agent '{}' in {}. Known agents: {}.",
+                        "Unknown agent '{}' in {}.{near} Known agents: {}.",
                         child.fields.agent,
                         child.position.describe(),
                         if known.is_empty() {

@@ -123,7 +123,7 @@ impl<'r> ModelSettings<'r> {
     }
 
     /// T8: the lowest of the request ceilings and the agent's `maxThinking`.
-    fn effective_ceiling(&self, agent: &Agent) -> Result<Option<ThinkingLevel>, PlanError> {
+    pub fn effective_ceiling(&self, agent: &Agent) -> Result<Option<ThinkingLevel>, PlanError> {
         let agent_ceiling = agent
             .max_thinking
             .as_ref()
@@ -219,7 +219,7 @@ fn agent_model_path(agent: &Agent) -> String {
 }
 
 /// A present `model` value, trimmed; a non-string is `invalid-request` (E2).
-fn model_text(value: Option<&LooseString>, path: impl FnOnce() -> String) -> Result<Option<&str>, PlanError> {
+pub fn model_text(value: Option<&LooseString>, path: impl FnOnce() -> String) -> Result<Option<&str>, PlanError> {
     match value {
         None => Ok(None),
         Some(LooseString::Text(text)) => Ok(Some(jsstr::trim(text))),

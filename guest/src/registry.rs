@@ -11,6 +11,7 @@
 use crate::normalize::{Comparison, DateStamp, compare_normalized, norm, split_date};
 use crate::thinking::{split_suffix, with_suffix};
 use std::cell::OnceCell;
+use sublaunch_contract::nearest::nearest;
 use sublaunch_contract::{ErrorCode, ModelEntry, PlanError};
 
 /// The largest context window taken as given: 2^53, the largest whole number every JSON
@@ -292,14 +293,15 @@ impl<'r> Registry<'r> {
             return PlanError::new(
                 ErrorCode::AmbiguousModel,
                 format!(
-                    "Ambiguous subagent model '{query}': it matches {}. Name the provider or set a preferred provider.",
-                    ids.join(", ")
+                    "Ambiguous subagent model '{query}': it matches {}. Name the provider: write the model as provider/id (such as '{}'), or give the agent a preferred provider (modelProvider: in its agent file).",
+                    ids.join(", "),
+                    ids[0]
                 ),
             );
         }
         let mut message =
             format!("Unknown subagent model '{query}': no entry in the active model registry matches it.");
-        if let Some(suggestion) = self.suggestion(&parsed) {
+        if let Some(suggestion) = self.suggestion(&parsed).or_else(|| self.nearest(split.base)) {
             let suffix = split
                 .level
                 .map(|level| format!(":{}", level.name()))
@@ -307,6 +309,18 @@ impl<'r> Registry<'r> {
             message.push_str(&format!(" Did you mean '{suggestion}{suffix}'?"));
         }
         PlanError::new(ErrorCode::UnknownModel, message)
+    }
+
+    /// A mistyped model's nearest full id (`anthropic/claude-sonet-4-5`), else the full id of
+    /// the nearest id (`claude-sonet-4-5`): few edits, or only a difference in case.
+    fn nearest(&self, query: &str) -> Option<String> {
+        let full_ids: Vec<String> = (0..self.entries.len()).map(|i| self.full_id(i)).collect();
+        if let Some(full_id) = nearest(query, full_ids.iter().map(String::as_str)) {
+            return Some(full_id.to_owned());
+        }
+        let id = nearest(query, self.entries.iter().map(|e| e.id.as_str()))?;
+        let entry = self.entries.iter().position(|e| e.id == id)?;
+        Some(self.full_id(entry))
     }
 
     /// M13 suggestion: the id part of a provider-qualified query resolved against the whole
@@ -423,7 +437,7 @@ mod tests {
         let error = resolve(&worked_example(), "GPT-5-Mini", None).unwrap_err();
         assert_eq!(
             error.message,
-            "Ambiguous subagent model 'GPT-5-Mini': it matches openai/gpt-5-mini, github-copilot/gpt-5-mini. Name the provider or set a preferred provider."
+            "Ambiguous subagent model 'GPT-5-Mini': it matches openai/gpt-5-mini, github-copilot/gpt-5-mini. Name the provider: write the model as provider/id (such as 'openai/gpt-5-mini'), or give the agent a preferred provider (modelProvider: in its agent file)."
         );
     }
 
@@ -478,6 +492,28 @@ mod tests {
         assert!(!error.message.contains("Did you mean"), "{}", error.message);
         let error = resolve(&entries, "anthropic/nothing", None).unwrap_err();
         assert!(!error.message.contains("Did you mean"));
+    }
+
+    #[test]
+    fn a_mistyped_model_gets_the_nearest_name() {
+        let entries = worked_example();
+        let error = resolve(&entries, "anthropic/claude-sonet-4:high", None).unwrap_err();
+        assert_eq!(error.code, ErrorCode::UnknownModel);
+        assert!(
+            error
+                .message
+                .ends_with("Did you mean 'anthropic/claude-sonnet-4:high'?"),
+            "{}",
+            error.message
+        );
+        let error = resolve(&entries, "claude-sonet-4", None).unwrap_err();
+        assert!(
+            error.message.ends_with("Did you mean 'anthropic/claude-sonnet-4'?"),
+            "a bare id is matched against the ids: {}",
+            error.message
+        );
+        let error = resolve(&entries, "something-else-entirely", None).unwrap_err();
+        assert!(!error.message.contains("Did you mean"), "{}", error.message);
     }
 
     #[test]

@@ -136,6 +136,8 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             // sublaunch's runner gives Claude Code and Codex their schemas (`--json-schema`,
             // `--output-schema`), so the planner keeps them (P-S4).
             native_schemas: Some(true),
+            // …and hands a step's model and thinking level to the CLIs that take them (M19).
+            native_models: Some(true),
         }),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),

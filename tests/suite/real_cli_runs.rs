@@ -236,6 +236,93 @@ fn codex_gets_developer_instructions_and_the_reasoning_effort_and_reports_usage(
     assert!(result["steps"][0]["agentSession"].as_str().is_some());
 }
 
+/// `run --agent claude|codex --model … --thinking …`: the built-in agents, no agent file. The
+/// request the API sees carries the model as the CLI names it and the level as its effort; a
+/// level the CLI has no name for runs as its nearest, and the run says so on stderr.
+#[test]
+fn claude_code_and_codex_take_a_model_and_thinking_level_per_launch() {
+    let world = World::new("real-per-launch");
+    world.claude.reply(Reply::text("one"));
+    let (_, stdout) = world.run_ok(&[
+        "--agent",
+        "claude",
+        "--model",
+        "anthropic/claude-sonnet-4-5",
+        "--thinking",
+        "high",
+        "--task",
+        "hi",
+    ]);
+    assert_eq!(stdout, "one\n");
+    let request = only_request(&world.claude);
+    assert_eq!(request.model(), Some("claude-sonnet-4-5"), "{}", request.body);
+    // claude-sonnet-4-5 takes a thinking budget: high is 16000 tokens.
+    assert_eq!(request.body["thinking"]["budget_tokens"], 16000, "{}", request.body);
+
+    // An adaptive model follows --effort; minimal is not one of Claude Code's levels.
+    world.claude.reply(Reply::text("two"));
+    let output = world.run(&[
+        "--agent",
+        "claude",
+        "--model",
+        "anthropic/claude-sonnet-4-6:minimal",
+        "--task",
+        "hi",
+    ]);
+    ok(&output);
+    let request = world.claude.main_requests().pop().unwrap();
+    assert_eq!(request.model(), Some("claude-sonnet-4-6"));
+    assert_eq!(request.body["output_config"]["effort"], "low", "{}", request.body);
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("note: Claude Code has no thinking level 'minimal'") && stderr.contains("'low'"),
+        "{stderr}"
+    );
+
+    world.codex.reply(Reply::text("three"));
+    let output = world.run(&[
+        "--agent",
+        "codex",
+        "--model",
+        "openai/gpt-5-mini",
+        "--thinking",
+        "max",
+        "--task",
+        "hi",
+    ]);
+    assert_eq!(ok(&output), "three\n");
+    let request = only_request(&world.codex);
+    assert_eq!(request.model(), Some("gpt-5-mini"));
+    assert_eq!(
+        request.body["reasoning"]["effort"], "xhigh",
+        "{}",
+        request.body["reasoning"]
+    );
+    assert!(
+        text(&output.stderr).contains("Codex has no thinking level 'max'"),
+        "{}",
+        text(&output.stderr)
+    );
+    world.codex.reply(Reply::text("four"));
+    world.run_ok(&[
+        "--agent",
+        "codex",
+        "--model",
+        "openai/gpt-5.5",
+        "--thinking",
+        "off",
+        "--task",
+        "hi",
+    ]);
+    let request = world.codex.main_requests().pop().unwrap();
+    assert_eq!(request.model(), Some("gpt-5.5"));
+    assert_eq!(
+        request.body["reasoning"]["effort"], "none",
+        "{}",
+        request.body["reasoning"]
+    );
+}
+
 #[test]
 fn pi_gets_the_planned_model_and_thinking_and_reports_usage_and_cost() {
     let world = World::new("real-pi");

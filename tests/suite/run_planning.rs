@@ -450,7 +450,11 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let sandbox = Sandbox::new();
     let args = ["run", "--agent", "pi", "--model", "nonexistent/zzz", "--task", "x"];
     let output = sandbox.run(&args, &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "a refusal is bad input, as the README says"
+    );
     assert!(
         output.stdout.is_empty(),
         "nothing on stdout: {}",
@@ -472,4 +476,173 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let output = sandbox.run(&["run", "--agent", "shell", "--task", " \t "], &[]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("the task is empty"), "{}", stderr(&output));
+}
+
+/// `run --agent Claude`, `--agent shel`: the nearest agent name, case first.
+#[test]
+fn an_unknown_agent_gets_the_nearest_name() {
+    let sandbox = Sandbox::new();
+    for (asked, meant) in [
+        ("Claude", "claude"),
+        ("shel", "shell"),
+        ("CODEX-writer", "codex-writer"),
+    ] {
+        let output = sandbox.run(&["run", "--agent", asked, "--task", "x"], &[]);
+        assert_eq!(output.status.code(), Some(2));
+        let text = stderr(&output);
+        assert!(
+            text.contains(&format!(
+                "unknown agent '{asked}' (did you mean '{meant}'?); known agents: "
+            )),
+            "{text}"
+        );
+    }
+    let output = sandbox.run(&["run", "--agent", "reviewer", "--task", "x"], &[]);
+    assert!(!stderr(&output).contains("did you mean"), "{}", stderr(&output));
+}
+
+/// A mistyped model gets the nearest registry name; an ambiguous one says how `run` names a
+/// model unambiguously (it has no --provider).
+#[test]
+fn a_mistyped_or_ambiguous_model_says_what_to_write() {
+    let sandbox = Sandbox::new();
+    let models = sandbox.dir.path().join("models.json");
+    sandbox.write(
+        &models,
+        r#"[{"provider": "lab", "id": "fake-model"}, {"provider": "other", "id": "fake-model"},
+            {"provider": "anthropic", "id": "claude-sonnet-4-5"}]"#,
+    );
+    let models = models.to_string_lossy().into_owned();
+    let run = |model: &str| {
+        let output = sandbox.run(
+            &[
+                "run", "--agent", "pi", "--model", model, "--task", "x", "--models", &models,
+            ],
+            &[],
+        );
+        assert_eq!(output.status.code(), Some(2));
+        stderr(&output)
+    };
+    let text = run("anthropic/claude-sonet-4-5");
+    assert!(
+        text.contains("Unknown subagent model 'anthropic/claude-sonet-4-5'")
+            && text.contains("Did you mean 'anthropic/claude-sonnet-4-5'?"),
+        "{text}"
+    );
+    let text = run("fake-modle:high");
+    assert!(text.contains("Did you mean 'lab/fake-model:high'?"), "{text}");
+    let text = run("fake-model");
+    assert!(
+        text.contains("it matches lab/fake-model, other/fake-model")
+            && text.contains("provider/id (such as 'lab/fake-model')")
+            && text.contains("modelProvider:")
+            && !text.contains("set a preferred provider"),
+        "{text}"
+    );
+}
+
+/// `run --agent claude --model … --thinking …` is planned for Claude Code and Codex (the real
+/// CLIs get them in `real_cli_runs`); a level the CLI has no name for becomes its nearest, and
+/// the run says so; a shell step refuses a model, saying what to do.
+#[test]
+fn coding_agent_clis_take_a_model_and_thinking_level_per_launch() {
+    let sandbox = Sandbox::new();
+    let plan = |args: &[&str]| {
+        let mut all = vec!["run", "--dry-run", "--task", "hi"];
+        all.extend_from_slice(args);
+        let output = sandbox.run(&all, &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        stdout_json(&output)
+    };
+    let claude = plan(&[
+        "--agent",
+        "claude",
+        "--model",
+        "anthropic/claude-sonnet-4-5",
+        "--thinking",
+        "high",
+    ]);
+    assert_eq!(claude["steps"][0]["model"], "anthropic/claude-sonnet-4-5");
+    assert_eq!(claude["steps"][0]["thinking"], "high");
+    let codex = plan(&["--agent", "codex-writer", "--model", "openai/gpt-5-mini:max"]);
+    assert_eq!(codex["steps"][0]["model"], "openai/gpt-5-mini");
+    assert_eq!(codex["steps"][0]["thinking"], "xhigh", "Codex's nearest to max");
+    assert!(
+        codex["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("Codex has no thinking level 'max'")),
+        "{codex}"
+    );
+
+    let output = sandbox.run(
+        &["run", "--agent", "claude", "--model", "openai/gpt-5", "--task", "hi"],
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("runs anthropic models only"),
+        "{}",
+        stderr(&output)
+    );
+    let output = sandbox.run(&["run", "--agent", "shell", "--model", "a/b", "--task", "hi"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.contains("does not support: model override") && text.contains("drop --model"),
+        "{text}"
+    );
+}
+
+/// A shell step with an output schema: the refusal names the file and the JSON path, and
+/// says what to do instead; it is bad input (exit 2).
+#[test]
+fn a_shell_steps_schema_is_refused_naming_the_file_and_the_way_out() {
+    let sandbox = Sandbox::new();
+    sandbox.write(
+        &sandbox.project().join("so.yaml"),
+        "steps:\n  - agent: shell\n    task: echo '{}'\n    outputSchema: {type: object}\n",
+    );
+    let output = sandbox.run(&["run", "--chain", "so.yaml"], &[]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.starts_with("sublaunch run: so.yaml: Agent 'shell'")
+            && text.contains("structured output (steps[0].outputSchema)")
+            && text.contains("runner.type: command"),
+        "{text}"
+    );
+}
+
+/// A chain file with a parallel group among its steps is a chain in `status --json`, and a
+/// chain of one step is one too; parallel mode is parallel.
+#[test]
+fn status_shows_the_mode_the_file_asked_for() {
+    let sandbox = Sandbox::new();
+    let mode_of = |file: &str, text: &str| {
+        sandbox.write(&sandbox.project().join(file), text);
+        let output = sandbox.run(&["run", "--chain", file, "--wait"], &[]);
+        assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+        let id = stderr(&output).lines().next().unwrap_or_default().to_owned();
+        let status = sandbox.run(&["status", &id, "--json"], &[]);
+        stdout_json(&status)["mode"].clone()
+    };
+    let group = "  - parallel:\n      - {agent: shell, task: 'echo b'}\n      - {agent: shell, task: 'echo c'}\n";
+    assert_eq!(
+        mode_of(
+            "c.yaml",
+            &format!("mode: chain\nsteps:\n  - {{agent: shell, task: 'echo a'}}\n{group}")
+        ),
+        "chain"
+    );
+    assert_eq!(
+        mode_of("one.yaml", "mode: chain\nsteps:\n  - {agent: shell, task: 'echo a'}\n"),
+        "chain"
+    );
+    assert_eq!(
+        mode_of(
+            "p.yaml",
+            "mode: parallel\nsteps:\n  - {agent: shell, task: 'echo a'}\n  - {agent: shell, task: 'echo b'}\n"
+        ),
+        "parallel"
+    );
 }

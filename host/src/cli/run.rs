@@ -236,7 +236,13 @@ pub fn run(args: Args) -> ExitCode {
         // A person gets one line on stderr; the document is for --json and the plan printout.
         Err(StartError::Plan(error)) if !json && !dry_run => {
             eprintln!("sublaunch run: {}", super::terminal_text::for_terminal(&error.message));
-            return ExitCode::FAILURE;
+            // A refusal is bad input (exit 2, as for a broken chain file); a planner fault is not.
+            let fault = error.code == sublaunch::contract::ErrorCode::PlannerFault;
+            return if fault {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(EXIT_USAGE)
+            };
         }
         Err(StartError::Plan(error)) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),
     };

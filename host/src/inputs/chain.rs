@@ -39,7 +39,7 @@ use crate::inputs::config_files::FileError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use sublaunch_contract::{LooseString, Mode, Step, Task, ThinkingSetting, UsageBudget};
+use sublaunch_contract::{LooseString, Mode, PlanError, Step, Task, ThinkingSetting, UsageBudget};
 
 /// The placeholders a chain step's task text may use.
 pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
@@ -180,6 +180,16 @@ pub struct ChainWorkflow {
     pub concurrency: Option<u32>,
     /// A failed task stops the rest of its group.
     pub fail_fast: Option<bool>,
+}
+
+impl ChainFile {
+    /// The planner's refusal of this file's run, naming the file first (`so.yaml: Agent
+    /// 'shell' (step 1, …) does not support: structured output (steps[0].outputSchema). …`):
+    /// the planner knows the JSON paths, not the file they are in.
+    pub fn locate(&self, mut error: PlanError) -> PlanError {
+        error.message = format!("{}: {}", self.path.display(), error.message);
+        error
+    }
 }
 
 /// Reads and parses the chain file at `path`.

@@ -97,19 +97,17 @@ impl From<AliasError> for StepError {
     }
 }
 
-/// The plan's mode: `single` for one child, `parallel` when the graph has a parallel group,
-/// `chain` otherwise.
+/// The plan's mode, as the request had it: `parallel` when the graph is one parallel group
+/// (parallel mode always is), `chain` for any other graph (a chain may hold groups among its
+/// steps, or be one step long), `single` without one. A chain whose only step is a group is
+/// told apart from parallel mode by nothing in the plan, and runs exactly as it does: it is
+/// `parallel`. A plan made by hand without a graph is `single` for one step, else `chain`.
 pub fn plan_mode(plan: &LaunchPlan) -> &'static str {
-    let parallel = plan
-        .graph
-        .as_ref()
-        .is_some_and(|g| g.steps.iter().any(|s| matches!(s, GraphStep::Parallel(_))));
-    if parallel {
-        "parallel"
-    } else if plan.steps.len() > 1 {
-        "chain"
-    } else {
-        "single"
+    match plan.graph.as_ref().map(|g| g.steps.as_slice()) {
+        None if plan.steps.len() > 1 => "chain",
+        None => "single",
+        Some([GraphStep::Parallel(_)]) => "parallel",
+        Some(_) => "chain",
     }
 }
 
@@ -291,9 +289,10 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, CliMod
         ModelSource::Planned => spec.model = step.model.as_deref().map(|m| base_model(m, step)),
         // External CLIs take no planned model (M19).
         ModelSource::None => spec.model = None,
-        // Coding-agent CLIs take the agent file's own model and thinking, as they name them.
+        // Coding-agent CLIs take the step's own model and thinking level when it has them (the
+        // planner mapped them to what the CLI takes), else the agent file's, as they name them.
         ModelSource::AgentFile => {
-            let cli = cli_model::cli_model(kind, agent)?;
+            let cli = cli_model::cli_model(kind, agent, step)?;
             spec.model = cli.model;
             spec.provider = cli.provider;
             spec.thinking = cli.thinking.map(|t| t.name().to_owned());

@@ -175,7 +175,12 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
     let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
-    let planned = planner.plan(&plan_request).map_err(StartError::Plan)?;
+    let planned = planner.plan(&plan_request).map_err(|error| {
+        StartError::Plan(match &request.work {
+            Work::Chain { chain, .. } => chain.locate(error),
+            Work::Agent { .. } => error,
+        })
+    })?;
     if (worktree_options.base.is_some() || request.require_clean) && !planned.steps.iter().any(|s| s.worktree) {
         return Err(StartError::Invalid(
             "--base and --require-clean are for managed worktrees, and no step of this run runs in one (add --worktree)"
@@ -183,6 +188,15 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         ));
     }
     notes.extend(project_overrides(&planned, &catalog));
+    // The plan's warnings (a thinking level a CLI has no name for, …), but not the one every
+    // pi run without a model gets: pi then picks its own default, as a user expects.
+    notes.extend(
+        planned
+            .warnings
+            .iter()
+            .filter(|w| !w.contains("runtime default model"))
+            .cloned(),
+    );
     let (concurrency, fail_fast) = match &request.work {
         Work::Chain { chain, .. } => {
             let file = chain.workflow().map_err(|e| StartError::Invalid(e.to_string()))?;

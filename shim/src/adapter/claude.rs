@@ -24,6 +24,7 @@ use super::push_option;
 use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
+use sublaunch_protocol::records::config::AdapterId;
 use sublaunch_protocol::records::usage::Usage;
 
 /// The command of a step (`writer`: `claude-code-writer`, edits are accepted without asking).
@@ -106,12 +107,10 @@ pub fn user_line(text: &str) -> Vec<u8> {
 /// The environment variable Claude Code reads a thinking budget from.
 const THINKING_BUDGET_ENV: &str = "MAX_THINKING_TOKENS";
 
-/// Claude Code's `--effort` for a thinking level (it takes low, medium, high, xhigh, max).
+/// Claude Code's `--effort` for a thinking level, as the adapter table names it (low, medium,
+/// high, xhigh, max; the nearest for a level it has no name for).
 fn effort(level: &str) -> &str {
-    match level {
-        "minimal" => "low",
-        other => other,
-    }
+    super::cli_thinking(AdapterId::ClaudeCode, level)
 }
 
 /// The thinking budget in tokens for a level, for models that take a budget (below their

@@ -19,6 +19,7 @@ use super::jsonl::{self, EventReader, JsonlParser};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
 use serde_json::Value;
 use std::io::Read;
+use sublaunch_protocol::records::config::AdapterId;
 use sublaunch_protocol::records::usage::Usage;
 
 /// `last-message-<n>.txt`: where Codex writes step `n`'s final message.
@@ -71,14 +72,10 @@ fn push_config(argv: &mut Vec<String>, key: &str, value: Option<&str>) {
     }
 }
 
-/// Codex's `model_reasoning_effort` for a thinking level (the Responses API takes none,
-/// minimal, low, medium, high and xhigh).
+/// Codex's `model_reasoning_effort` for a thinking level, as the adapter table names it
+/// (none, minimal, low, medium, high, xhigh; the nearest for a level it has no name for).
 fn reasoning_effort(level: &str) -> &str {
-    match level {
-        "off" => "none",
-        "max" => "xhigh",
-        other => other,
-    }
+    super::cli_thinking(AdapterId::CodexExec, level)
 }
 
 /// Reads `codex exec --json` events.

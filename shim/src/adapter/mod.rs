@@ -38,7 +38,9 @@ pub use text::{TEXT_LINE_RETAIN, TextParser};
 
 use std::collections::BTreeMap;
 use sublaunch_protocol::files::dir::Dir;
-use sublaunch_protocol::records::config::{AdapterId, AdapterSpec, RunnerConfig, StepConfig};
+use sublaunch_protocol::records::config::{
+    AdapterId, AdapterSpec, CliThinking, RunnerConfig, StepConfig, ThinkingLevel,
+};
 use sublaunch_protocol::records::usage::Usage;
 
 /// The longest final message an adapter keeps (16 MiB); a longer one fails the step.
@@ -339,6 +341,20 @@ fn external_cli(input: &StepInput<'_>) -> Result<AgentCommand, String> {
 }
 
 /// Appends `flag value` to `argv` when there is a value.
+/// `level` (a sublaunch thinking level) as `adapter`'s CLI names it, from the adapter table:
+/// the nearest level it has when it has no such one. A name that is no level, or a CLI that
+/// takes none, passes through as given (the planner refused those before the run).
+fn cli_thinking(adapter: AdapterId, level: &str) -> &str {
+    let thinking = adapter
+        .launch_model()
+        .zip(ThinkingLevel::from_name(level))
+        .map(|(cli, level)| cli.thinking(level));
+    match thinking {
+        Some(CliThinking::Exact(name) | CliThinking::Nearest(_, name)) => name,
+        Some(CliThinking::Unsupported) | None => level,
+    }
+}
+
 fn push_option(argv: &mut Vec<String>, flag: &str, value: Option<impl Into<String>>) {
     if let Some(value) = value {
         argv.extend([flag.to_owned(), value.into()]);

@@ -16,6 +16,7 @@ use crate::inputs::config_files::FileError;
 use crate::inputs::project::store::ProgramKind;
 use crate::inputs::project::{Ignored, ProgramItem, Project};
 use std::path::{Path, PathBuf};
+use sublaunch_contract::nearest::nearest;
 
 /// Every agent known for a working directory.
 #[derive(Clone, Debug, Default)]
@@ -115,7 +116,11 @@ impl std::fmt::Display for UnusableAgent {
                 known,
                 not_loaded,
             } => {
-                write!(f, "unknown agent '{name}'; known agents: {}", known.join(", "))?;
+                write!(f, "unknown agent '{name}'")?;
+                if let Some(near) = nearest(name, known.iter().map(String::as_str)) {
+                    write!(f, " (did you mean '{near}'?)")?;
+                }
+                write!(f, "; known agents: {}", known.join(", "))?;
                 not_loaded
                     .iter()
                     .try_for_each(|problem| write!(f, "\n  (not loaded: {problem})"))

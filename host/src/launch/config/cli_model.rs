@@ -3,10 +3,12 @@
 //! `model:` and `thinking:` are their own, M19), so the frontmatter is read here: a provider
 //! prefix (`anthropic/…`) and a thinking suffix (`…:high`) are never handed to an API
 //! verbatim — they are mapped to the CLI's own options, or the launch is refused before
-//! anything is paid for.
+//! anything is paid for. A step's own model and level (`run --model`, `--thinking`, a chain
+//! step's `model:`) replace the file's; the planner has already checked and mapped them. The
+//! CLIs' names for models and levels are the adapter table's (`AdapterId::launch_model`).
 
 use crate::inputs::agents::{AdapterId, AgentDef};
-use sublaunch_contract::{LooseString, ThinkingLevel, ThinkingSetting};
+use sublaunch_contract::{CliThinking, LooseString, ModelProviders, PlanStep, ThinkingLevel, ThinkingSetting};
 
 /// What reaches the CLI.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -90,9 +92,55 @@ pub enum CliModelError {
     },
 }
 
-/// The CLI model of `agent`, run by `adapter`; an error says what the agent file asks that
-/// the CLI cannot take.
-pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, CliModelError> {
+/// The CLI model of a step of `agent`, run by `adapter`: the step's own model and thinking
+/// level (which the planner checked and mapped) where it has them, else the agent file's; an
+/// error says what the agent file asks that the CLI cannot take.
+pub fn cli_model(adapter: AdapterId, agent: &AgentDef, step: &PlanStep) -> Result<CliModel, CliModelError> {
+    let name = agent.name();
+    let Some(cli) = adapter.launch_model() else {
+        return Ok(CliModel::default());
+    };
+    let (file_model, file_thinking) = agent_file_model(agent)?;
+    let model = step.model.as_deref().or(file_model);
+    let thinking = step.thinking.or(file_thinking);
+    let named = match model {
+        Some(model) => Some(cli.model_name(model).map_err(|wrong| match wrong.takes {
+            ModelProviders::Unnamed => CliModelError::CursorProvider {
+                agent: name.to_owned(),
+                id: model.split_once('/').map_or(model, |(_, id)| id).to_owned(),
+                provider: wrong.provider.to_owned(),
+            },
+            _ => CliModelError::NotAnthropic {
+                agent: name.to_owned(),
+                provider: wrong.provider.to_owned(),
+            },
+        })?),
+        None => None,
+    };
+    // A level the CLI has no name for runs as its nearest (the planner warned of a step's own).
+    let thinking = match thinking.map(|level| (level, cli.thinking(level))) {
+        None => None,
+        Some((level, CliThinking::Exact(_))) => Some(level),
+        Some((_, CliThinking::Nearest(nearest, _))) => Some(nearest),
+        // No thinking is what a CLI without thinking levels does anyway.
+        Some((ThinkingLevel::Off, CliThinking::Unsupported)) => None,
+        Some((level, CliThinking::Unsupported)) => {
+            return Err(CliModelError::CursorThinking {
+                agent: name.to_owned(),
+                level,
+            });
+        }
+    };
+    Ok(CliModel {
+        model: named.map(|n| n.model.to_owned()),
+        provider: named.and_then(|n| n.provider).map(str::to_owned),
+        thinking,
+    })
+}
+
+/// The agent file's own `model:` (without its thinking suffix) and thinking level (the
+/// suffix's or `thinking:`'s, which must agree).
+fn agent_file_model(agent: &AgentDef) -> Result<(Option<&str>, Option<ThinkingLevel>), CliModelError> {
     let name = agent.name();
     let written = match &agent.planner.model {
         Some(LooseString::Text(text)) if !text.trim().is_empty() => Some(text.trim()),
@@ -137,56 +185,7 @@ pub fn cli_model(adapter: AdapterId, agent: &AgentDef) -> Result<CliModel, CliMo
         }
         (a, b) => a.or(b),
     };
-    let (provider, id) = match model {
-        Some(model) => match model.split_once('/') {
-            Some((provider, id)) if !provider.is_empty() && !id.is_empty() => (Some(provider), Some(id)),
-            _ => (None, Some(model)),
-        },
-        None => (None, None),
-    };
-    let cli = match adapter {
-        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => {
-            if let Some(provider) = provider.filter(|p| *p != "anthropic") {
-                return Err(CliModelError::NotAnthropic {
-                    agent: name.to_owned(),
-                    provider: provider.to_owned(),
-                });
-            }
-            CliModel {
-                model: id.map(str::to_owned),
-                provider: None,
-                thinking,
-            }
-        }
-        AdapterId::CodexExec | AdapterId::CodexExecWriter => CliModel {
-            model: id.map(str::to_owned),
-            // `openai` is Codex's built-in provider; any other names a `model_providers` entry.
-            provider: provider.filter(|p| *p != "openai").map(str::to_owned),
-            thinking,
-        },
-        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => {
-            if let Some(provider) = provider {
-                return Err(CliModelError::CursorProvider {
-                    agent: name.to_owned(),
-                    id: id.unwrap_or_default().to_owned(),
-                    provider: provider.to_owned(),
-                });
-            }
-            if let Some(level) = thinking.filter(|t| *t != ThinkingLevel::Off) {
-                return Err(CliModelError::CursorThinking {
-                    agent: name.to_owned(),
-                    level,
-                });
-            }
-            CliModel {
-                model: id.map(str::to_owned),
-                provider: None,
-                thinking: None,
-            }
-        }
-        _ => CliModel::default(),
-    };
-    Ok(cli)
+    Ok((model, thinking))
 }
 
 /// `model:level` → the model and the level (a suffix that is no level stays in the model).
@@ -204,6 +203,11 @@ fn split_suffix(model: &str) -> (Option<&str>, Option<ThinkingLevel>) {
 mod tests {
     use super::*;
 
+    /// A step with none of its own.
+    fn step() -> PlanStep {
+        PlanStep::local("a", "t", "/")
+    }
+
     fn agent(model: Option<&str>, thinking: Option<&str>) -> AgentDef {
         let mut agent = crate::inputs::agents::builtins().remove(2);
         agent.planner.name = "a".into();
@@ -217,34 +221,65 @@ mod tests {
         let claude = cli_model(
             AdapterId::ClaudeCode,
             &agent(Some("anthropic/claude-sonnet-4-5:high"), None),
+            &step(),
         )
         .unwrap();
         assert_eq!(claude.model.as_deref(), Some("claude-sonnet-4-5"));
         assert_eq!(claude.thinking, Some(ThinkingLevel::High));
-        let codex = cli_model(AdapterId::CodexExec, &agent(Some("lab/gpt-5:low"), None)).unwrap();
+        let codex = cli_model(AdapterId::CodexExec, &agent(Some("lab/gpt-5:low"), None), &step()).unwrap();
         assert_eq!(
             (codex.model.as_deref(), codex.provider.as_deref()),
             (Some("gpt-5"), Some("lab"))
         );
-        let openai = cli_model(AdapterId::CodexExec, &agent(Some("openai/gpt-5"), Some("medium"))).unwrap();
+        let openai = cli_model(
+            AdapterId::CodexExec,
+            &agent(Some("openai/gpt-5"), Some("medium")),
+            &step(),
+        )
+        .unwrap();
         assert_eq!((openai.provider, openai.thinking), (None, Some(ThinkingLevel::Medium)));
     }
 
     #[test]
+    fn a_steps_own_model_and_level_replace_the_agent_files() {
+        let mut own = step();
+        own.model = Some("anthropic/claude-haiku-4-5".into());
+        let claude = cli_model(AdapterId::ClaudeCode, &agent(Some("claude-x"), Some("high")), &own).unwrap();
+        assert_eq!(
+            (claude.model.as_deref(), claude.thinking),
+            (Some("claude-haiku-4-5"), Some(ThinkingLevel::High)),
+            "the step's model, the file's level"
+        );
+        own.thinking = Some(ThinkingLevel::Minimal);
+        let claude = cli_model(AdapterId::ClaudeCode, &agent(None, Some("high")), &own).unwrap();
+        assert_eq!(
+            claude.thinking,
+            Some(ThinkingLevel::Low),
+            "Claude Code's nearest to minimal"
+        );
+        let codex = cli_model(AdapterId::CodexExec, &agent(Some("openai/gpt-5:max"), None), &step()).unwrap();
+        assert_eq!(codex.thinking, Some(ThinkingLevel::Xhigh), "Codex's nearest to max");
+    }
+
+    #[test]
     fn what_a_cli_cannot_take_is_refused_with_the_agent_named() {
-        let wrong = cli_model(AdapterId::ClaudeCode, &agent(Some("openai/gpt-5"), None))
+        let wrong = cli_model(AdapterId::ClaudeCode, &agent(Some("openai/gpt-5"), None), &step())
             .unwrap_err()
             .to_string();
         assert!(
             wrong.contains("agent 'a'") && wrong.contains("provider 'openai'"),
             "{wrong}"
         );
-        let both = cli_model(AdapterId::ClaudeCode, &agent(Some("claude-x:high"), Some("low")))
-            .unwrap_err()
-            .to_string();
+        let both = cli_model(
+            AdapterId::ClaudeCode,
+            &agent(Some("claude-x:high"), Some("low")),
+            &step(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(both.contains("'high'") && both.contains("'low'"), "{both}");
-        assert!(cli_model(AdapterId::CursorAgent, &agent(Some("gpt-5"), Some("high"))).is_err());
-        assert!(cli_model(AdapterId::CursorAgent, &agent(Some("openai/gpt-5"), None)).is_err());
-        assert!(cli_model(AdapterId::ClaudeCode, &agent(None, Some("hard"))).is_err());
+        assert!(cli_model(AdapterId::CursorAgent, &agent(Some("gpt-5"), Some("high")), &step()).is_err());
+        assert!(cli_model(AdapterId::CursorAgent, &agent(Some("openai/gpt-5"), None), &step()).is_err());
+        assert!(cli_model(AdapterId::ClaudeCode, &agent(None, Some("hard")), &step()).is_err());
     }
 }

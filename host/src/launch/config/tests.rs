@@ -46,6 +46,36 @@ fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
 }
 
 #[test]
+fn the_mode_is_the_requests_even_for_a_chain_holding_a_group() {
+    use sublaunch_contract::{Graph, GraphNode, GraphStep};
+    let node = |agent: &str| GraphNode {
+        agent: agent.into(),
+        output_schema: None,
+        structured: false,
+    };
+    let with_graph = |steps: Vec<GraphStep>| LaunchPlan {
+        graph: Some(Graph { steps }),
+        ..plan(vec![step("shell", "a"), step("shell", "b")])
+    };
+    let chain = with_graph(vec![
+        GraphStep::Sequential(node("shell")),
+        GraphStep::Parallel(vec![node("shell"), node("shell")]),
+    ]);
+    assert_eq!(plan_mode(&chain), "chain", "a chain with a group is a chain");
+    let one = with_graph(vec![GraphStep::Sequential(node("shell"))]);
+    assert_eq!(
+        plan_mode(&LaunchPlan {
+            steps: vec![step("shell", "a")],
+            ..one
+        }),
+        "chain"
+    );
+    let group = with_graph(vec![GraphStep::Parallel(vec![node("shell"), node("shell")])]);
+    assert_eq!(plan_mode(&group), "parallel");
+    assert_eq!(plan_mode(&plan(vec![step("shell", "a"), step("shell", "b")])), "chain");
+}
+
+#[test]
 fn h5_shell_steps_run_sh_c_in_the_step_cwd() {
     let shell = crate::inputs::agents::builtins()
         .into_iter()
