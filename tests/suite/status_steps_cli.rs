@@ -158,3 +158,29 @@ fn status_shows_a_line_per_step_with_the_agents_words_while_they_run() {
     assert!(logs.contains("[2.1 coder (lexer)] Running the tests now.\n"), "{logs}");
     assert!(logs.contains("[2.2 helper] Waited.\n"), "{logs}");
 }
+
+#[test]
+fn status_shows_a_failed_hook_and_a_detached_run_without_a_fault() {
+    let scratch = Scratch::new("status-hook");
+    let launched = scratch
+        .cli(&["run", "--agent", "shell", "--task", "echo done", "--on-end", "echo hook-said; exit 7"])
+        .output()
+        .unwrap();
+    let id = ok(&launched).trim().to_owned();
+    ok(&scratch.cli(&["wait", &id]).output().unwrap());
+    // The hook runs after the run's end is recorded, and the proof is written once the
+    // runner has exited.
+    let shown = status_until(&scratch, &id, |s| s.contains("\nhook ") && s.contains("\nproof    not"));
+    let log = scratch.run_dir(&id).join("hook-end.log");
+    assert!(
+        shown.contains(&format!("hook     exit 7 (see {})", log.display())),
+        "{shown}"
+    );
+    assert!(std::fs::read_to_string(&log).unwrap().contains("hook-said"));
+    // Nothing waited for this run's runner: said so, not as a fault.
+    assert!(
+        shown.contains("proof    not observed (launched detached; nothing waited for it)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("observer-unavailable"), "{shown}");
+}
