@@ -295,11 +295,11 @@ fn nonzero_exit_fails_the_run() {
     assert_eq!(st["state"], "failed");
     assert_eq!(
         st["error"],
-        "Step 1 ('shell') failed: Subagent exited with code 3.\n\nbroken"
+        "Step 1 shell failed: Subagent exited with code 3.\n\nbroken"
     );
     assert_eq!(st["steps"][0]["error"], "Subagent exited with code 3.\n\nbroken");
     assert_eq!(st["steps"][1]["status"], "skipped");
-    assert_eq!(st["steps"][1]["error"], "Not run: step 1 ('shell') failed.");
+    assert_eq!(st["steps"][1]["error"], "Not run: step 1 shell failed.");
     let result = run.result().unwrap();
     assert_eq!(result["success"], false);
     assert_eq!(result["exitCode"], 1);

@@ -178,7 +178,7 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         .iter()
         .map(|l| l.as_str().unwrap())
         .collect();
-    assert_eq!(lines, ["[1 shell] a", "[2 shell] b", "[3 shell] c"]);
+    assert_eq!(lines, ["[1.1 shell] a", "[1.2 shell] b", "[1.3 shell] c"]);
 
     let any = answer(8);
     assert_eq!(

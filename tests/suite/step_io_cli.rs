@@ -75,7 +75,7 @@ fn reads_are_named_to_the_agent_and_checked_before_launch() {
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(&format!(
-            "step 1 ('echo') reads docs/MISSING.md, and {} does not exist",
+            "step 1 echo reads docs/MISSING.md, and {} does not exist",
             scratch.work().join("docs/MISSING.md").display()
         )),
         "{stderr}"

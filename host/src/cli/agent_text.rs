@@ -51,16 +51,36 @@ pub fn lines(line: &str) -> Vec<String> {
                 }
             }
         }
-        "tool_execution_start" => out.push(format!(
-            "→ {} {}",
-            text(event.get("toolName")),
-            brief(event.get("args"))
-        )),
+        // pi's `tool_execution_start` repeats the tool call its `message_end` already showed.
         _ => {}
     }
     out.into_iter()
         .flat_map(|l| l.lines().map(str::to_owned).collect::<Vec<_>>())
         .collect()
+}
+
+/// The lines of one line of an agent's stdout that say what the agent said or did: [`lines`]
+/// without the bookkeeping (`[session …]`, `[thread …]`, `[done, …]`), for a live line that
+/// shows the agent's last words or tool call rather than how its turn was counted.
+pub fn said_or_done(line: &str) -> Vec<String> {
+    let Ok(Value::Object(event)) = serde_json::from_str::<Value>(line.trim_end_matches(['\n', '\r'])) else {
+        return lines(line);
+    };
+    let kind = event.get("type").and_then(Value::as_str).unwrap_or("");
+    let failed = event.get("is_error").and_then(Value::as_bool) == Some(true);
+    match kind {
+        "system" | "thread.started" | "session" => Vec::new(),
+        // What Codex is running now (`logs` shows it once, when it completed).
+        "item.started" => match event.get("item") {
+            Some(item) if item.get("type").and_then(Value::as_str) == Some("command_execution") => {
+                let command = item.get("command").and_then(Value::as_str).unwrap_or("");
+                vec![format!("$ {command}")]
+            }
+            _ => Vec::new(),
+        },
+        "result" if !failed => Vec::new(),
+        _ => lines(line),
+    }
 }
 
 /// Text blocks as they are, tool calls as `→ name input`.
@@ -119,7 +139,7 @@ fn result_line(event: &Value) -> String {
         line.push_str(&format!(", {turns} turn{}", if turns == 1 { "" } else { "s" }));
     }
     if let Some(cost) = event.get("total_cost_usd").and_then(Value::as_f64) {
-        line.push_str(&format!(", ${cost:.4}"));
+        line.push_str(&format!(", {}", sublaunch_protocol::records::usage::usd(cost)));
     }
     line.push(']');
     line
@@ -171,6 +191,21 @@ mod tests {
             ["Done."]
         );
         assert!(lines(r#"{"type":"message_update","delta":"x"}"#).is_empty());
+        assert!(
+            lines(r#"{"type":"tool_execution_start","toolName":"bash","args":{"command":"sleep 2"}}"#).is_empty(),
+            "pi's tool call is shown once, from its message"
+        );
+        assert_eq!(
+            lines(
+                r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"toolCall","name":"bash","arguments":{"command":"sleep 2"}}]}}"#
+            ),
+            ["→ bash sleep 2"]
+        );
+        assert!(said_or_done(r#"{"type":"result","subtype":"success","is_error":false,"num_turns":1}"#).is_empty());
+        assert_eq!(
+            said_or_done(r#"{"type":"result","is_error":true,"result":"API Error: 400"}"#),
+            ["[failed: API Error: 400]"]
+        );
         assert!(lines(r#"{"type":"stream_event","event":{}}"#).is_empty());
     }
 }

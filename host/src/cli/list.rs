@@ -1,4 +1,6 @@
-//! `sublaunch list [--all] [--json]`: active runs (every run with `--all`). Listing first
+//! `sublaunch list [--all] [--json]`: active runs (every run with `--all`), with how many of
+//! each run's steps ended (`STEPS 1/3`); a queued run has not started (`STARTED -`) and is
+//! listed after the running ones, in its order in the queue. Listing first
 //! reconciles: orphan temp files are swept (A12), runs whose shim died unobserved get their
 //! proof (S13, a still-running status becomes `failed`), phantom markers are released (I5),
 //! the capacity queue is settled. A run waiting for capacity shows its place: `queued (2nd)`,
@@ -130,12 +132,50 @@ pub fn run(args: Args) -> ExitCode {
             rows.push((id, run, status));
         }
     }
-    rows.sort_by_key(|(id, _, status)| (status.as_ref().and_then(|s| s.started_at).unwrap_or(0), id.clone()));
+    // By arrival: the runs that started, then the queued ones in their order in the queue
+    // (a queued run's status was written when it arrived, before the running ones started).
+    rows.sort_by_key(|(id, _, status)| {
+        let place = out.place(id, status.as_ref());
+        (
+            place.is_some(),
+            place.unwrap_or(0),
+            status.as_ref().and_then(|s| s.started_at).unwrap_or(0),
+            id.clone(),
+        )
+    });
     for (id, run, status) in &rows {
         out.row(id, run, status.as_ref());
     }
-    out.finish("No active runs.");
+    // The history is read only when there is nothing else to show.
+    out.finish_with(|| match ended_count(&store) {
+        Some(0) | None => "No active runs.".to_owned(),
+        Some(ended) => format!("No active runs ({ended} ended: sublaunch list --all)."),
+    });
     ExitCode::SUCCESS
+}
+
+/// How many runs have ended, from the history index (one read of it, no run directory
+/// opened): its newest entry per run, without pruned ones. `None` when it cannot be read.
+fn ended_count(store: &sublaunch::runs::RunStore) -> Option<usize> {
+    let history = sublaunch::runs::history::open_or_rebuild(store).ok()?;
+    let mut seen = std::collections::HashSet::new();
+    let mut ended = 0;
+    for (entry, _) in history.newest_first(None).ok()? {
+        if seen.insert(entry.run_id.clone()) && !entry.pruned && entry.is_terminal() {
+            ended += 1;
+        }
+    }
+    Some(ended)
+}
+
+/// `1/3`: the steps that ended out of all of them.
+fn steps_done(status: &Status) -> String {
+    let steps: Vec<_> = status.steps.iter().flatten().collect();
+    let ended = steps
+        .iter()
+        .filter(|s| !matches!(s.status.as_deref(), None | Some("pending" | "running")))
+        .count();
+    format!("{ended}/{}", steps.len())
 }
 
 /// The place of each run waiting for capacity (the queue settled first).
@@ -154,7 +194,7 @@ struct Output {
     places: HashMap<String, usize>,
     /// JSON runs printed so far.
     printed: usize,
-    table: Vec<[String; 5]>,
+    table: Vec<[String; 6]>,
     now: u64,
 }
 
@@ -191,10 +231,19 @@ impl Output {
             return;
         }
         self.table.push(match status {
+            Some(s) if s.state == Some(RunState::Queued) => [
+                id.to_owned(),
+                state_with_place(s, place),
+                agents(s),
+                steps_done(s),
+                "-".into(),
+                "-".into(),
+            ],
             Some(s) => [
                 id.to_owned(),
                 state_with_place(s, place),
                 agents(s),
+                steps_done(s),
                 s.started_at.map(iso8601_utc).unwrap_or_default(),
                 elapsed(s, self.now).map(duration).unwrap_or_default(),
             ],
@@ -204,12 +253,18 @@ impl Output {
                 String::new(),
                 String::new(),
                 String::new(),
+                String::new(),
             ],
         });
     }
 
     /// Ends the array, or prints the table (`empty` when there is no row).
     fn finish(self, empty: &str) {
+        self.finish_with(|| empty.to_owned());
+    }
+
+    /// [`Output::finish`], the text of an empty table made only when it is needed.
+    fn finish_with(self, empty: impl FnOnce() -> String) {
         if self.json {
             if self.printed == 0 {
                 say!("[]");
@@ -219,10 +274,13 @@ impl Output {
             return;
         }
         if self.table.is_empty() {
-            say!("{empty}");
+            say!("{}", empty());
             return;
         }
-        super::print_table(["RUN ID", "STATE", "AGENTS", "STARTED", "DURATION"], &self.table);
+        super::print_table(
+            ["RUN ID", "STATE", "AGENTS", "STEPS", "STARTED", "DURATION"],
+            &self.table,
+        );
     }
 }
 

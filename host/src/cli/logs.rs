@@ -1,7 +1,7 @@
 //! `sublaunch logs RUN_ID [--follow] [--raw]`: prints the run's `output-<n>.log` files in step
 //! order; `--follow` keeps streaming what is appended until the run is terminal. A run with
 //! several steps (a chain, parallel tasks) gets each line prefixed with its step and agent
-//! (`[2.1 reviewer] …`), so the lines of tasks running side by side stay apart. Agent output
+//! (`[2.1 reviewer (lexer)] …`, as progress names it), so the lines of tasks running side by side stay apart. Agent output
 //! is printed line by line with escape sequences and control characters neutralised
 //! ([`super::terminal_text`]), and the JSON event streams of pi, Claude Code, Codex and
 //! Cursor's agent as what the agent said and did ([`super::agent_text`]); `--raw` prints the
@@ -17,6 +17,7 @@ use sublaunch::runs::RunWatcher;
 use sublaunch::runs::look_and_watch;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::records::status::StepStatus;
 
 /// Arguments of `sublaunch logs`.
 #[derive(clap::Args)]
@@ -127,15 +128,7 @@ impl Streams {
             let prefix = if !prefixed {
                 String::new()
             } else {
-                format!(
-                    "[{} {}] ",
-                    self.labels
-                        .as_ref()
-                        .and_then(|l| l.get(step))
-                        .cloned()
-                        .unwrap_or_else(|| (step + 1).to_string()),
-                    super::terminal_text::for_terminal(info.and_then(|s| s.agent.as_deref()).unwrap_or("?"))
-                )
+                prefix_of(self.labels.as_deref(), step, info)
             };
             let events = super::agent_text::renders(info.and_then(|s| s.facts.adapter.as_deref()));
             let pending = &mut self.partial[step];
@@ -192,11 +185,7 @@ pub fn tail_lines(run: &Dir, count: usize, readable: bool) -> Vec<String> {
         let info = status.as_ref().and_then(|s| s.steps.as_ref()).and_then(|s| s.get(step));
         let events = readable && super::agent_text::renders(info.and_then(|s| s.facts.adapter.as_deref()));
         let prefix = match &labels {
-            Some(labels) if readable => format!(
-                "[{} {}] ",
-                labels.get(step).cloned().unwrap_or_else(|| (step + 1).to_string()),
-                info.and_then(|s| s.agent.as_deref()).unwrap_or("?")
-            ),
+            Some(labels) if readable => prefix_of(Some(labels), step, info),
             _ => String::new(),
         };
         for line in bytes.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
@@ -209,6 +198,21 @@ pub fn tail_lines(run: &Dir, count: usize, readable: bool) -> Vec<String> {
     }
     let skip = lines.len().saturating_sub(count);
     lines.split_off(skip)
+}
+
+/// `[2.1 reviewer (lexer)] `: the step's position and how progress names it.
+fn prefix_of(labels: Option<&[String]>, step: usize, info: Option<&StepStatus>) -> String {
+    let position = labels
+        .and_then(|l| l.get(step))
+        .cloned()
+        .unwrap_or_else(|| (step + 1).to_string());
+    let agent = info.and_then(|s| s.agent.as_deref()).unwrap_or("?");
+    let shown = super::progress::shown_agent(
+        agent,
+        info.and_then(|s| s.facts.phase.as_deref()),
+        info.and_then(|s| s.facts.label.as_deref()),
+    );
+    super::terminal_text::for_terminal(&format!("[{position} {shown}] "))
 }
 
 /// One line of agent output as it may be shown on a terminal (an agent's JSON event as what

@@ -20,6 +20,8 @@ macro_rules! eprintln {
 
 mod agent_text;
 mod agents;
+mod colour;
+mod columns;
 mod component;
 mod launching;
 mod list;
@@ -235,14 +237,14 @@ pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
         .map(|i| {
             rows.iter()
                 .chain([&header])
-                .map(|r| r[i].chars().count())
+                .map(|r| columns::width(&r[i]))
                 .max()
                 .unwrap_or(0)
         })
         .collect();
     for row in std::iter::once(&header).chain(rows) {
         let (last, padded) = row.split_last().expect("a table has columns");
-        let mut line: Vec<String> = padded.iter().zip(&widths).map(|(c, w)| format!("{c:<w$}")).collect();
+        let mut line: Vec<String> = padded.iter().zip(&widths).map(|(c, w)| columns::pad(c, *w)).collect();
         line.push(last.clone());
         runs::say!("{}", line.join("  ").trim_end());
     }

@@ -9,7 +9,6 @@ use sublaunch::runs::RunStore;
 use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
-use sublaunch_protocol::os::clock::iso8601_utc;
 use sublaunch_protocol::records::status::{RunState, Status};
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
@@ -196,50 +195,6 @@ pub fn elapsed(status: &Status, now: u64) -> Option<u64> {
     Some(status.ended_at.unwrap_or(now).saturating_sub(started))
 }
 
-/// The human description of `status`.
-pub fn describe(run_id: &str, run: &Dir, status: &Status, now: u64) -> String {
-    let mut lines = vec![
-        format!("run      {run_id}"),
-        format!("state    {}", state_name(status)),
-        format!("agents   {}", agents(status)),
-    ];
-    if let Some(pid) = status.pid {
-        lines.push(format!("pid      {pid}"));
-    }
-    if let Some(started) = status.started_at {
-        lines.push(format!("started  {}", iso8601_utc(started)));
-    }
-    if let Some(ended) = status.ended_at {
-        lines.push(format!("ended    {}", iso8601_utc(ended)));
-    }
-    if let Some(ms) = elapsed(status, now) {
-        lines.push(format!("duration {}", duration(ms)));
-    }
-    if let Some(proof) = status
-        .process_terminal
-        .as_ref()
-        .and_then(|p| p.get("state"))
-        .and_then(Value::as_str)
-    {
-        let reason = status
-            .process_terminal
-            .as_ref()
-            .and_then(|p| p.get("reason"))
-            .and_then(Value::as_str)
-            .map(|r| format!(" ({r})"))
-            .unwrap_or_default();
-        lines.push(format!("proof    {proof}{reason}"));
-    }
-    if let Some(usage) = status.usage() {
-        lines.push(format!("usage    {}", usage_line(&usage)));
-    }
-    lines.push(format!("dir      {}", run.path().display()));
-    if let Some(error) = &status.error {
-        lines.push(format!("error    {}", error.replace('\n', "\n         ")));
-    }
-    super::terminal_text::for_terminal(&lines.join("\n"))
-}
-
 /// `1200 in, 80 out, 5000 cache read, 0 cache write ($0.0123)`.
 pub fn usage_line(usage: &sublaunch_protocol::records::usage::Usage) -> String {
     let mut line = format!(
@@ -247,7 +202,7 @@ pub fn usage_line(usage: &sublaunch_protocol::records::usage::Usage) -> String {
         usage.input_tokens, usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens
     );
     if let Some(cost) = usage.cost_usd {
-        line.push_str(&format!(" (${cost:.4})"));
+        line.push_str(&format!(" ({})", sublaunch_protocol::records::usage::usd(cost)));
     }
     line
 }

@@ -1,15 +1,23 @@
 //! `sublaunch status RUN_ID [--json]`: the run's status, after reconciling a run whose shim
-//! died unobserved (S13). `--json` prints the status.json object, with the answer of an ended
-//! run under `result` (see `sublaunch result`); a run waiting for capacity says its place in
-//! the queue (`queuePosition`).
+//! died unobserved (S13): the run's state and times, then a line per step (`2.1  shell
+//! (lexer)  running  1.60s  <last line>`, labelled as progress and `logs` label it), the
+//! completion hook's outcome, its usage and directory. `--json` prints the status.json
+//! object, with the answer of an ended run under `result` (see `sublaunch result`); a run
+//! waiting for capacity says its place in the queue (`queuePosition`).
 
+use super::colour::Paint;
 use super::runs::say;
-use super::runs::{describe, fail, now_ms, open_run, raw_status, status_of};
+use super::runs::{agents, duration, elapsed, fail, now_ms, open_run, raw_status, state_name, status_of, usage_line};
+use serde_json::Value;
 use std::process::ExitCode;
 use sublaunch::runs::{AnswerError, RunStore, read_result, settled_result};
 use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::os::clock::iso8601_utc;
+use sublaunch_protocol::records::hook::{HookOutcome, LOG_FILE, OUTCOME_FILE};
 use sublaunch_protocol::records::results::ResultPayload;
 use sublaunch_protocol::records::status::RunState;
+use sublaunch_protocol::records::status::Status;
 
 /// Arguments of `sublaunch status`.
 #[derive(clap::Args)]
@@ -52,7 +60,7 @@ pub fn run(args: Args) -> ExitCode {
     }
     match status_of(&run) {
         Some(status) => {
-            say!("{}", describe(&run_id, &run, &status, now_ms()));
+            say!("{}", describe(&run_id, &run, &status, now_ms(), Paint::stdout()));
             if let Some(place) = place {
                 say!("queue    {} in line for a capacity slot", super::runs::ordinal(place));
             }
@@ -75,4 +83,95 @@ fn ended_result(store: &RunStore, run_id: &str, run: &Dir) -> Option<ResultPaylo
         }
         read => read.ok(),
     }
+}
+
+/// A step's mark in `status` for a running step (no spinner turns on a printed page).
+const RUNNING_MARK: char = '⠿';
+/// Lines are not cut when stdout is not a terminal.
+const UNCUT_WIDTH: usize = 100_000;
+
+/// The human description of `status`: the run, then its steps, its hook and its usage.
+fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) -> String {
+    let state = state_name(status);
+    let mut lines = vec![
+        format!("run      {run_id}"),
+        format!("state    {}", paint.state(state, state)),
+    ];
+    if let Some(pid) = status.pid {
+        lines.push(format!("pid      {pid}"));
+    }
+    if let Some(started) = status.started_at {
+        lines.push(format!("started  {}", iso8601_utc(started)));
+    }
+    if let Some(ended) = status.ended_at {
+        lines.push(format!("ended    {}", iso8601_utc(ended)));
+    }
+    if let Some(ms) = elapsed(status, now) {
+        lines.push(format!("duration {}", duration(ms)));
+    }
+    if let Some(proof) = proof_line(status) {
+        lines.push(format!("proof    {proof}"));
+    }
+    if let Some(hook) = hook_line(run) {
+        lines.push(format!("hook     {hook}"));
+    }
+    if let Some(usage) = status.usage() {
+        lines.push(format!("usage    {}", usage_line(&usage)));
+    }
+    lines.push(format!("dir      {}", run.path().display()));
+    if let Some(error) = &status.error {
+        lines.push(format!("error    {}", error.replace('\n', "\n         ")));
+    }
+    let snapshot = super::progress::look(run, now);
+    if snapshot.steps.is_empty() {
+        lines.insert(2, format!("agents   {}", agents(status)));
+    } else {
+        let width = super::progress::stdout_width().map_or(UNCUT_WIDTH, |w| w.saturating_sub(2));
+        let steps = super::progress::step_lines(&snapshot, RUNNING_MARK, width, paint);
+        let count = steps.len();
+        let mut block = vec![format!("steps    {count}")];
+        block.extend(steps.into_iter().map(|line| format!("  {line}")));
+        // After the state: which step runs is what a person asks first.
+        lines.splice(2..2, block);
+    }
+    super::terminal_text::for_terminal(&lines.join("\n"))
+}
+
+/// How the run's end was proven, or why it was not, in words: a run launched without
+/// `--wait` has no process waiting for its runner, so no exit was observed, which is how it
+/// is meant to be.
+fn proof_line(status: &Status) -> Option<String> {
+    let proof = status.process_terminal.as_ref()?;
+    let state = proof.get("state").and_then(Value::as_str)?;
+    let reason = proof.get("reason").and_then(Value::as_str);
+    Some(match (state, reason) {
+        ("unknown", Some("observer-unavailable")) => {
+            "not observed (launched detached; nothing waited for it)".to_owned()
+        }
+        (state, Some(reason)) => format!("{state} ({reason})"),
+        (state, None) => state.to_owned(),
+    })
+}
+
+/// The completion hook's outcome when it failed (`exit 7 (see <run>/hook-end.log)`), or
+/// `ok` when it succeeded; nothing before it ran or without one.
+fn hook_line(run: &Dir) -> Option<String> {
+    let ReadDoc::Present(outcome) = run.read_doc::<HookOutcome>(OUTCOME_FILE).ok()? else {
+        return None;
+    };
+    let log = run.join(LOG_FILE);
+    let why = if let Some(error) = &outcome.spawn_error {
+        format!("could not start: {error}")
+    } else if outcome.timed_out {
+        format!("timed out after {}", duration(outcome.timeout_ms))
+    } else if let Some(signal) = &outcome.signal {
+        format!("killed by {signal}")
+    } else {
+        match outcome.exit_code {
+            Some(0) => return Some(format!("ok ({})", outcome.command)),
+            Some(code) => format!("exit {code}"),
+            None => "ended without an exit code".to_owned(),
+        }
+    };
+    Some(format!("{why} (see {})", log.display()))
 }

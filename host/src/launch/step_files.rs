@@ -123,13 +123,13 @@ pub enum StepFileError {
     },
 }
 
-/// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`.
+/// `step 2 reviewer` or `step 2.1 reviewer`, as progress, `status` and `logs` name steps.
 fn label(step: &StepConfig) -> String {
     let at = step.step_index.unwrap_or_default() + 1;
     let agent = step.agent.as_deref().unwrap_or("?");
     match step.task_index {
-        Some(task) => format!("step {at}, task {} ('{agent}')", task + 1),
-        None => format!("step {at} ('{agent}')"),
+        Some(task) => format!("step {at}.{} {agent}", task + 1),
+        None => format!("step {at} {agent}"),
     }
 }
 

@@ -91,7 +91,8 @@ pub async fn settled_result(store: &RunStore, run_id: &str, run: &Dir) -> Result
 
 /// The run's answer as a person reads it: the output of its last step, or for a last step
 /// that is a parallel group each task's output under a `=== <step>.<task> <agent> ===`
-/// heading. Not neutralised for a terminal.
+/// heading. A step with an output schema answers with the JSON value that was validated (not
+/// the text around it), so `run --wait | jq` reads it. Not neutralised for a terminal.
 pub fn answer_text(payload: &ResultPayload) -> String {
     let Some(last) = payload.results.last() else {
         return String::new();
@@ -101,22 +102,36 @@ pub fn answer_text(payload: &ResultPayload) -> String {
         _ => vec![last],
     };
     if let [only] = group.as_slice() {
-        return only.output.clone();
+        return step_answer(only);
     }
     group
         .iter()
         .map(|r| {
             let at = |index: Option<u32>| index.map_or(0, |n| u64::from(n) + 1);
+            // Named as progress, `status` and `logs` name the task: `2.1 reviewer (lexer)`.
+            let agent = match (&r.facts.phase, &r.facts.label) {
+                (Some(phase), Some(label)) => format!("{} ({phase}: {label})", r.agent),
+                (Some(tag), None) | (None, Some(tag)) => format!("{} ({tag})", r.agent),
+                (None, None) => r.agent.clone(),
+            };
             format!(
-                "=== {}.{} {} ===\n{}",
+                "=== {}.{} {agent} ===\n{}",
                 at(r.facts.step_index),
                 at(r.facts.task_index),
-                r.agent,
-                r.output.trim_end()
+                step_answer(r).trim_end()
             )
         })
         .collect::<Vec<_>>()
         .join("\n\n")
+}
+
+/// A step's answer: its validated structured value as JSON (a line of its own), else its
+/// output.
+fn step_answer(step: &StepResult) -> String {
+    match &step.structured {
+        Some(value) => format!("{}\n", serde_json::to_string_pretty(value).unwrap_or_default()),
+        None => step.output.clone(),
+    }
 }
 
 /// The usage of the run: the result's sum, else the sum of its steps'.

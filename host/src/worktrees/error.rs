@@ -15,7 +15,7 @@ pub enum WorktreeError {
     /// A step's directory could not be resolved.
     #[error("cannot launch: the directory of {step} ({cwd}): {error}")]
     Directory {
-        /// The step, as `step 2 ('writer')`.
+        /// The step, as `step 2 writer`.
         step: String,
         /// Its directory, as the plan gives it.
         cwd: String,

@@ -36,11 +36,11 @@ pub(super) struct Planned {
     pub steps: Vec<(usize, PathBuf)>,
 }
 
-/// `step 2 ('writer')` or `step 2, task 1 ('writer')`.
+/// `step 2 writer` or `step 2.1 writer`, as progress, `status` and `logs` name steps.
 pub(super) fn label(step: &PlanStep) -> String {
     match step.task_index {
-        Some(task) => format!("step {}, task {} ('{}')", step.step_index + 1, task + 1, step.agent),
-        None => format!("step {} ('{}')", step.step_index + 1, step.agent),
+        Some(task) => format!("step {}.{} {}", step.step_index + 1, task + 1, step.agent),
+        None => format!("step {} {}", step.step_index + 1, step.agent),
     }
 }
 

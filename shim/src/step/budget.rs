@@ -6,7 +6,7 @@
 use crate::adapter::Spent;
 use sublaunch_protocol::records::config::UsageBudget;
 use sublaunch_protocol::records::step_record::{BudgetExceeded, BudgetScope};
-use sublaunch_protocol::records::usage::Usage;
+use sublaunch_protocol::records::usage::{Usage, usd};
 
 /// Whose limit was crossed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,28 +60,38 @@ impl Exceeded {
         }
     }
 
-    /// The step's failure text.
+    /// How a person names the limit: the `run` flag for the run's token and cost limits
+    /// (a chain file's `usageBudget` sets the same), the agent file's or chain step's field for
+    /// a step's own.
+    fn setting(&self) -> &'static str {
+        match (self.scope, self.limit) {
+            (Scope::Run, Limit::Tokens) => "--max-tokens",
+            (Scope::Run, Limit::Cost) => "--max-cost",
+            (_, Limit::Tokens) => "the step's usageBudget.maxTokens",
+            (_, Limit::Cost) => "the step's usageBudget.maxCostUsd",
+            (_, Limit::ToolCalls) => "the step's toolBudget",
+        }
+    }
+
+    /// The step's failure text: `… spent $0.0001, more than --max-cost $0.00001 …`.
     pub fn message(&self) -> String {
-        let whose = match self.scope {
-            Scope::Step => "its",
-            Scope::Run => "the run's",
-        };
         let who = match self.scope {
             Scope::Step => "the agent",
             Scope::Run => "the run's agents",
         };
-        let field = self.field();
+        let setting = self.setting();
         match self.limit {
             Limit::Tokens => format!(
-                "Usage budget exceeded: {who} used {} input and output tokens, more than {whose} {field} of {}; the agent was stopped.",
+                "Usage budget exceeded: {who} used {} input and output tokens, more than {setting} {}; the agent was stopped.",
                 self.used, self.allowed
             ),
             Limit::Cost => format!(
-                "Usage budget exceeded: {who} spent ${:.4}, more than {whose} {field} of ${:.4}; the agent was stopped.",
-                self.used, self.allowed
+                "Usage budget exceeded: {who} spent {}, more than {setting} {}; the agent was stopped.",
+                usd(self.used),
+                usd(self.allowed)
             ),
             Limit::ToolCalls => format!(
-                "Tool budget exceeded: the agent started tool call {}, more than {whose} {field} of {}; the agent was stopped.",
+                "Tool budget exceeded: the agent started tool call {}, more than {setting} {}; the agent was stopped.",
                 self.used, self.allowed
             ),
         }
@@ -172,7 +182,7 @@ mod tests {
         let cost = crossed(Scope::Run, Some(&budget), None, &spent(1, 1, 0, Some(0.51), 0)).unwrap();
         assert_eq!(cost.limit, Limit::Cost);
         assert!(
-            cost.message().contains("the run's usageBudget.maxCostUsd of $0.5000"),
+            cost.message().contains("spent $0.51, more than --max-cost $0.50;"),
             "{}",
             cost.message()
         );

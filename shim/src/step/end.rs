@@ -60,6 +60,10 @@ pub struct StepEnd {
     pub stderr_bytes: u64,
     /// The plan's `stepIndex` / `taskIndex` of this child.
     pub position: (Option<u32>, Option<u32>),
+    /// The step's `label` in the chain file.
+    pub tag: Option<String>,
+    /// The workflow phase it belongs to.
+    pub phase: Option<String>,
     /// The adapter that ran it.
     pub adapter: String,
     /// Whether `output` is only the end of a longer text.
@@ -130,13 +134,28 @@ impl StepEnd {
         }
     }
 
-    /// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`: 1-based plan position (flat
-    /// position when the configuration has none).
+    /// `step 2 reviewer` or `step 2.1 reviewer (lexer)`: 1-based plan position (flat position
+    /// when the configuration has none), agent and `(label)` — as progress, `status` and
+    /// `logs` name the step.
     pub fn label(&self) -> String {
+        format!("step {} {}", self.position_label(), self.shown_agent())
+    }
+
+    /// `2` or `2.1` (task 1 of the parallel group that is step 2).
+    pub fn position_label(&self) -> String {
         let step = self.position.0.map_or(self.index, |s| s as usize) + 1;
         match self.position.1 {
-            Some(task) => format!("step {step}, task {} ('{}')", task + 1, self.agent),
-            None => format!("step {step} ('{}')", self.agent),
+            Some(task) => format!("{step}.{}", task + 1),
+            None => step.to_string(),
+        }
+    }
+
+    /// `reviewer (review: lexer)`, `reviewer (lexer)` or `reviewer`.
+    pub fn shown_agent(&self) -> String {
+        match (&self.phase, &self.tag) {
+            (Some(phase), Some(tag)) => format!("{} ({phase}: {tag})", self.agent),
+            (Some(tag), None) | (None, Some(tag)) => format!("{} ({tag})", self.agent),
+            (None, None) => self.agent.clone(),
         }
     }
 

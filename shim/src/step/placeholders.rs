@@ -85,8 +85,12 @@ pub fn aggregate(ends: &[&StepEnd], parallel: bool) -> String {
     ends.iter()
         .enumerate()
         .map(|(i, end)| {
-            let n = end.position.1.map_or(i, |t| t as usize) + 1;
-            format!("=== task {n}: {} ===\n{}", end.agent, handoff(end))
+            // Named as progress and `logs` name the task (`2.1 reviewer (lexer)`).
+            let position = match end.position {
+                (_, None) => (i + 1).to_string(),
+                _ => end.position_label(),
+            };
+            format!("=== {position} {} ===\n{}", end.shown_agent(), handoff(end))
         })
         .collect::<Vec<_>>()
         .join("\n\n")
@@ -119,10 +123,7 @@ mod tests {
             ..StepEnd::default()
         };
         let (a, b) = (end(0, "A"), end(1, "B"));
-        assert_eq!(
-            aggregate(&[&a, &b], true),
-            "=== task 1: r ===\nA\n\n=== task 2: r ===\nB"
-        );
+        assert_eq!(aggregate(&[&a, &b], true), "=== 2.1 r ===\nA\n\n=== 2.2 r ===\nB");
         assert_eq!(aggregate(&[&a], false), "A");
     }
 }

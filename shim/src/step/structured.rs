@@ -32,7 +32,7 @@ pub enum StructuredError {
 }
 
 impl StructuredError {
-    /// The step's error text, naming it as `label` (`step 2 ('reviewer')`).
+    /// The step's error text, naming it as `label` (`step 2 reviewer`).
     pub fn message(&self, label: &str) -> String {
         match self {
             Self::NotJson(cause) => format!(

@@ -146,6 +146,11 @@ impl Supervisor {
             step.status = Some("running".into());
             step.started_at = Some(wall);
             step.agent.get_or_insert_with(|| ctx.agent_name(index));
+            // Recorded at the start, not only at the end: a reader of a running step (the live
+            // display) needs it to read the agent's event stream as text.
+            step.facts
+                .adapter
+                .get_or_insert_with(|| adapter::for_step(&ctx.cfg, index).to_string());
         }
         // Written with the agent's pid right after the spawn (`note_pid`), or with the step's
         // end when it cannot start: one status write per step start instead of two.
@@ -180,6 +185,8 @@ pub(super) fn step_end(ctx: &Ctx, index: usize, started_wall: u64) -> StepEnd {
             .get(index)
             .map_or((None, None), |s| (s.step_index, s.task_index)),
         adapter: adapter::for_step(&ctx.cfg, index).to_string(),
+        tag: ctx.cfg.steps.get(index).and_then(|s| s.label.clone()),
+        phase: ctx.cfg.steps.get(index).and_then(|s| s.phase.clone()),
         started_wall,
         ..StepEnd::default()
     }

@@ -16,8 +16,9 @@ mod render;
 mod snapshot;
 
 pub use render::Style;
-pub use snapshot::{Snapshot, StepView};
+pub use snapshot::{Snapshot, StepView, shown_agent};
 
+use super::colour::Paint;
 use super::runs::now_ms;
 use render::Renderer;
 use std::io::IsTerminal;
@@ -58,6 +59,7 @@ impl Style {
 /// The progress display of one run.
 pub struct Progress {
     run: Arc<Dir>,
+    run_id: String,
     renderer: Option<Renderer>,
     live: bool,
     labels: Option<Arc<Vec<String>>>,
@@ -69,21 +71,57 @@ impl Progress {
     pub fn new(run: Arc<Dir>, run_id: &str, style: Option<Style>) -> Self {
         Self {
             run,
+            run_id: run_id.to_owned(),
             live: style == Some(Style::Live),
-            renderer: style.map(|style| Renderer::stderr(style, run_id)),
+            renderer: style.map(|style| {
+                // Colour only where the live block is drawn, and only when stderr allows it.
+                let paint = if style == Style::Live {
+                    Paint::stderr()
+                } else {
+                    Paint::default()
+                };
+                Renderer::stderr(style, run_id, paint)
+            }),
             labels: None,
         }
     }
 
-    /// Shows changes until dropped (run it in a `select!` against the end of the run).
+    /// Shows changes until dropped (run it in a `select!` against the end of the run). On
+    /// Ctrl-C it says that the run goes on and how to stop it, and exits 130: waiting ends,
+    /// the run (in a session of its own) does not.
     pub async fn follow(&mut self) {
+        let interrupted = async {
+            match tokio::signal::ctrl_c().await {
+                Ok(()) => (),
+                // No handler could be installed: Ctrl-C keeps its default (the process ends).
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::pin!(interrupted);
         if self.renderer.is_none() {
-            return std::future::pending().await;
+            interrupted.await;
+            self.interrupted();
         }
         loop {
             self.refresh().await;
-            tokio::time::sleep(MIN_INTERVAL).await;
+            tokio::select! {
+                () = &mut interrupted => self.interrupted(),
+                () = tokio::time::sleep(MIN_INTERVAL) => {}
+            }
         }
+    }
+
+    /// Ctrl-C: the message, below the live block, then exit 130 (128 + SIGINT, as a shell
+    /// reports a command Ctrl-C ended).
+    fn interrupted(&self) -> ! {
+        use std::io::Write as _;
+        let id = &self.run_id;
+        let below = if self.live { "\n" } else { "" };
+        let _ = writeln!(
+            std::io::stderr(),
+            "{below}^C: {id} goes on in the background; `sublaunch stop {id}` ends it, `sublaunch wait {id}` waits again"
+        );
+        std::process::exit(130);
     }
 
     /// Shows the final state and the summary; returns the final snapshot.
@@ -125,6 +163,28 @@ impl Progress {
 /// run's launch plan, in the order of `status.steps` and the `output-<n>.log` files.
 pub fn step_labels(run: &Dir) -> Option<Vec<String>> {
     snapshot::labels(run)
+}
+
+/// The run as it is now, with each step's last line of output (`status`).
+pub fn look(run: &Dir, now: u64) -> Snapshot {
+    let labels = snapshot::labels(run);
+    snapshot::read(run, labels.as_deref(), true, now)
+}
+
+/// A line per step, as the live block draws them, at most `width - 1` columns wide.
+pub fn step_lines(snapshot: &Snapshot, running_mark: char, width: usize, paint: Paint) -> Vec<String> {
+    render::live_lines(snapshot, running_mark, width, paint)
+}
+
+/// The width of the terminal stdout is, when it is one.
+pub fn stdout_width() -> Option<usize> {
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    rustix::termios::tcgetwinsize(std::io::stdout())
+        .ok()
+        .map(|size| usize::from(size.ws_col))
+        .filter(|cols| *cols > 0)
 }
 
 /// The per-step part of a final `--json` object: `[{step, agent, state, elapsedMs, exitCode,

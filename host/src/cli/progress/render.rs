@@ -3,6 +3,8 @@
 //! state change, or a JSON object per step state change.
 
 use super::snapshot::{Snapshot, StepView};
+use crate::cli::colour::Paint;
+use crate::cli::columns;
 use crate::cli::runs::duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use serde_json::json;
@@ -44,15 +46,20 @@ pub struct Renderer {
     reported: Vec<String>,
     out: Out,
     width: Width,
+    /// Colours of the live block.
+    paint: Paint,
 }
 
 impl Renderer {
-    /// A renderer writing to stderr.
-    pub fn stderr(style: Style, run_id: &str) -> Self {
-        Self::new(style, run_id, Box::new(std::io::stderr()), Arc::new(terminal_width))
+    /// A renderer writing to stderr, the live block coloured when `paint` is on.
+    pub fn stderr(style: Style, run_id: &str, paint: Paint) -> Self {
+        let mut renderer = Self::new(style, run_id, Box::new(std::io::stderr()), Arc::new(terminal_width));
+        renderer.paint = paint;
+        renderer
     }
 
-    /// A renderer writing to `out`, with lines at most `width()` columns wide (live style).
+    /// A renderer writing to `out`, with lines at most `width()` columns wide (live style),
+    /// without colour.
     pub fn new(style: Style, run_id: &str, out: Box<dyn Write + Send>, width: Width) -> Self {
         let out: Out = Arc::new(Mutex::new(out));
         let terminal = WriterTerm {
@@ -69,6 +76,7 @@ impl Renderer {
             reported: Vec::new(),
             out,
             width,
+            paint: Paint::default(),
         }
     }
 
@@ -105,7 +113,7 @@ impl Renderer {
     fn redraw(&mut self, snapshot: &Snapshot) {
         self.frame += 1;
         let width = (self.width)().max(20);
-        let text = live_lines(snapshot, SPINNER[self.frame % SPINNER.len()], width);
+        let text = live_lines(snapshot, SPINNER[self.frame % SPINNER.len()], width, self.paint);
         while self.lines.len() < text.len() {
             let line = self.block.add(ProgressBar::new_spinner());
             line.set_style(ProgressStyle::with_template("{msg}").expect("a fixed template"));
@@ -155,24 +163,40 @@ fn plain_line(step: &StepView) -> String {
         line.push_str(&format!(" [{}]", usage.brief()));
     }
     if let Some(error) = &step.error {
-        line.push_str(&format!(": {}", first_line(error)));
+        line.push_str(&format!(": {}", headline(error)));
     }
     line
 }
 
-/// The live block: one line per step, cut to `width` columns.
-pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<String> {
-    let widest = |field: fn(&StepView) -> &str| {
-        snapshot
-            .steps
-            .iter()
-            .map(|s| field(s).chars().count())
-            .max()
-            .unwrap_or(1)
-    };
+/// The fewest columns the agent column is shrunk to before the last line loses its room.
+const MIN_AGENT_COLUMNS: usize = 8;
+/// The room kept for the last line of output when the agent column is shrunk.
+const MIN_DETAIL_COLUMNS: usize = 16;
+/// The state column (`complete`, `running`, …).
+const STATE_COLUMNS: usize = 8;
+/// The elapsed-time column (`12m04s`, `1.25s`).
+const ELAPSED_COLUMNS: usize = 7;
+
+/// The live block: one line per step, at most `width - 1` columns wide (a line filling the
+/// last column would make some terminals wrap). At a narrow width the agent column (with its
+/// `(label)`) is shrunk first, so the state and the elapsed time stay visible. Marks and
+/// states are coloured when `paint` is on.
+pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize, paint: Paint) -> Vec<String> {
+    let room = width.saturating_sub(1);
     let shown: Vec<String> = snapshot.steps.iter().map(StepView::shown_agent).collect();
-    let label_width = widest(|s| &s.label);
-    let agent_width = shown.iter().map(|a| a.chars().count()).max().unwrap_or(0);
+    let label_width = snapshot
+        .steps
+        .iter()
+        .map(|s| columns::width(&s.label))
+        .max()
+        .unwrap_or(1);
+    let widest_agent = shown.iter().map(|a| columns::width(a)).max().unwrap_or(0);
+    // `m label  agent  state  elapsed  detail`: everything but the agent and the detail.
+    let fixed = 2 + label_width + 2 + 2 + STATE_COLUMNS + 2 + ELAPSED_COLUMNS + 2;
+    let agent_width = widest_agent.min(
+        room.saturating_sub(fixed + MIN_DETAIL_COLUMNS)
+            .max(MIN_AGENT_COLUMNS.min(widest_agent)),
+    );
     snapshot
         .steps
         .iter()
@@ -189,14 +213,26 @@ pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize) -> Vec<Strin
             let detail = step
                 .error
                 .as_deref()
-                .map(first_line)
-                .or(step.last_line.as_deref())
-                .unwrap_or("");
+                .map(headline)
+                .or_else(|| step.last_line.clone())
+                .unwrap_or_default();
+            let agent = columns::pad(&columns::cut(agent, agent_width), agent_width);
+            let label = columns::pad(&step.label, label_width);
+            let state = columns::pad(&step.state, STATE_COLUMNS);
+            let elapsed = format!("{elapsed:>ELAPSED_COLUMNS$}");
+            let head_width = columns::width(&format!("{label}  {agent}  {state}  {elapsed}"));
+            if 2 + head_width + 2 > room {
+                // Too narrow for the columns: the whole line cut, uncoloured.
+                let plain = format!("{mark} {label}  {agent}  {state}  {elapsed}  {detail}");
+                return columns::cut(plain.trim_end(), room);
+            }
+            let detail = columns::cut(&detail, room - 2 - head_width - 2);
             let line = format!(
-                "{mark} {:<label_width$}  {:<agent_width$}  {:<8}  {elapsed:>7}  {detail}",
-                step.label, agent, step.state
+                "{} {label}  {agent}  {}  {elapsed}  {detail}",
+                paint.state(&step.state, &mark.to_string()),
+                paint.state(&step.state, &state),
             );
-            cut(line.trim_end(), width - 1)
+            line.trim_end().to_owned()
         })
         .collect()
 }
@@ -222,18 +258,24 @@ pub fn summary(snapshot: &Snapshot) -> String {
     line
 }
 
-fn first_line(text: &str) -> &str {
-    text.lines().next().unwrap_or("")
-}
-
-/// `text` cut to `width` characters (the last one an ellipsis when cut).
-fn cut(text: &str, width: usize) -> String {
-    if text.chars().count() <= width {
-        return text.to_owned();
+/// The line of a step's error worth showing on its one line: the first, unless it only says
+/// how the agent exited (the exit code is shown beside it) and the agent or the API said why
+/// below it; a first line ending in `:` (a list follows) keeps the list's first item.
+pub fn headline(error: &str) -> String {
+    let mut lines = error.lines().map(str::trim).filter(|l| !l.is_empty());
+    let Some(first) = lines.next() else {
+        return String::new();
+    };
+    let generic_exit = first.starts_with("Subagent exited with code ") && first.ends_with('.');
+    if generic_exit && let Some(why) = lines.next() {
+        return why.to_owned();
     }
-    let mut out: String = text.chars().take(width.saturating_sub(1)).collect();
-    out.push('…');
-    out
+    if first.ends_with(':')
+        && let Some(item) = lines.next()
+    {
+        return format!("{first} {}", item.trim_start_matches("- "));
+    }
+    first.to_owned()
 }
 
 /// The terminal indicatif draws the live block on: ANSI cursor movement and line clearing

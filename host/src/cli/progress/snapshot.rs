@@ -43,11 +43,7 @@ pub struct StepView {
 impl StepView {
     /// The agent as progress shows it: `reviewer (review: lexer)` with a phase and a label.
     pub fn shown_agent(&self) -> String {
-        match (&self.phase, &self.name) {
-            (Some(phase), Some(name)) => format!("{} ({phase}: {name})", self.agent),
-            (Some(tag), None) | (None, Some(tag)) => format!("{} ({tag})", self.agent),
-            (None, None) => self.agent.clone(),
-        }
+        shown_agent(&self.agent, self.phase.as_deref(), self.name.as_deref())
     }
 
     /// `{step, agent, state, elapsedMs, exitCode, error}` (`--json` progress and end).
@@ -63,6 +59,16 @@ impl StepView {
             "label": self.name,
             "phase": self.phase,
         })
+    }
+}
+
+/// `agent (phase: label)`, `agent (label)` or `agent`: how every view names a step after its
+/// position (`2.1 reviewer (review: lexer)`).
+pub fn shown_agent(agent: &str, phase: Option<&str>, label: Option<&str>) -> String {
+    match (phase, label) {
+        (Some(phase), Some(label)) => format!("{agent} ({phase}: {label})"),
+        (Some(tag), None) | (None, Some(tag)) => format!("{agent} ({tag})"),
+        (None, None) => agent.to_owned(),
     }
 }
 
@@ -82,21 +88,19 @@ pub struct Snapshot {
 }
 
 /// Step labels from the run's `launch-plan.json`, once it is readable: `1`, `2`, … for
-/// sequential steps, `2.1` for the first task of the group that is step 2, and `1`, `2`, …
-/// for the tasks of a run that is one parallel group.
+/// sequential steps and `2.1` for the first task of the parallel group that is step 2 (a run
+/// that is one parallel group too: `1.1`, `1.2`, …). The one scheme of progress, `status`,
+/// `logs`, the `--wait` headings and the runner's error messages.
 pub fn labels(run: &Dir) -> Option<Vec<String>> {
     let ReadDoc::Present(record) = read_plan_record(run).ok()? else {
         return None;
     };
-    let steps = &record.plan.steps;
-    let one_group = steps
-        .iter()
-        .all(|s| s.task_index.is_some() && s.step_index == steps[0].step_index);
     Some(
-        steps
+        record
+            .plan
+            .steps
             .iter()
             .map(|step| match step.task_index {
-                Some(task) if one_group => (task + 1).to_string(),
                 Some(task) => format!("{}.{}", step.step_index + 1, task + 1),
                 None => (step.step_index + 1).to_string(),
             })
@@ -178,7 +182,7 @@ fn last_line(run: &Dir, index: usize, events: bool) -> Option<String> {
     let text = String::from_utf8_lossy(&tail);
     if events {
         return text.split('\n').rev().find_map(|line| {
-            crate::cli::agent_text::lines(line)
+            crate::cli::agent_text::said_or_done(line)
                 .iter()
                 .rev()
                 .map(|l| clean(l))

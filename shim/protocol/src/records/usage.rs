@@ -77,15 +77,59 @@ impl Usage {
             tokens.to_string()
         };
         match self.cost_usd {
-            Some(cost) => format!("{count} tokens, ${cost:.4}"),
+            Some(cost) => format!("{count} tokens, {}", usd(cost)),
             None => format!("{count} tokens"),
         }
+    }
+}
+
+/// A dollar amount with the digits it needs: `$1.25`, `$0.0123`, `$0.00001` (cents from a
+/// dollar up; below, up to four decimals or two significant digits, trailing zeros dropped
+/// down to cents). Zero, negative zero and amounts too small to matter are `$0.00`: a sum of
+/// float costs can come out as `-0.0`.
+pub fn usd(amount: f64) -> String {
+    if !amount.is_finite() {
+        return format!("${amount}");
+    }
+    let magnitude = amount.abs();
+    if magnitude < 1e-9 {
+        return "$0.00".to_owned();
+    }
+    let decimals = if magnitude >= 1.0 {
+        2
+    } else {
+        // Zeros after the point before the first significant digit, then two digits.
+        let leading_zeros = (-magnitude.log10()).floor().max(0.0) as usize;
+        (leading_zeros + 2).clamp(4, 10)
+    };
+    let mut text = format!("{magnitude:.decimals$}");
+    while text.ends_with('0') && text.len() - text.find('.').map_or(text.len(), |dot| dot + 1) > 2 {
+        text.pop();
+    }
+    if amount < 0.0 {
+        format!("-${text}")
+    } else {
+        format!("${text}")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_keep_the_digits_they_need() {
+        assert_eq!(usd(-0.0), "$0.00");
+        assert_eq!(usd(0.0), "$0.00");
+        assert_eq!(usd(0.00001), "$0.00001");
+        assert_eq!(usd(0.0001234), "$0.00012");
+        assert_eq!(usd(0.0123), "$0.0123");
+        assert_eq!(usd(0.0001), "$0.0001");
+        assert_eq!(usd(0.5), "$0.50");
+        assert_eq!(usd(1.25), "$1.25");
+        assert_eq!(usd(12.0), "$12.00");
+        assert_eq!(usd(-0.25), "-$0.25");
+    }
 
     #[test]
     fn sums_keep_every_count_and_any_reported_cost() {
@@ -109,7 +153,7 @@ mod tests {
         assert_eq!(sum.cost_usd, Some(0.5));
         assert_eq!(sum.total_tokens(), 119);
         assert_eq!(Usage::sum([]), None);
-        assert_eq!(sum.brief(), "119 tokens, $0.5000");
+        assert_eq!(sum.brief(), "119 tokens, $0.50");
         assert_eq!(
             serde_json::to_value(&b).unwrap(),
             serde_json::json!({"inputTokens": 1, "outputTokens": 2, "cacheReadTokens": 0, "cacheWriteTokens": 0})

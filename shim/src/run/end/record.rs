@@ -120,7 +120,7 @@ pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
 
 /// The run's state and error from its steps' ends: the first step (flat order) that did not
 /// complete decides — one that failed on its own before one stopped by failFast. In a run
-/// of several steps a failure names the step (`Step 2 ('reviewer') failed: …`).
+/// of several steps a failure names the step (`Step 2 reviewer failed: …`).
 pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
     let ran = || ends.iter().filter(|e| e.ran());
     let decisive = ran()
