@@ -77,7 +77,7 @@ pub(super) fn parse_since(text: &str) -> Result<Since, String> {
             .map(Since::At)
             .map_err(|e| e.to_string());
     }
-    super::prune::parse_duration(text).map(Since::Age)
+    super::duration::parse_duration(text).map(Since::Age)
 }
 
 /// Runs `sublaunch list`.
