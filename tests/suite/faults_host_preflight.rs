@@ -64,7 +64,10 @@ fn f01_missing_cwd_is_refused_before_anything_is_written() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(
         stderr,
-        format!("sublaunch run: the working directory {} does not exist\n", cwd.display())
+        format!(
+            "sublaunch run: the working directory {} does not exist\n",
+            cwd.display()
+        )
     );
     assert_nothing_written(&scratch);
 }

@@ -557,13 +557,31 @@ fn a_timeout_is_given_and_reported_in_the_users_unit() {
     let scratch = Scratch::new("cli-timeout-unit");
     for given in ["10m", "1h", "90s", "90"] {
         let long = scratch
-            .cli(&["run", "--agent", "shell", "--task", "echo in-time", "--timeout", given, "--wait"])
+            .cli(&[
+                "run",
+                "--agent",
+                "shell",
+                "--task",
+                "echo in-time",
+                "--timeout",
+                given,
+                "--wait",
+            ])
             .output()
             .unwrap();
         assert_eq!(ok(&long), "in-time\n", "--timeout {given}");
     }
     let short = scratch
-        .cli(&["run", "--agent", "shell", "--task", "sleep 30", "--timeout", "1s", "--wait"])
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "sleep 30",
+            "--timeout",
+            "1s",
+            "--wait",
+        ])
         .output()
         .unwrap();
     assert_eq!(short.status.code(), Some(1));

@@ -87,12 +87,16 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
         (
             &["--agent", "shell", "--task", "true", "--max-tokens", "100"],
             2,
-            &["sublaunch run: Agent 'shell' (step 1, adapter shell) reports no token usage, so the run's --max-tokens cannot be kept.\n"],
+            &[
+                "sublaunch run: Agent 'shell' (step 1, adapter shell) reports no token usage, so the run's --max-tokens cannot be kept.\n",
+            ],
         ),
         (
             &["--agent", "shell", "--task", "true", "--max-cost", "1"],
             2,
-            &["sublaunch run: Agent 'shell' (step 1, adapter shell) reports no cost, so the run's --max-cost cannot be kept.\n"],
+            &[
+                "sublaunch run: Agent 'shell' (step 1, adapter shell) reports no cost, so the run's --max-cost cannot be kept.\n",
+            ],
         ),
         (
             &["--agent", "shell", "--task", "true", "--max-cost", "0"],
@@ -108,7 +112,9 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
         (
             &["--agent", "pi", "--task", "x", "--checkpoint-before-deadline", "5"],
             2,
-            &["sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has none: give it a timeout or a deadline\n"],
+            &[
+                "sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has none: give it a timeout or a deadline\n",
+            ],
         ),
         (
             &[
@@ -122,7 +128,9 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
                 "5",
             ],
             2,
-            &["sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has only 3000 ms\n"],
+            &[
+                "sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has only 3000 ms\n",
+            ],
         ),
     ];
     for (args, code, fragments) in cases {

@@ -166,8 +166,19 @@ fn models_resolve_shows_the_resolution_or_the_planner_error() {
     assert!(text.starts_with("openai/gpt-5-mini:high\n"), "{text}");
     assert!(text.contains("thinking: high"), "{text}");
 
+    // #23: a person gets the error on stderr, as every command says one; JSON with --json.
     let output = sandbox.run(&["models", "resolve", "gpt-5-mini"], &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
+    let said = stderr(&output);
+    assert!(
+        said.starts_with("sublaunch models: Ambiguous subagent model 'gpt-5-mini': it matches ")
+            && said.ends_with(". Name the provider or set a preferred provider.\n")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+    let output = sandbox.run(&["models", "resolve", "gpt-5-mini", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(2));
     assert_eq!(stdout_json(&output)["error"]["code"], "ambiguous-model");
     let output = sandbox.run(
         &["models", "resolve", "gpt-5-mini", "--provider", "github-copilot"],

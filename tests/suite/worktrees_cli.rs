@@ -498,7 +498,9 @@ fn prune_removes_only_what_belongs_to_ended_runs() {
         "{out}"
     );
     assert!(
-        out.contains(&format!("{dirty} (1): left alone: it has 1 uncommitted change; --force removes them\n")),
+        out.contains(&format!(
+            "{dirty} (1): left alone: it has 1 uncommitted change; --force removes them\n"
+        )),
         "{out}"
     );
     assert!(out.contains("is on mine now"), "{out}");
@@ -674,7 +676,10 @@ fn an_agent_that_repoints_its_worktrees_git_file_runs_nothing_and_falsifies_noth
     // git refuses to remove a worktree whose `.git` names another repository; it is kept,
     // saying so, and still nothing runs.
     let out = ok(&scratch.cli(&["worktrees", "prune"]).output().unwrap());
-    assert!(out.contains("it has 1 uncommitted change; --force removes them"), "{out}");
+    assert!(
+        out.contains("it has 1 uncommitted change; --force removes them"),
+        "{out}"
+    );
     let out = ok(&scratch.cli(&["worktrees", "prune", "--force"]).output().unwrap());
     assert!(out.contains("validation failed, cannot remove working tree"), "{out}");
     assert!(Path::new(entry["path"].as_str().unwrap()).is_dir());

@@ -54,7 +54,10 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
         if let Err(e) = launched.handle.committed().await {
             settle(&launched.handle).await;
             // The run exists (its status records this failure): its id is worth naming.
-            eprintln!("sublaunch {command}: Failed to start async run '{}': {e}", launched.run_id);
+            eprintln!(
+                "sublaunch {command}: Failed to start async run '{}': {e}",
+                launched.run_id
+            );
             return ExitCode::FAILURE;
         }
         if !presentation.wait {
@@ -185,10 +188,7 @@ fn refusal(error: &LaunchError) -> String {
         CwdError::Inaccessible { cwd, source } => (cwd, format!("cannot be accessed: {source}")),
     };
     match &names.requested {
-        Some(requested) => format!(
-            "the working directory {} (from \"{requested}\") {why}",
-            names.effective
-        ),
+        Some(requested) => format!("the working directory {} (from \"{requested}\") {why}", names.effective),
         None => format!("the working directory {} {why}", names.effective),
     }
 }

@@ -27,7 +27,7 @@ pub struct Args {
     #[arg(long)]
     all: bool,
     /// Print a JSON array.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
     /// With --all: only runs in this state (complete, failed, stopped, running …).
     #[arg(long, value_name = "STATE", requires = "all")]

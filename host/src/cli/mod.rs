@@ -326,3 +326,35 @@ pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
         runs::say!("{}", line.join("  ").trim_end());
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap's own checks: no two flags share a short or long name, every reference
+        // (conflicts, requires) names a flag that exists.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_command_line_error_names_the_command_it_refuses() {
+        let args = |words: &[&str]| words.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            command_path(&args(&["sublaunch", "run", "--agent", "shell", "x"])),
+            ("sublaunch run".to_owned(), Some("run".to_owned()))
+        );
+        assert_eq!(
+            command_path(&args(&["sublaunch", "worktrees", "--json", "prune", "--forse"])),
+            ("sublaunch worktrees prune".to_owned(), Some("worktrees".to_owned()))
+        );
+        assert_eq!(
+            command_path(&args(&["sublaunch", "stauts"])),
+            ("sublaunch".to_owned(), None)
+        );
+        assert!(task_tip(Some("run"), "echo hi").is_some());
+        assert!(task_tip(Some("run"), "--tsk").is_none());
+        assert!(task_tip(Some("status"), "x").is_none());
+    }
+}

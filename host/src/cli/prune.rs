@@ -216,7 +216,10 @@ mod tests {
     #[test]
     fn states_and_sizes_read_as_people_write_them() {
         assert!(parse_state("running").unwrap_err().contains("active"));
-        assert_eq!((plural(1, "run", "runs"), plural(2, "run", "runs")), ("1 run".to_owned(), "2 runs".to_owned()));
+        assert_eq!(
+            (plural(1, "run", "runs"), plural(2, "run", "runs")),
+            ("1 run".to_owned(), "2 runs".to_owned())
+        );
         assert_eq!((size(512), size(12_595)), ("512 B".to_owned(), "12.3 KiB".to_owned()));
     }
 }

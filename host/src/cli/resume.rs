@@ -51,7 +51,10 @@ impl Args {
         }
         .read()?;
         if self.step.is_some() && task.is_none() {
-            return Err("--step names the conversation a follow-up continues: give the follow-up with --task or --task-file".to_owned());
+            return Err(
+                "--step names the conversation a follow-up continues: give the follow-up with --task or --task-file"
+                    .to_owned(),
+            );
         }
         Ok(ResumeRequest {
             task,

@@ -178,7 +178,9 @@ impl FlagTerms {
                 ("steps[0].task", "the task"),
             ]);
         }
-        pairs.iter().fold(message.to_owned(), |text, (field, flag)| text.replace(field, flag))
+        pairs
+            .iter()
+            .fold(message.to_owned(), |text, (field, flag)| text.replace(field, flag))
     }
 }
 

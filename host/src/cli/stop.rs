@@ -3,8 +3,8 @@
 //! Exit 0 once the run is terminal (stopped, or ended otherwise), 124 (as `wait`, and
 //! timeout(1)) if it did not end in time.
 
-use super::runs::say;
 use super::duration::{GivenDuration, parse_limit};
+use super::runs::say;
 use super::runs::{EXIT_TIMEOUT, async_runtime, fail, open_run, state_name, status_of};
 use super::terminal_text::for_terminal;
 use std::process::ExitCode;

@@ -36,7 +36,9 @@ impl TaskSources {
             _ => return Err("give the task once: as an argument, with --task, or with --task-file".to_owned()),
         };
         if text.contains('\0') {
-            return Err(format!("{from}: the task contains a NUL byte, which no program can be given"));
+            return Err(format!(
+                "{from}: the task contains a NUL byte, which no program can be given"
+            ));
         }
         if text.trim().is_empty() {
             return Err(format!("{from}: the task is empty"));
@@ -104,11 +106,26 @@ mod tests {
             Some("line 1\nline 2")
         );
         std::fs::write(&file, "a\0b").unwrap();
-        assert!(sources(None, Some(&file), None).read().unwrap_err().contains("NUL byte"));
+        assert!(
+            sources(None, Some(&file), None)
+                .read()
+                .unwrap_err()
+                .contains("NUL byte")
+        );
         std::fs::write(&file, "\n").unwrap();
-        assert!(sources(None, Some(&file), None).read().unwrap_err().ends_with("the task is empty"));
+        assert!(
+            sources(None, Some(&file), None)
+                .read()
+                .unwrap_err()
+                .ends_with("the task is empty")
+        );
         let missing = dir.path().join("missing");
-        assert!(sources(None, Some(&missing), None).read().unwrap_err().starts_with("--task-file "));
+        assert!(
+            sources(None, Some(&missing), None)
+                .read()
+                .unwrap_err()
+                .starts_with("--task-file ")
+        );
         assert!(
             sources(None, Some(dir.path()), None)
                 .read()

@@ -5,9 +5,9 @@
 //! waited for completed, 1 when one ended otherwise, 124 on timeout. A run id may be a unique
 //! prefix; works for runs launched by other processes.
 
+use super::duration::{GivenDuration, parse_limit};
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
-use super::duration::{GivenDuration, parse_limit};
 use super::runs::{EXIT_TIMEOUT, async_runtime, find_run, open_store, outcome_code, state_name};
 use super::terminal_text::for_terminal;
 use serde_json::json;

@@ -210,7 +210,10 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
     };
     if value.is_null() {
         // YAML of comments alone, or `~`.
-        return Err(fail(None, "the file holds nothing: a chain file needs `steps:`".to_owned()));
+        return Err(fail(
+            None,
+            "the file holds nothing: a chain file needs `steps:`".to_owned(),
+        ));
     }
     let raw: RawFile = from_value(value, "", &fail)?;
     let mut steps = Vec::with_capacity(raw.steps.len());
@@ -299,7 +302,10 @@ impl ChainFile {
         // here, naming where, rather than when the step starts.
         for (at, task, _) in self.tasks() {
             if task.task.as_deref().is_some_and(|text| text.contains('\0')) {
-                return Err(self.error(format!("{at}.task"), "contains a NUL byte, which no program can be given"));
+                return Err(self.error(
+                    format!("{at}.task"),
+                    "contains a NUL byte, which no program can be given",
+                ));
             }
         }
         for (index, step) in self.steps.iter().enumerate() {

@@ -14,9 +14,7 @@ use sublaunch_contract::LaunchPlan;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AdmissionError {
     /// A placed step's adapter cannot be wrapped for ssh.
-    #[error(
-        "step {index} ('{agent}') uses the {adapter} runner, which cannot run on machine '{machine}'."
-    )]
+    #[error("step {index} ('{agent}') uses the {adapter} runner, which cannot run on machine '{machine}'.")]
     NotPlaceable {
         /// The step's index in the plan.
         index: usize,

@@ -23,9 +23,7 @@ pub enum WorktreeError {
         error: io::Error,
     },
     /// A step's directory is not inside a git repository.
-    #[error(
-        "{step} asks for a managed worktree, but its directory {directory} is not inside a git repository"
-    )]
+    #[error("{step} asks for a managed worktree, but its directory {directory} is not inside a git repository")]
     NotInRepository {
         /// The step.
         step: String,
@@ -93,9 +91,7 @@ pub enum WorktreeError {
         base: String,
     },
     /// The run id cannot be part of a branch name.
-    #[error(
-        "the run id '{0}' cannot be part of a git branch name (no '..', and no '.' or '.lock' at the end)"
-    )]
+    #[error("the run id '{0}' cannot be part of a git branch name (no '..', and no '.' or '.lock' at the end)")]
     RunIdNotABranch(String),
     /// The directory of the worktree records could not be made.
     #[error("cannot create the worktrees directory: {0}")]
@@ -106,9 +102,7 @@ pub enum WorktreeError {
     )]
     StillRecorded(String),
     /// A worktree's branch exists already.
-    #[error(
-        "the branch '{branch}' already exists in {repository}; choose another run id, or delete the branch"
-    )]
+    #[error("the branch '{branch}' already exists in {repository}; choose another run id, or delete the branch")]
     BranchExists {
         /// The branch.
         branch: String,
