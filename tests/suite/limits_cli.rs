@@ -113,7 +113,7 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
             &["--agent", "pi", "--task", "x", "--checkpoint-before-deadline", "5"],
             2,
             &[
-                "sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has none: give it a timeout or a deadline\n",
+                "sublaunch run: the agents are to be asked to wrap up 5s before the deadline, and the run has none: give it a timeout or a deadline\n",
             ],
         ),
         (
@@ -128,9 +128,7 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
                 "5",
             ],
             2,
-            &[
-                "sublaunch run: the agents are to be asked to wrap up 5000 ms before the deadline, and the run has only 3000 ms\n",
-            ],
+            &["sublaunch run: the agents are to be asked to wrap up 5s before the deadline, and the run has only 3s\n"],
         ),
     ];
     for (args, code, fragments) in cases {

@@ -215,7 +215,7 @@ fn thinking_ceilings_come_from_settings_and_the_command_line() {
     sandbox.write(&settings, r#"{"subagents":{"maxThinking":"high"}}"#);
     // `shell` takes no model, so plan a native agent through `plan` with the settings'
     // ceiling applied by `run`: use models resolve, which reads the same settings.
-    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:max"], &[]);
+    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:max", "--json"], &[]);
     assert_eq!(stdout_json(&output)["error"]["code"], "thinking-above-ceiling");
     let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:high"], &[]);
     assert!(output.status.success());
@@ -289,7 +289,7 @@ fn an_unsafe_catalog_target_never_reaches_a_plan() {
         ],
         &[("HERDR_BIN", &herdr)],
     );
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2), "refused before launch");
     assert_eq!(stdout_json(&output)["error"]["code"], "unsafe-ssh-target");
 }
 
@@ -461,7 +461,7 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let sandbox = Sandbox::new();
     let args = ["run", "--agent", "pi", "--model", "nonexistent/zzz", "--task", "x"];
     let output = sandbox.run(&args, &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2), "refused before launch");
     assert!(
         output.stdout.is_empty(),
         "nothing on stdout: {}",
@@ -477,10 +477,10 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let mut with_json = args.to_vec();
     with_json.push("--json");
     let output = sandbox.run(&with_json, &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert_eq!(stdout_json(&output)["error"]["code"], "unknown-model");
 
     let output = sandbox.run(&["run", "--agent", "shell", "--task", " \t "], &[]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("the task is empty"), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "sublaunch run: the task is empty\n");
 }

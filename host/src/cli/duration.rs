@@ -48,20 +48,7 @@ pub fn parse_limit(text: &str) -> Result<GivenDuration, String> {
     Ok(GivenDuration { duration, text })
 }
 
-/// `ms` in the largest unit that says it exactly: `10m`, `1h`, `90s`, `1500ms`.
-pub fn exact(ms: u64) -> String {
-    const UNITS: [(u64, &str); 5] = [
-        (604_800_000, "w"),
-        (86_400_000, "d"),
-        (3_600_000, "h"),
-        (60_000, "m"),
-        (1000, "s"),
-    ];
-    UNITS
-        .iter()
-        .find(|(size, _)| ms > 0 && ms.is_multiple_of(*size))
-        .map_or_else(|| format!("{ms}ms"), |(size, unit)| format!("{}{unit}", ms / size))
-}
+pub use sublaunch::inputs::age::exact;
 
 #[cfg(test)]
 mod tests {
@@ -80,15 +67,5 @@ mod tests {
         assert!(parse_limit("-1").unwrap_err().contains("is not a duration"));
         assert!(parse_limit("abc").unwrap_err().contains("is not a duration"));
         assert!(parse_limit("5y").unwrap_err().contains("unknown unit"));
-    }
-
-    #[test]
-    fn exact_durations_keep_the_largest_unit() {
-        assert_eq!(exact(600_000), "10m");
-        assert_eq!(exact(3_600_000), "1h");
-        assert_eq!(exact(90_000), "90s");
-        assert_eq!(exact(1000), "1s");
-        assert_eq!(exact(1500), "1500ms");
-        assert_eq!(exact(0), "0ms");
     }
 }

@@ -25,23 +25,24 @@ impl TaskSources {
     /// The task, read from where it was given; `None` when it was not. The message says what
     /// was wrong, in the flags' terms.
     pub fn read(self) -> Result<Option<String>, String> {
+        // Where it was read from, for the messages (an argument needs no saying).
         let (text, from) = match (self.flag, self.file, self.positional) {
-            (Some(dash), None, None) if dash == "-" => (read_stdin()?, "--task -: standard input".to_owned()),
-            (Some(text), None, None) | (None, None, Some(text)) => (text, "the task".to_owned()),
+            (Some(dash), None, None) if dash == "-" => (read_stdin()?, "--task -: standard input: ".to_owned()),
+            (Some(text), None, None) | (None, None, Some(text)) => (text, String::new()),
             (None, Some(path), None) if path.as_os_str() == "-" => {
-                (read_stdin()?, "--task-file -: standard input".to_owned())
+                (read_stdin()?, "--task-file -: standard input: ".to_owned())
             }
-            (None, Some(path), None) => (read_file(&path)?, format!("--task-file {}", path.display())),
+            (None, Some(path), None) => (read_file(&path)?, format!("--task-file {}: ", path.display())),
             (None, None, None) => return Ok(None),
             _ => return Err("give the task once: as an argument, with --task, or with --task-file".to_owned()),
         };
         if text.contains('\0') {
             return Err(format!(
-                "{from}: the task contains a NUL byte, which no program can be given"
+                "{from}the task contains a NUL byte, which no program can be given"
             ));
         }
         if text.trim().is_empty() {
-            return Err(format!("{from}: the task is empty"));
+            return Err(format!("{from}the task is empty"));
         }
         Ok(Some(text))
     }
