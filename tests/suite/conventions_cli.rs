@@ -267,6 +267,37 @@ fn exit_codes_scripts_can_rely_on() {
     let waited = scratch.cli(&["wait", slow, "--timeout", "1s"]).output().unwrap();
     assert_eq!(waited.status.code(), Some(124), "{}", text(&waited.stderr));
     ok(&scratch.cli(&["stop", slow]).output().unwrap());
+    // A stop not recorded in time is 124 too: an agent that ignores SIGTERM outlasts a 1s
+    // wait (the runner kills it 3 s after the SIGTERM).
+    let stubborn = ok(&scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "trap '' TERM; echo up; while :; do sleep 0.1; done",
+        ])
+        .output()
+        .unwrap());
+    let stubborn = stubborn.trim();
+    sublaunch_tests::launch_harness::wait_for("the agent to start", std::time::Duration::from_secs(20), || {
+        std::fs::read_to_string(scratch.run_dir(stubborn).join("output-0.log"))
+            .ok()
+            .filter(|out| out.contains("up"))
+    });
+    let stopped = scratch.cli(&["stop", stubborn, "--timeout", "1s"]).output().unwrap();
+    assert_eq!(
+        (stopped.status.code(), text(&stopped.stderr)),
+        (
+            Some(124),
+            format!("sublaunch stop: run '{stubborn}' did not record its end within 1s\n")
+        )
+    );
+    let ended = scratch.cli(&["wait", stubborn]).output().unwrap();
+    assert_eq!(
+        (ended.status.code(), text(&ended.stdout)),
+        (Some(1), format!("{stubborn}: stopped\n"))
+    );
 }
 
 /// #32: `prune` without a choice of runs asks on a terminal, and elsewhere wants `--yes`.

@@ -178,9 +178,14 @@ impl FlagTerms {
                 ("steps[0].task", "the task"),
             ]);
         }
-        pairs
+        let text = pairs
             .iter()
-            .fold(message.to_owned(), |text, (field, flag)| text.replace(field, flag))
+            .fold(message.to_owned(), |text, (field, flag)| text.replace(field, flag));
+        if self.agent {
+            return text;
+        }
+        // A chain file's top-level keys are the request's `launch` fields.
+        text.replace("launch.", "")
     }
 }
 
@@ -352,9 +357,9 @@ mod tests {
         assert_eq!(terms.apply("steps[0].model: unknown"), "--model: unknown");
         let chain = FlagTerms::default();
         assert_eq!(
-            chain.apply("launch.usageBudget.maxCostUsd cannot be kept"),
-            "launch.usageBudget.maxCostUsd cannot be kept",
-            "a chain file's own keys are left alone"
+            chain.apply("steps[1].model: launch.usageBudget.maxCostUsd cannot be kept"),
+            "steps[1].model: usageBudget.maxCostUsd cannot be kept",
+            "a chain file's own keys, as the file writes them"
         );
     }
 }
