@@ -245,24 +245,34 @@ fn a_missing_agent_cli_is_refused_before_launch() {
         "local-tool.md",
         "---\nrunner:\n  type: command\n  command: [./bin/agent-tool, \"{task}\"]\n---\n",
     );
-    for (agent, fragment) in [
-        ("claude", "agent 'claude' needs 'claude' is not on PATH (/usr/bin:/bin)"),
+    let or_point = "Or point the agent's `runner.command` at the program (`sublaunch agents` shows where each agent is defined).\n";
+    let tool = project.scratch.work().join("src/deep/./bin/agent-tool");
+    for (agent, first_line) in [
+        (
+            "claude",
+            "sublaunch run: agent 'claude' needs the program 'claude', which is not on PATH (/usr/bin:/bin); install Claude Code with `npm install -g @anthropic-ai/claude-code`.".to_owned(),
+        ),
         (
             "codex-writer",
-            "agent 'codex-writer' needs 'codex' is not on PATH (/usr/bin:/bin)",
+            "sublaunch run: agent 'codex-writer' needs the program 'codex', which is not on PATH (/usr/bin:/bin); install Codex with `npm install -g @openai/codex`.".to_owned(),
         ),
-        ("pi", "agent 'pi' needs 'pi' is not on PATH"),
-        ("cursor", "'cursor-agent' is not on PATH"),
-        ("local-tool", "bin/agent-tool' does not exist"),
+        (
+            "pi",
+            "sublaunch run: agent 'pi' needs the program 'pi', which is not on PATH (/usr/bin:/bin); install pi with `npm install -g @mariozechner/pi-coding-agent` (it needs Node.js 22 or later).".to_owned(),
+        ),
+        (
+            "cursor",
+            "sublaunch run: agent 'cursor' needs the program 'cursor-agent', which is not on PATH (/usr/bin:/bin); install Cursor's agent with `curl https://cursor.com/install -fsS | bash`.".to_owned(),
+        ),
+        (
+            "local-tool",
+            format!("sublaunch run: agent 'local-tool' needs the program '{}', which does not exist.", tool.display()),
+        ),
     ] {
         let output = project.sublaunch(&["run", "--agent", agent, "--task", "hello"]);
-        assert_eq!(output.status.code(), Some(1), "{agent}: {}", text(&output.stderr));
         let stderr = text(&output.stderr);
-        assert!(stderr.contains(fragment), "{agent}: {stderr}");
-        assert!(
-            stderr.contains("runner.command"),
-            "the message says how to fix it: {stderr}"
-        );
+        assert_eq!(output.status.code(), Some(2), "refused before launch: {agent}: {stderr}");
+        assert_eq!(stderr, format!("{first_line}\n{or_point}"), "{agent}");
         assert!(text(&output.stdout).is_empty(), "no run id: {}", text(&output.stdout));
     }
     assert!(

@@ -59,16 +59,16 @@ fn f01_missing_cwd_is_refused_before_anything_is_written() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    // The CLI says it in the user's terms, with no run id (no run exists): a refusal, exit 2.
+    assert_eq!(output.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(
-        stderr.contains(&format!(
-            "Subagent launch aborted: cwd does not exist: {}",
+    assert_eq!(
+        stderr,
+        format!(
+            "sublaunch run: the working directory {} does not exist\n",
             cwd.display()
-        )),
-        "{stderr}"
+        )
     );
-    assert!(!stderr.contains("Failed to start async run"), "no prefix: {stderr}");
     assert_nothing_written(&scratch);
 }
 

@@ -122,13 +122,14 @@ fn logs_print_and_follow_the_output() {
 }
 
 #[test]
-fn unknown_run_ids_are_usage_errors() {
+fn unknown_run_ids_are_not_found_and_invalid_ones_usage_errors() {
     let scratch = Scratch::new("cli-unknown");
-    for command in ["status", "wait", "stop", "logs", "resume"] {
+    for command in ["status", "wait", "stop", "logs", "resume", "result"] {
         let output = scratch.cli(&[command, "shell-nosuchrun"]).output().unwrap();
-        assert_eq!(output.status.code(), Some(2), "{command}");
-        assert!(
-            text(&output.stderr).contains("unknown run 'shell-nosuchrun'"),
+        assert_eq!(output.status.code(), Some(3), "{command}: exit 3 is 'no such run'");
+        assert_eq!(
+            text(&output.stderr),
+            format!("sublaunch {command}: unknown run 'shell-nosuchrun'\n"),
             "{command}"
         );
         let invalid = scratch.cli(&[command, "../escape"]).output().unwrap();
@@ -477,49 +478,117 @@ fn agent_text_reaches_the_terminal_without_escape_sequences() {
 }
 
 #[test]
-fn durations_too_long_for_a_clock_are_usage_errors_never_panics() {
+fn every_duration_flag_reads_durations_as_timeout_does_and_refuses_zero() {
     let scratch = Scratch::new("cli-huge-durations");
     let slow = launch(&scratch, "sleep 30");
     let huge_age = format!("{}w", "9".repeat(30));
+    let invalid = |command: &str, flag: &str, value: &str, why: &str| {
+        format!("sublaunch {command}: invalid value '{value}' for '{flag} <DURATION>': {why}")
+    };
+    let zero = "is no time at all; give a duration above zero such as 90s or 10m (leave the flag out for no limit)";
     for (args, says) in [
         (
             vec!["wait", &slow, "--timeout", "1e19"],
-            "sublaunch wait: --timeout: invalid number of seconds: 1e19",
+            invalid("wait", "--timeout", "1e19", "'1e19' has an unknown unit 'e19' (use s, m, h, d or w)"),
         ),
         (
-            vec!["wait", &slow, "--timeout", "1e300"],
-            "sublaunch wait: --timeout: invalid number of seconds: 1e300",
+            vec!["wait", &slow, "--timeout", "99999999999"],
+            invalid("wait", "--timeout", "99999999999", "'99999999999' is more than a year"),
         ),
         (
-            vec!["stop", &slow, "--timeout", "1e300"],
-            "sublaunch stop: --timeout: invalid number of seconds",
+            vec!["stop", &slow, "--timeout", "0"],
+            invalid("stop", "--timeout", "0", &format!("'0' {zero}")),
         ),
         (
             vec!["wait", &slow, "--timeout", "inf"],
-            "sublaunch wait: --timeout: invalid number of seconds: inf",
+            invalid("wait", "--timeout", "inf", "'inf' is not a duration (say 90s, 30m, 12h or 7d)"),
         ),
         (
-            vec!["run", "--agent", "shell", "--task", "true", "--timeout", "1e300"],
-            "sublaunch run: --timeout: invalid number of seconds: 1e300 (give a number from 0 to 31536000, a year)",
+            vec!["run", "--agent", "shell", "--task", "true", "--timeout", "0s"],
+            invalid("run", "--timeout", "0s", &format!("'0s' {zero}")),
         ),
         (
             vec!["run", "--agent", "shell", "--task", "true", "--timeout=-1"],
-            "sublaunch run: --timeout: invalid",
+            invalid("run", "--timeout", "-1", "'-1' is not a duration (say 90s, 30m, 12h or 7d)"),
+        ),
+        (
+            vec!["run", "--agent", "pi", "--task", "x", "--checkpoint-before-deadline", "soon"],
+            invalid(
+                "run",
+                "--checkpoint-before-deadline",
+                "soon",
+                "'soon' is not a duration (say 90s, 30m, 12h or 7d)",
+            ),
         ),
         (
             vec!["prune", "--older-than", &huge_age],
-            "is not a duration this clock can measure",
+            invalid(
+                "prune",
+                "--older-than",
+                &huge_age,
+                &format!("'{huge_age}' is not a duration this clock can measure"),
+            ),
+        ),
+        (
+            vec!["list", "--all", "--since", "3y"],
+            "sublaunch list: invalid value '3y' for '--since <WHEN>': '3y' has an unknown unit 'y' (use s, m, h, d or w)"
+                .to_owned(),
         ),
     ] {
         let output = scratch.cli(&args).output().unwrap();
         let stderr = text(&output.stderr);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
-        assert!(stderr.contains(says), "{args:?}: {stderr}");
+        assert_eq!(stderr.lines().next(), Some(says.as_str()), "{args:?}: {stderr}");
     }
     assert_eq!(
         status(&scratch.run_dir(&slow)).unwrap()["state"],
         "running",
         "nothing was stopped"
     );
-    ok(&scratch.cli(&["stop", &slow]).output().unwrap());
+    // A stop that cannot be recorded in time is exit 124, as a wait's; said in the unit given.
+    let waited = scratch.cli(&["wait", &slow, "--timeout", "1s"]).output().unwrap();
+    assert_eq!(waited.status.code(), Some(124), "{}", text(&waited.stderr));
+    ok(&scratch.cli(&["stop", &slow, "--timeout", "1m"]).output().unwrap());
+}
+
+/// #14: `--timeout 10m` as timeout(1) takes it, and a timeout reported in the unit given.
+#[test]
+fn a_timeout_is_given_and_reported_in_the_users_unit() {
+    let scratch = Scratch::new("cli-timeout-unit");
+    for given in ["10m", "1h", "90s", "90"] {
+        let long = scratch
+            .cli(&[
+                "run",
+                "--agent",
+                "shell",
+                "--task",
+                "echo in-time",
+                "--timeout",
+                given,
+                "--wait",
+            ])
+            .output()
+            .unwrap();
+        assert_eq!(ok(&long), "in-time\n", "--timeout {given}");
+    }
+    let short = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "sleep 30",
+            "--timeout",
+            "1s",
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(short.status.code(), Some(1));
+    let stderr = text(&short.stderr);
+    assert_eq!(
+        stderr.lines().last(),
+        Some("timed out after 1s (--timeout 1s)"),
+        "{stderr}"
+    );
 }

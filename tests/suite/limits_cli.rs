@@ -61,10 +61,10 @@ fn malformed_budgets_are_refused_naming_the_file_and_the_field() {
         &scratch.work().join(".sublaunch/agents/cheap.md"),
         "---\ndescription: x\nusageBudget: {maxTokens: 0}\n---\n",
     );
-    let stderr = refused(&scratch, &["run", "--agent", "cheap", "--task", "x"], 1);
-    assert!(
-        stderr.contains("agents[cheap].usageBudget.maxTokens") && stderr.contains("at least 1"),
-        "{stderr}"
+    let stderr = refused(&scratch, &["run", "--agent", "cheap", "--task", "x"], 2);
+    assert_eq!(
+        stderr,
+        "sublaunch run: Invalid request at agents[cheap].usageBudget.maxTokens: must be at least 1.\n"
     );
     write(
         &scratch.work().join(".sublaunch/agents/cheap.md"),
@@ -82,16 +82,26 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
         r#"{"steps": [{"agent": "shell", "task": "x"}]}"#,
     );
     let chain = chain.to_str().unwrap();
-    let cases: [(&[&str], i32, &[&str]); 5] = [
+    // A planner refusal names the flags the user gave, not the request's fields.
+    let cases: [(&[&str], i32, &[&str]); 6] = [
         (
             &["--agent", "shell", "--task", "true", "--max-tokens", "100"],
-            1,
-            &["Agent 'shell'", "reports no token usage"],
+            2,
+            &[
+                "sublaunch run: Agent 'shell' (step 1, adapter shell) reports no token usage, so the run's --max-tokens cannot be kept.\n",
+            ],
+        ),
+        (
+            &["--agent", "shell", "--task", "true", "--max-cost", "1"],
+            2,
+            &[
+                "sublaunch run: Agent 'shell' (step 1, adapter shell) reports no cost, so the run's --max-cost cannot be kept.\n",
+            ],
         ),
         (
             &["--agent", "shell", "--task", "true", "--max-cost", "0"],
-            1,
-            &["maxCostUsd", "above 0"],
+            2,
+            &["sublaunch run: Invalid request at --max-cost: must be a number of dollars above 0, got 0.\n"],
         ),
         (
             &["--chain", chain, "--max-tool-calls", "3"],
@@ -101,8 +111,10 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
         // pi takes input while it runs, but the run needs a deadline with room before it.
         (
             &["--agent", "pi", "--task", "x", "--checkpoint-before-deadline", "5"],
-            1,
-            &["the run has none: give it a timeout or a deadline"],
+            2,
+            &[
+                "sublaunch run: the agents are to be asked to wrap up 5s before the deadline, and the run has none: give it a timeout or a deadline\n",
+            ],
         ),
         (
             &[
@@ -115,16 +127,21 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
                 "--checkpoint-before-deadline",
                 "5",
             ],
-            1,
-            &["and the run has only 3000 ms"],
+            2,
+            &["sublaunch run: the agents are to be asked to wrap up 5s before the deadline, and the run has only 3s\n"],
         ),
     ];
     for (args, code, fragments) in cases {
         let mut all = vec!["run"];
         all.extend_from_slice(args);
         let stderr = refused(&scratch, &all, code);
-        for fragment in fragments {
-            assert!(stderr.contains(fragment), "{args:?}: {fragment:?} in {stderr}");
+        match fragments {
+            [whole] if whole.starts_with("sublaunch run: ") => assert_eq!(stderr, *whole, "{args:?}"),
+            _ => {
+                for fragment in fragments {
+                    assert!(stderr.contains(fragment), "{args:?}: {fragment:?} in {stderr}");
+                }
+            }
         }
     }
 }

@@ -61,7 +61,7 @@ fn ended_runs_are_removed_whole_and_filters_and_dry_runs_hold() {
     assert_eq!(traces(&scratch, &done), [true, true, true]);
 
     let json: serde_json::Value =
-        serde_json::from_str(&ok(&scratch.cli(&["prune", "--json"]).output().unwrap())).unwrap();
+        serde_json::from_str(&ok(&scratch.cli(&["prune", "--yes", "--json"]).output().unwrap())).unwrap();
     assert_eq!(json["removed"][0]["runId"], done.as_str());
     assert!(json["freedBytes"].as_u64().unwrap() > 0, "{json}");
     assert_eq!(traces(&scratch, &done), [false, false, false]);
@@ -69,7 +69,7 @@ fn ended_runs_are_removed_whole_and_filters_and_dry_runs_hold() {
     let status = scratch.cli(&["status", &done]).output().unwrap();
     assert_eq!(
         status.status.code(),
-        Some(2),
+        Some(3),
         "the run is gone: {}",
         text(&status.stderr)
     );
@@ -96,14 +96,14 @@ fn an_active_run_is_never_pruned() {
         .output()
         .unwrap();
     let id = ok(&launched).trim().to_owned();
-    let pruned = ok(&scratch.cli(&["prune"]).output().unwrap());
+    let pruned = ok(&scratch.cli(&["prune", "--yes"]).output().unwrap());
     assert!(pruned.starts_with("removed 0 runs"), "{pruned}");
     assert!(scratch.run_dir(&id).exists());
     std::fs::write(&fifo, "go\n").unwrap();
     ok(&scratch.cli(&["wait", &id]).output().unwrap());
     // Its shim may still be finishing (result, proof): prune takes it once it is gone.
     wait_for("the run to be pruned", std::time::Duration::from_secs(20), || {
-        let out = ok(&scratch.cli(&["prune"]).output().unwrap());
+        let out = ok(&scratch.cli(&["prune", "--yes"]).output().unwrap());
         out.contains(&format!("removed {id}")).then_some(())
     });
     assert_eq!(traces(&scratch, &id), [false, false, false]);
@@ -118,7 +118,7 @@ fn pruning_racing_new_launches_leaves_each_run_whole_or_gone() {
         let pruner = threads.spawn(|| {
             let mut rounds = 0;
             while !stop.raised() {
-                let out = scratch.cli(&["prune"]).output().unwrap();
+                let out = scratch.cli(&["prune", "--yes"]).output().unwrap();
                 assert!(out.status.success(), "{}", text(&out.stderr));
                 rounds += 1;
             }

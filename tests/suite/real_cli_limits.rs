@@ -240,11 +240,10 @@ fn the_checkpoint_reaches_pi_and_claude_while_they_work_and_their_answer_comes_b
     assert_eq!(checkpoint_events(&world, &id).len(), 2);
     // A checkpoint needs a deadline to count back from.
     let output = world.run(&["--agent", "pi", "--task", "x", "--checkpoint-before-deadline", "5"]);
-    assert_eq!(output.status.code(), Some(1));
-    assert!(
-        text(&output.stderr).contains("the run has none: give it a timeout or a deadline"),
-        "{}",
-        text(&output.stderr)
+    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(
+        text(&output.stderr),
+        "sublaunch run: the agents are to be asked to wrap up 5s before the deadline, and the run has none: give it a timeout or a deadline\n"
     );
     // And Codex cannot be asked.
     let output = world.run(&[
@@ -351,18 +350,19 @@ fn pi_loads_the_named_extensions_and_skills_and_a_missing_one_refuses_the_launch
     // A missing extension refuses the launch, naming where it was looked for; nothing runs.
     let before = world.pi.main_requests().len();
     let output = world.run(&["--agent", "pi", "--task", "t", "--require-extension", "nothere"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    // Refused before launch: exit 2, said as `sublaunch run: …`.
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.contains("needs the pi extension 'nothere', which is in none of")
+        stderr.starts_with("sublaunch run: step 1 ('pi') needs the pi extension 'nothere', which is in none of ")
             && stderr.contains(&pi_dir.join("extensions").display().to_string()),
         "{stderr}"
     );
     // A missing skill too (pi itself would skip it without a word).
     let output = world.run(&["--agent", "pi", "--task", "t", "--skill", "./skills/absent"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert!(
-        text(&output.stderr).contains("names the pi skill skills/absent, and"),
+        text(&output.stderr).starts_with("sublaunch run: step 1 ('pi') names the pi skill skills/absent, and"),
         "{}",
         text(&output.stderr)
     );

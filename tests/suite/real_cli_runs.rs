@@ -545,9 +545,13 @@ fn structured_output_is_enforced_by_claude_code_and_codex_themselves() {
     );
     let before = world.codex.requests().len();
     let output = world.run(&["--agent", "loose-codex", "--task", "the answer?"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2), "refused before launch");
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("additionalProperties"), "{stderr}");
+    assert!(
+        stderr.starts_with("sublaunch run: Codex sends the output schema of step 1 ('loose-codex') as a strict JSON schema, which it is not: ")
+            && stderr.contains("additionalProperties"),
+        "{stderr}"
+    );
     assert_eq!(world.codex.requests().len(), before, "nothing was paid for");
 }
 

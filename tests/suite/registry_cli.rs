@@ -287,8 +287,8 @@ fn pis_own_model_list_is_a_registry_layer_that_agrees_with_pi() {
 
     // The issue's case: pi has no anthropic/claude-sonnet-4 (it would fuzzy-match it to
     // another model), so sublaunch refuses it before anything is launched and paid for.
-    let output = sandbox.resolve(&["anthropic/claude-sonnet-4"], &with_pi());
-    assert_eq!(output.status.code(), Some(1), "{}", stdout(&output));
+    let output = sandbox.resolve(&["anthropic/claude-sonnet-4", "--json"], &with_pi());
+    assert_eq!(output.status.code(), Some(2), "{}", stdout(&output));
     assert_eq!(json_of_error(&output)["error"]["code"], "unknown-model");
     // A model only pi knows resolves, with pi's context window.
     let output = sandbox.resolve(&["ollama/qwen-coder:high"], &with_pi());
@@ -615,6 +615,12 @@ fn the_model_names_in_readme_examples_resolve() {
             let args: Vec<&str> = command.split('#').next().unwrap().split_whitespace().collect();
             let shown = lines.get(i + 1).copied().unwrap_or_default();
             for path in [NO_PI.to_owned(), with_pi()] {
+                let shows_error = shown.trim().starts_with(r#"{"error": {"code": ""#);
+                // The error document is printed with --json (without, a line on stderr).
+                let mut args = args.clone();
+                if shows_error && !args.contains(&"--json") {
+                    args.push("--json");
+                }
                 let output = sandbox.resolve(&args, &path);
                 if let Some(error) = shown.trim().strip_prefix(r#"{"error": {"code": ""#) {
                     let code = error.split('"').next().unwrap();

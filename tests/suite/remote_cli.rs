@@ -390,11 +390,11 @@ fn a_missing_ssh_client_is_refused_before_launch() {
         .env("PATH", "/nonexistent")
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
-    assert!(
-        stderr.contains("run through ssh") && stderr.contains("'ssh'"),
-        "{stderr}"
+    assert_eq!(
+        stderr,
+        "sublaunch run: steps placed on a machine run through ssh, and 'ssh' is not on PATH (/nonexistent).\nInstall the OpenSSH client.\n"
     );
     assert!(!remote.scratch.runs().exists() || std::fs::read_dir(remote.scratch.runs()).unwrap().next().is_none());
 }

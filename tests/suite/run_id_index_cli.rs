@@ -80,7 +80,7 @@ fn i14_a_prefix_is_answered_by_the_index_built_once_for_an_older_root() {
     assert_eq!(named(&scratch, "idx-z").as_deref(), Ok("idx-z1"));
 
     // A pruned run's line stays, but names nothing.
-    ok(&cli(&scratch, &["prune"]));
+    ok(&cli(&scratch, &["prune", "--yes"]));
     assert_eq!(
         named(&scratch, "idx-b"),
         Err("sublaunch status: unknown run 'idx-b'\n".to_owned())

@@ -166,8 +166,19 @@ fn models_resolve_shows_the_resolution_or_the_planner_error() {
     assert!(text.starts_with("openai/gpt-5-mini:high\n"), "{text}");
     assert!(text.contains("thinking: high"), "{text}");
 
+    // #23: a person gets the error on stderr, as every command says one; JSON with --json.
     let output = sandbox.run(&["models", "resolve", "gpt-5-mini"], &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "{}", String::from_utf8_lossy(&output.stdout));
+    let said = stderr(&output);
+    assert!(
+        said.starts_with("sublaunch models: Ambiguous subagent model 'gpt-5-mini': it matches ")
+            && said.ends_with(". Name the provider or set a preferred provider.\n")
+            && said.lines().count() == 1,
+        "{said}"
+    );
+    let output = sandbox.run(&["models", "resolve", "gpt-5-mini", "--json"], &[]);
+    assert_eq!(output.status.code(), Some(2));
     assert_eq!(stdout_json(&output)["error"]["code"], "ambiguous-model");
     let output = sandbox.run(
         &["models", "resolve", "gpt-5-mini", "--provider", "github-copilot"],
@@ -204,7 +215,7 @@ fn thinking_ceilings_come_from_settings_and_the_command_line() {
     sandbox.write(&settings, r#"{"subagents":{"maxThinking":"high"}}"#);
     // `shell` takes no model, so plan a native agent through `plan` with the settings'
     // ceiling applied by `run`: use models resolve, which reads the same settings.
-    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:max"], &[]);
+    let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:max", "--json"], &[]);
     assert_eq!(stdout_json(&output)["error"]["code"], "thinking-above-ceiling");
     let output = sandbox.run(&["models", "resolve", "openai/gpt-5-mini:high"], &[]);
     assert!(output.status.success());
@@ -278,7 +289,7 @@ fn an_unsafe_catalog_target_never_reaches_a_plan() {
         ],
         &[("HERDR_BIN", &herdr)],
     );
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2), "refused before launch");
     assert_eq!(stdout_json(&output)["error"]["code"], "unsafe-ssh-target");
 }
 
@@ -450,11 +461,7 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let sandbox = Sandbox::new();
     let args = ["run", "--agent", "pi", "--model", "nonexistent/zzz", "--task", "x"];
     let output = sandbox.run(&args, &[]);
-    assert_eq!(
-        output.status.code(),
-        Some(2),
-        "a refusal is bad input, as the README says"
-    );
+    assert_eq!(output.status.code(), Some(2), "refused before launch");
     assert!(
         output.stdout.is_empty(),
         "nothing on stdout: {}",
@@ -470,12 +477,12 @@ fn run_reports_a_planning_error_as_one_line_and_refuses_an_empty_task() {
     let mut with_json = args.to_vec();
     with_json.push("--json");
     let output = sandbox.run(&with_json, &[]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(2));
     assert_eq!(stdout_json(&output)["error"]["code"], "unknown-model");
 
     let output = sandbox.run(&["run", "--agent", "shell", "--task", " \t "], &[]);
     assert_eq!(output.status.code(), Some(2));
-    assert!(stderr(&output).contains("the task is empty"), "{}", stderr(&output));
+    assert_eq!(stderr(&output), "sublaunch run: the task is empty\n");
 }
 
 /// `run --agent Claude`, `--agent shel`: the nearest agent name, case first.

@@ -204,7 +204,8 @@ fn every_run_command_takes_a_unique_prefix_and_prints_the_full_id() {
     assert_eq!(ok(&cli(&scratch, &["result", "alpha"])), "zero\n");
     assert_eq!(ok(&cli(&scratch, &["logs", "alpha"])), "zero\n");
 
-    // An ambiguous prefix names its candidates; an unknown one says so. Both are usage errors.
+    // An ambiguous prefix names its candidates (a usage error, exit 2); an unknown one says so
+    // (no such run, exit 3).
     for command in ["status", "wait", "stop", "logs", "result", "resume"] {
         let ambiguous = cli(&scratch, &[command, "alpha-"]);
         assert_eq!(ambiguous.status.code(), Some(2), "{command}");
@@ -218,7 +219,7 @@ fn every_run_command_takes_a_unique_prefix_and_prints_the_full_id() {
             "{three}"
         );
         let unknown = cli(&scratch, &[command, "beta"]);
-        assert_eq!(unknown.status.code(), Some(2), "{command}");
+        assert_eq!(unknown.status.code(), Some(3), "{command}");
         assert_eq!(
             text(&unknown.stderr),
             format!("sublaunch {command}: unknown run 'beta'\n")

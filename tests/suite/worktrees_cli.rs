@@ -59,9 +59,8 @@ fn observe(scratch: &Scratch, stop: &StopFlag) -> usize {
         let out = scratch.cli(&["list", "--all", "--json"]).output().unwrap();
         assert!(out.status.success(), "list: {}", text(&out.stderr));
         let listed = ok(&scratch.cli(&["worktrees", "list", "--json"]).output().unwrap());
-        for line in listed.lines() {
-            let _: Value = serde_json::from_str(line).unwrap();
-        }
+        let document: Value = serde_json::from_str(&listed).unwrap();
+        assert!(document.is_array(), "{listed}");
         rounds += 1;
     }
     rounds
@@ -421,14 +420,44 @@ fn finished(scratch: &Scratch, task: &str) -> String {
 }
 
 fn listed(scratch: &Scratch) -> Vec<Value> {
-    ok(&scratch.cli(&["worktrees", "list", "--json"]).output().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
+    let listed = ok(&scratch.cli(&["worktrees", "list", "--json"]).output().unwrap());
+    // One document: a JSON array, one object per worktree.
+    match serde_json::from_str(&listed) {
+        Ok(Value::Array(items)) => items,
+        other => panic!("not a JSON array: {other:?}: {listed}"),
+    }
 }
 
 fn entry_of<'a>(list: &'a [Value], id: &str) -> Option<&'a Value> {
     list.iter().find(|e| e["runId"] == id)
+}
+
+/// #30: a branch whose commits were merged goes without --force, as `git branch -d` would
+/// delete it; one not merged stays; counts are said in words.
+#[test]
+fn prune_deletes_a_merged_branch_as_git_branch_d_does() {
+    let scratch = repository("wt-merged");
+    let work = scratch.work();
+    let merged = finished(&scratch, &format!("echo m > m.txt && {}", commit("m")));
+    let unmerged = finished(&scratch, &format!("echo u > u.txt && {}", commit("u")));
+    git(&work, &["merge", "-q", "--no-edit", &format!("sublaunch/{merged}/1")]);
+    let list = listed(&scratch);
+    assert_eq!(entry_of(&list, &merged).unwrap()["merged"], true);
+    assert_eq!(entry_of(&list, &unmerged).unwrap()["merged"], false);
+
+    let out = ok(&scratch.cli(&["worktrees", "prune"]).output().unwrap());
+    assert!(
+        out.contains(&format!(", deleted branch sublaunch/{merged}/1\n")),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "; kept the rest: its branch sublaunch/{unmerged}/1 carries 1 commit not merged into HEAD and is kept; merge it, or --force deletes it\n"
+        )),
+        "{out}"
+    );
+    assert!(out.ends_with("\nremoved 2 worktrees, deleted 1 branch\n"), "{out}");
+    assert_eq!(sublaunch_branches(&work), vec![format!("sublaunch/{unmerged}/1")]);
 }
 
 #[test]
@@ -455,7 +484,7 @@ fn prune_removes_only_what_belongs_to_ended_runs() {
 
     let dry = ok(&scratch.cli(&["worktrees", "prune", "--dry-run"]).output().unwrap());
     assert!(
-        dry.contains("would remove 2 worktree(s), would delete 1 branch(es)"),
+        dry.ends_with("\nwould remove 2 worktrees, would delete 1 branch\n"),
         "{dry}"
     );
     assert_eq!(listed(&scratch).len(), 5, "a dry run removes nothing");
@@ -463,11 +492,15 @@ fn prune_removes_only_what_belongs_to_ended_runs() {
     let out = ok(&scratch.cli(&["worktrees", "prune"]).output().unwrap());
     assert!(out.contains(&format!("{clean} (1): removed ")), "{out}");
     assert!(
-        out.contains("carries 1 commit(s) and is kept; --force deletes it"),
+        out.contains(&format!(
+            "; kept the rest: its branch sublaunch/{committed}/1 carries 1 commit not merged into HEAD and is kept; merge it, or --force deletes it\n"
+        )),
         "{out}"
     );
     assert!(
-        out.contains("it has 1 uncommitted change(s); --force removes them"),
+        out.contains(&format!(
+            "{dirty} (1): left alone: it has 1 uncommitted change; --force removes them\n"
+        )),
         "{out}"
     );
     assert!(out.contains("is on mine now"), "{out}");
@@ -559,7 +592,11 @@ fn pruning_racing_new_launches_never_takes_a_running_runs_worktree() {
         assert_eq!(result["answer"].as_str().unwrap().trim(), "?? f", "{id}");
     }
     let out = ok(&scratch.cli(&["worktrees", "prune", "--force"]).output().unwrap());
-    assert!(out.ends_with("branch(es)\n"), "{out}");
+    let total = out.lines().last().unwrap_or_default();
+    assert!(
+        total.starts_with("removed ") && total.contains(" worktrees, deleted ") && total.ends_with(" branches"),
+        "{out}"
+    );
     assert_eq!(listed(&scratch), Vec::<Value>::new(), "{out}");
     assert_eq!(sublaunch_branches(&scratch.work()), Vec::<String>::new(), "{out}");
     assert_eq!(
@@ -639,7 +676,10 @@ fn an_agent_that_repoints_its_worktrees_git_file_runs_nothing_and_falsifies_noth
     // git refuses to remove a worktree whose `.git` names another repository; it is kept,
     // saying so, and still nothing runs.
     let out = ok(&scratch.cli(&["worktrees", "prune"]).output().unwrap());
-    assert!(out.contains("it has 1 uncommitted change(s)"), "{out}");
+    assert!(
+        out.contains("it has 1 uncommitted change; --force removes them"),
+        "{out}"
+    );
     let out = ok(&scratch.cli(&["worktrees", "prune", "--force"]).output().unwrap());
     assert!(out.contains("validation failed, cannot remove working tree"), "{out}");
     assert!(Path::new(entry["path"].as_str().unwrap()).is_dir());

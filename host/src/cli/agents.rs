@@ -14,7 +14,7 @@ use sublaunch::inputs::agents::{AgentDef, AgentSource, Catalog, discover};
 #[derive(clap::Args)]
 pub struct Args {
     /// Print a JSON array instead of a table.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
     /// Also list the definitions hidden by a nearer one of the same name.
     #[arg(long)]

@@ -6,13 +6,15 @@
 //! the run's progress on stderr ([`super::progress`]), observes the exit itself and finalizes
 //! the run with an `observed` proof.
 
+use super::duration::GivenDuration;
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::launch::{self, Launch, LaunchFailure, LaunchHandle, LaunchOptions};
+use sublaunch::launch::error::{CwdError, LaunchError};
+use sublaunch::launch::{self, Launch, LaunchFailure, LaunchHandle, LaunchOptions, LaunchStage};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::status::RunState;
 
@@ -22,31 +24,40 @@ pub const CLI_SESSION_ID: &str = "sublaunch-cli";
 const FINALIZE_GRACE: Duration = Duration::from_secs(5);
 
 /// How the outcome is printed.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct Presentation {
+    /// The command launching (`run`, `resume`), which prefixes its messages.
+    pub command: &'static str,
     /// `--json`.
     pub json: bool,
     /// `--wait`.
     pub wait: bool,
+    /// `--timeout` as the user wrote it, so that a timeout is reported in their unit.
+    pub timeout: Option<GivenDuration>,
 }
 
 /// Launches `run`, reports it, and with `--wait` waits for the end.
 pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Presentation) -> ExitCode {
+    let command = presentation.command;
     let runtime = match launch::runtime() {
         Ok(runtime) => runtime,
         Err(e) => {
-            eprintln!("sublaunch: cannot start the async runtime: {e}");
+            eprintln!("sublaunch {command}: cannot start the async runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
     runtime.block_on(async {
         let launched = match launch::launch(run, options).await {
             Ok(launched) => launched,
-            Err(failure) => return report_failure(&failure).await,
+            Err(failure) => return report_failure(command, &failure).await,
         };
         if let Err(e) = launched.handle.committed().await {
             settle(&launched.handle).await;
-            eprintln!("Failed to start async run '{}': {e}", launched.run_id);
+            // The run exists (its status records this failure): its id is worth naming.
+            eprintln!(
+                "sublaunch {command}: Failed to start async run '{}': {e}",
+                launched.run_id
+            );
             return ExitCode::FAILURE;
         }
         if !presentation.wait {
@@ -82,7 +93,7 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
         let finished = match finished {
             Ok(finished) => finished,
             Err(e) => {
-                eprintln!("sublaunch: {e}");
+                eprintln!("sublaunch {command}: {e}");
                 return ExitCode::FAILURE;
             }
         };
@@ -125,19 +136,92 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
                 state.as_ref().map_or("unknown", RunState::as_str)
             );
             if let Some(error) = &error {
-                eprintln!("{}", super::terminal_text::for_terminal(error));
+                let error = in_users_unit(error, presentation.timeout.as_ref());
+                eprintln!("{}", super::terminal_text::for_terminal(&error));
             }
         }
         super::runs::outcome_code(state.as_ref())
     })
 }
 
-async fn report_failure(failure: &LaunchFailure) -> ExitCode {
+/// Prints why the launch failed as `sublaunch <command>: …`. A run whose runner started
+/// exists (its status records the failure), so it is named as the launch layer names it; a
+/// launch refused or undone before that left no run, and names none. A launch refused for its
+/// inputs (a directory, a program, a file, a deadline) is exit 2; a failure of the launch
+/// itself exit 1.
+async fn report_failure(command: &str, failure: &LaunchFailure) -> ExitCode {
     if let Some(handle) = failure.handle() {
         settle(handle).await;
     }
-    eprintln!("{}", failure.message());
-    ExitCode::FAILURE
+    let refused = is_refusal(&failure.error);
+    match &failure.stage {
+        LaunchStage::NotCommitted { .. } => eprintln!("sublaunch {command}: {}", failure.message()),
+        _ if refused => eprintln!("sublaunch {command}: {}", refusal(&failure.error)),
+        _ => eprintln!("sublaunch {command}: the run could not start: {}", failure.error),
+    }
+    if refused && !matches!(failure.stage, LaunchStage::NotCommitted { .. }) {
+        ExitCode::from(super::EXIT_USAGE)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Whether `error` refuses the launch for what was asked (bad input, exit 2), rather than
+/// failing it.
+fn is_refusal(error: &LaunchError) -> bool {
+    matches!(
+        error,
+        LaunchError::Cwd(_)
+            | LaunchError::Deadline(_)
+            | LaunchError::Admission(_)
+            | LaunchError::Setting(_)
+            | LaunchError::Steps(_)
+            | LaunchError::RunDir(_)
+            | LaunchError::Worktree(_)
+            | LaunchError::StepFiles(_)
+    )
+}
+
+/// The exit code of a launch that `error` stopped before it began: 2 for a refusal, 1 otherwise.
+pub(super) fn exit_for_refusal(error: &LaunchError) -> ExitCode {
+    if is_refusal(error) {
+        ExitCode::from(super::EXIT_USAGE)
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// A refusal in the user's terms. The working directory's text is the launch layer's own
+/// (`Subagent launch aborted: cwd …`, which embedders match on); the command says it plainly.
+pub(super) fn refusal(error: &LaunchError) -> String {
+    let LaunchError::Cwd(cwd) = error else {
+        return error.to_string();
+    };
+    let (names, why) = match cwd {
+        CwdError::Missing { cwd } => (cwd, "does not exist".to_owned()),
+        CwdError::NotADirectory { cwd } => (cwd, "is not a directory".to_owned()),
+        CwdError::Inaccessible { cwd, source } => (cwd, format!("cannot be accessed: {source}")),
+    };
+    match &names.requested {
+        Some(requested) => format!("the working directory {} (from \"{requested}\") {why}", names.effective),
+        None => format!("the working directory {} {why}", names.effective),
+    }
+}
+
+/// The runner's timeout message (`Subagent timed out after 600000ms.`) in the unit the user
+/// gave `--timeout` in (`timed out after 10m (--timeout 10m)`), or in the largest exact unit.
+pub fn in_users_unit(error: &str, timeout: Option<&GivenDuration>) -> String {
+    let Some(ms) = error
+        .strip_prefix("Subagent timed out after ")
+        .and_then(|rest| rest.strip_suffix("ms."))
+        .and_then(|ms| ms.parse::<u64>().ok())
+    else {
+        return error.to_owned();
+    };
+    match timeout.filter(|t| t.duration.as_millis() == u128::from(ms)) {
+        Some(given) => format!("timed out after {given} (--timeout {given})"),
+        None => format!("timed out after {}", super::duration::exact(ms)),
+    }
 }
 
 /// Gives the supervising task a moment to finalize a run whose shim is exiting, so the proof

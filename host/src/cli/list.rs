@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     all: bool,
     /// Print a JSON array.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
     /// With --all: only runs in this state (complete, failed, stopped, running …).
     #[arg(long, value_name = "STATE", requires = "all")]
@@ -79,7 +79,7 @@ pub(super) fn parse_since(text: &str) -> Result<Since, String> {
             .map(Since::At)
             .map_err(|e| e.to_string());
     }
-    super::prune::parse_duration(text).map(Since::Age)
+    super::duration::parse_duration(text).map(Since::Age)
 }
 
 /// Runs `sublaunch list`.

@@ -23,6 +23,8 @@ mod agents;
 mod colour;
 mod columns;
 mod component;
+mod duration;
+mod generated;
 mod launching;
 mod list;
 mod logs;
@@ -38,12 +40,13 @@ mod run;
 mod runs;
 mod status;
 mod stop;
+mod task_input;
 mod terminal_text;
 mod trust;
 mod wait;
 mod worktrees;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use std::process::ExitCode;
 use sublaunch::contract::{ErrorCode, PlanError};
 use sublaunch::engine::artifact_cache::ArtifactCache;
@@ -51,7 +54,13 @@ use sublaunch::{Options, Planner};
 
 /// Launch background AI-coding subagent runs.
 #[derive(Parser)]
-#[command(name = "sublaunch", version, about, arg_required_else_help = true)]
+#[command(
+    name = "sublaunch",
+    version,
+    about,
+    arg_required_else_help = true,
+    after_help = "Exit codes: 0 success; 1 the run (or the command) failed; 2 a usage error or a launch refused before it began; 3 no such run; 124 a --timeout of wait or stop passed."
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -94,6 +103,10 @@ enum Command {
     /// Trust a project's own configuration (.sublaunch/, .pi/) and approve the programs it
     /// runs; --list the trusted projects; --revoke one.
     Trust(trust::Args),
+    /// Print the completion script for a shell (bash, zsh, fish, elvish, powershell).
+    Completions(generated::CompletionsArgs),
+    /// Print the man page, or write every command's man page into a directory.
+    Man(generated::ManArgs),
 }
 
 impl Cli {
@@ -117,21 +130,84 @@ impl Cli {
             Command::Prune(args) => prune::run(args),
             Command::Worktrees(args) => worktrees::run(args),
             Command::Trust(args) => trust::run(args),
+            Command::Completions(args) => generated::completions(args),
+            Command::Man(args) => generated::man(args),
         }
     }
 }
 
 /// Reports a command line clap refused (or the help or version it was asked for) and exits.
-/// clap quotes an offending argument as given: one holding control characters is shown
-/// sanitised, without clap's colours, like every other diagnostic.
+/// A refusal is said as every other error is, `sublaunch <command>: <what>` (clap's own
+/// `error:` replaced), with clap's did-you-mean tips and usage line below it; an argument that
+/// looks like a task given without `--task` gets a tip of its own. clap quotes an offending
+/// argument as given: one holding control characters is shown sanitised, like every other
+/// diagnostic.
 pub fn command_line_error(error: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let code = u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE);
     let plain = error.render().to_string();
     let shown = terminal_text::for_terminal(&plain);
-    if shown == plain {
-        error.exit()
+    let display = matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    );
+    if display {
+        if shown == plain {
+            error.exit()
+        }
+        eprintln!("{}", shown.trim_end_matches('\n'));
+        return ExitCode::from(code);
     }
-    eprintln!("{}", shown.trim_end_matches('\n'));
-    ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(EXIT_USAGE))
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let (command, subcommand) = command_path(&args);
+    let mut text = match plain.strip_prefix("error: ") {
+        Some(rest) => format!("{command}: {rest}"),
+        None => plain,
+    };
+    if error.kind() == ErrorKind::UnknownArgument
+        && let Some(clap::error::ContextValue::String(argument)) = error.get(clap::error::ContextKind::InvalidArg)
+        && let Some(tip) = task_tip(subcommand.as_deref(), argument)
+    {
+        text = text.replacen('\n', &format!("\n\n  tip: {tip}\n"), 1);
+    }
+    eprintln!("{}", text.trim_end_matches('\n'));
+    ExitCode::from(code)
+}
+
+/// `sublaunch run` (the command path `args` names, as far as it names subcommands) and the
+/// name of the first subcommand.
+fn command_path(args: &[std::ffi::OsString]) -> (String, Option<String>) {
+    let mut command = Cli::command();
+    let mut path = vec!["sublaunch".to_owned()];
+    for arg in args.iter().skip(1) {
+        let Some(arg) = arg.to_str() else { break };
+        if arg.starts_with('-') {
+            continue;
+        }
+        let Some(sub) = command.find_subcommand(arg).cloned() else {
+            break;
+        };
+        path.push(sub.get_name().to_owned());
+        command = sub;
+    }
+    let first = path.get(1).cloned();
+    (path.join(" "), first)
+}
+
+/// For an unexpected argument to `run` or `resume` that is not a flag: how to give a task.
+fn task_tip(subcommand: Option<&str>, argument: &str) -> Option<String> {
+    if argument.starts_with('-') {
+        return None;
+    }
+    match subcommand? {
+        "run" => Some(
+            "the task is one argument: quote a task of several words (sublaunch run --agent shell 'echo hi'), or use --task TEXT, --task - (standard input) or --task-file FILE".to_owned(),
+        ),
+        "resume" => Some(format!(
+            "a follow-up is given with --task: sublaunch resume RUN_ID --task '{argument}'"
+        )),
+        _ => None,
+    }
 }
 
 /// Prints the library's warnings (and errors) on stderr, as `sublaunch: <message>`.
@@ -178,8 +254,11 @@ pub fn environment() -> sublaunch::Environment {
     sublaunch::Environment::from_process()
 }
 
-/// Exit code of a usage or input problem.
+/// Exit code of a usage or input problem, or of a launch refused before it began.
 pub const EXIT_USAGE: u8 = 2;
+
+/// Exit code of a command naming a run that does not exist.
+pub const EXIT_NOT_FOUND: u8 = 3;
 
 /// Loads the embedded planner with the user's artifact cache; a failure is a `planner-fault`.
 pub fn load_planner() -> Result<Planner, PlanError> {
@@ -247,5 +326,37 @@ pub fn print_table<const N: usize>(header: [&str; N], rows: &[[String; N]]) {
         let mut line: Vec<String> = padded.iter().zip(&widths).map(|(c, w)| columns::pad(c, *w)).collect();
         line.push(last.clone());
         runs::say!("{}", line.join("  ").trim_end());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_definition_is_consistent() {
+        // clap's own checks: no two flags share a short or long name, every reference
+        // (conflicts, requires) names a flag that exists.
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_command_line_error_names_the_command_it_refuses() {
+        let args = |words: &[&str]| words.iter().map(std::ffi::OsString::from).collect::<Vec<_>>();
+        assert_eq!(
+            command_path(&args(&["sublaunch", "run", "--agent", "shell", "x"])),
+            ("sublaunch run".to_owned(), Some("run".to_owned()))
+        );
+        assert_eq!(
+            command_path(&args(&["sublaunch", "worktrees", "--json", "prune", "--forse"])),
+            ("sublaunch worktrees prune".to_owned(), Some("worktrees".to_owned()))
+        );
+        assert_eq!(
+            command_path(&args(&["sublaunch", "stauts"])),
+            ("sublaunch".to_owned(), None)
+        );
+        assert!(task_tip(Some("run"), "echo hi").is_some());
+        assert!(task_tip(Some("run"), "--tsk").is_none());
+        assert!(task_tip(Some("status"), "x").is_none());
     }
 }

@@ -13,8 +13,8 @@ use sublaunch::inputs::settings::Settings;
 pub struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Print JSON instead of a table.
-    #[arg(long, global = true)]
+    /// Print JSON instead of a table (`resolve`: the resolved step, or `{"error": …}`).
+    #[arg(short, long, global = true)]
     json: bool,
     /// Add a registry file on top of the configured ones.
     #[arg(long, value_name = "FILE", global = true)]
@@ -23,7 +23,7 @@ pub struct Args {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Show what a model name resolves to, or the planner's error.
+    /// Show what a model name resolves to, or why it resolves to nothing (exit 2).
     Resolve {
         /// A model name, e.g. `anthropic/claude-sonnet-4-5`, `openai:gpt-5-mini:high`.
         name: String,
@@ -160,6 +160,11 @@ fn resolve(
             ExitCode::SUCCESS
         }
         (Ok(plan), true) => print_outcome(&Ok::<_, sublaunch::contract::PlanError>(&plan.steps[0])),
-        (Err(_), _) => print_outcome(&outcome),
+        // The `{"error": …}` document is for --json; a person gets one line on stderr.
+        (Err(_), true) => {
+            print_outcome(&outcome);
+            ExitCode::from(EXIT_USAGE)
+        }
+        (Err(error), false) => usage(error.message.clone()),
     }
 }

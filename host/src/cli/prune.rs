@@ -1,6 +1,9 @@
-//! `sublaunch prune [--older-than DURATION] [--state STATE…] [--dry-run] [--json]`: removes
-//! ended runs (their directories, result files and index entries), each whole or not at all,
-//! never an active run, and says what it removed and how much space it freed.
+//! `sublaunch prune [--older-than DURATION] [--state STATE…] [--dry-run] [--yes] [--json]`:
+//! removes ended runs (their directories, result files and index entries), each whole or not
+//! at all, never an active run, and says what it removed and how much space it freed. Without
+//! a choice of runs (`--older-than`, `--state`, `--retention`) it removes every ended run, so
+//! it asks first on a terminal, and elsewhere wants `--yes`; what it asked about is all it
+//! removes (a run ending while the question is open is spared).
 
 use super::runs::say;
 use super::runs::{fail, now_ms, open_store};
@@ -19,7 +22,7 @@ use sublaunch_protocol::records::status::RunState;
 pub struct Args {
     /// Only runs that ended at least this long ago: `90s`, `30m`, `12h`, `7d` (a bare number
     /// is seconds).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    #[arg(long, value_name = "DURATION", value_parser = super::duration::parse_duration)]
     older_than: Option<Duration>,
     /// Only runs that ended in this state (complete, failed, stopped, paused, rejected);
     /// repeat for several.
@@ -31,11 +34,73 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["older_than", "states"])]
     retention: bool,
     /// Say what would be removed, and remove nothing.
-    #[arg(long)]
+    #[arg(short = 'n', long)]
     dry_run: bool,
+    /// Remove every ended run without asking (needed without --older-than, --state or
+    /// --retention when not on a terminal).
+    #[arg(short, long)]
+    yes: bool,
     /// Print one JSON object.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
+}
+
+/// Whether a prune of everything may go ahead.
+enum Consent {
+    /// Yes: asked for with a filter, `--yes`, or `--dry-run`.
+    Given,
+    /// The user said yes to the runs that had ended by this time (wall ms).
+    EndedBy(u64),
+    /// No, or nobody to ask: the exit code.
+    Refused(ExitCode),
+}
+
+/// Asks on a terminal before removing every ended run; elsewhere wants `--yes`.
+fn consent(args: &Args, store: &sublaunch::runs::RunStore) -> Consent {
+    use std::io::IsTerminal;
+    let chosen = args.older_than.is_some() || !args.states.is_empty() || args.retention;
+    if chosen || args.yes || args.dry_run {
+        return Consent::Given;
+    }
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if !terminal || args.json {
+        eprintln!(
+            "sublaunch prune: this removes every ended run: confirm with --yes, or choose runs with --older-than or --state (--dry-run shows what would go)"
+        );
+        return Consent::Refused(ExitCode::from(super::EXIT_USAGE));
+    }
+    let now = now_ms();
+    let listed = match prune(store, &PruneFilter::default(), now, true) {
+        Ok(listed) => listed,
+        Err(e) => return Consent::Refused(fail("prune", e)),
+    };
+    if listed.removed.is_empty() {
+        say!("no ended runs to remove");
+        return Consent::Refused(ExitCode::SUCCESS);
+    }
+    for r in &listed.removed {
+        let ended = r.ended_at.map(iso8601_utc).unwrap_or_default();
+        eprintln!("  {} ({}, ended {ended}, {})", r.run_id, r.state, size(r.bytes));
+    }
+    let count = listed.removed.len();
+    eprint!(
+        "Remove {}, {}? [y/N] ",
+        plural(count, "ended run", "ended runs"),
+        size(listed.freed_bytes)
+    );
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    if matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes") {
+        Consent::EndedBy(now)
+    } else {
+        say!("nothing removed");
+        Consent::Refused(ExitCode::SUCCESS)
+    }
+}
+
+/// `1 run`, `2 runs`.
+pub(super) fn plural(count: usize, one: &str, many: &str) -> String {
+    format!("{count} {}", if count == 1 { one } else { many })
 }
 
 /// Runs `sublaunch prune`.
@@ -43,6 +108,12 @@ pub fn run(args: Args) -> ExitCode {
     let store = match open_store("prune") {
         Ok(store) => store,
         Err(code) => return code,
+    };
+    let (now, older_than) = match consent(&args, &store) {
+        Consent::Given => (now_ms(), args.older_than),
+        // Only what was listed: the runs that had ended by then.
+        Consent::EndedBy(listed_at) => (listed_at, Some(Duration::ZERO)),
+        Consent::Refused(code) => return code,
     };
     let report = if args.retention {
         let env = super::environment();
@@ -61,14 +132,14 @@ pub fn run(args: Args) -> ExitCode {
                 return ExitCode::from(super::EXIT_USAGE);
             }
         };
-        retention::apply(&store, retention, now_ms(), args.dry_run)
+        retention::apply(&store, retention, now, args.dry_run)
     } else {
         let filter = PruneFilter {
-            older_than: args.older_than,
+            older_than,
             states: args.states,
             spare_worktree_runs: false,
         };
-        prune(&store, &filter, now_ms(), args.dry_run)
+        prune(&store, &filter, now, args.dry_run)
     };
     let report = match report {
         Ok(report) => report,
@@ -94,10 +165,9 @@ pub fn run(args: Args) -> ExitCode {
             say!("{verb} {} ({}, ended {ended}, {})", r.run_id, r.state, size(r.bytes));
         }
         say!(
-            "{} {} run{}, {} {}",
+            "{} {}, {} {}",
             if args.dry_run { "would remove" } else { "removed" },
-            report.removed.len(),
-            if report.removed.len() == 1 { "" } else { "s" },
+            plural(report.removed.len(), "run", "runs"),
             size(report.freed_bytes),
             if args.dry_run { "to free" } else { "freed" }
         );
@@ -125,12 +195,6 @@ fn size(bytes: u64) -> String {
     }
 }
 
-/// A duration as `--older-than` and `list --since` take it: `90s`, `30m`, `12h`, `7d`, `2w`
-/// (a bare number is seconds).
-pub(super) fn parse_duration(text: &str) -> Result<Duration, String> {
-    sublaunch::inputs::age::parse_age(text).map_err(|e| e.to_string())
-}
-
 fn parse_state(text: &str) -> Result<RunState, String> {
     match text {
         "complete" => Ok(RunState::Complete),
@@ -150,16 +214,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_and_sizes_read_as_people_write_them() {
-        assert_eq!(parse_duration("90").unwrap(), Duration::from_secs(90));
-        assert_eq!(parse_duration("30m").unwrap(), Duration::from_secs(1800));
-        assert_eq!(parse_duration("1.5h").unwrap(), Duration::from_secs(5400));
-        assert_eq!(parse_duration("7d").unwrap(), Duration::from_secs(604_800));
-        assert!(parse_duration("soon").is_err());
-        assert!(parse_duration("3y").unwrap_err().contains("unknown unit"));
-        let huge = format!("{}w", "9".repeat(40));
-        assert!(parse_duration(&huge).unwrap_err().contains("not a duration"));
+    fn states_and_sizes_read_as_people_write_them() {
         assert!(parse_state("running").unwrap_err().contains("active"));
+        assert_eq!(
+            (plural(1, "run", "runs"), plural(2, "run", "runs")),
+            ("1 run".to_owned(), "2 runs".to_owned())
+        );
         assert_eq!((size(512), size(12_595)), ("512 B".to_owned(), "12.3 KiB".to_owned()));
     }
 }

@@ -15,7 +15,7 @@ pub struct Args {
     run_id: String,
     /// Print one JSON object: the answer and every step's output, structured value, exit
     /// code, error, usage and agent session.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
 }
 
@@ -61,7 +61,8 @@ pub fn run(args: Args) -> ExitCode {
         }
         if let Some(error) = &payload.error {
             eprintln!("{run_id}: {}", payload.state);
-            eprintln!("{}", super::terminal_text::for_terminal(error));
+            let error = super::launching::in_users_unit(error, None);
+            eprintln!("{}", super::terminal_text::for_terminal(&error));
         }
     }
     if payload.success {

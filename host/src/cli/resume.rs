@@ -9,6 +9,7 @@
 
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
 use super::runs::{fail, open_run};
+use super::task_input::TaskSources;
 use std::process::ExitCode;
 use sublaunch::launch::Caller;
 use sublaunch::runs::{ResumeError, ResumeRequest, resume};
@@ -19,18 +20,21 @@ pub struct Args {
     /// The run to revive.
     run_id: String,
     /// Continue the agent's conversation with this follow-up instead of re-running the
-    /// steps. It may start with `-`.
-    #[arg(long, allow_hyphen_values = true)]
+    /// steps; `-` reads it from standard input. It may start with `-`.
+    #[arg(short, long, value_name = "TEXT", allow_hyphen_values = true)]
     task: Option<String>,
-    /// With --task: the step whose conversation to continue (`2`, or `2.1` for a task of a
-    /// parallel group; default: the last).
-    #[arg(long, value_name = "LABEL", requires = "task")]
+    /// Read the follow-up from FILE (`-`: standard input).
+    #[arg(long, value_name = "FILE", conflicts_with = "task")]
+    task_file: Option<std::path::PathBuf>,
+    /// With --task or --task-file: the step whose conversation to continue (`2`, or `2.1`
+    /// for a task of a parallel group; default: the last).
+    #[arg(long, value_name = "LABEL")]
     step: Option<String>,
     /// Wait for the new run's end; exit 0 complete, 1 otherwise.
-    #[arg(long)]
+    #[arg(short, long)]
     wait: bool,
     /// Print `{"runId","runDir","pid"}`.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
     /// The new run's completion hook (default: the source run's; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -38,10 +42,22 @@ pub struct Args {
 }
 
 impl Args {
-    /// The revival these arguments ask for.
-    fn request(&self) -> ResumeRequest {
-        ResumeRequest {
-            task: self.task.clone(),
+    /// The revival these arguments ask for, or the usage error to print.
+    fn request(&self) -> Result<ResumeRequest, String> {
+        let task = TaskSources {
+            flag: self.task.clone(),
+            file: self.task_file.clone(),
+            positional: None,
+        }
+        .read()?;
+        if self.step.is_some() && task.is_none() {
+            return Err(
+                "--step names the conversation a follow-up continues: give the follow-up with --task or --task-file"
+                    .to_owned(),
+            );
+        }
+        Ok(ResumeRequest {
+            task,
             step: self.step.clone(),
             on_end: self.on_end.clone(),
             max_active: None,
@@ -49,12 +65,19 @@ impl Args {
                 session_id: Some(CLI_SESSION_ID.into()),
                 ..Caller::default()
             },
-        }
+        })
     }
 }
 
 /// Runs `sublaunch resume`: the library prepares the revival ([`resume`]), this prints.
 pub fn run(args: Args) -> ExitCode {
+    let request = match args.request() {
+        Ok(request) => request,
+        Err(message) => {
+            eprintln!("sublaunch resume: {message}");
+            return ExitCode::from(super::EXIT_USAGE);
+        }
+    };
     let (store, source, source_id) = match open_run(&args.run_id, "resume") {
         Ok(opened) => opened,
         Err(code) => return code,
@@ -63,7 +86,7 @@ pub fn run(args: Args) -> ExitCode {
         return fail("resume", "cannot start the async runtime");
     };
     let environment = super::environment();
-    let resumed = runtime.block_on(resume(&store, &source_id, &source, args.request(), &environment));
+    let resumed = runtime.block_on(resume(&store, &source_id, &source, request, &environment));
     drop(runtime);
     let resumed = match resumed {
         Ok(resumed) => resumed,
@@ -78,8 +101,10 @@ pub fn run(args: Args) -> ExitCode {
         resumed.launch,
         resumed.options,
         Presentation {
+            command: "resume",
             json: args.json,
             wait: args.wait,
+            timeout: None,
         },
     )
 }

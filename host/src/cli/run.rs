@@ -2,7 +2,9 @@
 //! the discovered agents, settings and registry, then launch it (or print the plan with
 //! `--dry-run`). Before launching, every local step's program must be found.
 
+use super::duration::{GivenDuration, parse_limit};
 use super::launching::{CLI_SESSION_ID, Presentation, launch_and_report};
+use super::task_input::TaskSources;
 use super::{EXIT_USAGE, PlannerLoad, plan::print_outcome};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,15 +18,21 @@ use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
     after_help = "Capacity: SUBLAUNCH_MAX_ACTIVE=N (or subagents.maxActive in settings) caps the runs active at once; a run over the cap is recorded queued and starts in arrival order when a slot frees, even after this command has exited ('sublaunch list' shows its place, 'sublaunch stop' takes it out of the queue)."
 )]
 pub struct Args {
+    /// The task handed to the agent (instead of --task or --task-file); with --chain, the
+    /// text `{task}` stands for. Quote a task of several words.
+    #[arg(value_name = "TASK", conflicts_with_all = ["task", "task_file"])]
+    task_arg: Option<String>,
     /// The agent to run (`shell` runs the task with sh -c; `sublaunch agents` lists them).
-    #[arg(long, required_unless_present = "chain", conflicts_with = "chain")]
+    #[arg(short, long, required_unless_present = "chain", conflicts_with = "chain")]
     agent: Option<String>,
-    /// The task handed to the agent; with --chain, the text `{task}` stands for. It may start
-    /// with `-`.
-    #[arg(long, required_unless_present = "chain", allow_hyphen_values = true)]
+    /// The task handed to the agent; `-` reads it from standard input. It may start with `-`.
+    #[arg(short, long, value_name = "TEXT", allow_hyphen_values = true)]
     task: Option<String>,
+    /// Read the task from FILE (`-`: standard input).
+    #[arg(long, value_name = "FILE", conflicts_with = "task")]
+    task_file: Option<PathBuf>,
     /// Run the steps of a chain file (JSON or YAML) instead of one agent.
-    #[arg(long, value_name = "FILE")]
+    #[arg(short, long, value_name = "FILE")]
     chain: Option<PathBuf>,
     /// With --chain: how many tasks of a parallel group run at once (overrides the file).
     #[arg(long, value_name = "N", requires = "chain", value_parser = clap::value_parser!(u32).range(1..))]
@@ -33,7 +41,7 @@ pub struct Args {
     #[arg(long, requires = "chain")]
     fail_fast: bool,
     /// Model for this run (e.g. `anthropic/claude-sonnet-4-5`, `openai/gpt-5-mini:high`).
-    #[arg(long, conflicts_with = "chain")]
+    #[arg(short, long, conflicts_with = "chain")]
     model: Option<String>,
     /// Thinking level: off, minimal, low, medium, high, xhigh, max.
     #[arg(long, conflicts_with = "chain")]
@@ -45,23 +53,23 @@ pub struct Args {
     #[arg(long)]
     machine: Option<String>,
     /// Working directory (a directory on the machine when --machine is given).
-    #[arg(long)]
+    #[arg(short = 'C', long, value_name = "DIR")]
     cwd: Option<String>,
     /// Add a model registry file on top of the configured ones.
     #[arg(long, value_name = "FILE")]
     models: Option<PathBuf>,
     /// Print the plan instead of launching.
-    #[arg(long)]
+    #[arg(short = 'n', long)]
     dry_run: bool,
     /// Wait for the run's end, showing its progress; exit 0 complete, 1 otherwise.
-    #[arg(long)]
+    #[arg(short, long)]
     wait: bool,
     /// Print `{"runId","runDir","pid"}` (with --wait also the final state and steps).
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
-    /// Stop the run after SECS seconds (timeoutMs).
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<f64>,
+    /// Stop the run after DURATION: `90s`, `10m`, `1h` (a bare number is seconds).
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    timeout: Option<GivenDuration>,
     /// Stop the run at this time at the latest: 2026-12-01T23:00:00Z (RFC 3339), or
     /// milliseconds since 1970 (deadlineAt).
     #[arg(long, value_name = "TIME", value_parser = sublaunch::inputs::deadline::parse_deadline)]
@@ -98,10 +106,10 @@ pub struct Args {
     /// Stop the agent when it starts its (N+1)th tool call (toolBudget).
     #[arg(long, value_name = "N", conflicts_with = "chain")]
     max_tool_calls: Option<u32>,
-    /// Ask the agents to wrap up SECS seconds before the run's timeout or deadline
-    /// (checkpointBeforeDeadlineMs; pi and Claude Code).
-    #[arg(long, value_name = "SECS")]
-    checkpoint_before_deadline: Option<f64>,
+    /// Ask the agents to wrap up DURATION (`30s`, `2m`) before the run's timeout or deadline
+    /// (pi and Claude Code).
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    checkpoint_before_deadline: Option<GivenDuration>,
     /// A pi extension (a name pi's extension directory has, or a path) to load instead of
     /// the ones pi discovers; repeat for several.
     #[arg(long = "extension", value_name = "EXT", conflicts_with = "chain")]
@@ -120,32 +128,110 @@ pub struct Args {
     on_end: Option<String>,
 }
 
+/// What the command line said besides the request: how to report, and in whose terms.
+struct Asked {
+    /// `--dry-run`.
+    dry_run: bool,
+    /// `--json`.
+    json: bool,
+    /// `--timeout` as written.
+    timeout: Option<GivenDuration>,
+    /// The flags given that the planner knows by their request field.
+    terms: FlagTerms,
+}
+
+/// Which request fields came from flags, so that the planner's messages (which name the
+/// request's fields, e.g. `launch.usageBudget.maxCostUsd`) can name the flags instead.
+#[derive(Default)]
+struct FlagTerms {
+    /// One agent: its step is `steps[0]`, made of flags.
+    agent: bool,
+    max_cost: bool,
+    max_tokens: bool,
+    checkpoint: bool,
+}
+
+impl FlagTerms {
+    /// `message` with the request fields made of flags named as those flags (the longest
+    /// field first, so that a field is not taken for the start of a longer one).
+    fn apply(&self, message: &str) -> String {
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        if self.max_cost {
+            pairs.push(("launch.usageBudget.maxCostUsd", "--max-cost"));
+        }
+        if self.max_tokens {
+            pairs.push(("launch.usageBudget.maxTokens", "--max-tokens"));
+        }
+        if self.max_cost || self.max_tokens {
+            pairs.push(("launch.usageBudget", "--max-tokens/--max-cost"));
+        }
+        if self.checkpoint {
+            pairs.push(("launch.checkpointBeforeDeadlineMs", "--checkpoint-before-deadline"));
+        }
+        if self.agent {
+            pairs.extend([
+                ("steps[0].toolBudget", "--max-tool-calls"),
+                ("steps[0].thinking", "--thinking"),
+                ("steps[0].model", "--model"),
+                ("steps[0].reads", "--read"),
+                ("steps[0].output", "--output"),
+                ("steps[0].task", "the task"),
+            ]);
+        }
+        let text = pairs
+            .iter()
+            .fold(message.to_owned(), |text, (field, flag)| text.replace(field, flag));
+        if self.agent {
+            return text;
+        }
+        // A chain file's top-level keys are the request's `launch` fields.
+        text.replace("launch.", "")
+    }
+}
+
 impl Args {
-    /// The run these arguments ask for, or the usage error to print.
-    fn into_request(self) -> Result<RunRequest, String> {
+    /// The run these arguments ask for and how to report it, or the usage error to print.
+    fn into_request(self) -> Result<(RunRequest, Asked), String> {
         // clap does not enforce `requires` on these two next to `required_unless_present`.
         if self.chain.is_none() && (self.concurrency.is_some() || self.fail_fast) {
             return Err("--concurrency and --fail-fast need --chain".to_owned());
         }
-        let timeout = (self.timeout.map(super::runs::seconds).transpose()).map_err(|m| format!("--timeout: {m}"))?;
-        let checkpoint = (self.checkpoint_before_deadline.map(super::runs::seconds).transpose())
-            .map_err(|m| format!("--checkpoint-before-deadline: {m}"))?;
+        let asked = Asked {
+            dry_run: self.dry_run,
+            json: self.json,
+            timeout: self.timeout.clone(),
+            terms: FlagTerms {
+                agent: self.chain.is_none(),
+                max_cost: self.max_cost.is_some(),
+                max_tokens: self.max_tokens.is_some(),
+                checkpoint: self.checkpoint_before_deadline.is_some(),
+            },
+        };
         let usage_budget =
             (self.max_tokens.is_some() || self.max_cost.is_some()).then_some(sublaunch::contract::UsageBudget {
                 max_tokens: self.max_tokens,
                 max_cost_usd: self.max_cost,
             });
+        let task = TaskSources {
+            flag: self.task,
+            file: self.task_file,
+            positional: self.task_arg,
+        }
+        .read()?;
         let work = match &self.chain {
             Some(path) => Work::Chain {
                 chain: read_chain_file(path).map_err(|e| e.to_string())?,
-                task: self.task,
+                task,
             },
             None => Work::Agent {
                 agent: self.agent.unwrap_or_default(),
-                task: self.task.unwrap_or_default(),
+                task: task.ok_or(
+                    "no task: give it as an argument (sublaunch run --agent shell 'echo hi'), with --task TEXT, \
+                     --task - (standard input) or --task-file FILE",
+                )?,
             },
         };
-        Ok(RunRequest {
+        let request = RunRequest {
             work,
             model: self.model,
             thinking: self.thinking,
@@ -153,7 +239,7 @@ impl Args {
             machine: self.machine,
             cwd: self.cwd,
             models_file: self.models,
-            timeout,
+            timeout: self.timeout.map(|t| t.duration),
             deadline_at: self.deadline,
             run_id: self.run_id,
             concurrency: self.concurrency,
@@ -172,12 +258,13 @@ impl Args {
             output: self.output,
             usage_budget,
             tool_budget: self.max_tool_calls,
-            checkpoint_before_deadline: checkpoint,
+            checkpoint_before_deadline: self.checkpoint_before_deadline.map(|c| c.duration),
             extensions: (!self.extensions.is_empty()).then_some(self.extensions),
             required_extensions: self.required_extensions,
             skills: (!self.skills.is_empty()).then_some(self.skills),
             wait: self.wait,
-        })
+        };
+        Ok((request, asked))
     }
 }
 
@@ -187,9 +274,8 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch run: {message}");
         ExitCode::from(EXIT_USAGE)
     };
-    let (dry_run, json) = (args.dry_run, args.json);
-    let request = match args.into_request() {
-        Ok(request) => request,
+    let (request, asked) = match args.into_request() {
+        Ok(asked) => asked,
         Err(message) => return usage(message),
     };
     let cwd = match std::env::current_dir() {
@@ -218,42 +304,84 @@ pub fn run(args: Args) -> ExitCode {
     let runtime = sublaunch::launch::runtime().expect("a tokio runtime");
     let prepared = runtime.block_on(prepare(request, gathered, &planner));
     let prepared = match prepared {
-        Ok(prepared) if !dry_run => prepared,
+        Ok(prepared) if !asked.dry_run => prepared,
         Ok(prepared) => {
             // A dry run makes every check the launch would, so the plan it prints is one the
             // launch accepts; it writes and starts nothing.
             if let Err(error) = runtime.block_on(sublaunch::launch::check(&prepared.launch, &prepared.options)) {
-                eprintln!("sublaunch run: {error}");
-                return ExitCode::FAILURE;
+                eprintln!(
+                    "sublaunch run: {}",
+                    asked.terms.apply(&super::launching::refusal(&error))
+                );
+                return super::launching::exit_for_refusal(&error);
             }
             return print_outcome(&Ok(prepared.launch.plan));
         }
-        Err(StartError::Invalid(message)) => return usage(message),
+        Err(StartError::Invalid(message)) => return usage(asked.terms.apply(&message)),
         Err(StartError::Failed(e)) => {
             eprintln!("sublaunch run: {e:#}");
             return ExitCode::FAILURE;
         }
         // A person gets one line on stderr; the document is for --json and the plan printout.
-        Err(StartError::Plan(error)) if !json && !dry_run => {
-            eprintln!("sublaunch run: {}", super::terminal_text::for_terminal(&error.message));
-            // A refusal is bad input (exit 2, as for a broken chain file); a planner fault is not.
+        // A refusal is bad input (exit 2, as for a broken chain file); a planner fault is not.
+        Err(StartError::Plan(error)) if !asked.json && !asked.dry_run => {
             let fault = error.code == sublaunch::contract::ErrorCode::PlannerFault;
+            eprintln!("sublaunch run: {}", asked.terms.apply(&error.message));
             return if fault {
                 ExitCode::FAILURE
             } else {
                 ExitCode::from(EXIT_USAGE)
             };
         }
-        Err(StartError::Plan(error)) => return print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error)),
+        Err(StartError::Plan(error)) => {
+            let fault = error.code == sublaunch::contract::ErrorCode::PlannerFault;
+            print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error));
+            return if fault {
+                ExitCode::FAILURE
+            } else {
+                ExitCode::from(EXIT_USAGE)
+            };
+        }
     };
     drop(runtime);
     for note in &prepared.notes {
         eprintln!("sublaunch run: note: {}", super::terminal_text::for_terminal(note));
     }
-    let code = launch_and_report(prepared.launch, prepared.options, Presentation { json, wait });
+    let presentation = Presentation {
+        command: "run",
+        json: asked.json,
+        wait,
+        timeout: asked.timeout,
+    };
+    let code = launch_and_report(prepared.launch, prepared.options, presentation);
     // Only after a run was made: a refused launch leaves the state root as it found it.
     if code == ExitCode::SUCCESS {
         super::retention::start_if_due();
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn planner_fields_made_of_flags_are_named_as_the_flags() {
+        let terms = FlagTerms {
+            agent: true,
+            max_cost: true,
+            ..FlagTerms::default()
+        };
+        assert_eq!(
+            terms.apply("reports no cost, so launch.usageBudget.maxCostUsd cannot be kept"),
+            "reports no cost, so --max-cost cannot be kept"
+        );
+        assert_eq!(terms.apply("steps[0].model: unknown"), "--model: unknown");
+        let chain = FlagTerms::default();
+        assert_eq!(
+            chain.apply("steps[1].model: launch.usageBudget.maxCostUsd cannot be kept"),
+            "steps[1].model: usageBudget.maxCostUsd cannot be kept",
+            "a chain file's own keys, as the file writes them"
+        );
+    }
 }

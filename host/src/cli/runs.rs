@@ -1,7 +1,7 @@
 //! Shared by the run-management commands: opening the root, finding a run, reading and
 //! describing its status.
 
-use super::EXIT_USAGE;
+use super::{EXIT_NOT_FOUND, EXIT_USAGE};
 use serde_json::Value;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -39,7 +39,8 @@ pub fn open_store(command: &str) -> Result<RunStore, ExitCode> {
 }
 
 /// The run store, the run directory and the full id of the run `run_id` names (its id, or a
-/// unique prefix of it); an invalid, unknown or ambiguous id is a usage error (exit 2).
+/// unique prefix of it); an unknown id is exit 3, an invalid or ambiguous one a usage error
+/// (exit 2).
 pub fn open_run(run_id: &str, command: &str) -> Result<(RunStore, Dir, String), ExitCode> {
     let store = open_store(command)?;
     let (run, resolved) = find_run(&store, run_id, command)?;
@@ -50,7 +51,11 @@ pub fn open_run(run_id: &str, command: &str) -> Result<(RunStore, Dir, String), 
 pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<(Dir, String), ExitCode> {
     let resolved = match resolve_run_id(store, run_id) {
         Ok(resolved) => resolved,
-        Err(e @ (RunIdError::Invalid(_) | RunIdError::Unknown(_) | RunIdError::Ambiguous { .. })) => {
+        Err(e @ RunIdError::Unknown(_)) => {
+            eprintln!("sublaunch {command}: {e}");
+            return Err(ExitCode::from(EXIT_NOT_FOUND));
+        }
+        Err(e @ (RunIdError::Invalid(_) | RunIdError::Ambiguous { .. })) => {
             eprintln!("sublaunch {command}: {e}");
             return Err(ExitCode::from(EXIT_USAGE));
         }
@@ -60,7 +65,7 @@ pub fn find_run(store: &RunStore, run_id: &str, command: &str) -> Result<(Dir, S
         Ok(Some(run)) => Ok((run, resolved)),
         Ok(None) => {
             eprintln!("sublaunch {command}: unknown run '{resolved}'");
-            Err(ExitCode::from(EXIT_USAGE))
+            Err(ExitCode::from(EXIT_NOT_FOUND))
         }
         Err(e) => Err(fail(command, format_args!("cannot open run '{resolved}': {e}"))),
     }
@@ -71,19 +76,9 @@ pub fn async_runtime(command: &str) -> Result<sublaunch::launch::tokio::runtime:
     sublaunch::launch::runtime().map_err(|e| fail(command, e))
 }
 
-/// A `--timeout SECS` value; a negative or non-finite number is a usage error (exit 2).
-pub fn timeout_arg(secs: Option<f64>, command: &str) -> Result<Option<Duration>, ExitCode> {
-    secs.map(seconds).transpose().map_err(|message| {
-        eprintln!("sublaunch {command}: --timeout: {message}");
-        ExitCode::from(EXIT_USAGE)
-    })
-}
+pub use super::duration::MAX_SECONDS;
 
-/// The longest time a command or MCP tool takes in seconds: a year (a wait, a timeout, a
-/// checkpoint). Anything longer is a typo, and would not fit the clocks' arithmetic anyway.
-pub const MAX_SECONDS: f64 = 365.0 * 24.0 * 3600.0;
-
-/// A number of seconds from 0 to [`MAX_SECONDS`].
+/// A number of seconds from 0 to [`MAX_SECONDS`] (the MCP tools' `timeout_seconds`).
 pub fn seconds(value: f64) -> Result<Duration, String> {
     match Duration::try_from_secs_f64(value) {
         Ok(duration) if value <= MAX_SECONDS => Ok(duration),

@@ -25,7 +25,7 @@ pub struct Args {
     /// The run id.
     run_id: String,
     /// Print the status.json object (an ended run's answer under `result`).
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
 }
 

@@ -1,9 +1,11 @@
-//! `sublaunch stop RUN_ID [--timeout SECS]`: asks the shim to stop the run and its whole
+//! `sublaunch stop RUN_ID [--timeout DURATION]`: asks the shim to stop the run and its whole
 //! process tree (`<run>/control/stop.json`, R12), then waits until the end is recorded.
-//! Exit 0 once the run is terminal (stopped, or ended otherwise), 1 if it did not end in time.
+//! Exit 0 once the run is terminal (stopped, or ended otherwise), 124 (as `wait`, and
+//! timeout(1)) if it did not end in time.
 
+use super::duration::{GivenDuration, parse_limit};
 use super::runs::say;
-use super::runs::{async_runtime, fail, open_run, state_name, status_of, timeout_arg};
+use super::runs::{EXIT_TIMEOUT, async_runtime, fail, open_run, state_name, status_of};
 use super::terminal_text::for_terminal;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,9 +21,10 @@ const DEFAULT_STOP_WAIT: Duration = Duration::from_secs(15);
 pub struct Args {
     /// The run id.
     run_id: String,
-    /// Wait at most SECS seconds for the end to be recorded.
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<f64>,
+    /// Wait at most DURATION (`30s`, `2m`; a bare number is seconds) for the end to be
+    /// recorded (default 15s); exit 124 when it is not.
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    timeout: Option<GivenDuration>,
 }
 
 /// Runs `sublaunch stop`.
@@ -30,7 +33,8 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
-    let limit = timeout_arg(args.timeout, "stop")?.unwrap_or(DEFAULT_STOP_WAIT);
+    let given = args.timeout.as_ref();
+    let limit = given.map_or(DEFAULT_STOP_WAIT, |t| t.duration);
     let (store, run, run_id) = open_run(&args.run_id, "stop")?;
     if let Some(status) = status_of(&run).filter(|s| s.is_terminal()) {
         // How it ended, as below: a run found dead by a lister just before says why.
@@ -64,9 +68,10 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
             }
             ExitCode::SUCCESS
         }
-        WaitEnd::TimedOut => fail(
-            "stop",
-            format_args!("run '{run_id}' did not record its end within {}s", limit.as_secs_f64()),
-        ),
+        WaitEnd::TimedOut => {
+            let within = given.map_or_else(|| "15s".to_owned(), |t| t.text.clone());
+            eprintln!("sublaunch stop: run '{run_id}' did not record its end within {within}");
+            ExitCode::from(EXIT_TIMEOUT)
+        }
     })
 }

@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, conflicts_with_all = ["list"])]
     dry_run: bool,
     /// Print JSON.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
 }
 

@@ -5,9 +5,10 @@
 //! waited for completed, 1 when one ended otherwise, 124 on timeout. A run id may be a unique
 //! prefix; works for runs launched by other processes.
 
+use super::duration::{GivenDuration, parse_limit};
 use super::progress::{Progress, Style, steps_json};
 use super::runs::say;
-use super::runs::{EXIT_TIMEOUT, async_runtime, find_run, open_store, outcome_code, state_name, timeout_arg};
+use super::runs::{EXIT_TIMEOUT, async_runtime, find_run, open_store, outcome_code, state_name};
 use super::terminal_text::for_terminal;
 use serde_json::json;
 use std::collections::HashMap;
@@ -32,12 +33,12 @@ pub struct Args {
     /// With several runs: return when every one of them has ended (the default).
     #[arg(long)]
     all: bool,
-    /// Give up after SECS seconds (exit 124).
-    #[arg(long, value_name = "SECS")]
-    timeout: Option<f64>,
+    /// Give up after DURATION (`90s`, `10m`, `1h`; a bare number is seconds): exit 124.
+    #[arg(long, value_name = "DURATION", value_parser = parse_limit)]
+    timeout: Option<GivenDuration>,
     /// Print the end as one JSON object (progress on stderr as JSON lines); with several runs
     /// a JSON object per line as each ends.
-    #[arg(long)]
+    #[arg(short, long)]
     json: bool,
 }
 
@@ -47,7 +48,7 @@ pub fn run(args: Args) -> ExitCode {
 }
 
 fn wait(args: &Args) -> Result<ExitCode, ExitCode> {
-    let limit = timeout_arg(args.timeout, "wait")?;
+    let limit = args.timeout.as_ref().map(|t| t.duration);
     let store = open_store("wait")?;
     let mut runs: Vec<(String, Arc<Dir>)> = Vec::new();
     for text in &args.run_ids {

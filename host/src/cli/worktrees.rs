@@ -1,5 +1,7 @@
-//! `sublaunch worktrees [list|prune]`: the managed git worktrees of runs, and removing those
-//! of ended runs (and their branches, unless they carry commits or `--force` is given).
+//! `sublaunch worktrees [list|prune] [--json]`: the managed git worktrees of runs, and removing
+//! those of ended runs (and their branches, unless they carry commits not merged into the
+//! repository's HEAD, as `git branch -d` judges, or `--force` is given). `--json` prints one
+//! JSON array, as every command that does not stream prints one document.
 
 use super::runs::say;
 use super::runs::{fail, open_store};
@@ -14,27 +16,24 @@ use sublaunch::worktrees::prune::{Listed, Pruned};
 pub struct Args {
     #[command(subcommand)]
     action: Option<Action>,
+    /// Print a JSON array: an object per worktree.
+    #[arg(short, long, global = true)]
+    json: bool,
 }
 
 #[derive(clap::Subcommand)]
 enum Action {
     /// List the worktrees made for runs (the default).
-    List {
-        /// Print one JSON object per worktree, one a line.
-        #[arg(long)]
-        json: bool,
-    },
-    /// Remove the worktrees of ended runs, and their branches unless they carry commits.
+    List,
+    /// Remove the worktrees of ended runs, and their branches unless they carry commits that
+    /// are not merged into the repository's HEAD.
     Prune {
-        /// Also remove uncommitted changes and branches that carry commits.
+        /// Also remove uncommitted changes and branches that carry unmerged commits.
         #[arg(long)]
         force: bool,
         /// Say what would be removed, and remove nothing.
-        #[arg(long)]
+        #[arg(short = 'n', long)]
         dry_run: bool,
-        /// Print one JSON object per worktree, one a line.
-        #[arg(long)]
-        json: bool,
     },
 }
 
@@ -49,13 +48,13 @@ pub fn run(args: Args) -> ExitCode {
         Ok(git) => git,
         Err(e) => return fail("worktrees", e),
     };
-    let problems = match args.action.unwrap_or(Action::List { json: false }) {
-        Action::List { json } => match list(&store, &git) {
+    let json = args.json;
+    let problems = match args.action.unwrap_or(Action::List) {
+        Action::List => match list(&store, &git) {
             Ok((listed, problems)) => {
                 if json {
-                    for item in &listed {
-                        say!("{}", listed_json(item));
-                    }
+                    let items: Vec<_> = listed.iter().map(listed_json).collect();
+                    say!("{}", serde_json::Value::Array(items));
                 } else if listed.is_empty() {
                     say!("no worktrees");
                 } else {
@@ -70,7 +69,7 @@ pub fn run(args: Args) -> ExitCode {
             }
             Err(e) => return fail("worktrees", e),
         },
-        Action::Prune { force, dry_run, json } => match prune(&store, &git, force, dry_run) {
+        Action::Prune { force, dry_run } => match prune(&store, &git, force, dry_run) {
             Ok((pruned, problems)) => {
                 report(&pruned, dry_run, json);
                 problems
@@ -122,6 +121,7 @@ fn listed_json(item: &Listed) -> serde_json::Value {
         "repository": item.entry.repository,
         "baseCommit": item.entry.base_commit,
         "commits": item.commits,
+        "merged": item.merged,
         "uncommittedChanges": item.changes,
         "checkedOut": item.other_branch,
         "problem": item.problem,
@@ -134,18 +134,24 @@ fn report(pruned: &[Pruned], dry_run: bool, json: bool) {
     } else {
         ("removed", "deleted")
     };
+    if json {
+        let items: Vec<_> = pruned
+            .iter()
+            .map(|p| {
+                let mut value = listed_json(&p.listed);
+                if let Some(fields) = value.as_object_mut() {
+                    fields.insert("removedWorktree".into(), json!(p.removed_worktree));
+                    fields.insert("removedBranch".into(), json!(p.removed_branch));
+                    fields.insert("kept".into(), json!(p.kept));
+                    fields.insert("dryRun".into(), json!(dry_run));
+                }
+                value
+            })
+            .collect();
+        say!("{}", serde_json::Value::Array(items));
+        return;
+    }
     for p in pruned {
-        if json {
-            let mut value = listed_json(&p.listed);
-            if let Some(fields) = value.as_object_mut() {
-                fields.insert("removedWorktree".into(), json!(p.removed_worktree));
-                fields.insert("removedBranch".into(), json!(p.removed_branch));
-                fields.insert("kept".into(), json!(p.kept));
-                fields.insert("dryRun".into(), json!(dry_run));
-            }
-            say!("{value}");
-            continue;
-        }
         let mut done = Vec::new();
         if p.removed_worktree {
             done.push(format!("{worktree_verb} {}", p.listed.entry.path));
@@ -161,9 +167,11 @@ fn report(pruned: &[Pruned], dry_run: bool, json: bool) {
             (None, true) => {}
         }
     }
-    if !json {
-        let worktrees = pruned.iter().filter(|p| p.removed_worktree).count();
-        let branches = pruned.iter().filter(|p| p.removed_branch).count();
-        say!("{worktree_verb} {worktrees} worktree(s), {branch_verb} {branches} branch(es)");
-    }
+    let worktrees = pruned.iter().filter(|p| p.removed_worktree).count();
+    let branches = pruned.iter().filter(|p| p.removed_branch).count();
+    say!(
+        "{worktree_verb} {}, {branch_verb} {}",
+        super::prune::plural(worktrees, "worktree", "worktrees"),
+        super::prune::plural(branches, "branch", "branches")
+    );
 }

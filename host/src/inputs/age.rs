@@ -1,5 +1,6 @@
 //! Ages as people write them (`90s`, `30m`, `12h`, `7d`, `2w`; a bare number is seconds), for
-//! `prune --older-than` and the retention setting.
+//! every duration flag of the CLI and the retention setting, and durations said back the same
+//! way ([`exact`]).
 
 use std::time::Duration;
 
@@ -46,6 +47,22 @@ pub fn parse_age(text: &str) -> Result<Duration, AgeError> {
     Duration::try_from_secs_f64(seconds).map_err(|_| AgeError::TooLong(text.to_owned()))
 }
 
+/// `ms` in the largest unit that says it exactly, as [`parse_age`] reads it back: `10m`,
+/// `1h`, `90s`; `1500ms` when no whole unit does.
+pub fn exact(ms: u64) -> String {
+    const UNITS: [(u64, &str); 5] = [
+        (604_800_000, "w"),
+        (86_400_000, "d"),
+        (3_600_000, "h"),
+        (60_000, "m"),
+        (1000, "s"),
+    ];
+    UNITS
+        .iter()
+        .find(|(size, _)| ms > 0 && ms.is_multiple_of(*size))
+        .map_or_else(|| format!("{ms}ms"), |(size, unit)| format!("{}{unit}", ms / size))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +77,15 @@ mod tests {
         assert!(matches!(parse_age("soon"), Err(AgeError::NotANumber(_))));
         let huge = format!("{}w", "9".repeat(400));
         assert!(matches!(parse_age(&huge), Err(AgeError::TooLong(_))));
+    }
+
+    #[test]
+    fn exact_durations_keep_the_largest_unit() {
+        assert_eq!(exact(600_000), "10m");
+        assert_eq!(exact(3_600_000), "1h");
+        assert_eq!(exact(90_000), "90s");
+        assert_eq!(exact(1000), "1s");
+        assert_eq!(exact(1500), "1500ms");
+        assert_eq!(exact(0), "0ms");
     }
 }

@@ -209,12 +209,22 @@ pub fn parse_chain_file(path: &Path, text: &str) -> Result<ChainFile, FileError>
         "yaml" | "yml" => false,
         _ => text.trim_start().starts_with('{'),
     };
+    if text.trim().is_empty() {
+        return Err(fail(None, "the file is empty: a chain file needs `steps:`".to_owned()));
+    }
     let value: Value = if json {
         serde_json::from_str(text).map_err(|e| fail(None, format!("broken JSON: {e}")))?
     } else {
         crate::inputs::config_files::check_yaml_depth(text).map_err(|e| fail(None, format!("refused YAML: {e}")))?;
         serde_norway::from_str(text).map_err(|e| fail(None, format!("broken YAML: {e}")))?
     };
+    if value.is_null() {
+        // YAML of comments alone, or `~`.
+        return Err(fail(
+            None,
+            "the file holds nothing: a chain file needs `steps:`".to_owned(),
+        ));
+    }
     let raw: RawFile = from_value(value, "", &fail)?;
     let mut steps = Vec::with_capacity(raw.steps.len());
     for (index, step) in raw.steps.into_iter().enumerate() {
@@ -298,6 +308,16 @@ impl ChainFile {
         }
         self.check_worktrees()?;
         self.check_reads()?;
+        // No program can be given a NUL byte (argv and environment are C strings): refused
+        // here, naming where, rather than when the step starts.
+        for (at, task, _) in self.tasks() {
+            if task.task.as_deref().is_some_and(|text| text.contains('\0')) {
+                return Err(self.error(
+                    format!("{at}.task"),
+                    "contains a NUL byte, which no program can be given",
+                ));
+            }
+        }
         for (index, step) in self.steps.iter().enumerate() {
             let ChainStep::Group(group) = step else { continue };
             if group.parallel.is_empty() {

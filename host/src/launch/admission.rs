@@ -14,9 +14,7 @@ use sublaunch_contract::LaunchPlan;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AdmissionError {
     /// A placed step's adapter cannot be wrapped for ssh.
-    #[error(
-        "Subagent launch aborted: step {index} ('{agent}') uses the {adapter} runner, which cannot run on machine '{machine}'."
-    )]
+    #[error("step {index} ('{agent}') uses the {adapter} runner, which cannot run on machine '{machine}'.")]
     NotPlaceable {
         /// The step's index in the plan.
         index: usize,
@@ -28,11 +26,11 @@ pub enum AdmissionError {
         machine: String,
     },
     /// Steps are placed on a machine and the ssh client is missing.
-    #[error("cannot launch: steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
+    #[error("steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
     NoSsh(MissingProgram),
-    /// Local steps' programs are missing: one `agent '<name>' needs <what>` each.
+    /// Local steps' programs are missing: one `agent '<name>' needs the program …` each.
     #[error(
-        "cannot launch: {}.\nInstall the program, or point the agent's `runner.command` at it (`sublaunch agents` shows where each agent is defined).",
+        "{}.\nOr point the agent's `runner.command` at the program (`sublaunch agents` shows where each agent is defined).",
         .0.join("; ")
     )]
     MissingPrograms(Vec<String>),
@@ -72,7 +70,7 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
             continue;
         }
         if let Err(missing) = locate_program(program, Path::new(&step.cwd), path) {
-            let problem = format!("agent '{}' needs {missing}", step.agent);
+            let problem = needs(&step.agent, program, &missing);
             if !problems.contains(&problem) {
                 problems.push(problem);
             }
@@ -82,6 +80,25 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
         return Ok(());
     }
     Err(AdmissionError::MissingPrograms(problems))
+}
+
+/// `agent 'claude' needs the program 'claude', which is not on PATH (…); install it with …`.
+fn needs(agent: &str, program: &str, missing: &MissingProgram) -> String {
+    let why = match missing {
+        MissingProgram::NotOnPath { path, .. } if path.is_empty() => "which cannot be found: PATH is empty".to_owned(),
+        MissingProgram::NotOnPath { path, .. } => format!("which is not on PATH ({path})"),
+        MissingProgram::NotExecutable { path, reason } => {
+            return format!("agent '{agent}' needs the program '{}', which {reason}", path.display());
+        }
+    };
+    let install = match program {
+        "claude" => "; install Claude Code with `npm install -g @anthropic-ai/claude-code`",
+        "codex" => "; install Codex with `npm install -g @openai/codex`",
+        "pi" => "; install pi with `npm install -g @mariozechner/pi-coding-agent` (it needs Node.js 22 or later)",
+        "cursor-agent" => "; install Cursor's agent with `curl https://cursor.com/install -fsS | bash`",
+        _ => "",
+    };
+    format!("agent '{agent}' needs the program '{program}', {why}{install}")
 }
 
 #[cfg(test)]
@@ -145,7 +162,13 @@ mod tests {
         let error = admit(&plan, &builtins(), &path_env(tmp.path()))
             .unwrap_err()
             .to_string();
-        assert!(error.starts_with("cannot launch: agent 'claude' needs"), "{error}");
+        assert!(
+            error.starts_with(&format!(
+                "agent 'claude' needs the program 'claude', which is not on PATH ({}); install Claude Code with `npm install -g @anthropic-ai/claude-code`.\n",
+                tmp.path().display()
+            )),
+            "{error}"
+        );
         assert!(error.contains("runner.command"), "{error}");
     }
 }

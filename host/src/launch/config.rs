@@ -27,13 +27,13 @@ pub use placement::{CONTROL_DIR_ENV, ControlDirError, NotPrivate, Placer, SSH_CO
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StepError {
     /// The plan has no steps.
-    #[error("Subagent launch aborted: the plan has no steps.")]
+    #[error("the plan has no steps.")]
     NoSteps,
     /// A step's agent is not among the launch's agents.
-    #[error("Subagent launch aborted: agent '{0}' is not known to the launcher.")]
+    #[error("agent '{0}' is not known to the launcher.")]
     UnknownAgent(String),
     /// A step's agent uses a runner sublaunch does not start.
-    #[error("Subagent launch aborted: agent '{agent}' uses the {adapter} runner, which sublaunch cannot start.")]
+    #[error("agent '{agent}' uses the {adapter} runner, which sublaunch cannot start.")]
     NotStartable {
         /// The agent.
         agent: String,
@@ -41,10 +41,10 @@ pub enum StepError {
         adapter: AdapterId,
     },
     /// An agent file asks for a model or thinking level its CLI cannot take.
-    #[error("Subagent launch aborted: {0}.")]
+    #[error("{0}.")]
     Model(#[from] CliModelError),
     /// A step's output schema is not JSON (`index` counts from 0).
-    #[error("Subagent launch aborted: the output schema of step {index} is not JSON: {source}")]
+    #[error("the output schema of step {index} is not JSON: {source}")]
     SchemaNotJson {
         /// The step's index in the plan.
         index: usize,
@@ -53,7 +53,7 @@ pub enum StepError {
     },
     /// Codex is given an output schema that is not strict (`step` counts from 1).
     #[error(
-        "Subagent launch aborted: Codex sends the output schema of step {step} ('{agent}') as a strict JSON schema, which it is not: {problem}."
+        "Codex sends the output schema of step {step} ('{agent}') as a strict JSON schema, which it is not: {problem}."
     )]
     NotStrict {
         /// The step's number.
@@ -64,14 +64,14 @@ pub enum StepError {
         problem: String,
     },
     /// A conversation is continued by a run of more than one step.
-    #[error("Subagent launch aborted: a conversation is continued by a run of one step, not {0}.")]
+    #[error("a conversation is continued by a run of one step, not {0}.")]
     ContinuedBySeveral(usize),
     /// The step's agent has no adapter, so no conversation.
-    #[error("Subagent launch aborted: agent '{0}' keeps no conversation to continue.")]
+    #[error("agent '{0}' keeps no conversation to continue.")]
     NoConversation(String),
     /// The step's adapter keeps no conversations.
     #[error(
-        "Subagent launch aborted: agent '{agent}' runs the {} adapter, which keeps no conversation to continue.",
+        "agent '{agent}' runs the {} adapter, which keeps no conversation to continue.",
         .adapter.id()
     )]
     AdapterKeepsNone {
@@ -81,7 +81,7 @@ pub enum StepError {
         adapter: AdapterId,
     },
     /// pi's conversation on another machine is not kept.
-    #[error("Subagent launch aborted: agent '{0}' runs pi on another machine, where its conversation is not kept.")]
+    #[error("agent '{0}' runs pi on another machine, where its conversation is not kept.")]
     PiElsewhere(String),
     /// The ssh control directory of a placed step cannot be used.
     #[error(transparent)]

@@ -105,14 +105,15 @@ pub enum RootFailure {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum DeadlineError {
     /// The deadline (wall ms) has passed.
-    #[error("cannot launch: the deadline {} has passed", sublaunch_protocol::os::clock::iso8601_utc(*.at))]
+    #[error("the deadline {} has passed", sublaunch_protocol::os::clock::iso8601_utc(*.at))]
     Passed {
         /// The deadline.
         at: u64,
     },
     /// The agents are to wrap up before a deadline the run does not have.
     #[error(
-        "cannot launch: the agents are to be asked to wrap up {checkpoint_ms} ms before the deadline, and the run has none: give it a timeout or a deadline"
+        "the agents are to be asked to wrap up {} before the deadline, and the run has none: give it a timeout or a deadline",
+        crate::inputs::age::exact(*.checkpoint_ms)
     )]
     NoDeadline {
         /// How long before the deadline.
@@ -120,7 +121,9 @@ pub enum DeadlineError {
     },
     /// The agents are to wrap up before the run would even start.
     #[error(
-        "cannot launch: the agents are to be asked to wrap up {checkpoint_ms} ms before the deadline, and the run has only {until_deadline_ms} ms"
+        "the agents are to be asked to wrap up {} before the deadline, and the run has only {}",
+        crate::inputs::age::exact(*.checkpoint_ms),
+        crate::inputs::age::exact(*.until_deadline_ms)
     )]
     TooShort {
         /// How long before the deadline.

@@ -250,7 +250,7 @@ async fn preflight(
             Ok((Arc::new(root), plan))
         }
         None => {
-            let unfinished = cause("cannot launch: the worktree checks did not finish");
+            let unfinished = cause("the worktree checks did not finish");
             Err(LaunchFailure::preflight(LaunchError::Worktree(unfinished)))
         }
     }
@@ -270,7 +270,7 @@ async fn steps_in_place(
         let now = setup.os.clock.wall_ms();
         let created = blocking_value(move || worktree_plan.create(&context.run_id, context.root.root(), now))
             .await
-            .ok_or_else(|| LaunchError::Worktree(cause("cannot launch: the worktrees were not created")))?
+            .ok_or_else(|| LaunchError::Worktree(cause("the worktrees were not created")))?
             .map_err(|e| LaunchError::Worktree(cause(e)))?;
         created.apply(&mut steps);
         if let Ok(mut slot) = ctx.worktrees.lock() {

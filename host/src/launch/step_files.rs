@@ -14,7 +14,7 @@ use sublaunch_protocol::records::config::StepConfig;
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum StepFileError {
     /// A read starts with `~` and `HOME` is not set.
-    #[error("cannot launch: {who} reads '{path}' starts with ~, and HOME is not set")]
+    #[error("{who} reads '{path}' starts with ~, and HOME is not set")]
     ReadUnderNoHome {
         /// The step.
         who: String,
@@ -22,7 +22,7 @@ pub enum StepFileError {
         path: String,
     },
     /// A read does not exist.
-    #[error("cannot launch: {who} reads {read}, and {} does not exist", .path.display())]
+    #[error("{who} reads {read}, and {} does not exist", .path.display())]
     NoRead {
         /// The step.
         who: String,
@@ -32,7 +32,7 @@ pub enum StepFileError {
         path: PathBuf,
     },
     /// The output file starts with `~` and `HOME` is not set.
-    #[error("cannot launch: {who} writes its answer to '{path}' starts with ~, and HOME is not set")]
+    #[error("{who} writes its answer to '{path}' starts with ~, and HOME is not set")]
     OutputUnderNoHome {
         /// The step.
         who: String,
@@ -40,7 +40,7 @@ pub enum StepFileError {
         path: String,
     },
     /// The output file's directory does not exist.
-    #[error("cannot launch: {who} writes its answer to {}, and its directory {} does not exist", .path.display(), .dir.display())]
+    #[error("{who} writes its answer to {}, and its directory {} does not exist", .path.display(), .dir.display())]
     NoOutputDir {
         /// The step.
         who: String,
@@ -50,7 +50,7 @@ pub enum StepFileError {
         dir: PathBuf,
     },
     /// The output file is a directory.
-    #[error("cannot launch: {who} writes its answer to {}, which is a directory", .path.display())]
+    #[error("{who} writes its answer to {}, which is a directory", .path.display())]
     OutputIsADirectory {
         /// The step.
         who: String,
@@ -58,7 +58,7 @@ pub enum StepFileError {
         path: PathBuf,
     },
     /// The output file's directory cannot be resolved.
-    #[error("cannot launch: {who} writes its answer to {}, and its directory {} cannot be resolved: {source}", .path.display(), .dir.display())]
+    #[error("{who} writes its answer to {}, and its directory {} cannot be resolved: {source}", .path.display(), .dir.display())]
     OutputDirUnresolved {
         /// The step.
         who: String,
@@ -70,7 +70,7 @@ pub enum StepFileError {
         source: Arc<std::io::Error>,
     },
     /// The output path names no file.
-    #[error("cannot launch: {who} writes its answer to {}, which names no file", .path.display())]
+    #[error("{who} writes its answer to {}, which names no file", .path.display())]
     OutputNamesNoFile {
         /// The step.
         who: String,
@@ -78,7 +78,7 @@ pub enum StepFileError {
         path: PathBuf,
     },
     /// A pi resource's path starts with `~` and `HOME` is not set.
-    #[error("cannot launch: {who} names the {what} {entry}, which starts with ~, and HOME is not set")]
+    #[error("{who} names the {what} {entry}, which starts with ~, and HOME is not set")]
     ResourceUnderNoHome {
         /// The step.
         who: String,
@@ -88,7 +88,7 @@ pub enum StepFileError {
         entry: String,
     },
     /// A pi resource's path is not usable (`why`: `does not exist`, `has no SKILL.md`).
-    #[error("cannot launch: {who} names the {what} {entry}, and {} {why}", .path.display())]
+    #[error("{who} names the {what} {entry}, and {} {why}", .path.display())]
     ResourceUnusable {
         /// The step.
         who: String,
@@ -102,7 +102,7 @@ pub enum StepFileError {
         why: &'static str,
     },
     /// A pi resource's name is in none of the directories pi looks in.
-    #[error("cannot launch: {who} needs the {what} '{entry}', which is in none of {}", .looked.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" and "))]
+    #[error("{who} needs the {what} '{entry}', which is in none of {}", .looked.iter().map(|d| d.display().to_string()).collect::<Vec<_>>().join(" and "))]
     ResourceNotFound {
         /// The step.
         who: String,
@@ -114,7 +114,7 @@ pub enum StepFileError {
         looked: Vec<PathBuf>,
     },
     /// Skills are named for an agent whose tools cannot read them.
-    #[error("cannot launch: {who} names skills, and its tools ({}) have neither read nor bash, without which pi offers no skills", .tools.join(", "))]
+    #[error("{who} names skills, and its tools ({}) have neither read nor bash, without which pi offers no skills", .tools.join(", "))]
     SkillsWithoutTools {
         /// The step.
         who: String,

@@ -1,6 +1,6 @@
 //! Why a launch cannot have the worktrees its plan asks for: a check of [`super::prepare`]
-//! failed, or making them ([`super::WorktreePlan::create`]) did. Every message starts with
-//! `cannot launch:`, as the CLI prints it.
+//! failed, or making them ([`super::WorktreePlan::create`]) did. Each message says what is
+//! wrong and how to fix it; the CLI puts `sublaunch run:` in front.
 
 use super::git::GitError;
 use std::io;
@@ -10,10 +10,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum WorktreeError {
     /// git could not be found or run, or a git command failed.
-    #[error("cannot launch: {0}")]
+    #[error("{0}")]
     Git(GitError),
     /// A step's directory could not be resolved.
-    #[error("cannot launch: the directory of {step} ({cwd}): {error}")]
+    #[error("the directory of {step} ({cwd}): {error}")]
     Directory {
         /// The step, as `step 2 writer`.
         step: String,
@@ -23,9 +23,7 @@ pub enum WorktreeError {
         error: io::Error,
     },
     /// A step's directory is not inside a git repository.
-    #[error(
-        "cannot launch: {step} asks for a managed worktree, but its directory {directory} is not inside a git repository"
-    )]
+    #[error("{step} asks for a managed worktree, but its directory {directory} is not inside a git repository")]
     NotInRepository {
         /// The step.
         step: String,
@@ -34,7 +32,7 @@ pub enum WorktreeError {
     },
     /// A step shares the worktree of the step before it, which has none.
     #[error(
-        "cannot launch: {step} runs in the worktree of the step before it, which runs in none (it is not one step with worktree: true)"
+        "{step} runs in the worktree of the step before it, which runs in none (it is not one step with worktree: true)"
     )]
     NothingToShare {
         /// The step.
@@ -42,7 +40,7 @@ pub enum WorktreeError {
     },
     /// A step shares the worktree of the step before it, a checkout of another repository.
     #[error(
-        "cannot launch: {step} runs in the worktree of the step before it, a checkout of {previous}, but its directory {directory} is in {repository}"
+        "{step} runs in the worktree of the step before it, a checkout of {previous}, but its directory {directory} is in {repository}"
     )]
     SharedAcrossRepositories {
         /// The step.
@@ -55,13 +53,13 @@ pub enum WorktreeError {
         repository: PathBuf,
     },
     /// `--base` is not a revision git may be given.
-    #[error("cannot launch: '{0}' is not a git revision (--base)")]
+    #[error("'{0}' is not a git revision (--base)")]
     NotARevision(String),
     /// The repository has no commit to start from.
-    #[error("cannot launch: the repository {0} has no commit yet; a worktree starts from a commit")]
+    #[error("the repository {0} has no commit yet; a worktree starts from a commit")]
     NoCommitYet(PathBuf),
     /// `--base` names no commit in the repository.
-    #[error("cannot launch: the base '{base}' names no commit in the repository {repository}")]
+    #[error("the base '{base}' names no commit in the repository {repository}")]
     BaseNotACommit {
         /// The revision asked for.
         base: String,
@@ -70,7 +68,7 @@ pub enum WorktreeError {
     },
     /// A clean base was asked for and the repository has uncommitted changes.
     #[error(
-        "cannot launch: the repository {repository} has uncommitted changes ({changes}) and a clean base was asked for; commit or stash them first"
+        "the repository {repository} has uncommitted changes ({changes}) and a clean base was asked for; commit or stash them first"
     )]
     NotClean {
         /// The repository.
@@ -80,7 +78,7 @@ pub enum WorktreeError {
     },
     /// The base commit does not have the step's directory.
     #[error(
-        "cannot launch: {step} runs in {relative} of the repository {repository}, which its base commit {base} does not have (the directory is untracked or ignored), so its worktree would not have it"
+        "{step} runs in {relative} of the repository {repository}, which its base commit {base} does not have (the directory is untracked or ignored), so its worktree would not have it"
     )]
     NotInBase {
         /// The step.
@@ -93,22 +91,18 @@ pub enum WorktreeError {
         base: String,
     },
     /// The run id cannot be part of a branch name.
-    #[error(
-        "cannot launch: the run id '{0}' cannot be part of a git branch name (no '..', and no '.' or '.lock' at the end)"
-    )]
+    #[error("the run id '{0}' cannot be part of a git branch name (no '..', and no '.' or '.lock' at the end)")]
     RunIdNotABranch(String),
     /// The directory of the worktree records could not be made.
-    #[error("cannot launch: cannot create the worktrees directory: {0}")]
+    #[error("cannot create the worktrees directory: {0}")]
     RecordsDir(io::Error),
     /// An earlier run of the same id still has worktrees on record.
     #[error(
-        "cannot launch: worktrees of an earlier run '{0}' are still recorded; remove them with 'sublaunch worktrees prune' or choose another run id"
+        "worktrees of an earlier run '{0}' are still recorded; remove them with 'sublaunch worktrees prune' or choose another run id"
     )]
     StillRecorded(String),
     /// A worktree's branch exists already.
-    #[error(
-        "cannot launch: the branch '{branch}' already exists in {repository}; choose another run id, or delete the branch"
-    )]
+    #[error("the branch '{branch}' already exists in {repository}; choose another run id, or delete the branch")]
     BranchExists {
         /// The branch.
         branch: String,
@@ -116,10 +110,10 @@ pub enum WorktreeError {
         repository: String,
     },
     /// A worktree's directory exists already.
-    #[error("cannot launch: the worktree directory {0} already exists; remove it or choose another run id")]
+    #[error("the worktree directory {0} already exists; remove it or choose another run id")]
     DirectoryExists(String),
     /// The run's directory of worktrees could not be made.
-    #[error("cannot launch: cannot create {dir}: {error}")]
+    #[error("cannot create {dir}: {error}")]
     CreateDir {
         /// The directory.
         dir: PathBuf,
@@ -127,7 +121,7 @@ pub enum WorktreeError {
         error: io::Error,
     },
     /// The record of the worktrees could not be written.
-    #[error("cannot launch: cannot record the worktrees: {0}")]
+    #[error("cannot record the worktrees: {0}")]
     Record(io::Error),
 }
 

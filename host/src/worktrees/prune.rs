@@ -1,9 +1,10 @@
 //! Listing the recorded worktrees and removing those of ended runs. A worktree is removed
 //! only when its run has ended (a run that is running or queued keeps it), it is still on its
 //! own branch (one where someone checked out another branch is theirs now), and it has no
-//! uncommitted changes; its branch goes too unless it carries commits. `force` removes
-//! uncommitted changes and branches with commits; it never touches a running run's worktree
-//! or a branch git reports checked out somewhere (git refuses to delete those).
+//! uncommitted changes; its branch goes too unless it carries commits not merged into the
+//! repository's HEAD (what `git branch -d` refuses to lose). `force` removes uncommitted
+//! changes and branches with unmerged commits; it never touches a running run's worktree or a
+//! branch git reports checked out somewhere (git refuses to delete those).
 //!
 //! Where a run stands is not this module's to judge: the caller passes it in as a
 //! [`RunPhase`] per run id (the CLI and embedders use the run store's, through
@@ -53,6 +54,9 @@ pub struct Listed {
     pub branch_exists: bool,
     /// Commits on its branch since the base commit.
     pub commits: u64,
+    /// Whether the branch's commits are all in the repository's HEAD (merged, as
+    /// `git branch -d` judges; true for a branch without commits).
+    pub merged: bool,
     /// Uncommitted changes (lines of `git status --porcelain`).
     pub changes: u64,
     /// The branch checked out in it when that is not its own (`detached` for none).
@@ -107,6 +111,7 @@ fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> (Li
         exists: path.is_dir(),
         branch_exists: false,
         commits: 0,
+        merged: false,
         changes: 0,
         other_branch: None,
         problem: None,
@@ -139,6 +144,11 @@ fn look(git: &Git, run_id: &str, phase: &RunPhase, entry: &WorktreeEntry) -> (Li
             .flatten()
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0);
+        listed.merged = git
+            .ask(at, &["merge-base", "--is-ancestor", &branch_ref, "HEAD"])
+            .ok()
+            .flatten()
+            .is_some();
     }
     if listed.exists {
         let state = repository
@@ -265,8 +275,8 @@ fn prune_one(git: &Git, listed: Listed, repository: Option<&Repository>, force: 
     if listed.exists {
         if listed.changes > 0 && !force {
             pruned.kept = Some(format!(
-                "it has {} uncommitted change(s); --force removes them",
-                listed.changes
+                "it has {}; --force removes them",
+                count(listed.changes, "uncommitted change", "uncommitted changes")
             ));
             return pruned;
         }
@@ -287,10 +297,11 @@ fn prune_one(git: &Git, listed: Listed, repository: Option<&Repository>, force: 
         let _ = git.run(at, &["worktree", "prune"]);
     }
     if listed.branch_exists {
-        if listed.commits > 0 && !force {
+        if listed.commits > 0 && !listed.merged && !force {
             pruned.kept = Some(format!(
-                "its branch {} carries {} commit(s) and is kept; --force deletes it",
-                listed.entry.branch, listed.commits
+                "its branch {} carries {} not merged into HEAD and is kept; merge it, or --force deletes it",
+                listed.entry.branch,
+                count(listed.commits, "commit", "commits")
             ));
             return pruned;
         }
@@ -301,4 +312,9 @@ fn prune_one(git: &Git, listed: Listed, repository: Option<&Repository>, force: 
         pruned.removed_branch = true;
     }
     pruned
+}
+
+/// `1 commit`, `2 commits`.
+fn count(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }

@@ -108,7 +108,7 @@ pub enum AliasProblem {
 #[derive(Clone, Debug, thiserror::Error)]
 pub enum AliasesError {
     /// The settings cannot be read.
-    #[error("Subagent launch aborted: {0:#}")]
+    #[error("{0:#}")]
     Settings(std::sync::Arc<anyhow::Error>),
     /// Their `modelResponseAliases` is wrong.
     #[error(transparent)]

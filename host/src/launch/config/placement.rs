@@ -59,7 +59,7 @@ impl Placer {
 pub enum ControlDirError {
     /// It cannot be looked at.
     #[error(
-        "Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) cannot be used: {source}. Create it with `mkdir -m 700 {dir}`."
+        "the ssh control directory {dir} ({CONTROL_DIR_ENV}) cannot be used: {source}. Create it with `mkdir -m 700 {dir}`."
     )]
     Unusable {
         /// The directory.
@@ -68,7 +68,7 @@ pub enum ControlDirError {
         source: std::sync::Arc<std::io::Error>,
     },
     /// It is not private.
-    #[error("Subagent launch aborted: the ssh control directory {dir} ({CONTROL_DIR_ENV}) is not private: {problem}.")]
+    #[error("the ssh control directory {dir} ({CONTROL_DIR_ENV}) is not private: {problem}.")]
     NotPrivate {
         /// The directory.
         dir: String,
