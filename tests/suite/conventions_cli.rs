@@ -234,6 +234,32 @@ fn launch_refusals_speak_one_style_and_name_no_run() {
     }
 }
 
+/// A launch undone before its runner started (here: a runner that cannot be executed) left
+/// no run, so it names none: exit 1, `sublaunch run: the run could not start: …`.
+#[test]
+fn a_launch_undone_before_its_runner_started_names_no_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("conv-not-spawned");
+    let shim = scratch.path().join("not-executable-shim");
+    std::fs::copy(sublaunch_tests::bin("sublaunch-shim"), &shim).unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", "true"])
+        .env("SUBLAUNCH_SHIM", &shim)
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "sublaunch run: the run could not start: async runner did not produce a pid for cwd: {}: ",
+            scratch.work().display()
+        )) && !stderr.contains("Failed to start async run"),
+        "{stderr}"
+    );
+    assert_eq!(run_names(&scratch), Vec::<String>::new(), "no run is left");
+}
+
 /// The exit codes of the reference: 0 success, 1 the run failed, 2 usage or refused before
 /// launch, 3 no such run, 124 a wait's time ran out.
 #[test]
