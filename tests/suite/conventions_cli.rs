@@ -234,6 +234,32 @@ fn launch_refusals_speak_one_style_and_name_no_run() {
     }
 }
 
+/// A launch undone before its runner started (here: a runner that cannot be executed) left
+/// no run, so it names none: exit 1, `sublaunch run: the run could not start: …`.
+#[test]
+fn a_launch_undone_before_its_runner_started_names_no_run() {
+    use std::os::unix::fs::PermissionsExt;
+    let scratch = Scratch::new("conv-not-spawned");
+    let shim = scratch.path().join("not-executable-shim");
+    std::fs::copy(sublaunch_tests::bin("sublaunch-shim"), &shim).unwrap();
+    std::fs::set_permissions(&shim, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", "true"])
+        .env("SUBLAUNCH_SHIM", &shim)
+        .output()
+        .unwrap();
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!(
+            "sublaunch run: the run could not start: async runner did not produce a pid for cwd: {}: ",
+            scratch.work().display()
+        )) && !stderr.contains("Failed to start async run"),
+        "{stderr}"
+    );
+    assert_eq!(run_names(&scratch), Vec::<String>::new(), "no run is left");
+}
+
 /// The exit codes of the reference: 0 success, 1 the run failed, 2 usage or refused before
 /// launch, 3 no such run, 124 a wait's time ran out.
 #[test]
@@ -323,6 +349,75 @@ fn prune_of_everything_asks_first() {
     let yes = in_terminal(&scratch, "prune", "y\n");
     assert!(yes.contains("removed 2 runs, "), "{yes}");
     assert!(!scratch.run_dir(&first).exists() && !scratch.run_dir(&second).exists());
+}
+
+/// #32: what `prune` asked about is all it removes: a run that ends while the question is
+/// open is spared, however prunable it has become by the answer.
+#[test]
+fn prune_removes_only_the_runs_it_asked_about() {
+    let scratch = Scratch::new("conv-prune-race");
+    let listed = scratch.finished_shell_run("echo listed");
+    let gate = scratch.path().join("gate");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
+    let task = format!("read line < {}; echo late", gate.display());
+    let late = ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", &task])
+        .output()
+        .unwrap());
+    let late = late.trim().to_owned();
+
+    let command = format!("{} prune", sublaunch_tests::bin("sublaunch").display());
+    let mut prune = Command::new("script")
+        .args(["-q", "-e", "-c", &command, "/dev/null"])
+        .current_dir(scratch.work())
+        .env_clear()
+        .envs(scratch.cli_env())
+        .env("TERM", "xterm")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("script(1) from util-linux runs the terminal tests");
+    let shown = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let reader = {
+        let shown = shown.clone();
+        let mut stdout = prune.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut stdout, &mut chunk) {
+                shown.lock().unwrap().push_str(&String::from_utf8_lossy(&chunk[..n]));
+            }
+        })
+    };
+    let limit = std::time::Duration::from_secs(20);
+    sublaunch_tests::launch_harness::wait_for("the question", limit, || {
+        shown.lock().unwrap().contains("[y/N]").then_some(())
+    });
+    assert!(
+        shown.lock().unwrap().contains("Remove 1 ended run, "),
+        "{}",
+        shown.lock().unwrap()
+    );
+    // The second run ends while the question is open, and becomes prunable.
+    std::fs::write(
+        &gate, "go
+",
+    )
+    .unwrap();
+    sublaunch_tests::launch_harness::wait_for("the late run to be prunable", limit, || {
+        let dry = ok(&scratch.cli(&["prune", "--dry-run"]).output().unwrap());
+        dry.contains(&format!("would remove {late} (")).then_some(())
+    });
+    prune.stdin.as_mut().unwrap().write_all(b"y\n").unwrap();
+    assert!(prune.wait().unwrap().success());
+    reader.join().unwrap();
+    let shown = shown.lock().unwrap().replace('\r', "");
+    assert!(shown.contains("removed 1 run, "), "{shown}");
+    assert!(!scratch.run_dir(&listed).exists(), "{shown}");
+    assert!(
+        scratch.run_dir(&late).exists(),
+        "the run that ended after the question stays: {shown}"
+    );
 }
 
 /// Runs `sublaunch ARGS` in a pty (`script(1)`), typing `input`; what the terminal showed.
