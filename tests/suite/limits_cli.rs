@@ -61,7 +61,7 @@ fn malformed_budgets_are_refused_naming_the_file_and_the_field() {
         &scratch.work().join(".sublaunch/agents/cheap.md"),
         "---\ndescription: x\nusageBudget: {maxTokens: 0}\n---\n",
     );
-    let stderr = refused(&scratch, &["run", "--agent", "cheap", "--task", "x"], 1);
+    let stderr = refused(&scratch, &["run", "--agent", "cheap", "--task", "x"], 2);
     assert!(
         stderr.contains("agents[cheap].usageBudget.maxTokens") && stderr.contains("at least 1"),
         "{stderr}"
@@ -85,12 +85,12 @@ fn budgets_a_runner_cannot_keep_and_checkpoints_without_time_are_refused() {
     let cases: [(&[&str], i32, &[&str]); 5] = [
         (
             &["--agent", "shell", "--task", "true", "--max-tokens", "100"],
-            1,
+            2,
             &["Agent 'shell'", "reports no token usage"],
         ),
         (
             &["--agent", "shell", "--task", "true", "--max-cost", "0"],
-            1,
+            2,
             &["maxCostUsd", "above 0"],
         ),
         (
