@@ -1,5 +1,5 @@
-//! "Did you mean …?": the known name nearest to a mistyped one, shared by the planner (models)
-//! and the host (agents). A name that differs only in case is nearest of all; otherwise the
+//! "Did you mean …?": the known name nearest to a mistyped one, shared by the planner (models,
+//! M13) and the host (agents). A name that differs only in case is nearest of all; otherwise the
 //! fewest edits (insert, delete, replace, or swap two neighbours), and only when they are few
 //! for the length of the name, so that a name that is nothing like any known one gets no
 //! suggestion.

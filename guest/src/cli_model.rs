@@ -57,14 +57,20 @@ fn check_provider(child: &Child<'_>, agent: &Agent, cli: LaunchModel, model: &st
     let Err(wrong) = cli.model_name(model) else {
         return Ok(());
     };
-    let instead = match wrong.takes {
-        ModelProviders::Only(only) => format!(
-            "runs {only} models only. Name one of them ({only}/<model>, or a model name {} knows), or run the task with an agent whose CLI runs {} models",
-            cli.program, wrong.provider
+    let (takes, instead) = match wrong.takes {
+        ModelProviders::Only(only) => (
+            format!("runs {only} models only"),
+            format!(
+                "name one of them ({only}/<model>, or a name {} knows), or give the task to an agent whose CLI runs {} models",
+                cli.program, wrong.provider
+            ),
         ),
         ModelProviders::Unnamed => {
             let bare = model.split_once('/').map_or(model, |(_, id)| id);
-            format!("names its models without a provider: give '{bare}'")
+            (
+                "names its models without a provider".to_owned(),
+                format!("give '{bare}'"),
+            )
         }
         // Every provider is taken.
         ModelProviders::Any { .. } => return Ok(()),
@@ -72,7 +78,7 @@ fn check_provider(child: &Child<'_>, agent: &Agent, cli: LaunchModel, model: &st
     Err(PlanError::new(
         ErrorCode::RunnerOptionUnsupported,
         format!(
-            "Agent '{}' ({}) runs {}, which {instead}; {} is '{model}' (--model, or model: in a chain file).",
+            "Agent '{}' ({}) runs {}, which {takes}, not '{model}' ({}; --model, or model: in a chain file): {instead}.",
             agent.name,
             child.position.describe(),
             cli.program,
