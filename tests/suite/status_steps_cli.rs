@@ -163,7 +163,15 @@ fn status_shows_a_line_per_step_with_the_agents_words_while_they_run() {
 fn status_shows_a_failed_hook_and_a_detached_run_without_a_fault() {
     let scratch = Scratch::new("status-hook");
     let launched = scratch
-        .cli(&["run", "--agent", "shell", "--task", "echo done", "--on-end", "echo hook-said; exit 7"])
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo done",
+            "--on-end",
+            "echo hook-said; exit 7",
+        ])
         .output()
         .unwrap();
     let id = ok(&launched).trim().to_owned();
