@@ -59,6 +59,14 @@ impl Paint {
         };
         format!("\x1b[{code}m{text}\x1b[0m")
     }
+
+    /// A state word in its colour (as it is for a state without one).
+    pub fn state(self, state: &str, text: &str) -> String {
+        match state_hue(state) {
+            Some(hue) => self.paint(hue, text),
+            None => text.to_owned(),
+        }
+    }
 }
 
 /// The colour of a run's or a step's state word.
@@ -70,16 +78,6 @@ pub fn state_hue(state: &str) -> Option<Hue> {
         "running" => Some(Hue::Cyan),
         "pending" => Some(Hue::Dim),
         _ => None,
-    }
-}
-
-impl Paint {
-    /// A state word in its colour (as it is for a state without one).
-    pub fn state(self, state: &str, text: &str) -> String {
-        match state_hue(state) {
-            Some(hue) => self.paint(hue, text),
-            None => text.to_owned(),
-        }
     }
 }
 

@@ -93,10 +93,7 @@ const UNCUT_WIDTH: usize = 100_000;
 /// The human description of `status`: the run, then its steps, its hook and its usage.
 fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) -> String {
     let state = state_name(status);
-    let mut lines = vec![
-        format!("run      {run_id}"),
-        format!("state    {}", paint.state(state, state)),
-    ];
+    let mut lines = vec![format!("run      {run_id}"), format!("state    {state}")];
     if let Some(pid) = status.pid {
         lines.push(format!("pid      {pid}"));
     }
@@ -122,9 +119,15 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
     }
+    // Made safe before the step lines are coloured (those are made safe as they are drawn).
+    let mut lines: Vec<String> = lines.iter().map(|l| super::terminal_text::for_terminal(l)).collect();
+    lines[1] = format!("state    {}", paint.state(state, state));
     let snapshot = super::progress::look(run, now);
     if snapshot.steps.is_empty() {
-        lines.insert(2, format!("agents   {}", agents(status)));
+        lines.insert(
+            2,
+            super::terminal_text::for_terminal(&format!("agents   {}", agents(status))),
+        );
     } else {
         let width = super::progress::stdout_width().map_or(UNCUT_WIDTH, |w| w.saturating_sub(2));
         let steps = super::progress::step_lines(&snapshot, RUNNING_MARK, width, paint);
@@ -134,7 +137,7 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         // After the state: which step runs is what a person asks first.
         lines.splice(2..2, block);
     }
-    super::terminal_text::for_terminal(&lines.join("\n"))
+    lines.join("\n")
 }
 
 /// How the run's end was proven, or why it was not, in words: a run launched without

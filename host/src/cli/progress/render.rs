@@ -150,7 +150,7 @@ impl Renderer {
 
 /// `step 2.1 reviewer: failed after 1.02s (exit code 3): <error>`.
 fn plain_line(step: &StepView) -> String {
-    let mut line = format!("step {} {}: {}", step.label, step.shown_agent(), step.state);
+    let mut line = format!("step {} {}: {}", step.label, safe(&step.shown_agent()), step.state);
     if step.state != "running"
         && let Some(ms) = step.elapsed_ms
     {
@@ -163,7 +163,7 @@ fn plain_line(step: &StepView) -> String {
         line.push_str(&format!(" [{}]", usage.brief()));
     }
     if let Some(error) = &step.error {
-        line.push_str(&format!(": {}", headline(error)));
+        line.push_str(&format!(": {}", safe(&headline(error))));
     }
     line
 }
@@ -183,7 +183,7 @@ const ELAPSED_COLUMNS: usize = 7;
 /// states are coloured when `paint` is on.
 pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize, paint: Paint) -> Vec<String> {
     let room = width.saturating_sub(1);
-    let shown: Vec<String> = snapshot.steps.iter().map(StepView::shown_agent).collect();
+    let shown: Vec<String> = snapshot.steps.iter().map(|s| safe(&s.shown_agent())).collect();
     let label_width = snapshot
         .steps
         .iter()
@@ -213,7 +213,7 @@ pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize, paint: Paint
             let detail = step
                 .error
                 .as_deref()
-                .map(headline)
+                .map(|error| safe(&headline(error)))
                 .or_else(|| step.last_line.clone())
                 .unwrap_or_default();
             let agent = columns::pad(&columns::cut(agent, agent_width), agent_width);
@@ -235,6 +235,12 @@ pub fn live_lines(snapshot: &Snapshot, spinner: char, width: usize, paint: Paint
             line.trim_end().to_owned()
         })
         .collect()
+}
+
+/// Text from a run's files (an agent's name, its error) as one line safe on a terminal: no
+/// escape sequence of its own can move the cursor or colour the line, no tab widens it.
+fn safe(text: &str) -> String {
+    crate::cli::terminal_text::for_terminal(text).replace('\t', " ")
 }
 
 /// `3 steps: 2 complete, 1 failed in 4.20s`.
@@ -467,5 +473,33 @@ mod tests {
         assert!(moves_up, "the block is redrawn in place: {all:?}");
         assert!(all.contains("✓ 1  shell  complete    2.00s  done"), "{all:?}");
         assert!(all.ends_with("2 steps: 2 complete in 1.50s\n"), "{all:?}");
+    }
+
+    #[test]
+    fn step_lines_carry_no_escape_of_the_run_and_colour_only_when_on() {
+        let mut failed = step("1", "failed", Some(10), None);
+        failed.agent = "ev\u{1b}]0;title\u{7}il".into();
+        failed.error = Some("Subagent exited with code 1.\n\nAPI \u{1b}[2JError: 400\tbad".into());
+        let plain = live_lines(&snapshot(vec![failed.clone()]), '*', 100, Paint::default());
+        assert_eq!(plain, ["✗ 1  evil  failed      0.01s  API Error: 400 bad"]);
+        let coloured = live_lines(&snapshot(vec![failed]), '*', 100, Paint { on: true });
+        assert_eq!(
+            coloured,
+            ["\u{1b}[31m✗\u{1b}[0m 1  evil  \u{1b}[31mfailed  \u{1b}[0m    0.01s  API Error: 400 bad"]
+        );
+    }
+
+    #[test]
+    fn headlines_say_why_first() {
+        assert_eq!(
+            headline("Subagent exited with code 1.\n\nAPI Error: 400"),
+            "API Error: 400"
+        );
+        assert_eq!(headline("Subagent exited with code 1."), "Subagent exited with code 1.");
+        assert_eq!(
+            headline("Structured output of step 1 r does not match its output schema (1 error):\n- $.v: bad"),
+            "Structured output of step 1 r does not match its output schema (1 error): $.v: bad"
+        );
+        assert_eq!(headline("one\ntwo"), "one");
     }
 }
