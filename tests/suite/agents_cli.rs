@@ -282,7 +282,7 @@ fn a_missing_agent_cli_is_refused_before_launch() {
     );
     // --dry-run checks what the launch checks: the same refusal, and still no run.
     let planned = project.sublaunch(&["run", "--agent", "claude", "--task", "hello", "--dry-run"]);
-    assert_eq!(planned.status.code(), Some(1), "{}", text(&planned.stderr));
+    assert_eq!(planned.status.code(), Some(2), "{}", text(&planned.stderr));
     assert!(
         text(&planned.stderr).contains("'claude' is not on PATH"),
         "{}",

@@ -210,7 +210,7 @@ fn launch_refusals_speak_one_style_and_name_no_run() {
         (
             vec!["--output", "out/x.txt"],
             format!(
-                "step 1 ('shell') writes its answer to {}, and its directory {} does not exist",
+                "step 1 shell writes its answer to {}, and its directory {} does not exist",
                 work.join("out/x.txt").display(),
                 work.join("out").display()
             ),
@@ -218,7 +218,7 @@ fn launch_refusals_speak_one_style_and_name_no_run() {
         (
             vec!["--worktree", "--cwd", not_git.to_str().unwrap()],
             format!(
-                "step 1 ('shell') asks for a managed worktree, but its directory {} is not inside a git repository",
+                "step 1 shell asks for a managed worktree, but its directory {} is not inside a git repository",
                 not_git.display()
             ),
         ),

@@ -354,7 +354,7 @@ fn pi_loads_the_named_extensions_and_skills_and_a_missing_one_refuses_the_launch
     assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(
-        stderr.starts_with("sublaunch run: step 1 ('pi') needs the pi extension 'nothere', which is in none of ")
+        stderr.starts_with("sublaunch run: step 1 pi needs the pi extension 'nothere', which is in none of ")
             && stderr.contains(&pi_dir.join("extensions").display().to_string()),
         "{stderr}"
     );

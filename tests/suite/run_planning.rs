@@ -173,7 +173,7 @@ fn models_resolve_shows_the_resolution_or_the_planner_error() {
     let said = stderr(&output);
     assert!(
         said.starts_with("sublaunch models: Ambiguous subagent model 'gpt-5-mini': it matches ")
-            && said.ends_with(". Name the provider or set a preferred provider.\n")
+            && said.ends_with("(modelProvider: in its agent file).\n")
             && said.lines().count() == 1,
         "{said}"
     );
@@ -557,7 +557,13 @@ fn coding_agent_clis_take_a_model_and_thinking_level_per_launch() {
     let plan = |args: &[&str]| {
         let mut all = vec!["run", "--dry-run", "--task", "hi"];
         all.extend_from_slice(args);
-        let output = sandbox.run(&all, &[]);
+        // The CLIs on PATH: a dry run checks their programs as the launch does.
+        sublaunch_tests::real_agents::require_installed();
+        let path = std::path::PathBuf::from(format!(
+            "{}:/usr/bin:/bin",
+            sublaunch_tests::real_agents::bin_dir().display()
+        ));
+        let output = sandbox.run(&all, &[("PATH", &path)]);
         assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
         stdout_json(&output)
     };
