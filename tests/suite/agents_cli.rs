@@ -284,7 +284,7 @@ fn a_missing_agent_cli_is_refused_before_launch() {
     let planned = project.sublaunch(&["run", "--agent", "claude", "--task", "hello", "--dry-run"]);
     assert_eq!(planned.status.code(), Some(2), "{}", text(&planned.stderr));
     assert!(
-        text(&planned.stderr).contains("'claude' is not on PATH"),
+        text(&planned.stderr).contains("needs the program 'claude', which is not on PATH"),
         "{}",
         text(&planned.stderr)
     );

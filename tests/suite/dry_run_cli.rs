@@ -23,7 +23,12 @@ fn a_dry_run_refuses_what_the_launch_would_refuse_and_starts_nothing() {
     // The chain plans, but the directory its answer goes to is missing: refused as the launch
     // refuses it.
     let dry = scratch.cli(&["run", "--chain", &chain, "--dry-run"]).output().unwrap();
-    assert_eq!(dry.status.code(), Some(2), "refused before launch: {}", text(&dry.stdout));
+    assert_eq!(
+        dry.status.code(),
+        Some(2),
+        "refused before launch: {}",
+        text(&dry.stdout)
+    );
     let said = text(&dry.stderr);
     let why = "writes its answer to";
     assert!(said.contains(why) && said.contains("out does not exist"), "{said}");

@@ -440,11 +440,11 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
         ),
         (
             json!({"tool": "run", "arguments": {"chain": {"steps": [{"agent": "claude", "task": "x"}, {"agent": "claude", "task": "y", "cwd": "/tmp"}]}}}),
-            vec!["step 2 ('claude') cwd: '/tmp' leads to ".into()],
+            vec!["step 2 claude cwd: '/tmp' leads to ".into()],
         ),
         (
             json!({"tool": "run", "arguments": {"chain": {"steps": [{"parallel": [{"agent": "claude", "task": "x"}, {"agent": "claude", "task": "y", "output": "~/.bashrc"}]}]}}}),
-            vec!["step 1, task 2 ('claude') output: '~/.bashrc' leads to ".into()],
+            vec!["step 1.2 claude output: '~/.bashrc' leads to ".into()],
         ),
         (
             claude(json!({"timeout_seconds": 1e300})),

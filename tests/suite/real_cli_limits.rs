@@ -362,7 +362,7 @@ fn pi_loads_the_named_extensions_and_skills_and_a_missing_one_refuses_the_launch
     let output = world.run(&["--agent", "pi", "--task", "t", "--skill", "./skills/absent"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(
-        text(&output.stderr).starts_with("sublaunch run: step 1 ('pi') names the pi skill skills/absent, and"),
+        text(&output.stderr).starts_with("sublaunch run: step 1 pi names the pi skill skills/absent, and"),
         "{}",
         text(&output.stderr)
     );

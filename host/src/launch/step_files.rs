@@ -125,12 +125,8 @@ pub enum StepFileError {
 
 /// `step 2 reviewer` or `step 2.1 reviewer`, as progress, `status` and `logs` name steps.
 fn label(step: &StepConfig) -> String {
-    let at = step.step_index.unwrap_or_default() + 1;
     let agent = step.agent.as_deref().unwrap_or("?");
-    match step.task_index {
-        Some(task) => format!("step {at}.{} {agent}", task + 1),
-        None => format!("step {at} {agent}"),
-    }
+    sublaunch_protocol::records::step_record::step_label(step.step_index.unwrap_or_default(), step.task_index, agent)
 }
 
 /// `path` as an absolute path: `~/…` under `home`, a relative one under `base`; `None` for

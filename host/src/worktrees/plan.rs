@@ -38,10 +38,7 @@ pub(super) struct Planned {
 
 /// `step 2 writer` or `step 2.1 writer`, as progress, `status` and `logs` name steps.
 pub(super) fn label(step: &PlanStep) -> String {
-    match step.task_index {
-        Some(task) => format!("step {}.{} {}", step.step_index + 1, task + 1, step.agent),
-        None => format!("step {} {}", step.step_index + 1, step.agent),
-    }
+    sublaunch_protocol::records::step_record::step_label(step.step_index, step.task_index, &step.agent)
 }
 
 fn name_of(step: &PlanStep) -> String {

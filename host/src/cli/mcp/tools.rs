@@ -119,13 +119,9 @@ fn requested_agents(work: &Work) -> Vec<&str> {
     }
 }
 
-/// `step 2 ('reviewer')` or `step 2, task 1 ('reviewer')`, as the launch names steps.
+/// `step 2 reviewer` or `step 2.1 reviewer`, as the launch names steps.
 fn step_label(step: &PlanStep) -> String {
-    let at = step.step_index + 1;
-    match step.task_index {
-        Some(task) => format!("step {at}, task {} ('{}')", task + 1, step.agent),
-        None => format!("step {at} ('{}')", step.agent),
-    }
+    sublaunch_protocol::records::step_record::step_label(step.step_index, step.task_index, &step.agent)
 }
 
 impl Server {

@@ -16,6 +16,16 @@ pub(crate) fn lenient<'de, D: Deserializer<'de>, T: DeserializeOwned>(d: D) -> R
     Ok(Option::<Value>::deserialize(d)?.and_then(|value| serde_json::from_value(value).ok()))
 }
 
+/// How a step is named in messages, as progress, `status` and `logs` name it: `step 2
+/// reviewer`, or `step 2.1 reviewer` for task 1 of the parallel group at step 2 (indexes from
+/// zero, shown from one).
+pub fn step_label(step_index: u32, task_index: Option<u32>, agent: &str) -> String {
+    match task_index {
+        Some(task) => format!("step {}.{} {agent}", step_index + 1, task + 1),
+        None => format!("step {} {agent}", step_index + 1),
+    }
+}
+
 /// The fields a step's status entry and its result both carry: where the step sits in the
 /// run, how it was started, and what its agent reported.
 #[serde_with_macros::skip_serializing_none]
