@@ -5,7 +5,7 @@
 // SCRIPT: {"nodeModules": dir, "command": path, "args": [...], "env": {...}, "cwd": dir,
 //          "calls": [{"tool": name, "arguments": {...}, "progress": bool, "timeoutMs": n}, ...]}
 // A string argument "${N.a.b}" is replaced by field a.b of the JSON answer of call N (0-based).
-// Prints one JSON object: {"tools": [{name, description, inputSchema}], "calls": [{tool,
+// Prints one JSON object: {"tools": [{name, description, inputSchema, outputSchema}], "calls": [{tool,
 // isError, text, texts, json, structured, progress: [messages], protocolError}]}: `text` joins
 // the text blocks, `json` is the first one parsed, `structured` the structured content (or null); a call the server answered with a protocol error,
 // or not within its timeout (default 120 s), has `protocolError` and the script goes on.
@@ -94,7 +94,7 @@ async function main() {
   await client.close();
   process.stdout.write(
     JSON.stringify({
-      tools: listed.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema })),
+      tools: listed.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, outputSchema: t.outputSchema })),
       calls,
     }),
   );

@@ -258,7 +258,7 @@ fn a_missing_agent_cli_is_refused_before_launch() {
         ),
         (
             "pi",
-            "sublaunch run: agent 'pi' needs the program 'pi', which is not on PATH (/usr/bin:/bin); install pi with `npm install -g @mariozechner/pi-coding-agent` (it needs Node.js 22 or later).".to_owned(),
+            "sublaunch run: agent 'pi' needs the program 'pi', which is not on PATH (/usr/bin:/bin); install pi with `npm install -g @earendil-works/pi-coding-agent` (it needs Node.js 22.19 or later).".to_owned(),
         ),
         (
             "cursor",

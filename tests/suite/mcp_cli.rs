@@ -132,6 +132,12 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         .find(|t| t["name"] == "run")
         .unwrap()["inputSchema"];
     assert!(run_schema["properties"]["chain"].is_object(), "{run_schema}");
+    // Every tool whose answers are objects declares their schema, which the SDK client checks
+    // each structured answer of this transcript against; `list` answers an array without `all`.
+    for tool in transcript["tools"].as_array().unwrap() {
+        let declared = tool["outputSchema"]["type"] == "object";
+        assert_eq!(declared, tool["name"] != "list", "{tool}");
+    }
     // Inputs are named in the case of the outputs (`runId`, `timeoutSeconds`).
     assert!(run_schema["properties"]["timeoutSeconds"].is_object(), "{run_schema}");
     assert!(run_schema["properties"]["timeout_seconds"].is_null(), "{run_schema}");

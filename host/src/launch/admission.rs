@@ -94,7 +94,7 @@ fn needs(agent: &str, program: &str, missing: &MissingProgram) -> String {
     let install = match program {
         "claude" => "; install Claude Code with `npm install -g @anthropic-ai/claude-code`",
         "codex" => "; install Codex with `npm install -g @openai/codex`",
-        "pi" => "; install pi with `npm install -g @mariozechner/pi-coding-agent` (it needs Node.js 22 or later)",
+        "pi" => "; install pi with `npm install -g @earendil-works/pi-coding-agent` (it needs Node.js 22.19 or later)",
         "cursor-agent" => "; install Cursor's agent with `curl https://cursor.com/install -fsS | bash`",
         _ => "",
     };

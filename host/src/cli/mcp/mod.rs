@@ -8,6 +8,7 @@
 
 mod params;
 mod policy;
+mod schemas;
 mod tools;
 
 use policy::Policy;

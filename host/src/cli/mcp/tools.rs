@@ -196,7 +196,8 @@ fn drop_nulls(value: &mut Value) {
 impl Server {
     /// Starts a run.
     #[tool(
-        description = "Start a background run: an agent with a task, or a chain of steps (sequential, with {previous} passing each step's answer on, and parallel groups). Returns the run id at once; with wait=true, waits and returns the result (answer, per-step output, structured value, exit, error, usage). Directories and files stay inside the server's root; the agents tool marks agents this server may not start."
+        description = "Start a background run: an agent with a task, or a chain of steps (sequential, with {previous} passing each step's answer on, and parallel groups). Returns the run id at once; with wait=true, waits and returns the result (answer, per-step output, structured value, exit, error, usage). Directories and files stay inside the server's root; the agents tool marks agents this server may not start.",
+        output_schema = super::schemas::launched(),
     )]
     async fn run(
         &self,
@@ -211,7 +212,8 @@ impl Server {
 
     /// Continues a finished run.
     #[tool(
-        description = "Continue a finished run as a new run: with task, the agent of its last step (or `step`) picks up its own conversation with that follow-up (Claude Code, Codex and pi keep their context); without task, its steps run again. Returns the new run id at once; with wait=true, waits and returns its result. The same limits as run apply."
+        description = "Continue a finished run as a new run: with task, the agent of its last step (or `step`) picks up its own conversation with that follow-up (Claude Code, Codex and pi keep their context); without task, its steps run again. Returns the new run id at once; with wait=true, waits and returns its result. The same limits as run apply.",
+        output_schema = super::schemas::launched(),
     )]
     async fn resume(
         &self,
@@ -226,7 +228,8 @@ impl Server {
 
     /// Waits for runs to end.
     #[tool(
-        description = "Wait until the given runs end (mode all, default) or the first of them ends (mode any), at most timeout_seconds. Returns each ended run's result (answer, per-step output, structured value, exit, error, usage) and the ids still running. Sends progress notifications as runs end."
+        description = "Wait until the given runs end (mode all, default) or the first of them ends (mode any), at most timeoutSeconds. Returns each ended run's result (answer, per-step output, structured value, exit, error, usage) and the ids still running. Sends progress notifications as runs end.",
+        output_schema = super::schemas::waited(),
     )]
     async fn wait(
         &self,
@@ -254,7 +257,10 @@ impl Server {
     }
 
     /// A run's status.
-    #[tool(description = "A run's status: state, agents, pid, times, error, usage; once it ended, its result.")]
+    #[tool(
+        description = "A run's status: state, agents, pid, times, error, usage; once it ended, its result.",
+        output_schema = super::schemas::run_view()
+    )]
     async fn status(&self, Parameters(params): Parameters<RunIdParams>) -> ToolResult {
         let outcome: Outcome = async {
             let (id, run) = self.state.open(&params.run_id)?;
@@ -295,7 +301,8 @@ impl Server {
 
     /// A finished run's result.
     #[tool(
-        description = "A finished run's result: its answer (the last step's output, or each task of a final parallel group) and every step's output, structured value, exit code, error, usage and agent session."
+        description = "A finished run's result: its answer (the last step's output, or each task of a final parallel group) and every step's output, structured value, exit code, error, usage and agent session.",
+        output_schema = super::schemas::result(),
     )]
     async fn result(&self, Parameters(params): Parameters<RunIdParams>) -> ToolResult {
         let outcome: Outcome = async {
@@ -320,7 +327,8 @@ impl Server {
 
     /// The end of a run's output.
     #[tool(
-        description = "The last lines of a run's output (default 200, at most 2000): what each agent said and did, lines prefixed with their step when the run has several; raw=true gives the agents' output as printed."
+        description = "The last lines of a run's output (default 200, at most 2000): what each agent said and did, lines prefixed with their step when the run has several; raw=true gives the agents' output as printed.",
+        output_schema = super::schemas::logs(),
     )]
     async fn logs(&self, Parameters(params): Parameters<LogsParams>) -> ToolResult {
         let outcome: Outcome = (|| {
@@ -337,7 +345,8 @@ impl Server {
 
     /// Stops a run.
     #[tool(
-        description = "Stop a run and its whole process tree; waits (default 15 s, at most a year) until the end is recorded and returns the run's state."
+        description = "Stop a run and its whole process tree; waits (default 15 s, at most a year) until the end is recorded and returns the run's state.",
+        output_schema = super::schemas::run_view(),
     )]
     async fn stop(&self, Parameters(params): Parameters<StopParams>) -> ToolResult {
         let outcome: Outcome = async {
@@ -372,7 +381,8 @@ impl Server {
 
     /// The agents that can run.
     #[tool(
-        description = "The agents that can run in a directory (default: the server's): name, description, runner (pi, Claude Code, Codex, Cursor, a command), model, thinking, tools, output schema, where each is defined, and whether this server may start it (allowed; notAllowed says why not)."
+        description = "The agents that can run in a directory (default: the server's): name, description, runner (pi, Claude Code, Codex, Cursor, a command), model, thinking, tools, output schema, where each is defined, and whether this server may start it (allowed; notAllowed says why not).",
+        output_schema = super::schemas::agents(),
     )]
     async fn agents(&self, Parameters(params): Parameters<AgentsParams>) -> ToolResult {
         let state = &self.state;
@@ -416,7 +426,8 @@ impl Server {
 
     /// The model registry.
     #[tool(
-        description = "Models the planner knows (provider/id, context window, reasoning, where the entry comes from); query filters by text."
+        description = "Models the planner knows (provider/id, context window, reasoning, where the entry comes from); query filters by text.",
+        output_schema = super::schemas::models(),
     )]
     async fn models(&self, Parameters(params): Parameters<ModelsParams>) -> ToolResult {
         let state = &self.state;

@@ -1,0 +1,103 @@
+//! The output schemas of the tools whose answers are JSON objects: the fields a client can
+//! count on, so that it may validate the structured content (the SDKs do). Only what every
+//! answer of the tool holds is required; null members are left out of answers, so a field
+//! that may be missing is described, never required. `list` has none: without `all` it answers
+//! with an array, which structured content cannot carry.
+
+use rmcp::model::JsonObject;
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// An object schema with these `required` members and `properties`.
+fn object(required: &[&str], properties: Value) -> Arc<JsonObject> {
+    let schema = json!({"type": "object", "properties": properties, "required": required});
+    Arc::new(schema.as_object().cloned().unwrap_or_default())
+}
+
+fn run_id() -> Value {
+    json!({"type": "string", "description": "The run's id."})
+}
+
+fn notes() -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": "Notes on the launch and the server: ignored project files, hooks from the project's settings."})
+}
+
+/// `run` and `resume`: the new run's id and directory, or with `wait` its result.
+pub fn launched() -> Arc<JsonObject> {
+    object(
+        &["runId"],
+        json!({
+            "runId": run_id(),
+            "runDir": {"type": "string", "description": "The run's directory (without wait)."},
+            "state": {"type": "string", "description": "How the run ended (with wait)."},
+            "answer": {"description": "The last step's output, or each task of a final parallel group (with wait)."},
+            "steps": {"type": "array", "description": "Every step's output, structured value, exit code, error and usage (with wait)."},
+            "notes": notes(),
+        }),
+    )
+}
+
+/// `wait`: the results of the runs that ended, and the ids still running.
+pub fn waited() -> Arc<JsonObject> {
+    object(
+        &["ended", "stillRunning"],
+        json!({
+            "ended": {"type": "array", "items": {"type": "object"}, "description": "Each ended run's result."},
+            "stillRunning": {"type": "array", "items": {"type": "string"}, "description": "The ids of the runs still running."},
+            "notes": notes(),
+        }),
+    )
+}
+
+/// `status` and `stop`: a run as `status` shows it.
+pub fn run_view() -> Arc<JsonObject> {
+    object(
+        &["runId"],
+        json!({
+            "runId": run_id(),
+            "runDir": {"type": "string"},
+            "state": {"type": "string"},
+            "agents": {"type": "array", "items": {"type": "string"}},
+            "result": {"type": "object", "description": "Once the run ended: its result."},
+            "notes": notes(),
+        }),
+    )
+}
+
+/// `result`: a finished run's result.
+pub fn result() -> Arc<JsonObject> {
+    object(
+        &["runId"],
+        json!({
+            "runId": run_id(),
+            "state": {"type": "string"},
+            "answer": {"description": "The last step's output, or each task of a final parallel group."},
+            "steps": {"type": "array"},
+            "notes": notes(),
+        }),
+    )
+}
+
+/// `logs`: the last lines of a run's output.
+pub fn logs() -> Arc<JsonObject> {
+    object(
+        &["runId", "lines"],
+        json!({"runId": run_id(), "lines": {"type": "array", "items": {"type": "string"}}, "notes": notes()}),
+    )
+}
+
+/// `agents`: the agents of a directory.
+pub fn agents() -> Arc<JsonObject> {
+    object(
+        &["agents"],
+        json!({"agents": {"type": "array", "items": {"type": "object"}}, "notes": notes()}),
+    )
+}
+
+/// `models`: the registry's models that match.
+pub fn models() -> Arc<JsonObject> {
+    object(
+        &["total", "models"],
+        json!({"total": {"type": "integer"}, "models": {"type": "array", "items": {"type": "object"}}, "notes": notes()}),
+    )
+}
