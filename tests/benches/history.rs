@@ -211,21 +211,19 @@ fn fill(root: &Path, template: &str, left: &BTreeMap<PathBuf, Left>, count: u64)
 
 /// `du -sk PATHS…`, in KB.
 fn disk_kb(paths: &[PathBuf]) -> u64 {
-    let output = std::process::Command::new("du")
-        .arg("-skc")
-        .args(paths)
-        .output()
-        .expect("du");
-    let out = text(&output.stdout);
-    let total = out.lines().last().and_then(|l| l.split_whitespace().next());
-    total.and_then(|t| t.parse().ok()).expect("du prints a total")
+    du_total("-skc", paths)
 }
 
 /// The bytes the files under `paths` hold (`du -sbc`): what a run writes, whatever the
 /// filesystem's block size makes of it.
 fn written_bytes(paths: &[PathBuf]) -> u64 {
+    du_total("-sbc", paths)
+}
+
+/// The total line of `du FLAGS PATHS…`.
+fn du_total(flags: &str, paths: &[PathBuf]) -> u64 {
     let output = std::process::Command::new("du")
-        .arg("-sbc")
+        .arg(flags)
         .args(paths)
         .output()
         .expect("du");
