@@ -76,3 +76,28 @@ fn a_store_without_runs_says_no_active_runs() {
     let scratch = Scratch::new("list-empty");
     assert_eq!(list(&scratch, "4"), "No active runs.\n");
 }
+
+/// The hint counts the newest 1000 ended runs of the history and no more, so that `list` with
+/// no active run costs the same with 100 000 ended runs as with one (issue 34).
+#[test]
+fn the_empty_lists_hint_counts_at_most_a_thousand_ended_runs() {
+    let scratch = Scratch::new("list-many-ended");
+    scratch.finished_shell_run("echo one");
+    // The first listing builds the history of this new root.
+    assert_eq!(list(&scratch, "4"), "No active runs (1 ended: sublaunch list --all).\n");
+    let newest = std::fs::read_dir(scratch.runs().join(".history"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .max()
+        .unwrap();
+    let lines: String = (0..1000)
+        .map(|i| format!("{{\"runId\":\"gone-{i:04}\",\"state\":\"complete\",\"endedAt\":1}}\n"))
+        .collect();
+    let mut segment = std::fs::OpenOptions::new().append(true).open(&newest).unwrap();
+    std::io::Write::write_all(&mut segment, lines.as_bytes()).unwrap();
+    assert_eq!(
+        list(&scratch, "4"),
+        "No active runs (more than 1000 ended: sublaunch list --all).\n"
+    );
+}

@@ -148,24 +148,46 @@ pub fn run(args: Args) -> ExitCode {
     }
     // The history is read only when there is nothing else to show.
     out.finish_with(|| match ended_count(&store) {
-        Some(0) | None => "No active runs.".to_owned(),
-        Some(ended) => format!("No active runs ({ended} ended: sublaunch list --all)."),
+        Some(EndedCount { runs: 0, .. }) | None => "No active runs.".to_owned(),
+        Some(EndedCount { runs, more: false }) => format!("No active runs ({runs} ended: sublaunch list --all)."),
+        Some(EndedCount { runs, more: true }) => {
+            format!("No active runs (more than {runs} ended: sublaunch list --all).")
+        }
     });
     ExitCode::SUCCESS
 }
 
-/// How many runs have ended, from the history index (one read of it, no run directory
-/// opened): its newest entry per run, without pruned ones. `None` when it cannot be read.
-fn ended_count(store: &sublaunch::runs::RunStore) -> Option<usize> {
+/// At most this many ended runs are counted for the empty list's hint, so that `list` costs
+/// the same with 100 000 ended runs as with one (the history is read newest first and the
+/// count stops here).
+const ENDED_COUNTED: usize = 1000;
+
+/// What the empty list's hint says of the ended runs.
+struct EndedCount {
+    /// Ended runs counted.
+    runs: usize,
+    /// Whether the count stopped at [`ENDED_COUNTED`].
+    more: bool,
+}
+
+/// How many runs have ended, from the newest entries of the history index (no run directory
+/// opened; a root whose index was never built is walked once to build it, as `list --all`
+/// would). `None` when it cannot be read.
+fn ended_count(store: &sublaunch::runs::RunStore) -> Option<EndedCount> {
     let history = sublaunch::runs::history::open_or_rebuild(store).ok()?;
     let mut seen = std::collections::HashSet::new();
-    let mut ended = 0;
+    let mut count = EndedCount { runs: 0, more: false };
     for (entry, _) in history.newest_first(None).ok()? {
-        if seen.insert(entry.run_id.clone()) && !entry.pruned && entry.is_terminal() {
-            ended += 1;
+        if !seen.insert(entry.run_id.clone()) || entry.pruned || !entry.is_terminal() {
+            continue;
         }
+        if count.runs == ENDED_COUNTED {
+            count.more = true;
+            break;
+        }
+        count.runs += 1;
     }
-    Some(ended)
+    Some(count)
 }
 
 /// `1/3`: the steps that ended out of all of them.
