@@ -390,3 +390,20 @@ fn the_reason_an_agent_reports_explains_its_non_zero_exit() {
         assert!(error.contains(reason), "{agent}: the reported reason is kept: {error}");
     }
 }
+
+/// A read-only Claude agent whose `tools` list names `Bash` inside one item (`"Read,Bash"`)
+/// still gets no `Bash`: the item is two tools, and the read-only filter drops the shell.
+#[test]
+fn a_read_only_agent_cannot_slip_bash_in_through_one_list_item() {
+    let scratch = Scratch::new("adapter-tools-item");
+    let bin = fake_clis(&scratch);
+    sublaunch_tests::cli::write(
+        &scratch.path().join("home/.config/sublaunch/agents/peek.md"),
+        "---\nname: peek\ndescription: reads\nrunner:\n  type: external-cli\n  adapter: claude-code\ntools: [\"Read,Bash\", Grep]\n---\nLook only.\n",
+    );
+    let end = run_json(&scratch, &bin, &["--agent", "peek", "--task", "look"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv = recorded(&scratch, "claude", "argv");
+    assert!(argv.contains("--allowedTools\nRead,Grep\n"), "{argv}");
+    assert!(argv.contains("--disallowedTools\nBash,"), "{argv}");
+}

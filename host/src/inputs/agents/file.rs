@@ -93,7 +93,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         planner,
         description: field.string("description")?.unwrap_or_default(),
         system_prompt: body.trim_start_matches(['\r', '\n']).to_owned(),
-        tools: field.list("tools")?,
+        tools: field.tools()?,
         runner,
         worktree: field.flag("worktree")?,
         source,
@@ -227,6 +227,20 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
         }
     }
 
+    /// `tools`: a sequence or a comma-separated string, and each item split at the commas
+    /// outside parentheses too. An item `"Read,Bash"` is two tools, as the CLIs that take a
+    /// list read it, so a read-only agent's filter sees `Bash` (a comma inside a rule's
+    /// pattern, `Bash(git log a,b)`, stays in its rule).
+    fn tools(&self) -> Result<Vec<String>, FileError> {
+        let items = match self.get("tools") {
+            None => return Ok(Vec::new()),
+            Some(Value::String(s)) => vec![s.clone()],
+            Some(Value::Array(items)) => self.strings("tools", items)?,
+            Some(other) => return Err(self.wrong("tools", "a list or a comma-separated string", other)),
+        };
+        Ok(items.iter().flat_map(|item| split_tools(item)).collect())
+    }
+
     /// The items of the sequence `key`, each a string.
     fn strings(&self, key: &str, items: &[Value]) -> Result<Vec<String>, FileError> {
         let text = |item: &Value| {
@@ -350,6 +364,31 @@ fn levels() -> String {
         .join(", ")
 }
 
+/// The tools of one list item: split at the commas outside parentheses, trimmed, empty
+/// pieces dropped.
+fn split_tools(item: &str) -> Vec<String> {
+    let mut tools = Vec::new();
+    let (mut depth, mut start) = (0usize, 0);
+    for (at, c) in item.char_indices() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                tools.push(&item[start..at]);
+                start = at + 1;
+            }
+            _ => {}
+        }
+    }
+    tools.push(&item[start..]);
+    tools
+        .into_iter()
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -373,6 +412,17 @@ mod tests {
         assert_eq!(agent.runner.adapter, AdapterId::Pi);
         let schema: Value = serde_json::from_str(agent.planner.output_schema.as_deref().unwrap()).unwrap();
         assert_eq!(schema["required"][0], "verdict");
+    }
+
+    /// A list item holding several tools is several tools, so that a read-only agent's
+    /// `tools: ["Read,Bash"]` cannot slip `Bash` past the filter that drops write tools; a
+    /// comma inside a rule's parentheses stays in the rule.
+    #[test]
+    fn a_list_item_naming_several_tools_is_split() {
+        let agent = parse("---\ntools: [\"Read,Bash\", \" Grep , \", \"Bash(git log a,b),Edit\"]\n---\n").unwrap();
+        assert_eq!(agent.tools, ["Read", "Bash", "Grep", "Bash(git log a,b)", "Edit"]);
+        let agent = parse("---\ntools: Read, Bash(git diff x,y)\n---\n").unwrap();
+        assert_eq!(agent.tools, ["Read", "Bash(git diff x,y)"]);
     }
 
     #[test]
