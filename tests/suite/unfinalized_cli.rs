@@ -95,19 +95,7 @@ fn i9_list_repairs_a_detached_run_through_the_index_and_settles_its_entry() {
 #[test]
 fn i9_a_waited_run_leaves_no_entry_and_leftover_entries_are_settled_by_the_next_lister() {
     let scratch = Scratch::new("i9-leftover");
-    let output = scratch
-        .cli(&["run", "--wait", "--json", "--agent", "shell", "--task", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
-    let id = scratch
-        .runs()
-        .read_dir()
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| !n.starts_with('.'))
-        .unwrap();
+    let id = scratch.finished_shell_run("true");
     assert!(
         !unfinalized(&scratch).join(&id).exists(),
         "the observing host settled it"
@@ -160,21 +148,9 @@ fn i9_a_root_without_the_index_gets_it_built_once_then_only_the_index_is_walked(
 #[test]
 fn i9_list_does_not_read_ended_finalized_runs() {
     let scratch = Scratch::new("i9-not-read");
-    let output = scratch
-        .cli(&["run", "--wait", "--agent", "shell", "--task", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let id = scratch.finished_shell_run("true");
     let (_, warnings) = list(&scratch);
     assert_eq!(warnings, "");
-    let id = scratch
-        .runs()
-        .read_dir()
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .find(|n| !n.starts_with('.'))
-        .unwrap();
     let run = scratch.run_dir(&id);
     assert_eq!(status(&run).unwrap()["processTerminal"]["state"], "observed");
     // A damaged completion-hook record: the reconciler warns about it whenever it opens the
