@@ -8,6 +8,7 @@
 //! instead of matching on adapters of their own.
 
 use crate::ThinkingLevel;
+use crate::permissions::{PermissionMode, PermissionSupport};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use std::fmt;
 
@@ -293,6 +294,39 @@ struct Row {
     code_owned: bool,
     /// It may edit the user's files.
     writer: bool,
+    /// Which fields of the permission contract its CLI enforces itself (rule G5).
+    permissions: PermissionSupport,
+    /// Its CLI's tools that change files or run commands: what a read-only step never has.
+    write_tools: &'static [&'static str],
+}
+
+/// What a runner that only runs a program enforces: nothing but the unrestricted default.
+const UNRESTRICTED: PermissionSupport = PermissionSupport {
+    tools: false,
+    exclude_tools: false,
+    rules: false,
+    modes: [false, false, true],
+    nested_off: false,
+    default_mode: PermissionMode::Writer,
+};
+
+/// Claude Code: `--tools`, `--allowedTools`/`--disallowedTools` (patterns included),
+/// `--permission-mode`, and deny rules that hide sublaunch's MCP tools.
+const CLAUDE_PERMISSIONS: PermissionSupport = PermissionSupport {
+    tools: true,
+    exclude_tools: true,
+    rules: true,
+    modes: [true, true, true],
+    nested_off: true,
+    default_mode: PermissionMode::ReadOnly,
+};
+
+/// Writers' default mode is `writer`; the rest of their support is their reader's.
+const fn writer_of(support: PermissionSupport) -> PermissionSupport {
+    PermissionSupport {
+        default_mode: PermissionMode::Writer,
+        ..support
+    }
 }
 
 const TEXT: Row = Row {
@@ -308,6 +342,8 @@ const TEXT: Row = Row {
     launch_model: None,
     code_owned: false,
     writer: false,
+    permissions: UNRESTRICTED,
+    write_tools: &[],
 };
 
 const CLAUDE: Row = Row {
@@ -336,6 +372,8 @@ const CLAUDE: Row = Row {
     }),
     code_owned: true,
     writer: false,
+    permissions: CLAUDE_PERMISSIONS,
+    write_tools: &["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"],
 };
 
 const CODEX: Row = Row {
@@ -363,6 +401,16 @@ const CODEX: Row = Row {
             None,
         ]),
     }),
+    // `--sandbox read-only|workspace-write`, MCP servers off; no tool list and no plan mode.
+    permissions: PermissionSupport {
+        tools: false,
+        exclude_tools: false,
+        rules: false,
+        modes: [false, true, true],
+        nested_off: true,
+        default_mode: PermissionMode::ReadOnly,
+    },
+    write_tools: &[],
     ..CLAUDE
 };
 
@@ -378,6 +426,16 @@ const CURSOR: Row = Row {
         providers: ModelProviders::Unnamed,
         thinking: None,
     }),
+    // `--mode plan|ask`, `--force` for a writer; rules live only in its own config file.
+    permissions: PermissionSupport {
+        tools: false,
+        exclude_tools: false,
+        rules: false,
+        modes: [true, true, true],
+        nested_off: false,
+        default_mode: PermissionMode::ReadOnly,
+    },
+    write_tools: &[],
     ..CLAUDE
 };
 
@@ -420,6 +478,14 @@ impl AdapterId {
                 output: OutputFormat::PiEvents,
                 model: ModelSource::Planned,
                 conversation: Some(Conversation::LocalFile),
+                // `--tools`, `--exclude-tools`, `--no-tools`; no rules, modes or plan.
+                permissions: PermissionSupport {
+                    tools: true,
+                    exclude_tools: true,
+                    modes: [false, true, true],
+                    ..UNRESTRICTED
+                },
+                write_tools: &["bash", "edit", "write", "powershell"],
                 ..TEXT
             },
             Self::Command => Row {
@@ -438,18 +504,21 @@ impl AdapterId {
             Self::ClaudeCodeWriter => Row {
                 id: "claude-code-writer",
                 writer: true,
+                permissions: writer_of(CLAUDE.permissions),
                 ..CLAUDE
             },
             Self::CodexExec => CODEX,
             Self::CodexExecWriter => Row {
                 id: "codex-exec-writer",
                 writer: true,
+                permissions: writer_of(CODEX.permissions),
                 ..CODEX
             },
             Self::CursorAgent => CURSOR,
             Self::CursorAgentWriter => Row {
                 id: "cursor-agent-writer",
                 writer: true,
+                permissions: writer_of(CURSOR.permissions),
                 ..CURSOR
             },
             Self::GenericCli => Row {
@@ -520,6 +589,17 @@ impl AdapterId {
     /// Whether it is an adapter that may edit the user's files (the `-writer` variants).
     pub const fn is_writer(self) -> bool {
         self.row().writer
+    }
+
+    /// Which fields of the permission contract its CLI enforces itself (rule G5).
+    pub const fn permission_support(self) -> PermissionSupport {
+        self.row().permissions
+    }
+
+    /// Its CLI's tools that change files or run commands, which a read-only step never has
+    /// (empty when its CLI takes no tool list).
+    pub const fn write_tools(self) -> &'static [&'static str] {
+        self.row().write_tools
     }
 
     /// Whether the runner can start it (external jobs are only planned).
@@ -774,5 +854,107 @@ mod tests {
         let cursor = AdapterId::CursorAgent.launch_model().unwrap();
         assert!(cursor.model_name("openai/gpt-5").is_err());
         assert_eq!(cursor.model_name("gpt-5").map(|n| n.model), Ok("gpt-5"));
+    }
+
+    #[test]
+    fn every_adapter_answers_for_every_permission_field() {
+        use AdapterId as A;
+        use PermissionMode as M;
+        // (adapter, tools, excluded tools, rules, [plan, read-only, writer], nested off, default mode)
+        let table = [
+            (A::Pi, true, true, false, [false, true, true], false, M::Writer),
+            (A::Command, false, false, false, [false, false, true], false, M::Writer),
+            (A::Shell, false, false, false, [false, false, true], false, M::Writer),
+            (A::ClaudeCode, true, true, true, [true, true, true], true, M::ReadOnly),
+            (
+                A::ClaudeCodeWriter,
+                true,
+                true,
+                true,
+                [true, true, true],
+                true,
+                M::Writer,
+            ),
+            (
+                A::CodexExec,
+                false,
+                false,
+                false,
+                [false, true, true],
+                true,
+                M::ReadOnly,
+            ),
+            (
+                A::CodexExecWriter,
+                false,
+                false,
+                false,
+                [false, true, true],
+                true,
+                M::Writer,
+            ),
+            (
+                A::CursorAgent,
+                false,
+                false,
+                false,
+                [true, true, true],
+                false,
+                M::ReadOnly,
+            ),
+            (
+                A::CursorAgentWriter,
+                false,
+                false,
+                false,
+                [true, true, true],
+                false,
+                M::Writer,
+            ),
+            (
+                A::GenericCli,
+                false,
+                false,
+                false,
+                [false, false, true],
+                false,
+                M::Writer,
+            ),
+            (
+                A::ExternalJob,
+                false,
+                false,
+                false,
+                [false, false, true],
+                false,
+                M::Writer,
+            ),
+        ];
+        assert_eq!(table.len(), A::ALL.len());
+        for (adapter, tools, exclude_tools, rules, modes, nested_off, default_mode) in table {
+            let expected = PermissionSupport {
+                tools,
+                exclude_tools,
+                rules,
+                modes,
+                nested_off,
+                default_mode,
+            };
+            assert_eq!(adapter.permission_support(), expected, "{adapter}");
+            assert_eq!(
+                adapter.write_tools().is_empty(),
+                !tools,
+                "{adapter}: a CLI with a tool list names its writing tools"
+            );
+        }
+        for adapter in A::ALL {
+            assert_eq!(
+                adapter.is_writer(),
+                adapter.runner_adapter().is_some()
+                    && adapter != A::Shell
+                    && adapter.permission_support().default_mode == M::Writer,
+                "{adapter}"
+            );
+        }
     }
 }

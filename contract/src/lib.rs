@@ -13,6 +13,7 @@ pub mod budget;
 mod error;
 pub mod loose;
 pub mod nearest;
+pub mod permissions;
 mod plan;
 mod request;
 
@@ -23,6 +24,7 @@ pub use adapter::{
 pub use budget::UsageBudget;
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
+pub use permissions::{PermissionMode, PermissionSupport, Permissions, ResolvedPermissions, Rule, RuleError};
 pub use plan::{Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, ThinkingLevel};
 pub use request::{
     Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel, PlanRequest, Runner, Step, Task,

@@ -231,6 +231,11 @@ pub struct PlanStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "checkpoint-before-deadline-ms"))]
     pub checkpoint_before_deadline_ms: Option<u64>,
+    /// The permissions the child runs with, every layer combined (rules G1–G4); absent when
+    /// no layer says anything: the adapter's defaults
+    /// ([`crate::ResolvedPermissions::adapter_default`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::ResolvedPermissions>,
 }
 
 /// One child in the workflow graph.
@@ -394,6 +399,7 @@ impl PlanStep {
             required_extensions: Vec::new(),
             skills: None,
             checkpoint_before_deadline_ms: None,
+            permissions: None,
         }
     }
 }

@@ -191,6 +191,9 @@ pub struct Agent {
         skip_serializing_if = "Option::is_none"
     )]
     pub skills: Option<Vec<String>>,
+    /// What it may do (tools, rules, mode, nested runs): one layer of the permission contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::Permissions>,
 }
 
 /// A task of a parallel group. On the wire a task is a step that is not itself a group.
@@ -284,6 +287,9 @@ pub struct Task {
         skip_serializing_if = "Option::is_none"
     )]
     pub skills: Option<Vec<String>>,
+    /// What it may do (tools, rules, mode, nested runs): one layer of the permission contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::Permissions>,
 }
 
 /// A request step or parallel group.
@@ -386,6 +392,9 @@ pub struct Step {
         skip_serializing_if = "Option::is_none"
     )]
     pub skills: Option<Vec<String>>,
+    /// What the step (a group: each of its tasks) may do: one layer of the permission contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::Permissions>,
     /// Tasks of a parallel group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<Task>>,
@@ -466,6 +475,13 @@ pub struct LaunchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "native-models"))]
     pub native_models: Option<bool>,
+    /// What every step of the run may do: the run's layer of the permission contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::Permissions>,
+    /// The permission defaults of the user's and project's settings: the lowest layer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "settings-permissions"))]
+    pub settings_permissions: Option<crate::Permissions>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).
@@ -589,6 +605,7 @@ impl TryFrom<Step> for Task {
             extensions: step.extensions,
             required_extensions: step.required_extensions,
             skills: step.skills,
+            permissions: step.permissions,
         })
     }
 }

@@ -101,6 +101,39 @@ impl From<c::UsageBudget> for wit::UsageBudget {
     }
 }
 
+impl From<wit::PermissionMode> for c::PermissionMode {
+    fn from(mode: wit::PermissionMode) -> Self {
+        match mode {
+            wit::PermissionMode::Plan => Self::Plan,
+            wit::PermissionMode::ReadOnly => Self::ReadOnly,
+            wit::PermissionMode::Writer => Self::Writer,
+        }
+    }
+}
+
+impl From<c::PermissionMode> for wit::PermissionMode {
+    fn from(mode: c::PermissionMode) -> Self {
+        match mode {
+            c::PermissionMode::Plan => Self::Plan,
+            c::PermissionMode::ReadOnly => Self::ReadOnly,
+            c::PermissionMode::Writer => Self::Writer,
+        }
+    }
+}
+
+impl From<wit::Permissions> for c::Permissions {
+    fn from(p: wit::Permissions) -> Self {
+        Self {
+            tools: p.tools,
+            exclude_tools: p.exclude_tools,
+            allow: p.allow,
+            deny: p.deny,
+            mode: p.mode.map(Into::into),
+            nested: p.nested,
+        }
+    }
+}
+
 impl From<wit::Agent> for c::Agent {
     fn from(a: wit::Agent) -> Self {
         Self {
@@ -121,6 +154,7 @@ impl From<wit::Agent> for c::Agent {
             extensions: a.extensions,
             required_extensions: a.required_extensions,
             skills: a.skills,
+            permissions: a.permissions.map(Into::into),
         }
     }
 }
@@ -146,6 +180,7 @@ impl From<wit::Task> for c::Task {
             extensions: t.extensions,
             required_extensions: t.required_extensions,
             skills: t.skills,
+            permissions: t.permissions.map(Into::into),
         }
     }
 }
@@ -171,6 +206,7 @@ impl From<wit::Step> for c::Step {
             extensions: s.extensions,
             required_extensions: s.required_extensions,
             skills: s.skills,
+            permissions: s.permissions.map(Into::into),
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
         }
     }
@@ -218,6 +254,8 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 checkpoint_before_deadline_ms: l.checkpoint_before_deadline_ms,
                 native_schemas: l.native_schemas,
                 native_models: l.native_models,
+                permissions: l.permissions.map(Into::into),
+                settings_permissions: l.settings_permissions.map(Into::into),
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {
@@ -294,6 +332,14 @@ impl From<c::PlanStep> for wit::PlanStep {
             required_extensions: s.required_extensions,
             skills: s.skills,
             checkpoint_before_deadline_ms: s.checkpoint_before_deadline_ms,
+            permissions: s.permissions.map(|p| wit::ResolvedPermissions {
+                tools: p.tools,
+                exclude_tools: p.exclude_tools,
+                allow: p.allow,
+                deny: p.deny,
+                mode: p.mode.into(),
+                nested: p.nested,
+            }),
         }
     }
 }

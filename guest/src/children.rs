@@ -1,7 +1,9 @@
 //! The launched children of a request, in flat order (rule L1), and what each inherits from
 //! its group and the launch options (rules L2–L6).
 
-use sublaunch_contract::{LooseString, Mode, PlanError, PlanRequest, Step, Task, ThinkingSetting, UsageBudget};
+use sublaunch_contract::{
+    LooseString, Mode, Permissions, PlanError, PlanRequest, Step, Task, ThinkingSetting, UsageBudget,
+};
 
 /// Where a child sits in the request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,6 +79,8 @@ pub struct ChildFields<'r> {
     pub required_extensions: Option<Inherited<&'r [String]>>,
     /// pi skills: its own, else its group's.
     pub skills: Option<Inherited<&'r [String]>>,
+    /// Its own layer of the permission contract (a group's is [`Child::group_permissions`]).
+    pub permissions: Option<&'r Permissions>,
 }
 
 /// A value a task has of its own or from its group, with the JSON path it was given at.
@@ -116,6 +120,9 @@ pub struct Child<'r> {
     pub group_machine: Option<&'r LooseString>,
     /// Whether it runs in a managed worktree (rule L4; only `true` counts).
     pub worktree: bool,
+    /// The permission layer of its group, when it is a task of an explicit group: a layer of
+    /// its own (rule G1), not replaced by the task's.
+    pub group_permissions: Option<&'r Permissions>,
 }
 
 impl Child<'_> {
@@ -279,9 +286,11 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             extensions: own_or_group(step.extensions.as_deref(), None),
             required_extensions: own_or_group(step.required_extensions.as_deref(), None),
             skills: own_or_group(step.skills.as_deref(), None),
+            permissions: step.permissions.as_ref(),
         },
         group_machine: None,
         worktree,
+        group_permissions: None,
     })
 }
 
@@ -314,9 +323,11 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
                 group.required_extensions.as_deref(),
             ),
             skills: own_or_group(task.skills.as_deref(), group.skills.as_deref()),
+            permissions: task.permissions.as_ref(),
         },
         group_machine,
         worktree,
+        group_permissions: group.permissions.as_ref(),
     })
 }
 

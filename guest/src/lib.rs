@@ -17,6 +17,7 @@ mod model;
 mod normalize;
 mod origin;
 mod paths;
+mod permissions;
 mod pi_resources;
 mod placement;
 mod registry;
@@ -74,6 +75,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         };
         runner::check_external_options(child, agent, output_schema.is_some(), handed)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
+        let permissions = permissions::resolve(child, agent, request.launch.as_ref(), &mut warnings)?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
@@ -119,6 +121,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             required_extensions: resources.required_extensions,
             skills: resources.skills,
             checkpoint_before_deadline_ms: request.launch.as_ref().and_then(|l| l.checkpoint_before_deadline_ms),
+            permissions,
         });
     }
     // 4b. The run's budget and checkpoint, now that every child's runner and place are known.

@@ -219,6 +219,7 @@ mod tests {
             },
             group_machine: None,
             worktree: false,
+            group_permissions: None,
         }
     }
 }

@@ -73,6 +73,9 @@ pub struct RunSpec {
     pub required_extensions: Option<Vec<String>>,
     /// `--skill` (a single agent only; pi).
     pub skills: Option<Vec<String>>,
+    /// `--tools`, `--exclude-tools`, `--allow`, `--deny`, `--mode`, `--no-nested`: the run's
+    /// layer of the permission contract (rule G1).
+    pub permissions: Option<sublaunch_contract::Permissions>,
 }
 
 /// Everything the host gathered for planning.
@@ -138,6 +141,8 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             native_schemas: Some(true),
             // …and hands a step's model and thinking level to the CLIs that take them (M19).
             native_models: Some(true),
+            permissions: spec.permissions.clone(),
+            settings_permissions: settings.permissions()?,
         }),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),

@@ -125,7 +125,7 @@ fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
         recorded(&scratch, "claude", "argv"),
         "-p\n--output-format\nstream-json\n--verbose\n--allowedTools\nRead,Grep,Glob,LS\n\
          --disallowedTools\nBash,Edit,MultiEdit,Write,NotebookEdit\n--strict-mcp-config\n\
-         --setting-sources\nuser\n",
+         --permission-prompts\nnone\n--setting-sources\nuser\n",
         "in a project the user has not trusted, pi and Claude Code leave its own configuration alone"
     );
     assert_eq!(recorded(&scratch, "claude", "stdin"), "review the lexer");
@@ -150,24 +150,145 @@ fn claude_and_codex_read_the_task_on_stdin_with_their_documented_flags() {
     let argv = recorded(&scratch, "codex", "argv");
     let lines: Vec<&str> = argv.lines().collect();
     assert_eq!(
-        lines[..6],
+        lines[..8],
         [
             "exec",
             "--json",
             "--skip-git-repo-check",
             "--sandbox",
             "workspace-write",
+            "-c",
+            "approval_policy=\"never\"",
             "--output-last-message"
-        ]
+        ],
+        "a writer that may launch nested runs keeps its MCP servers (G9)"
     );
-    assert!(lines[6].ends_with("/last-message-0.txt"), "{argv}");
-    assert_eq!(lines[7..], ["-"]);
+    assert!(lines[8].ends_with("/last-message-0.txt"), "{argv}");
+    assert_eq!(lines[9..], ["-"]);
     assert_eq!(recorded(&scratch, "codex", "stdin"), "write the tests");
     let results = step_results(&scratch, &end).remove(0).to_string();
     assert!(
         results.contains("done by codex"),
         "the last-message file wins over events: {results}"
     );
+}
+
+/// G8, G9, G10, G11: the run's permission flags reach each CLI as its own controls, after the planner
+/// combined them with the agent's; what a CLI cannot enforce never starts it.
+#[test]
+fn permission_flags_become_each_clis_own_controls() {
+    let scratch = Scratch::new("adapter-permissions");
+    let bin = fake_clis(&scratch);
+    let lines = |name: &str| -> Vec<String> { recorded(&scratch, name, "argv").lines().map(str::to_owned).collect() };
+    let after = |argv: &[String], flag: &str| -> Option<String> {
+        argv.iter()
+            .position(|a| a == flag)
+            .and_then(|i| argv.get(i + 1).cloned())
+    };
+    // Claude Code (writer): the listed tools exist, they and the allow rule are pre-approved,
+    // the exclusion, the deny rule and sublaunch itself are refused, nothing asks.
+    let end = run_json(
+        &scratch,
+        &bin,
+        &[
+            "--agent",
+            "claude-writer",
+            "--task",
+            "t",
+            "--tools",
+            "read,Bash,Edit",
+            "--exclude-tools",
+            "Edit",
+            "--allow",
+            "Bash(git *)",
+            "--deny",
+            "Bash(rm *)",
+            "--no-nested",
+        ],
+    );
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv = lines("claude");
+    assert_eq!(after(&argv, "--tools").as_deref(), Some("Read,Bash"), "{argv:?}");
+    assert_eq!(
+        after(&argv, "--allowedTools").as_deref(),
+        Some("Read,Bash,Bash(git *)"),
+        "{argv:?}"
+    );
+    assert_eq!(
+        after(&argv, "--disallowedTools").as_deref(),
+        Some("Edit,Bash(rm *),mcp__sublaunch,Bash(sublaunch *)"),
+        "{argv:?}"
+    );
+    assert_eq!(after(&argv, "--permission-mode").as_deref(), Some("acceptEdits"));
+    assert_eq!(after(&argv, "--permission-prompts").as_deref(), Some("none"));
+    // … and in plan mode, Claude Code's own plan mode without its MCP servers.
+    run_json(
+        &scratch,
+        &bin,
+        &["--agent", "claude-writer", "--task", "t", "--mode", "plan"],
+    );
+    let argv = lines("claude");
+    assert_eq!(after(&argv, "--permission-mode").as_deref(), Some("plan"), "{argv:?}");
+    assert!(argv.contains(&"--strict-mcp-config".to_owned()), "{argv:?}");
+
+    // Codex: a writer run read-only gets the read-only sandbox and no MCP servers.
+    run_json(
+        &scratch,
+        &bin,
+        &["--agent", "codex-writer", "--task", "t", "--mode", "read-only"],
+    );
+    let argv = lines("codex");
+    assert_eq!(after(&argv, "--sandbox").as_deref(), Some("read-only"), "{argv:?}");
+    assert!(argv.windows(2).any(|w| w == ["-c", "mcp_servers={}"]), "{argv:?}");
+
+    // pi: the only tools, and those it never has (read-only: its writing tools).
+    run_json(
+        &scratch,
+        &bin,
+        &[
+            "--agent",
+            "pi",
+            "--task",
+            "t",
+            "--tools",
+            "read,grep,bash",
+            "--mode",
+            "read-only",
+        ],
+    );
+    let argv = lines("pi");
+    assert_eq!(after(&argv, "--tools").as_deref(), Some("read,grep"), "{argv:?}");
+    assert_eq!(
+        after(&argv, "--exclude-tools").as_deref(),
+        Some("bash,edit,write,powershell")
+    );
+
+    // Cursor's agent: read-only is ask mode, not --force.
+    run_json(
+        &scratch,
+        &bin,
+        &["--agent", "cursor-writer", "--task", "t", "--mode", "read-only"],
+    );
+    let argv = lines("cursor-agent");
+    assert_eq!(after(&argv, "--mode").as_deref(), Some("ask"), "{argv:?}");
+    assert!(!argv.contains(&"--force".to_owned()), "{argv:?}");
+
+    // G5: Codex takes no tool list; the run is refused before anything starts.
+    std::fs::remove_file(scratch.work().join("codex.argv")).unwrap();
+    let output = run(
+        &scratch,
+        &bin,
+        &["run", "--agent", "codex", "--task", "t", "--tools", "read"],
+    );
+    assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("Agent 'codex'")
+            && stderr.contains("cannot enforce `tools` (given by the run)")
+            && stderr.contains("claude-code, pi"),
+        "{stderr}"
+    );
+    assert!(!scratch.work().join("codex.argv").exists(), "Codex never started");
 }
 
 #[test]

@@ -102,6 +102,7 @@ mod tests {
             },
             group_machine: None,
             worktree,
+            group_permissions: None,
         }
     }
 

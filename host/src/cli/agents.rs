@@ -7,7 +7,8 @@ use super::runs::say;
 use super::terminal_text::for_terminal;
 use serde_json::{Value, json};
 use std::process::ExitCode;
-use sublaunch::contract::{LooseString, ThinkingSetting};
+use sublaunch::contract::permissions::combine;
+use sublaunch::contract::{LooseString, ResolvedPermissions, ThinkingSetting};
 use sublaunch::inputs::agents::{AgentDef, AgentSource, Catalog, discover};
 
 /// Arguments of `sublaunch agents`.
@@ -103,7 +104,7 @@ fn cell(text: &str) -> String {
 }
 
 fn print_table(rows: &[(&AgentDef, bool)], catalog: &Catalog) {
-    let table: Vec<[String; 5]> = rows
+    let table: Vec<[String; 6]> = rows
         .iter()
         .map(|(agent, shadowed)| {
             let source = agent.source.describe();
@@ -120,12 +121,22 @@ fn print_table(rows: &[(&AgentDef, bool)], catalog: &Catalog) {
                 &agent.runner.describe(),
                 &agent.planner.model.as_ref().map_or_else(|| "-".to_owned(), text),
                 &source,
+                &effective_permissions(agent).summary(),
                 &agent.description,
             ]
             .map(cell)
         })
         .collect();
-    super::print_table(["NAME", "RUNNER", "MODEL", "SOURCE", "DESCRIPTION"], &table);
+    super::print_table(
+        ["NAME", "RUNNER", "MODEL", "SOURCE", "PERMISSIONS", "DESCRIPTION"],
+        &table,
+    );
+}
+
+/// What an agent runs with when no step, run or settings says more (rule G6): its own layer
+/// combined with its adapter's defaults, as the planner combines them.
+pub fn effective_permissions(agent: &AgentDef) -> ResolvedPermissions {
+    combine(Some(agent.runner.adapter), agent.planner.permissions.as_ref()).permissions
 }
 
 fn text(value: &LooseString) -> String {
@@ -163,7 +174,8 @@ pub fn agent_json(agent: &AgentDef, shadowed: bool, catalog: &Catalog) -> Value 
         "maxThinking": planner.max_thinking.as_ref().map(text),
         "modelProvider": planner.model_provider,
         "machine": planner.machine.as_ref().map(text),
-        "tools": agent.tools,
+        "tools": planner.permissions.as_ref().and_then(|p| p.tools.clone()).unwrap_or_default(),
+        "permissions": effective_permissions(agent),
         "outputSchema": schema,
         "source": source,
         "shadowed": shadowed,

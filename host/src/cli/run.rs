@@ -122,6 +122,27 @@ pub struct Args {
     /// pi discovers; repeat for several.
     #[arg(long = "skill", value_name = "SKILL", conflicts_with = "chain")]
     skills: Vec<String>,
+    /// The only tools every agent of the run has (comma-separated or repeated); each step
+    /// keeps those its agent also has.
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',', value_parser = parse_tool)]
+    tools: Vec<String>,
+    /// Tools no agent of the run has (comma-separated or repeated).
+    #[arg(long, value_name = "TOOLS", value_delimiter = ',', value_parser = parse_tool)]
+    exclude_tools: Vec<String>,
+    /// Pre-approve a tool use: `Tool` or `Tool(pattern)`, e.g. 'Bash(git *)'; repeat for
+    /// several. Only uses every layer that lists rules agrees on run without asking.
+    #[arg(long = "allow", value_name = "RULE", value_parser = parse_rule)]
+    allow: Vec<String>,
+    /// Refuse a tool use: `Tool` or `Tool(pattern)`, e.g. 'Bash(rm *)'; repeat for several.
+    #[arg(long = "deny", value_name = "RULE", value_parser = parse_rule)]
+    deny: Vec<String>,
+    /// What the agents may change at most: plan, read-only or writer (an agent that is
+    /// read-only stays read-only).
+    #[arg(long, value_name = "MODE", value_parser = clap::value_parser!(sublaunch::contract::PermissionMode))]
+    mode: Option<sublaunch::contract::PermissionMode>,
+    /// The agents may not launch nested runs of sublaunch.
+    #[arg(long)]
+    no_nested: bool,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -263,9 +284,57 @@ impl Args {
             required_extensions: self.required_extensions,
             skills: (!self.skills.is_empty()).then_some(self.skills),
             wait: self.wait,
+            permissions: run_permissions(
+                self.tools,
+                self.exclude_tools,
+                self.allow,
+                self.deny,
+                self.mode,
+                self.no_nested,
+            ),
         };
         Ok((request, asked))
     }
+}
+
+/// The run's layer of the permission contract from its flags (`None`: no flag given).
+fn run_permissions(
+    tools: Vec<String>,
+    exclude_tools: Vec<String>,
+    allow: Vec<String>,
+    deny: Vec<String>,
+    mode: Option<sublaunch::contract::PermissionMode>,
+    no_nested: bool,
+) -> Option<sublaunch::contract::Permissions> {
+    let listed = |items: Vec<String>| (!items.is_empty()).then_some(items);
+    let permissions = sublaunch::contract::Permissions {
+        tools: listed(tools),
+        exclude_tools: listed(exclude_tools),
+        allow: listed(allow),
+        deny: listed(deny),
+        mode,
+        nested: no_nested.then_some(false),
+    };
+    (!permissions.is_empty()).then_some(permissions)
+}
+
+/// A tool name of `--tools` / `--exclude-tools` (no pattern: those are `--allow`/`--deny` rules).
+fn parse_tool(text: &str) -> Result<String, String> {
+    let tool = text.trim();
+    match sublaunch::contract::Rule::parse(tool) {
+        Ok(rule) if rule.pattern.is_none() => Ok(tool.to_owned()),
+        Ok(_) => Err(format!(
+            "'{tool}' is a rule, not a tool name: give patterns with --allow or --deny"
+        )),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// A permission rule of `--allow` / `--deny` (rule G7).
+fn parse_rule(text: &str) -> Result<String, String> {
+    let rule = text.trim();
+    sublaunch::contract::Rule::parse(rule).map_err(|e| e.to_string())?;
+    Ok(rule.to_owned())
 }
 
 /// Runs `sublaunch run`.

@@ -23,8 +23,10 @@
 //!
 //! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?,
 //! reads?, output?, as?, label?, phase?, usageBudget?, toolBudget?, extensions?,
-//! requiredExtensions?, skills?}` or a group `{parallel: [steps…], concurrency?, failFast?,
-//! worktree?, phase?, usageBudget?, toolBudget?, extensions?, requiredExtensions?, skills?}`
+//! requiredExtensions?, skills?, permissions?}` or a group `{parallel: [steps…], concurrency?,
+//! failFast?, worktree?, phase?, usageBudget?, toolBudget?, extensions?, requiredExtensions?,
+//! skills?, permissions?}` (`permissions: {tools?, excludeTools?, allow?, deny?, mode?,
+//! nested?}`; a group's is a layer of its own beside each task's)
 //! (a group's budgets, extensions and skills are each task's unless it has its own). `{outputs.NAME}` in a later step's task stands for the
 //! answer of the step named `as: NAME` (the planner checks the names and references). A step's `worktree` is
 //! `true`, `false` or `"previous"` (run in the worktree of the step before it, which must be
@@ -39,7 +41,7 @@ use crate::inputs::config_files::FileError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use sublaunch_contract::{LooseString, Mode, PlanError, Step, Task, ThinkingSetting, UsageBudget};
+use sublaunch_contract::{LooseString, Mode, Permissions, PlanError, Step, Task, ThinkingSetting, UsageBudget};
 
 /// The placeholders a chain step's task text may use.
 pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
@@ -86,6 +88,8 @@ pub struct ChainTask {
     pub required_extensions: Option<Vec<String>>,
     /// pi skills loaded instead of the discovered ones (`[]`: none).
     pub skills: Option<Vec<String>>,
+    /// What the step may do: `{tools, excludeTools, allow, deny, mode, nested}` (rule G1).
+    pub permissions: Option<Permissions>,
 }
 
 /// A parallel group.
@@ -113,6 +117,9 @@ pub struct ChainGroup {
     pub required_extensions: Option<Vec<String>>,
     /// pi skills loaded instead of the discovered ones (`[]`: none).
     pub skills: Option<Vec<String>>,
+    /// What each task may do, a layer of its own beside the task's (rule G1; boxed: a group
+    /// is otherwise small).
+    pub permissions: Option<Box<Permissions>>,
 }
 
 /// A step of a chain file.
@@ -488,6 +495,7 @@ impl ChainFile {
                         extensions: group.extensions.clone(),
                         required_extensions: group.required_extensions.clone(),
                         skills: group.skills.clone(),
+                        permissions: group.permissions.as_deref().cloned(),
                         ..Step::default()
                     },
                 }
@@ -571,6 +579,7 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         extensions: task.extensions,
         required_extensions: task.required_extensions,
         skills: task.skills,
+        permissions: task.permissions,
         ..Step::default()
     }
 }
@@ -595,6 +604,7 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         extensions: task.extensions.clone(),
         required_extensions: task.required_extensions.clone(),
         skills: task.skills.clone(),
+        permissions: task.permissions.clone(),
     }
 }
 

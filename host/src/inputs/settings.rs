@@ -249,6 +249,30 @@ impl Settings {
     }
 
     /// The project value when it has one, else the user value.
+    /// The permission defaults (`subagents.permissions`: `tools`, `excludeTools`, `allow`,
+    /// `deny`, `mode`, `nested`), the lowest layer of every run's permission contract (rule
+    /// G1); from the project's settings when they set it, else the user's. A malformed value
+    /// or rule is an error naming the file.
+    pub fn permissions(&self) -> Result<Option<sublaunch_contract::Permissions>, SettingsError> {
+        for file in [&self.project, &self.user].into_iter().flatten() {
+            let value = file.value.get("subagents").and_then(|s| s.get("permissions"));
+            let Some(value) = value.filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let wrong = |reason: String| SettingsError::Permissions {
+                file: file.path.clone(),
+                reason,
+            };
+            let permissions: sublaunch_contract::Permissions =
+                serde_json::from_value(value.clone()).map_err(|e| wrong(e.to_string()))?;
+            if let Some((field, error)) = permissions.bad_rules().next() {
+                return Err(wrong(format!("{field}: {error}")));
+            }
+            return Ok(Some(permissions));
+        }
+        Ok(None)
+    }
+
     fn lookup(&self, find: impl Fn(&Value) -> Option<&Value>) -> Option<Value> {
         [&self.project, &self.user]
             .into_iter()
@@ -265,6 +289,14 @@ pub const DEFAULT_RETENTION: Duration = Duration::from_secs(30 * 86_400);
 /// A setting of the wrong kind; the message names its file and key.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum SettingsError {
+    /// `subagents.permissions` is malformed.
+    #[error("{file}: subagents.permissions: {reason}")]
+    Permissions {
+        /// The settings file.
+        file: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
     /// `subagents.onEnd` is not a string.
     #[error("{0}: subagents.onEnd must be a string (a shell command)")]
     OnEndNotACommand(PathBuf),

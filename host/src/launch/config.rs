@@ -301,7 +301,13 @@ fn adapter_spec(step: &PlanStep, agent: &AgentDef) -> Result<AdapterSpec, CliMod
     if !agent.system_prompt.trim().is_empty() {
         spec.system_prompt = Some(agent.system_prompt.clone());
     }
-    spec.tools.clone_from(&agent.tools);
+    // What the planner resolved, written out in full so that the run's records say what it
+    // ran with (rule G6).
+    spec.permissions = Some(
+        step.permissions
+            .clone()
+            .unwrap_or_else(|| sublaunch_contract::ResolvedPermissions::adapter_default(kind)),
+    );
     Ok(spec)
 }
 

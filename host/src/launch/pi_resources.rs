@@ -162,7 +162,8 @@ pub(crate) fn resolve(step: &mut StepConfig, env: &Environment, who: &str) -> Re
         })
         .collect();
     if let Some(list) = &step.skills {
-        let tools = step.adapter.as_ref().map(|a| a.tools.as_slice()).unwrap_or_default();
+        let permissions = step.adapter.as_ref().and_then(|a| a.permissions.as_ref());
+        let tools = permissions.and_then(|p| p.tools.as_deref()).unwrap_or_default();
         if !list.is_empty() && !tools.is_empty() && !tools.iter().any(|t| t == "read" || t == "bash") {
             return Err(StepFileError::SkillsWithoutTools {
                 who: who.to_owned(),

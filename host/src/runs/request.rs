@@ -97,6 +97,9 @@ pub struct RunRequest {
     /// Whether the caller waits for the run's end (the front end waits; the run is the same
     /// either way).
     pub wait: bool,
+    /// What every step of the run may do: the run's layer of the permission contract (rule
+    /// G1; a single agent or a chain alike).
+    pub permissions: Option<sublaunch_contract::Permissions>,
 }
 
 impl RunRequest {
@@ -133,6 +136,7 @@ impl RunRequest {
             required_extensions: Vec::new(),
             skills: None,
             wait: false,
+            permissions: None,
         }
     }
 }

@@ -3,10 +3,14 @@
 //!
 //! ```text
 //! claude -p --output-format stream-json --verbose [--model <model>]
-//!        [--append-system-prompt <system prompt>] --allowedTools <Read,Grep,…>
-//!        (read-only) --disallowedTools Bash,Edit,MultiEdit,Write,NotebookEdit --strict-mcp-config
-//!        (writer)    --permission-mode acceptEdits
+//!        [--append-system-prompt <system prompt>] [--tools <Read,Grep,…>]
+//!        --allowedTools <Read,Grep,Bash(git *),…> [--disallowedTools <Bash,Bash(rm *),…>]
+//!        [--permission-mode acceptEdits|plan] [--strict-mcp-config] --permission-prompts none
 //! ```
+//!
+//! The permission flags come from the step's resolved permissions ([`super::tools`]): a
+//! writer gets `acceptEdits`, a plan step `plan`, and anything not pre-approved that would
+//! ask is refused (`--permission-prompts none`: nobody is there to answer).
 //!
 //! The output is the `result` field of the final `{"type":"result"}` event; a result with
 //! `is_error: true` (or a run that printed none) fails the step. The text of the last
@@ -21,14 +25,15 @@
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::push_option;
-use super::tools::{CLAUDE_WRITE_TOOLS, claude_allowed};
+use super::tools::claude_permissions;
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
 use sublaunch_protocol::records::config::AdapterId;
 use sublaunch_protocol::records::usage::Usage;
 
-/// The command of a step (`writer`: `claude-code-writer`, edits are accepted without asking).
-pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
+/// The command of a step of adapter `id`, with the permissions the planner resolved for it
+/// (rule G8).
+pub fn command(input: &StepInput<'_>, id: AdapterId) -> Result<AgentCommand, String> {
     let mut argv = input.argv("claude", &["-p", "--output-format", "stream-json", "--verbose"]);
     push_option(&mut argv, "--model", input.model());
     let mut env = input.env();
@@ -48,20 +53,27 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
         None => {}
     }
     push_option(&mut argv, "--append-system-prompt", input.system_prompt());
-    let allowed = claude_allowed(input.tools(), writer);
+    let permissions = claude_permissions(&input.permissions(id));
+    push_option(&mut argv, "--tools", permissions.tools.map(|t| t.join(",")));
     push_option(
         &mut argv,
         "--allowedTools",
-        (!allowed.is_empty()).then(|| allowed.join(",")),
+        (!permissions.allowed.is_empty()).then(|| permissions.allowed.join(",")),
     );
-    if writer {
-        push_option(&mut argv, "--permission-mode", Some("acceptEdits"));
-    } else {
-        push_option(&mut argv, "--disallowedTools", Some(CLAUDE_WRITE_TOOLS.join(",")));
+    push_option(
+        &mut argv,
+        "--disallowedTools",
+        (!permissions.disallowed.is_empty()).then(|| permissions.disallowed.join(",")),
+    );
+    push_option(&mut argv, "--permission-mode", permissions.mode);
+    if permissions.strict_mcp {
         // No MCP server of the user's or the project's: its tools run outside the read-only
         // tool list (one of them could be a sublaunch server that starts a shell).
         argv.push("--strict-mcp-config".to_owned());
     }
+    // Nobody answers a prompt in print mode: what is not pre-approved and would ask is
+    // refused, never waited for.
+    push_option(&mut argv, "--permission-prompts", Some("none"));
     push_option(&mut argv, "--json-schema", native_schema(input).map(|s| s.to_string()));
     push_option(&mut argv, "--resume", input.resume());
     // Claude Code skips its folder-trust question in print mode, so a cloned repository's

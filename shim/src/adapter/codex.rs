@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! codex exec --json --skip-git-repo-check --sandbox read-only|workspace-write
-//!       --output-last-message <run>/last-message-<n>.txt [-m <model>] [-c key=value …]
+//!       -c approval_policy="never" [-c mcp_servers={}] --output-last-message <run>/last-message-<n>.txt [-m <model>] [-c key=value …]
 //!       [--output-schema <run>/output-schema-<n>.json] [resume <thread>] -
 //! ```
 //!
@@ -14,6 +14,11 @@
 //! file, the text of the last `item.completed` event whose item is an `agent_message`. A
 //! `turn.failed` event fails the step with its message; an `error` event alone does not
 //! (Codex prints one per reconnect).
+//!
+//! Permissions: Codex has no tool list, so the planner refused tools and rules for it; the
+//! mode is its sandbox (`read-only` for plan-less read-only steps, `workspace-write` for a
+//! writer), it never asks for approval, and a read-only step or one that may not launch
+//! nested runs starts no MCP server (their tools run outside Codex's sandbox).
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
@@ -27,10 +32,12 @@ pub fn last_message_name(index: usize) -> String {
     format!("last-message-{index}.txt")
 }
 
-/// The command of a step (`writer`: `codex-exec-writer`, the sandbox allows writes in the
+/// The command of a step of adapter `id` (rule G9; a writer's sandbox allows writes in the
 /// workspace). A resumed step runs `codex exec … resume <thread> -`, the options before
 /// `resume` (which takes no sandbox option of its own).
-pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, String> {
+pub fn command(input: &StepInput<'_>, id: AdapterId) -> Result<AgentCommand, String> {
+    let permissions = input.permissions(id);
+    let writer = permissions.mode == sublaunch_protocol::records::config::PermissionMode::Writer;
     let name = last_message_name(input.index);
     input
         .run
@@ -41,6 +48,10 @@ pub fn command(input: &StepInput<'_>, writer: bool) -> Result<AgentCommand, Stri
         "codex",
         &["exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox],
     );
+    push_config(&mut argv, "approval_policy", Some("never"));
+    if !writer || !permissions.nested {
+        argv.extend(["-c".to_owned(), "mcp_servers={}".to_owned()]);
+    }
     push_option(&mut argv, "--output-last-message", Some(input.run_path(&name)));
     push_option(&mut argv, "-m", input.model());
     push_config(&mut argv, "model_provider", input.provider());

@@ -256,9 +256,13 @@ impl StepInput<'_> {
         self.spec.and_then(|s| s.thinking.as_deref()).filter(|t| !t.is_empty())
     }
 
-    /// The agent's tools.
-    pub fn tools(&self) -> &[String] {
-        self.spec.map_or(&[], |s| s.tools.as_slice())
+    /// The permissions the step runs with, as the planner resolved them (the defaults of
+    /// adapter `id` for a configuration that has none).
+    pub fn permissions(&self, id: AdapterId) -> sublaunch_protocol::records::config::ResolvedPermissions {
+        self.spec.map_or_else(
+            || sublaunch_protocol::records::config::ResolvedPermissions::adapter_default(id),
+            AdapterSpec::resolved_permissions,
+        )
     }
 
     /// The task with the system prompt before it, for programs that take no system prompt.
@@ -294,15 +298,14 @@ pub fn for_step(cfg: &RunnerConfig, index: usize) -> AdapterId {
 
 /// The command of one step run by adapter `id`.
 pub fn command(id: AdapterId, input: &StepInput<'_>) -> Result<AgentCommand, String> {
-    let writer = id.is_writer();
     match id {
         AdapterId::Shell | AdapterId::ExternalJob => shell::command(input),
         AdapterId::Command => command::command(input),
         AdapterId::GenericCli => external_cli(input),
-        AdapterId::Pi => pi::command(input),
-        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => claude::command(input, writer),
-        AdapterId::CodexExec | AdapterId::CodexExecWriter => codex::command(input, writer),
-        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => cursor::command(input, writer),
+        AdapterId::Pi => pi::command(input, id),
+        AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter => claude::command(input, id),
+        AdapterId::CodexExec | AdapterId::CodexExecWriter => codex::command(input, id),
+        AdapterId::CursorAgent | AdapterId::CursorAgentWriter => cursor::command(input, id),
     }
 }
 

@@ -8,7 +8,7 @@
 //! ```text
 //! pi --mode json -p --session-dir <run>/pi-sessions-<n> | --session <file> | --no-session
 //!    [--model <provider/id>] [--thinking <level>]
-//!    [--tools <a,b>] [--append-system-prompt <run>/system-prompt-<n>.md] [--] <task>
+//!    [--tools <a,b> | --no-tools] [--exclude-tools <c,d>] [--append-system-prompt <run>/system-prompt-<n>.md] [--] <task>
 //! ```
 //!
 //! The task is the last argument (after `--` when it starts with `-`); a task longer than one
@@ -35,7 +35,10 @@ pub fn session_dir_name(index: usize) -> String {
 
 /// The command of a step: its conversation saved under `<run>` (a placed step's is not kept:
 /// the machine has no `<run>`), or continued from the session file a resume names.
-pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
+pub fn command(
+    input: &StepInput<'_>,
+    id: sublaunch_protocol::records::config::AdapterId,
+) -> Result<AgentCommand, String> {
     let streamed = input.live.streamed_input;
     let mut argv = if streamed {
         input.argv("pi", &["--mode", "rpc"])
@@ -55,10 +58,18 @@ pub fn command(input: &StepInput<'_>) -> Result<AgentCommand, String> {
     }
     push_option(&mut argv, "--model", input.model());
     push_option(&mut argv, "--thinking", input.thinking());
+    // The resolved permissions (rule G10): the only tools (none at all: `--no-tools`), and those it
+    // never has (a read-only step's writing tools among them).
+    let permissions = input.permissions(id);
+    match permissions.tools.as_deref() {
+        Some([]) => argv.push("--no-tools".into()),
+        Some(tools) => push_option(&mut argv, "--tools", Some(tools.join(","))),
+        None => {}
+    }
     push_option(
         &mut argv,
-        "--tools",
-        (!input.tools().is_empty()).then(|| input.tools().join(",")),
+        "--exclude-tools",
+        (!permissions.exclude_tools.is_empty()).then(|| permissions.exclude_tools.join(",")),
     );
     if let Some(system) = input.system_prompt() {
         let path = input.write_file(&format!("system-prompt-{}.md", input.index), system.as_bytes())?;

@@ -1,16 +1,20 @@
-//! Tool names for Claude Code: agent files name tools the pi way (`read, grep, find, ls,
-//! bash, edit, write`); Claude Code calls them `Read, Grep, Glob, LS, Bash, Edit, Write`. Other
-//! names (`Bash(git diff:*)`, `mcp__server__tool`, `WebFetch`) pass through unchanged, except
-//! that a read-only agent gets no MCP tool (a read-only run starts no MCP server either).
+//! Tool names and permissions for Claude Code: agent files name tools the pi way (`read, grep,
+//! find, ls, bash, edit, write`); Claude Code calls them `Read, Grep, Glob, LS, Bash, Edit,
+//! Write`. Other names (`mcp__server__tool`, `WebFetch`) pass through unchanged. What a step
+//! may use was decided by the planner (rules G1–G5); this module only spells it the way Claude
+//! Code's flags take it.
 
-/// Claude Code tools that change files or run commands: never allowed to a read-only agent.
-pub const CLAUDE_WRITE_TOOLS: [&str; 5] = ["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"];
+use sublaunch_protocol::records::config::{PermissionMode, ResolvedPermissions};
 
-/// What a read-only Claude Code agent gets when its file names no tools.
+/// What a read-only Claude Code agent is pre-approved when no layer names its tools.
 pub const CLAUDE_READ_DEFAULT: [&str; 4] = ["Read", "Grep", "Glob", "LS"];
 
-/// What a writer Claude Code agent gets when its file names no tools.
+/// What a writer Claude Code agent is pre-approved when no layer names its tools.
 pub const CLAUDE_WRITER_DEFAULT: [&str; 8] = ["Read", "Grep", "Glob", "LS", "Edit", "MultiEdit", "Write", "Bash"];
+
+/// Deny rules that hide sublaunch from an agent that may not launch nested runs: the tools of
+/// an MCP server named `sublaunch`, and the command itself through Bash.
+pub const CLAUDE_NO_NESTED: [&str; 2] = ["mcp__sublaunch", "Bash(sublaunch *)"];
 
 /// The Claude Code name of an agent-file tool.
 pub fn claude_name(tool: &str) -> String {
@@ -23,6 +27,7 @@ pub fn claude_name(tool: &str) -> String {
         "edit" => "Edit",
         "multiedit" => "MultiEdit",
         "write" => "Write",
+        "notebookedit" => "NotebookEdit",
         "webfetch" | "web_fetch" | "fetch" => "WebFetch",
         "websearch" | "web_search" => "WebSearch",
         _ => return tool.to_owned(),
@@ -30,47 +35,98 @@ pub fn claude_name(tool: &str) -> String {
     mapped.to_owned()
 }
 
-/// Whether a Claude Code tool (or tool pattern like `Bash(git diff:*)`) changes things.
-pub fn is_write_tool(tool: &str) -> bool {
-    let base = tool.split('(').next().unwrap_or(tool);
-    CLAUDE_WRITE_TOOLS.contains(&base)
+/// Claude Code's permission flags for a step, in the order they go on its command line.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClaudePermissions {
+    /// `--tools`: the only built-in tools that exist (absent: Claude Code's default set).
+    pub tools: Option<Vec<String>>,
+    /// `--allowedTools`: tools and rules that run without asking.
+    pub allowed: Vec<String>,
+    /// `--disallowedTools`: tools that are hidden and rules that are refused.
+    pub disallowed: Vec<String>,
+    /// `--permission-mode`.
+    pub mode: Option<&'static str>,
+    /// `--strict-mcp-config`: no MCP server of the user's or the project's (their tools run
+    /// outside any tool list).
+    pub strict_mcp: bool,
 }
 
-/// The `--allowedTools` list: the agent's tools mapped to Claude names (the adapter's default
-/// when none), without write tools and MCP tools for a read-only agent: an MCP tool runs
-/// whatever its server does.
-pub fn claude_allowed(tools: &[String], writer: bool) -> Vec<String> {
-    let mut allowed: Vec<String> = if tools.is_empty() {
-        let default: &[&str] = if writer {
-            &CLAUDE_WRITER_DEFAULT
-        } else {
-            &CLAUDE_READ_DEFAULT
-        };
-        default.iter().map(|t| (*t).to_owned()).collect()
-    } else {
-        tools.iter().map(|t| claude_name(t.trim())).collect()
-    };
-    if !writer {
-        allowed.retain(|t| !is_write_tool(t) && !t.starts_with("mcp__"));
+fn push_new(into: &mut Vec<String>, item: String) {
+    if !into.contains(&item) {
+        into.push(item);
     }
-    allowed.dedup();
-    allowed
+}
+
+/// Maps the resolved permissions to Claude Code's flags (rule G8) (the design's table: tools exist
+/// only when listed, listed tools and allow rules are pre-approved, exclusions and deny rules
+/// refused, `plan` and `acceptEdits` as its permission modes).
+pub fn claude_permissions(p: &ResolvedPermissions) -> ClaudePermissions {
+    let names = |list: &[String]| -> Vec<String> { list.iter().map(|t| claude_name(t.trim())).collect() };
+    let excluded = names(&p.exclude_tools);
+    let tools = p.tools.as_deref().map(names);
+    let mut allowed = Vec::new();
+    let base: Vec<String> = match &tools {
+        Some(tools) => tools.clone(),
+        None if p.mode == PermissionMode::Writer => CLAUDE_WRITER_DEFAULT.map(str::to_owned).to_vec(),
+        None => CLAUDE_READ_DEFAULT.map(str::to_owned).to_vec(),
+    };
+    for tool in base.into_iter().filter(|t| !excluded.contains(t)) {
+        push_new(&mut allowed, tool);
+    }
+    for rule in &p.allow {
+        push_new(&mut allowed, rule.clone());
+    }
+    let mut disallowed = Vec::new();
+    for item in excluded.into_iter().chain(p.deny.iter().cloned()) {
+        push_new(&mut disallowed, item);
+    }
+    if !p.nested {
+        for rule in CLAUDE_NO_NESTED {
+            push_new(&mut disallowed, rule.to_owned());
+        }
+    }
+    ClaudePermissions {
+        tools,
+        allowed,
+        disallowed,
+        mode: match p.mode {
+            PermissionMode::Writer => Some("acceptEdits"),
+            PermissionMode::Plan => Some("plan"),
+            PermissionMode::ReadOnly => None,
+        },
+        strict_mcp: p.mode != PermissionMode::Writer,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sublaunch_protocol::records::config::AdapterId;
 
     #[test]
-    fn agent_tools_map_to_claude_names() {
-        let tools: Vec<String> = ["read", "find", "bash", "mcp__x__y", "Bash(git diff:*)"]
-            .map(str::to_owned)
-            .to_vec();
+    fn agent_tools_map_to_claude_names_and_rules_pass_through() {
+        let mut p = ResolvedPermissions::adapter_default(AdapterId::ClaudeCodeWriter);
+        p.tools = Some(["read", "find", "bash", "mcp__x__y"].map(str::to_owned).to_vec());
+        p.allow = vec!["Bash(git *)".into()];
+        p.deny = vec!["Bash(rm *)".into()];
+        p.exclude_tools = vec!["bash".into()];
+        p.nested = false;
+        let flags = claude_permissions(&p);
+        assert_eq!(flags.tools.unwrap(), ["Read", "Glob", "Bash", "mcp__x__y"]);
+        assert_eq!(flags.allowed, ["Read", "Glob", "mcp__x__y", "Bash(git *)"]);
         assert_eq!(
-            claude_allowed(&tools, true),
-            ["Read", "Glob", "Bash", "mcp__x__y", "Bash(git diff:*)"]
+            flags.disallowed,
+            ["Bash", "Bash(rm *)", "mcp__sublaunch", "Bash(sublaunch *)"]
         );
-        assert_eq!(claude_allowed(&tools, false), ["Read", "Glob"]);
-        assert_eq!(claude_allowed(&[], false), CLAUDE_READ_DEFAULT);
+        assert_eq!((flags.mode, flags.strict_mcp), (Some("acceptEdits"), false));
+    }
+
+    #[test]
+    fn a_read_only_default_keeps_todays_flags() {
+        let flags = claude_permissions(&ResolvedPermissions::adapter_default(AdapterId::ClaudeCode));
+        assert_eq!(flags.tools, None);
+        assert_eq!(flags.allowed, CLAUDE_READ_DEFAULT);
+        assert_eq!(flags.disallowed, ["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"]);
+        assert_eq!((flags.mode, flags.strict_mcp), (None, true));
     }
 }

@@ -74,6 +74,58 @@ pub struct RunParams {
     /// (use `wait` later).
     #[serde(default)]
     pub wait: bool,
+    /// The only tools every agent of the run has (each keeps those its agent also has). An
+    /// agent whose CLI cannot restrict tools (Codex, Cursor, shell) is refused with it.
+    pub tools: Option<Vec<String>>,
+    /// Tools no agent of the run has.
+    #[serde(alias = "exclude_tools")]
+    pub exclude_tools: Option<Vec<String>>,
+    /// Tool uses pre-approved for the run: `Tool` or `Tool(pattern)`, e.g. `Bash(git *)`
+    /// (Claude Code only).
+    pub allow: Option<Vec<String>>,
+    /// Tool uses refused for the run: `Tool` or `Tool(pattern)`, e.g. `Bash(rm *)`.
+    pub deny: Option<Vec<String>>,
+    /// What the agents may change at most: `plan`, `read-only` or `writer` (a read-only agent
+    /// stays read-only).
+    pub mode: Option<String>,
+    /// `false`: the agents may not launch nested runs of sublaunch.
+    pub nested: Option<bool>,
+}
+
+impl RunParams {
+    /// The run's layer of the permission contract, or what is wrong with it (naming the
+    /// argument and the rule).
+    pub fn permissions(&self) -> Result<Option<sublaunch::contract::Permissions>, String> {
+        use sublaunch::contract::{PermissionMode, Permissions, Rule};
+        for (name, tools) in [("tools", &self.tools), ("excludeTools", &self.exclude_tools)] {
+            for tool in tools.iter().flatten() {
+                if !Rule::parse(tool).is_ok_and(|r| r.pattern.is_none()) {
+                    return Err(format!(
+                        "{name}: '{tool}' is not a tool name (one tool per item; patterns go in allow or deny)"
+                    ));
+                }
+            }
+        }
+        for (name, rules) in [("allow", &self.allow), ("deny", &self.deny)] {
+            for rule in rules.iter().flatten() {
+                Rule::parse(rule).map_err(|e| format!("{name}: {e}"))?;
+            }
+        }
+        let mode = self
+            .mode
+            .as_deref()
+            .map(|m| m.parse::<PermissionMode>().map_err(|e| format!("mode: {e}")))
+            .transpose()?;
+        let permissions = Permissions {
+            tools: self.tools.clone(),
+            exclude_tools: self.exclude_tools.clone(),
+            allow: self.allow.clone(),
+            deny: self.deny.clone(),
+            mode,
+            nested: self.nested,
+        };
+        Ok((!permissions.is_empty()).then_some(permissions))
+    }
 }
 
 /// `wait`.

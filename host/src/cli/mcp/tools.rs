@@ -480,6 +480,7 @@ impl RunParams {
         let max_tool_calls = params::whole(self.max_tool_calls, "maxToolCalls", 0, MAX_TOOL_CALLS)
             .map_err(said)?
             .map(|calls| u32::try_from(calls).unwrap_or(u32::MAX));
+        let permissions = self.permissions()?;
         let work = match (self.agent, self.chain) {
             (Some(_), Some(_)) => return Err("give either agent (with task) or chain, not both".to_owned()),
             (None, None) => return Err("give an agent and a task, or a chain".to_owned()),
@@ -543,6 +544,7 @@ impl RunParams {
             required_extensions: Vec::new(),
             skills: None,
             wait: self.wait,
+            permissions,
         };
         Ok((request, dir))
     }

@@ -59,7 +59,6 @@ pub fn builtins() -> Vec<AgentDef> {
             },
             description: description.to_owned(),
             system_prompt: String::new(),
-            tools: Vec::new(),
             runner,
             worktree: false,
             source: AgentSource::BuiltIn,

@@ -6,7 +6,12 @@
 //! description: Reviews a change and returns a verdict
 //! model: claude-sonnet-4-5
 //! thinking: medium
-//! tools: read, grep, find
+//! tools: read, grep, find        # the only tools it has (a `Tool(pattern)` item also pre-approves the pattern)
+//! excludeTools: [bash]            # tools it never has
+//! allow: ["Bash(git *)"]          # tool uses that run without asking
+//! deny: ["Bash(rm *)"]            # tool uses that are always refused
+//! mode: read-only                 # plan, read-only or writer (default: the adapter's)
+//! nested: false                   # it may not launch nested runs (default: it may)
 //! defaultReads: [docs/STYLE.md]   # read before every task (relative to the step's directory)
 //! outputSchema:
 //!   type: object
@@ -19,7 +24,7 @@ use super::{AdapterId, AgentDef, AgentSource, RunnerSpec, TEMPLATE_PLACEHOLDERS}
 use crate::inputs::config_files::{FileError, YamlTooDeep};
 use serde_json::{Map, Value};
 use std::path::Path;
-use sublaunch_contract::{Agent, LooseString, RunnerType, ThinkingLevel, ThinkingSetting};
+use sublaunch_contract::{Agent, LooseString, Permissions, Rule, RunnerType, ThinkingLevel, ThinkingSetting};
 
 /// Parses the agent file at `path` (with content `text`).
 pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<AgentDef, FileError> {
@@ -88,12 +93,12 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             .map(|_| field.list("requiredExtensions"))
             .transpose()?,
         skills: field.get("skills").map(|_| field.list("skills")).transpose()?,
+        permissions: field.permissions()?,
     };
     Ok(AgentDef {
         planner,
         description: field.string("description")?.unwrap_or_default(),
         system_prompt: body.trim_start_matches(['\r', '\n']).to_owned(),
-        tools: field.tools()?,
         runner,
         worktree: field.flag("worktree")?,
         source,
@@ -239,6 +244,71 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
             Some(other) => return Err(self.wrong("tools", "a list or a comma-separated string", other)),
         };
         Ok(items.iter().flat_map(|item| split_tools(item)).collect())
+    }
+
+    /// The agent's layer of the permission contract (rule G1): `tools`, `excludeTools`,
+    /// `allow`, `deny`, `mode` and `nested`; `None` when it sets none of them. A `tools` item
+    /// with a pattern (`Bash(git *)`) gives the tool and pre-approves the pattern, as Claude
+    /// Code's `--allowedTools` read it before the contract had rules of its own.
+    fn permissions(&self) -> Result<Option<Permissions>, FileError> {
+        let mut permissions = Permissions::default();
+        if self.get("tools").is_some() {
+            let mut tools = Vec::new();
+            let mut allow = Vec::new();
+            for item in self.tools()? {
+                let rule = Rule::parse(&item).map_err(|e| (self.fail)(Some("tools"), e.to_string()))?;
+                if rule.pattern.is_some() {
+                    allow.push(item.clone());
+                }
+                if !tools.iter().any(|t| t == rule.tool) {
+                    tools.push(rule.tool.to_owned());
+                }
+            }
+            permissions.tools = Some(tools);
+            permissions.allow = (!allow.is_empty()).then_some(allow);
+        }
+        if self.get("excludeTools").is_some() {
+            let tools = self.list("excludeTools")?;
+            if let Some(bad) = tools
+                .iter()
+                .find(|t| !Rule::parse(t).is_ok_and(|r| r.pattern.is_none()))
+            {
+                return Err((self.fail)(
+                    Some("excludeTools"),
+                    format!("'{bad}' is not a tool name; patterns belong in `deny` rules"),
+                ));
+            }
+            permissions.exclude_tools = Some(tools);
+        }
+        for key in ["allow", "deny"] {
+            if self.get(key).is_none() {
+                continue;
+            }
+            let rules = match self.get(key) {
+                Some(Value::String(rule)) => vec![rule.trim().to_owned()],
+                Some(Value::Array(items)) => self.strings(key, items)?,
+                Some(other) => return Err(self.wrong(key, "a list of rules such as [\"Bash(git *)\"]", other)),
+                None => Vec::new(),
+            };
+            for rule in &rules {
+                Rule::parse(rule).map_err(|e| (self.fail)(Some(key), e.to_string()))?;
+            }
+            let slot = if key == "allow" {
+                &mut permissions.allow
+            } else {
+                &mut permissions.deny
+            };
+            slot.get_or_insert_with(Vec::new).extend(rules);
+        }
+        if let Some(mode) = self.string("mode")? {
+            permissions.mode = Some(mode.parse().map_err(|e: String| (self.fail)(Some("mode"), e))?);
+        }
+        permissions.nested = match self.get("nested") {
+            None => None,
+            Some(Value::Bool(nested)) => Some(*nested),
+            Some(other) => return Err(self.wrong("nested", "true or false", other)),
+        };
+        Ok((!permissions.is_empty()).then_some(permissions))
     }
 
     /// The items of the sequence `key`, each a string.
@@ -407,7 +477,7 @@ mod tests {
         assert_eq!(agent.name(), "reviewer");
         assert_eq!(agent.planner.model, Some(LooseString::Text("claude-sonnet-4-5".into())));
         assert_eq!(agent.planner.thinking, Some(ThinkingSetting::Text("medium".into())));
-        assert_eq!(agent.tools, ["read", "grep"]);
+        assert_eq!(tools(&agent), ["read", "grep"]);
         assert_eq!(agent.system_prompt, "You review.\n");
         assert_eq!(agent.runner.adapter, AdapterId::Pi);
         let schema: Value = serde_json::from_str(agent.planner.output_schema.as_deref().unwrap()).unwrap();
@@ -420,9 +490,56 @@ mod tests {
     #[test]
     fn a_list_item_naming_several_tools_is_split() {
         let agent = parse("---\ntools: [\"Read,Bash\", \" Grep , \", \"Bash(git log a,b),Edit\"]\n---\n").unwrap();
-        assert_eq!(agent.tools, ["Read", "Bash", "Grep", "Bash(git log a,b)", "Edit"]);
+        assert_eq!(tools(&agent), ["Read", "Bash", "Grep", "Edit"]);
+        let permissions = agent.planner.permissions.unwrap();
+        assert_eq!(permissions.allow.unwrap(), ["Bash(git log a,b)"]);
         let agent = parse("---\ntools: Read, Bash(git diff x,y)\n---\n").unwrap();
-        assert_eq!(agent.tools, ["Read", "Bash(git diff x,y)"]);
+        assert_eq!(tools(&agent), ["Read", "Bash"]);
+    }
+
+    fn tools(agent: &AgentDef) -> Vec<String> {
+        agent
+            .planner
+            .permissions
+            .as_ref()
+            .and_then(|p| p.tools.clone())
+            .unwrap_or_default()
+    }
+
+    /// G1, G7: every field of the agent's layer, and a clear error naming the file, the field and
+    /// the bad rule or value.
+    #[test]
+    fn permission_fields_parse_and_bad_ones_name_the_rule() {
+        let agent = parse(
+            "---\nexcludeTools: bash, edit\nallow: [\"Bash(git *)\"]\ndeny: Bash(rm *)\nmode: plan\nnested: false\n---\n",
+        )
+        .unwrap();
+        let p = agent.planner.permissions.unwrap();
+        assert_eq!(p.tools, None);
+        assert_eq!(p.exclude_tools.unwrap(), ["bash", "edit"]);
+        assert_eq!(p.allow.unwrap(), ["Bash(git *)"]);
+        assert_eq!(p.deny.unwrap(), ["Bash(rm *)"]);
+        assert_eq!(p.mode, Some(sublaunch_contract::PermissionMode::Plan));
+        assert_eq!(p.nested, Some(false));
+        assert_eq!(parse("---\nname: x\n---\n").unwrap().planner.permissions, None);
+        for (text, field, needle) in [
+            ("deny: [\"Bash(rm *\"]", "deny", "'Bash(rm *'"),
+            ("allow: [\"Bash git\"]", "allow", "'Bash git'"),
+            ("mode: rw", "mode", "'rw'"),
+            ("nested: no-thanks", "nested", "true or false"),
+            (
+                "excludeTools: [\"Bash(rm *)\"]",
+                "excludeTools",
+                "patterns belong in `deny`",
+            ),
+            ("tools: [\"Bash(\"]", "tools", "'Bash('"),
+        ] {
+            let error = parse(&format!("---\n{text}\n---\n")).expect_err(text).to_string();
+            assert!(
+                error.contains(field) && error.contains(needle) && error.contains("reviewer.md"),
+                "{error}"
+            );
+        }
     }
 
     #[test]

@@ -93,8 +93,6 @@ pub struct AgentDef {
     pub description: String,
     /// The system prompt (the file's body).
     pub system_prompt: String,
-    /// Tools the agent may use (passed to adapters that take a tool list).
-    pub tools: Vec<String>,
     /// How the agent is started.
     pub runner: RunnerSpec,
     /// It writes, so each of its steps runs in its own managed git worktree unless the step

@@ -22,7 +22,6 @@ fn agent(name: &str, adapter: AdapterId, command: Option<Vec<&str>>) -> AgentDef
         },
         description: String::new(),
         system_prompt: "Be brief.\n".into(),
-        tools: vec!["read".into(), "grep".into()],
         runner,
         worktree: false,
         source: AgentSource::BuiltIn,
@@ -117,6 +116,9 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     s.task_index = Some(2);
     s.structured = true;
     s.output_schema = Some(r#"{"type":"object"}"#.into());
+    let mut permissions = sublaunch_contract::ResolvedPermissions::adapter_default(AdapterId::Pi);
+    permissions.tools = Some(vec!["read".into(), "grep".into()]);
+    s.permissions = Some(permissions.clone());
     let pi = agent("scout", AdapterId::Pi, None);
     let table = AliasTable::parse(&json!({"anthropic/claude-haiku-4-5": ["haiku-2025"]}), "a").unwrap();
     let config = step_config(0, &s, Some(&pi), &table).unwrap();
@@ -125,7 +127,11 @@ fn pi_steps_carry_model_thinking_prompt_tools_and_the_model_check() {
     assert_eq!(spec.model.as_deref(), Some("anthropic/claude-haiku-4-5"));
     assert_eq!(spec.thinking.as_deref(), Some("low"));
     assert_eq!(spec.system_prompt.as_deref(), Some("Be brief.\n"));
-    assert_eq!(spec.tools, ["read", "grep"]);
+    assert_eq!(
+        spec.permissions,
+        Some(permissions),
+        "the plan's resolved permissions (G6)"
+    );
     assert_eq!(config.command, None);
     assert_eq!((config.step_index, config.task_index), (Some(1), Some(2)));
     assert!(config.structured);

@@ -18,7 +18,9 @@ mod placement;
 mod workflow;
 
 pub use placement::Placement;
-pub use sublaunch_contract::{AdapterId, CliThinking, InputFormat, ThinkingLevel, UsageBudget};
+pub use sublaunch_contract::{
+    AdapterId, CliThinking, InputFormat, PermissionMode, ResolvedPermissions, ThinkingLevel, UsageBudget,
+};
 pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
 /// The argv, environment overrides and cwd of one agent command.

@@ -5,7 +5,8 @@
 //!   "steps": [{ "agent": "reviewer", "task": "Review {previous}", "cwd": "/w",
 //!               "stepIndex": 1, "taskIndex": 0,
 //!               "adapter": {"id": "pi", "program": "pi", "model": "anthropic/claude-sonnet-4-5",
-//!                           "thinking": "low", "systemPrompt": "…", "tools": ["read"]},
+//!                           "thinking": "low", "systemPrompt": "…",
+//!                           "permissions": {"tools": ["read"], "mode": "writer", "nested": true}},
 //!               "structured": true, "outputSchema": {"type": "object"},
 //!               "modelCheck": {"planned": "anthropic/claude-sonnet-4-5",
 //!                              "id": "claude-sonnet-4-5", "aliases": ["sonnet-4.5"]} }] }
@@ -18,7 +19,7 @@ use super::{ConfigError, StepConfig, invalid};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::path::Path;
-use sublaunch_contract::AdapterId;
+use sublaunch_contract::{AdapterId, ResolvedPermissions};
 
 /// The adapters the shim can run (`steps[i].adapter.id`): every [`AdapterId`] but the
 /// external jobs, which are only planned.
@@ -45,9 +46,9 @@ pub struct AdapterSpec {
     pub thinking: Option<String>,
     /// The agent's system prompt (empty: none).
     pub system_prompt: Option<String>,
-    /// Tools the agent may use (empty: the program's default).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<String>,
+    /// What the agent may do, as the planner resolved it (rules G1–G4); absent in a
+    /// configuration written before the permission contract: the adapter's defaults.
+    pub permissions: Option<ResolvedPermissions>,
     /// Environment overrides for the program.
     #[serde(default, skip_serializing_if = "Map::is_empty")]
     pub env: Map<String, Value>,
@@ -70,11 +71,20 @@ impl AdapterSpec {
             provider: None,
             thinking: None,
             system_prompt: None,
-            tools: Vec::new(),
+            permissions: None,
             env: Map::new(),
             resume: None,
             session_usage: None,
         }
+    }
+}
+
+impl AdapterSpec {
+    /// The permissions the step runs with: the planned ones, else the adapter's defaults.
+    pub fn resolved_permissions(&self) -> ResolvedPermissions {
+        self.permissions
+            .clone()
+            .unwrap_or_else(|| ResolvedPermissions::adapter_default(self.id))
     }
 }
 
