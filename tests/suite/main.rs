@@ -37,6 +37,7 @@ mod progress_cli;
 mod prune_cli;
 mod real_agents;
 mod real_cli_limits;
+mod real_cli_permissions;
 mod real_cli_runs;
 mod registry_cli;
 mod remote_cli;

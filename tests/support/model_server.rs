@@ -95,8 +95,9 @@ impl Reply {
         }
     }
 
-    /// A call of the client's tool `name` with `input` (Anthropic Messages only: a `tool_use`
-    /// block, stop reason `tool_use`), as a model that uses a tool answers.
+    /// A call of the client's tool `name` with `input`, as a model that uses a tool answers:
+    /// on Anthropic Messages a `tool_use` block (stop reason `tool_use`), on OpenAI Responses
+    /// a `function_call` output item (its `arguments` the JSON text of `input`).
     pub fn tool_call(name: impl Into<String>, input: Value) -> Reply {
         Reply {
             kind: ReplyKind::ToolCall {
@@ -829,6 +830,18 @@ mod responses {
         let item_id = format!("msg_fake{}", next_id());
         let text = reply_text(reply);
         let created = now();
+        if let ReplyKind::ToolCall { name, input } = &reply.kind {
+            let call = FunctionCall {
+                resp_id: &resp_id,
+                model: &model,
+                created,
+                item_id: format!("fc_fake{}", next_id()),
+                call_id: format!("call_fake{}", next_id()),
+                name,
+                arguments: input.to_string(),
+            };
+            return call.respond(out, request, &reply.usage);
+        }
         let response = |status: &str, output: Value, usage: Value| {
             json!({
                 "id": resp_id, "object": "response", "created_at": created, "status": status,
@@ -903,6 +916,86 @@ mod responses {
             &mut sse,
             json!({"type": "response.completed",
                 "response": response("completed", json!([done_item]), usage_json(&reply.usage))}),
+        )?;
+        sse.finish()
+    }
+}
+
+/// A Responses `function_call` output item and the events that stream it.
+struct FunctionCall<'a> {
+    resp_id: &'a str,
+    model: &'a str,
+    created: u64,
+    item_id: String,
+    call_id: String,
+    name: &'a str,
+    arguments: String,
+}
+
+impl FunctionCall<'_> {
+    fn item(&self, status: &str, arguments: &str) -> Value {
+        json!({"id": self.item_id, "type": "function_call", "status": status, "call_id": self.call_id,
+               "name": self.name, "arguments": arguments})
+    }
+
+    fn response(&self, status: &str, output: Value, usage: Value) -> Value {
+        json!({
+            "id": self.resp_id, "object": "response", "created_at": self.created, "status": status,
+            "error": null, "incomplete_details": null, "model": self.model, "output": output,
+            "parallel_tool_calls": true, "previous_response_id": null, "usage": usage,
+        })
+    }
+
+    fn respond(&self, out: &mut TcpStream, request: &Request, usage: &Usage) -> std::io::Result<bool> {
+        let usage_json = || {
+            let input = usage.input + usage.cache_read + usage.cache_write;
+            json!({
+                "input_tokens": input,
+                "input_tokens_details": {"cached_tokens": usage.cache_read},
+                "output_tokens": usage.output,
+                "output_tokens_details": {"reasoning_tokens": 0},
+                "total_tokens": input + usage.output,
+            })
+        };
+        let done = self.item("completed", &self.arguments);
+        if !request.stream() {
+            return respond_json(out, 200, &self.response("completed", json!([done]), usage_json()));
+        }
+        let mut seq = 0u64;
+        let mut sse = Sse::start(out)?;
+        let mut send = |sse: &mut Sse, mut data: Value| {
+            data["sequence_number"] = json!(seq);
+            seq += 1;
+            let name = data["type"].as_str().unwrap_or("").to_owned();
+            sse.event(Some(&name), &data.to_string())
+        };
+        let started = self.response("in_progress", json!([]), Value::Null);
+        send(&mut sse, json!({"type": "response.created", "response": started}))?;
+        send(&mut sse, json!({"type": "response.in_progress", "response": started}))?;
+        send(
+            &mut sse,
+            json!({"type": "response.output_item.added", "output_index": 0, "item": self.item("in_progress", "")}),
+        )?;
+        for piece in pieces(&self.arguments) {
+            send(
+                &mut sse,
+                json!({"type": "response.function_call_arguments.delta", "item_id": self.item_id,
+                       "output_index": 0, "delta": piece}),
+            )?;
+        }
+        send(
+            &mut sse,
+            json!({"type": "response.function_call_arguments.done", "item_id": self.item_id,
+                   "output_index": 0, "arguments": self.arguments}),
+        )?;
+        send(
+            &mut sse,
+            json!({"type": "response.output_item.done", "output_index": 0, "item": done}),
+        )?;
+        send(
+            &mut sse,
+            json!({"type": "response.completed",
+                   "response": self.response("completed", json!([done]), usage_json())}),
         )?;
         sse.finish()
     }
