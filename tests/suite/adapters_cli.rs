@@ -221,6 +221,42 @@ fn permission_flags_become_each_clis_own_controls() {
     );
     assert_eq!(after(&argv, "--permission-mode").as_deref(), Some("acceptEdits"));
     assert_eq!(after(&argv, "--permission-prompts").as_deref(), Some("none"));
+    // G6: what the step ran with, from the run's own records.
+    let ran_with = serde_json::json!({"tools": ["read", "Bash"], "excludeTools": ["Edit"],
+        "allow": ["Bash(git *)"], "deny": ["Bash(rm *)"], "mode": "writer", "nested": false});
+    let id = end["runId"].as_str().unwrap();
+    let result = run(&scratch, &bin, &["result", id, "--json"]);
+    let result: Value = serde_json::from_slice(&result.stdout).unwrap();
+    assert_eq!(result["steps"][0]["permissions"], ran_with, "{result}");
+    let status = run(&scratch, &bin, &["status", id, "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["steps"][0]["permissions"], ran_with, "{status}");
+    let status = text(&run(&scratch, &bin, &["status", id]).stdout);
+    assert!(
+        status.contains("perms    step 1 claude-writer: mode writer; tools read, Bash; excluded Edit; allow Bash(git *); deny Bash(rm *); no nested runs"),
+        "{status}"
+    );
+    // The plan a dry run prints says it too, the adapter's defaults where no layer said anything.
+    let dry = run(&scratch, &bin, &["run", "--agent", "codex", "--task", "t", "--dry-run"]);
+    let plan: Value = serde_json::from_slice(&dry.stdout).unwrap();
+    assert_eq!(
+        plan["steps"][0]["permissions"],
+        serde_json::json!({"mode": "read-only", "nested": true}),
+        "{plan}"
+    );
+    let agents = run(&scratch, &bin, &["agents", "--json"]);
+    let agents: Value = serde_json::from_slice(&agents.stdout).unwrap();
+    let claude = agents
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "claude")
+        .unwrap();
+    assert_eq!(
+        claude["permissions"],
+        serde_json::json!({"excludeTools": ["Bash", "Edit", "MultiEdit", "Write", "NotebookEdit"],
+                           "mode": "read-only", "nested": true})
+    );
     // … and in plan mode, Claude Code's own plan mode without its MCP servers.
     run_json(
         &scratch,

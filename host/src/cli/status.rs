@@ -115,6 +115,7 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
     if let Some(usage) = status.usage() {
         lines.push(format!("usage    {}", usage_line(&usage)));
     }
+    lines.extend(permission_lines(status));
     lines.push(format!("dir      {}", run.path().display()));
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
@@ -138,6 +139,26 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         lines.splice(2..2, block);
     }
     lines.join("\n")
+}
+
+/// What each step runs with (rule G6), from its status entry (the runner copied it from the
+/// configuration the plan became): `perms    step 1 claude: mode read-only; …`.
+fn permission_lines(status: &Status) -> Vec<String> {
+    status
+        .steps
+        .iter()
+        .flatten()
+        .filter_map(|step| {
+            let permissions = step.facts.permissions.as_ref()?;
+            let index = step.facts.step_index.unwrap_or_default();
+            let name = sublaunch_protocol::records::step_record::step_label(
+                index,
+                step.facts.task_index,
+                step.agent.as_deref().unwrap_or("?"),
+            );
+            Some(format!("perms    {name}: {}", permissions.summary()))
+        })
+        .collect()
 }
 
 /// How the run's end was proven, or why it was not, in words: a run launched without

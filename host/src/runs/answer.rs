@@ -196,6 +196,7 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
                 "as": r.facts.output_name,
                 "label": r.facts.label,
                 "phase": r.facts.phase,
+                "permissions": r.facts.permissions,
             })
         })
         .collect();

@@ -175,7 +175,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
     let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
-    let planned = planner.plan(&plan_request).map_err(|error| {
+    let mut planned = planner.plan(&plan_request).map_err(|error| {
         StartError::Plan(match &request.work {
             Work::Chain { chain, .. } => chain.locate(error),
             Work::Agent { .. } => error,
@@ -186,6 +186,17 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
             "--base and --require-clean are for managed worktrees, and no step of this run runs in one (add --worktree)"
                 .into(),
         ));
+    }
+    // Every step says what it runs with (rule G6): where no layer said anything, the planner
+    // left the adapter's defaults implicit; the run's records and `--dry-run` spell them out.
+    for step in &mut planned.steps {
+        if step.permissions.is_none()
+            && let Some(agent) = catalog.get(&step.agent)
+        {
+            step.permissions = Some(sublaunch_contract::ResolvedPermissions::adapter_default(
+                agent.runner.adapter,
+            ));
+        }
     }
     notes.extend(project_overrides(&planned, &catalog));
     // The plan's warnings (a thinking level a CLI has no name for, …), but not the one every

@@ -103,6 +103,10 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
                 field.clone_from(value);
             }
         }
+        // What the step runs with, from the configuration the planner's plan became (G6).
+        if let Some(spec) = &config.adapter {
+            facts.permissions = Some(spec.resolved_permissions());
+        }
     }
     let workflow = ctx.cfg.workflow.clone();
     let groups = crate::run::workflow::groups::groups(&ctx.cfg)

@@ -65,6 +65,9 @@ pub struct StepFacts {
     /// The workflow phase the step belongs to.
     #[serde(default, deserialize_with = "lenient")]
     pub phase: Option<String>,
+    /// The permissions the step ran with, from the runner configuration (rule G6).
+    #[serde(default, deserialize_with = "lenient")]
+    pub permissions: Option<crate::records::config::ResolvedPermissions>,
 }
 
 /// `worktree` of a step: the managed worktree (its path, branch and base), the step's

@@ -417,6 +417,9 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
             output_name: config.and_then(|c| c.output_name.clone()),
             label: config.and_then(|c| c.label.clone()),
             phase: config.and_then(|c| c.phase.clone()),
+            permissions: config
+                .and_then(|c| c.adapter.as_ref())
+                .map(sublaunch_protocol::records::config::AdapterSpec::resolved_permissions),
         },
         extra: Map::new(),
     }
