@@ -401,13 +401,15 @@ const CODEX: Row = Row {
             None,
         ]),
     }),
-    // `--sandbox read-only|workspace-write`, MCP servers off; no tool list and no plan mode.
+    // `--sandbox read-only|workspace-write`; no tool list, no plan mode, and no way to leave
+    // out the MCP servers of the user's configuration (`-c mcp_servers={}` is merged into the
+    // configured table), so it cannot hide sublaunch from its agent.
     permissions: PermissionSupport {
         tools: false,
         exclude_tools: false,
         rules: false,
         modes: [false, true, true],
-        nested_off: true,
+        nested_off: false,
         default_mode: PermissionMode::ReadOnly,
     },
     write_tools: &[],
@@ -881,7 +883,7 @@ mod tests {
                 false,
                 false,
                 [false, true, true],
-                true,
+                false,
                 M::ReadOnly,
             ),
             (
@@ -890,7 +892,7 @@ mod tests {
                 false,
                 false,
                 [false, true, true],
-                true,
+                false,
                 M::Writer,
             ),
             (

@@ -179,7 +179,7 @@ fn check_enforceable(
         (
             "nested",
             given_by(|p| p.nested == Some(false)),
-            "its CLI cannot hide sublaunch from the agent: remove `nested: false` there (`--no-nested` on a run), or give the step to a claude-code or codex-exec agent",
+            "its CLI cannot hide sublaunch from the agent: remove `nested: false` there (`--no-nested` on a run), or give the step to a claude-code agent",
         )
     } else {
         return Ok(());
@@ -350,6 +350,7 @@ mod tests {
                 "nested: false",
                 "claude-code",
             ),
+            ("codex-exec", json!({"nested": false}), "nested: false", "claude-code"),
         ];
         for (adapter, permissions, field, fix) in cases {
             let message = refusal(adapter, permissions);
@@ -370,7 +371,7 @@ mod tests {
                 "pi",
                 json!({"tools": ["read"], "excludeTools": ["bash"], "mode": "read-only"}),
             ),
-            ("codex-exec-writer", json!({"mode": "read-only", "nested": false})),
+            ("codex-exec-writer", json!({"mode": "read-only"})),
             ("cursor-agent", json!({"mode": "plan"})),
             ("shell", json!({"mode": "writer"})),
         ] {

@@ -509,6 +509,24 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
             json!({"tool": "agents", "arguments": {"cwd": "/"}}),
             vec!["cwd: '/' leads to /".into()],
         ),
+        // G7: the run's permissions are checked before anything is planned.
+        (
+            claude(json!({"deny": ["Bash(rm *"]})),
+            vec!["deny: bad permission rule 'Bash(rm *': the pattern has no closing ')'".into()],
+        ),
+        (
+            claude(json!({"tools": ["Read,Bash"]})),
+            vec!["tools: 'Read,Bash' is not a tool name".into()],
+        ),
+        (claude(json!({"mode": "rw"})), vec!["mode: unknown mode 'rw'".into()]),
+        // G5: what the agent's CLI cannot enforce is refused, naming the field and its source.
+        (
+            json!({"tool": "run", "arguments": {"agent": "codex", "task": "x", "exclude_tools": ["shell"]}, "timeoutMs": 20000}),
+            vec![
+                "Agent 'codex'".into(),
+                "cannot enforce `excludeTools` (given by the run)".into(),
+            ],
+        ),
     ];
     let mut calls: Vec<Value> = cases.iter().map(|(call, _)| call.clone()).collect();
     calls.push(json!({"tool": "agents", "arguments": {}}));

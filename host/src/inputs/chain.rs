@@ -689,6 +689,38 @@ mod tests {
         assert_eq!(parse("chain", YAML).unwrap().steps, yaml.steps);
     }
 
+    /// G1: a step's, a group's and a task's permissions reach the request as layers of their
+    /// own; a field the contract does not have is an error at its path.
+    #[test]
+    fn permissions_of_steps_groups_and_tasks_reach_the_request() {
+        let chain = parse(
+            "c.yaml",
+            "steps:\n  - {agent: shell, task: x, permissions: {mode: plan}}\n  - parallel:\n      - {agent: shell, task: y, permissions: {deny: [\"Bash(rm *)\"]}}\n    permissions: {nested: false}\n",
+        )
+        .unwrap();
+        let steps = chain.request_steps();
+        assert_eq!(
+            steps[0].permissions.as_ref().unwrap().mode,
+            Some(sublaunch_contract::PermissionMode::Plan)
+        );
+        assert_eq!(steps[1].permissions.as_ref().unwrap().nested, Some(false));
+        let task = &steps[1].parallel.as_ref().unwrap()[0];
+        assert_eq!(
+            task.permissions.as_ref().unwrap().deny.as_deref(),
+            Some(&["Bash(rm *)".to_owned()][..])
+        );
+        let error = parse(
+            "c.json",
+            r#"{"steps": [{"agent": "a", "permissions": {"tool": ["Read"]}}]}"#,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            error.contains("steps[0].permissions") && error.contains("unknown field `tool`"),
+            "{error}"
+        );
+    }
+
     #[test]
     fn errors_name_the_file_and_the_json_path() {
         let cases = [

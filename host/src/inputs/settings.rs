@@ -442,4 +442,47 @@ mod tests {
         assert_eq!(on_end.command, None);
         assert!(on_end.ignored[0].contains("nobody approved it"), "{:?}", on_end.ignored);
     }
+
+    /// G1, G7: the settings' permission defaults, the project's over the user's, and a
+    /// malformed value or rule named with its file.
+    #[test]
+    fn permission_defaults_come_from_the_nearest_settings_that_set_them() {
+        let file = |path: &str, value: Value| {
+            Some(SettingsFile {
+                path: PathBuf::from(path),
+                value,
+            })
+        };
+        let mut settings = Settings {
+            user: file(
+                "/home/u/settings.json",
+                serde_json::json!({"subagents": {"permissions": {"deny": ["Bash(curl *)"], "nested": false}}}),
+            ),
+            ..Settings::default()
+        };
+        let user = settings.permissions().unwrap().unwrap();
+        assert_eq!(user.deny.unwrap(), ["Bash(curl *)"]);
+        assert_eq!(user.nested, Some(false));
+        settings.project = file(
+            "/repo/.sublaunch/settings.json",
+            serde_json::json!({"subagents": {"permissions": {"mode": "read-only"}}}),
+        );
+        let project = settings.permissions().unwrap().unwrap();
+        assert_eq!(project.mode, Some(sublaunch_contract::PermissionMode::ReadOnly));
+        for (bad, words) in [
+            (serde_json::json!({"deny": ["Bash(rm *"]}), "'Bash(rm *'"),
+            (serde_json::json!({"mode": "rw"}), "unknown variant `rw`"),
+            (serde_json::json!({"tool": ["Read"]}), "unknown field `tool`"),
+        ] {
+            settings.project = file(
+                "/repo/.sublaunch/settings.json",
+                serde_json::json!({"subagents": {"permissions": bad}}),
+            );
+            let error = settings.permissions().unwrap_err().to_string();
+            assert!(
+                error.contains("/repo/.sublaunch/settings.json: subagents.permissions") && error.contains(words),
+                "{error}"
+            );
+        }
+    }
 }

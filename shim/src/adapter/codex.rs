@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! codex exec --json --skip-git-repo-check --sandbox read-only|workspace-write
-//!       -c approval_policy="never" [-c mcp_servers={}] --output-last-message <run>/last-message-<n>.txt [-m <model>] [-c key=value …]
+//!       -c approval_policy="never" --output-last-message <run>/last-message-<n>.txt [-m <model>] [-c key=value …]
 //!       [--output-schema <run>/output-schema-<n>.json] [resume <thread>] -
 //! ```
 //!
@@ -15,10 +15,9 @@
 //! `turn.failed` event fails the step with its message; an `error` event alone does not
 //! (Codex prints one per reconnect).
 //!
-//! Permissions: Codex has no tool list, so the planner refused tools and rules for it; the
-//! mode is its sandbox (`read-only` for plan-less read-only steps, `workspace-write` for a
-//! writer), it never asks for approval, and a read-only step or one that may not launch
-//! nested runs starts no MCP server (their tools run outside Codex's sandbox).
+//! Permissions: Codex has no tool list, so the planner refused tools, rules and `nested:
+//! false` for it; the mode is its sandbox (`read-only`, or `workspace-write` for a writer),
+//! and it never asks for approval.
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput, push_option};
@@ -49,9 +48,6 @@ pub fn command(input: &StepInput<'_>, id: AdapterId) -> Result<AgentCommand, Str
         &["exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox],
     );
     push_config(&mut argv, "approval_policy", Some("never"));
-    if !writer || !permissions.nested {
-        argv.extend(["-c".to_owned(), "mcp_servers={}".to_owned()]);
-    }
     push_option(&mut argv, "--output-last-message", Some(input.run_path(&name)));
     push_option(&mut argv, "-m", input.model());
     push_config(&mut argv, "model_provider", input.provider());
