@@ -330,6 +330,41 @@ fn permission_flags_become_each_clis_own_controls() {
     assert!(!scratch.work().join("codex.argv").exists(), "Codex never started");
 }
 
+/// G4 and the case: a read-only agent whose file says `tools: ["Read,Bash"]` runs
+/// with `Read` only, `Bash` excluded, and the user is told.
+#[test]
+fn a_read_only_agents_bash_in_one_tools_item_is_taken_out_and_said() {
+    let scratch = Scratch::trusting("adapter-read-only-tools");
+    let bin = fake_clis(&scratch);
+    write(
+        &scratch.work().join(".sublaunch/agents/ro.md"),
+        "---\nname: ro\nrunner: {type: external-cli, adapter: claude-code}\ntools: [\"Read,Bash\"]\n---\nLook.\n",
+    );
+    let dry = run(&scratch, &bin, &["run", "--agent", "ro", "--task", "t", "--dry-run"]);
+    let plan: Value = serde_json::from_slice(&dry.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&dry.stderr)));
+    let permissions = &plan["steps"][0]["permissions"];
+    assert_eq!(permissions["tools"], serde_json::json!(["Read"]), "{plan}");
+    assert_eq!(permissions["mode"], "read-only");
+    assert!(
+        permissions["excludeTools"].as_array().unwrap().contains(&"Bash".into()),
+        "{plan}"
+    );
+    let end = run_json(&scratch, &bin, &["--agent", "ro", "--task", "t"]);
+    assert_eq!(end["state"], "complete", "{end}");
+    let argv: Vec<String> = recorded(&scratch, "claude", "argv")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let tools = argv.iter().position(|a| a == "--tools").map(|i| argv[i + 1].clone());
+    assert_eq!(tools.as_deref(), Some("Read"), "{argv:?}");
+    let launched = run(&scratch, &bin, &["run", "--agent", "ro", "--task", "t", "--wait"]);
+    assert!(
+        text(&launched.stderr).contains("runs read-only, so it does not get Bash, which its tools list"),
+        "{}",
+        text(&launched.stderr)
+    );
+}
+
 #[test]
 fn an_error_result_of_cursor_fails_the_step_with_its_text() {
     let scratch = Scratch::new("adapter-cursor");

@@ -31,7 +31,7 @@ pub fn launched() -> Arc<JsonObject> {
             "runDir": {"type": "string", "description": "The run's directory (without wait)."},
             "state": {"type": "string", "description": "How the run ended (with wait)."},
             "answer": {"description": "The last step's output, or each task of a final parallel group (with wait)."},
-            "steps": {"type": "array", "description": "Every step's output, structured value, exit code, error and usage (with wait)."},
+            "steps": {"type": "array", "description": "Every step's output, structured value, exit code, error, usage and the permissions it ran with (with wait)."},
             "notes": notes(),
         }),
     )
