@@ -107,6 +107,24 @@ pub fn resolve(
             combined.withheld.join(", ")
         ));
     }
+    // An allow rule for a tool the step never has does nothing (the exclusion wins): say so,
+    // rather than let it look like a permission.
+    let idle: Vec<&str> = resolved
+        .allow
+        .iter()
+        .filter(|rule| {
+            Rule::parse(rule).is_ok_and(|r| resolved.exclude_tools.iter().any(|t| t.eq_ignore_ascii_case(r.tool)))
+        })
+        .map(String::as_str)
+        .collect();
+    if !idle.is_empty() {
+        warnings.push(format!(
+            "Agent '{}' ({}) does not have the tools of its allow rules {}: they have no effect.",
+            agent.name,
+            child.position.describe(),
+            idle.join(", ")
+        ));
+    }
     check_enforceable(child, agent, &layers, &resolved)?;
     Ok(Some(resolved))
 }
@@ -262,8 +280,17 @@ mod tests {
             task["excludeTools"],
             json!(["Edit", "WebFetch", "Bash", "MultiEdit", "Write", "NotebookEdit"])
         );
-        assert_eq!(plan.warnings.len(), 1, "{:?}", plan.warnings);
-        assert!(plan.warnings[0].contains("does not get Bash"), "{:?}", plan.warnings);
+        assert_eq!(plan.warnings.len(), 2, "{:?}", plan.warnings);
+        assert!(
+            plan.warnings[0].contains("does not get Bash, Edit"),
+            "{:?}",
+            plan.warnings
+        );
+        assert!(
+            plan.warnings[1].contains("allow rules Bash(git *), Bash(ls *): they have no effect"),
+            "{:?}",
+            plan.warnings
+        );
     }
 
     #[test]
@@ -274,6 +301,13 @@ mod tests {
         let plan = run(agents, json!([{"agent": "r", "task": "t"}]), Value::Null).expect("planned");
         let permissions = resolved(&plan, 0);
         assert_eq!(permissions["tools"], json!(["Read"]));
+        let agents = json!([agent("r", "claude-code", json!({"allow": ["Bash(git *)"]}))]);
+        let with_rule = run(agents, json!([{"agent": "r", "task": "t"}]), Value::Null).expect("planned");
+        assert!(
+            with_rule.warnings[0].contains("allow rules Bash(git *): they have no effect"),
+            "{:?}",
+            with_rule.warnings
+        );
         assert_eq!(permissions["mode"], "read-only");
         assert!(permissions["excludeTools"].as_array().unwrap().contains(&json!("Bash")));
         assert!(plan.warnings[0].contains("runs read-only"), "{:?}", plan.warnings);
