@@ -231,6 +231,9 @@ pub struct PlanStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "checkpoint-before-deadline-ms"))]
     pub checkpoint_before_deadline_ms: Option<u64>,
+    /// The OS sandbox the child runs in (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxPlan>,
 }
 
 /// One child in the workflow graph.
@@ -394,6 +397,7 @@ impl PlanStep {
             required_extensions: Vec::new(),
             skills: None,
             checkpoint_before_deadline_ms: None,
+            sandbox: None,
         }
     }
 }

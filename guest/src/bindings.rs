@@ -121,6 +121,7 @@ impl From<wit::Agent> for c::Agent {
             extensions: a.extensions,
             required_extensions: a.required_extensions,
             skills: a.skills,
+            sandbox: a.sandbox.map(Into::into),
         }
     }
 }
@@ -146,6 +147,7 @@ impl From<wit::Task> for c::Task {
             extensions: t.extensions,
             required_extensions: t.required_extensions,
             skills: t.skills,
+            sandbox: t.sandbox.map(Into::into),
         }
     }
 }
@@ -172,6 +174,7 @@ impl From<wit::Step> for c::Step {
             required_extensions: s.required_extensions,
             skills: s.skills,
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
+            sandbox: s.sandbox.map(Into::into),
         }
     }
 }
@@ -218,6 +221,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 checkpoint_before_deadline_ms: l.checkpoint_before_deadline_ms,
                 native_schemas: l.native_schemas,
                 native_models: l.native_models,
+                sandbox: l.sandbox.map(Into::into),
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {
@@ -225,6 +229,14 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 project: s.project,
             }),
             platform: r.platform,
+            settings_sandbox: r.settings_sandbox.map(Into::into),
+            sandbox_host: r.sandbox_host.map(|h| c::SandboxHost {
+                home: h.home,
+                tmpdir: h.tmpdir,
+                codex_home: h.codex_home,
+                cache_home: h.cache_home,
+                config_home: h.config_home,
+            }),
         }
     }
 }
@@ -294,6 +306,7 @@ impl From<c::PlanStep> for wit::PlanStep {
             required_extensions: s.required_extensions,
             skills: s.skills,
             checkpoint_before_deadline_ms: s.checkpoint_before_deadline_ms,
+            sandbox: s.sandbox.map(Into::into),
         }
     }
 }
@@ -316,6 +329,37 @@ impl From<c::LaunchPlan> for wit::LaunchPlan {
             }),
             warnings: p.warnings,
             usage_budget: p.usage_budget.map(Into::into),
+        }
+    }
+}
+
+impl From<wit::SandboxSetting> for c::SandboxSetting {
+    fn from(s: wit::SandboxSetting) -> Self {
+        Self {
+            profile: s.profile,
+            ports: s.ports,
+            best_effort: s.best_effort,
+            origin: s.origin,
+        }
+    }
+}
+
+impl From<c::SandboxPlan> for wit::SandboxPlan {
+    fn from(s: c::SandboxPlan) -> Self {
+        Self {
+            profile: match s.profile {
+                c::SandboxProfile::None => wit::SandboxProfile::None,
+                c::SandboxProfile::Workspace => wit::SandboxProfile::Workspace,
+                c::SandboxProfile::Offline => wit::SandboxProfile::Offline,
+                c::SandboxProfile::ReadOnly => wit::SandboxProfile::ReadOnly,
+            },
+            ports: s.ports,
+            best_effort: s.best_effort,
+            write_workdir: s.write_workdir,
+            state_paths: s.state_paths,
+            hidden: s.hidden,
+            temp_base: s.temp_base,
+            sources: s.sources,
         }
     }
 }

@@ -77,6 +77,10 @@ pub struct ChildFields<'r> {
     pub required_extensions: Option<Inherited<&'r [String]>>,
     /// pi skills: its own, else its group's.
     pub skills: Option<Inherited<&'r [String]>>,
+    /// Its own sandbox setting.
+    pub sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
+    /// Its group's sandbox setting (the tightest of both applies).
+    pub group_sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
 }
 
 /// A value a task has of its own or from its group, with the JSON path it was given at.
@@ -279,6 +283,8 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             extensions: own_or_group(step.extensions.as_deref(), None),
             required_extensions: own_or_group(step.required_extensions.as_deref(), None),
             skills: own_or_group(step.skills.as_deref(), None),
+            sandbox: step.sandbox.as_ref(),
+            group_sandbox: None,
         },
         group_machine: None,
         worktree,
@@ -314,6 +320,8 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
                 group.required_extensions.as_deref(),
             ),
             skills: own_or_group(task.skills.as_deref(), group.skills.as_deref()),
+            sandbox: task.sandbox.as_ref(),
+            group_sandbox: group.sandbox.as_ref(),
         },
         group_machine,
         worktree,

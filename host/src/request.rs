@@ -73,6 +73,8 @@ pub struct RunSpec {
     pub required_extensions: Option<Vec<String>>,
     /// `--skill` (a single agent only; pi).
     pub skills: Option<Vec<String>>,
+    /// `--sandbox`, `--sandbox-port`, `--sandbox-best-effort`: the OS sandbox of every step.
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
 }
 
 /// Everything the host gathered for planning.
@@ -138,7 +140,10 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             native_schemas: Some(true),
             // …and hands a step's model and thinking level to the CLIs that take them (M19).
             native_models: Some(true),
+            sandbox: spec.sandbox.clone(),
         }),
+        settings_sandbox: settings.sandbox().map_err(anyhow::Error::msg)?,
+        sandbox_host: Some(inputs.env.sandbox_host()),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),
             project: settings.project.as_ref().map(|f| f.value.to_string()),

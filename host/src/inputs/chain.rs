@@ -86,6 +86,9 @@ pub struct ChainTask {
     pub required_extensions: Option<Vec<String>>,
     /// pi skills loaded instead of the discovered ones (`[]`: none).
     pub skills: Option<Vec<String>>,
+    /// The OS sandbox: a profile name or `{profile, ports, bestEffort}`.
+    #[serde(default, deserialize_with = "sublaunch_contract::sandbox::setting")]
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
 }
 
 /// A parallel group.
@@ -113,6 +116,9 @@ pub struct ChainGroup {
     pub required_extensions: Option<Vec<String>>,
     /// pi skills loaded instead of the discovered ones (`[]`: none).
     pub skills: Option<Vec<String>>,
+    /// The OS sandbox: a profile name or `{profile, ports, bestEffort}`.
+    #[serde(default, deserialize_with = "sublaunch_contract::sandbox::setting")]
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
 }
 
 /// A step of a chain file.
@@ -488,6 +494,7 @@ impl ChainFile {
                         extensions: group.extensions.clone(),
                         required_extensions: group.required_extensions.clone(),
                         skills: group.skills.clone(),
+                        sandbox: group.sandbox.clone(),
                         ..Step::default()
                     },
                 }
@@ -571,6 +578,7 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         extensions: task.extensions,
         required_extensions: task.required_extensions,
         skills: task.skills,
+        sandbox: task.sandbox,
         ..Step::default()
     }
 }
@@ -595,6 +603,7 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         extensions: task.extensions.clone(),
         required_extensions: task.required_extensions.clone(),
         skills: task.skills.clone(),
+        sandbox: task.sandbox.clone(),
     }
 }
 

@@ -362,6 +362,7 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
         extensions: request.extensions.clone(),
         required_extensions: (!request.required_extensions.is_empty()).then(|| request.required_extensions.clone()),
         skills: request.skills.clone(),
+        sandbox: request.sandbox.clone(),
     };
     match &request.work {
         Work::Agent { agent, task } => {

@@ -88,6 +88,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             .map(|_| field.list("requiredExtensions"))
             .transpose()?,
         skills: field.get("skills").map(|_| field.list("skills")).transpose()?,
+        sandbox: field.typed_with("sandbox", sublaunch_contract::sandbox::setting)?,
     };
     Ok(AgentDef {
         planner,

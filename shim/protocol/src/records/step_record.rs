@@ -65,6 +65,9 @@ pub struct StepFacts {
     /// The workflow phase the step belongs to.
     #[serde(default, deserialize_with = "lenient")]
     pub phase: Option<String>,
+    /// The OS sandbox the agent ran in (absent: none).
+    #[serde(default, deserialize_with = "lenient")]
+    pub sandbox: Option<crate::records::sandbox::AppliedSandbox>,
 }
 
 /// `worktree` of a step: the managed worktree (its path, branch and base), the step's

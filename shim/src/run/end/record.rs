@@ -417,6 +417,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
             output_name: config.and_then(|c| c.output_name.clone()),
             label: config.and_then(|c| c.label.clone()),
             phase: config.and_then(|c| c.phase.clone()),
+            sandbox: end.sandbox.clone(),
         },
         extra: Map::new(),
     }

@@ -1,0 +1,181 @@
+//! The OS sandbox of each child (rules G20–G24): the tightest setting of every source (the
+//! user's settings, the run, the agent, the group, the step or task), and the paths the runner
+//! needs: the agent CLI's own state (one table, [`state_paths`]), the secrets it may not read
+//! ([`HIDDEN`]) and where its temporary directory is made. The planner reads no environment:
+//! the host passes `$HOME` and the few variables the paths depend on.
+
+use crate::children::Child;
+use sublaunch_contract::{
+    AdapterId, Agent, PlanError, PlanRequest, SandboxHost, SandboxPlan, SandboxProfile, SandboxSetting,
+};
+
+/// The secrets under `$HOME` no sandboxed agent may read, even where it reads everything else
+/// (rule G23).
+pub const HIDDEN: &[&str] = &[".ssh", ".gnupg", ".aws"];
+
+/// The child's sandbox, or `None` when no source asks for one (or every one says `none`).
+pub fn plan(
+    request: &PlanRequest,
+    child: &Child<'_>,
+    agent: &Agent,
+    adapter: Option<AdapterId>,
+    placed: bool,
+) -> Result<Option<SandboxPlan>, PlanError> {
+    let group_path = child
+        .path
+        .split_once(".parallel[")
+        .map(|(step, _)| format!("{step}.sandbox"));
+    let sources = [
+        (request.settings_sandbox.as_ref(), "settings sandbox".to_owned()),
+        (
+            request.launch.as_ref().and_then(|l| l.sandbox.as_ref()),
+            "the run's sandbox".to_owned(),
+        ),
+        (agent.sandbox.as_ref(), format!("agents[{}].sandbox", agent.name)),
+        (child.fields.group_sandbox, group_path.unwrap_or_default()),
+        (child.fields.sandbox, child.field_path("sandbox")),
+    ];
+    let mut tightest = Tightest::default();
+    for (setting, path) in sources {
+        if let Some(setting) = setting {
+            tightest.add(setting, setting.origin.clone().unwrap_or(path))?;
+        }
+    }
+    if tightest.sources.is_empty() || (tightest.write == SandboxProfile::None && tightest.ports.is_none()) {
+        return Ok(None);
+    }
+    if placed {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at {}: the OS sandbox ({}) cannot be applied to a step placed on another machine; run it here or drop the sandbox.",
+            child.path,
+            tightest.sources.join("; ")
+        )));
+    }
+    let host = request.sandbox_host.clone().unwrap_or_default();
+    let profile = match (tightest.write, &tightest.ports) {
+        (SandboxProfile::ReadOnly, _) => SandboxProfile::ReadOnly,
+        (SandboxProfile::Offline, _) => SandboxProfile::Offline,
+        _ => SandboxProfile::Workspace,
+    };
+    Ok(Some(SandboxPlan {
+        profile,
+        ports: tightest.ports,
+        best_effort: tightest.best_effort == Some(true),
+        write_workdir: profile.writes_workdir(),
+        state_paths: host
+            .home
+            .as_deref()
+            .map_or_else(Vec::new, |home| state_paths(adapter, home, &host)),
+        hidden: host
+            .home
+            .as_deref()
+            .map_or_else(Vec::new, |home| HIDDEN.iter().map(|name| join(home, name)).collect()),
+        temp_base: host
+            .tmpdir
+            .clone()
+            .filter(|t| t.starts_with('/'))
+            .unwrap_or_else(|| "/tmp".into()),
+        sources: tightest.sources,
+    }))
+}
+
+/// The tightest of the settings seen so far.
+#[derive(Default)]
+struct Tightest {
+    /// The tightest write profile (`offline` counts as `workspace` plus no network).
+    write: SandboxProfile,
+    /// The ports every source allows (`Some([])`: none).
+    ports: Option<Vec<u16>>,
+    /// `Some(false)` as soon as any source says no.
+    best_effort: Option<bool>,
+    /// Each source and what it asked for.
+    sources: Vec<String>,
+}
+
+impl Tightest {
+    fn add(&mut self, setting: &SandboxSetting, origin: String) -> Result<(), PlanError> {
+        let mut asked = Vec::new();
+        if let Some(name) = setting.profile.as_deref() {
+            let profile = SandboxProfile::parse(name.trim()).ok_or_else(|| {
+                PlanError::invalid_request(format!(
+                    "Invalid request at {origin}: unknown sandbox profile '{name}'; use none, read-only, workspace or offline."
+                ))
+            })?;
+            self.write = self.write.max(profile);
+            if profile == SandboxProfile::Offline {
+                self.ports = Some(Vec::new());
+            }
+            asked.push(profile.as_str().to_owned());
+        }
+        if let Some(ports) = &setting.ports {
+            if ports.contains(&0) {
+                return Err(PlanError::invalid_request(format!(
+                    "Invalid request at {origin}.ports: port 0 is not a port an agent can connect to."
+                )));
+            }
+            self.ports = Some(match self.ports.take() {
+                Some(known) => known.into_iter().filter(|p| ports.contains(p)).collect(),
+                None => {
+                    let mut own = ports.clone();
+                    own.sort_unstable();
+                    own.dedup();
+                    own
+                }
+            });
+            asked.push(format!("ports {}", join_ports(ports)));
+        }
+        if let Some(best) = setting.best_effort {
+            self.best_effort = Some(self.best_effort.unwrap_or(true) && best);
+            asked.push(if best { "best effort" } else { "no best effort" }.to_owned());
+        }
+        if !asked.is_empty() {
+            self.sources.push(format!("{origin}: {}", asked.join(", ")));
+        }
+        Ok(())
+    }
+}
+
+fn join_ports(ports: &[u16]) -> String {
+    ports.iter().map(u16::to_string).collect::<Vec<_>>().join(",")
+}
+
+fn join(dir: &str, name: &str) -> String {
+    format!("{}/{name}", dir.trim_end_matches('/'))
+}
+
+/// The one table of what each agent CLI writes outside the step's directory to run at all
+/// (rule G22), found by running each real CLI under the sandbox. Node CLIs also keep caches.
+pub fn state_paths(adapter: Option<AdapterId>, home: &str, host: &SandboxHost) -> Vec<String> {
+    let cache = host.cache_home.clone().unwrap_or_else(|| join(home, ".cache"));
+    let config = host.config_home.clone().unwrap_or_else(|| join(home, ".config"));
+    let node = || vec![join(home, ".npm"), cache.clone()];
+    let mut paths = match adapter {
+        Some(AdapterId::ClaudeCode | AdapterId::ClaudeCodeWriter) => {
+            let mut paths = vec![
+                join(home, ".claude"),
+                join(home, ".claude.json"),
+                join(&config, "claude"),
+            ];
+            paths.extend(node());
+            paths
+        }
+        Some(AdapterId::CodexExec | AdapterId::CodexExecWriter) => {
+            let mut paths = vec![host.codex_home.clone().unwrap_or_else(|| join(home, ".codex"))];
+            paths.extend(node());
+            paths
+        }
+        Some(AdapterId::CursorAgent | AdapterId::CursorAgentWriter) => {
+            let mut paths = vec![join(home, ".cursor"), join(&config, "cursor")];
+            paths.extend(node());
+            paths
+        }
+        Some(AdapterId::Pi) | None => {
+            let mut paths = vec![join(home, ".pi")];
+            paths.extend(node());
+            paths
+        }
+        Some(AdapterId::Command | AdapterId::Shell | AdapterId::GenericCli | AdapterId::ExternalJob) => Vec::new(),
+    };
+    paths.dedup();
+    paths
+}
