@@ -379,6 +379,16 @@ pub fn run(args: Args) -> ExitCode {
     code
 }
 
+/// `--sandbox`: a profile name.
+fn parse_sandbox_profile(text: &str) -> Result<String, String> {
+    sublaunch_contract::sandbox::checked_profile(text)
+}
+
+/// `--sandbox-port`: a TCP port (never a host).
+fn parse_sandbox_port(text: &str) -> Result<u16, String> {
+    sublaunch_contract::sandbox::parse_port(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -402,14 +412,4 @@ mod tests {
             "a chain file's own keys, as the file writes them"
         );
     }
-}
-
-/// `--sandbox`: a profile name.
-fn parse_sandbox_profile(text: &str) -> Result<String, String> {
-    sublaunch_contract::sandbox::checked_profile(text)
-}
-
-/// `--sandbox-port`: a TCP port (never a host).
-fn parse_sandbox_port(text: &str) -> Result<u16, String> {
-    sublaunch_contract::sandbox::parse_port(text)
 }

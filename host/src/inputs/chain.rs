@@ -116,9 +116,10 @@ pub struct ChainGroup {
     pub required_extensions: Option<Vec<String>>,
     /// pi skills loaded instead of the discovered ones (`[]`: none).
     pub skills: Option<Vec<String>>,
-    /// The OS sandbox: a profile name or `{profile, ports, bestEffort}`.
-    #[serde(default, deserialize_with = "sublaunch_contract::sandbox::setting")]
-    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
+    /// The OS sandbox of each task: a profile name or `{profile, ports, bestEffort}` (boxed:
+    /// a group is small).
+    #[serde(default, deserialize_with = "boxed_sandbox")]
+    pub sandbox: Option<Box<sublaunch_contract::SandboxSetting>>,
 }
 
 /// A step of a chain file.
@@ -494,7 +495,7 @@ impl ChainFile {
                         extensions: group.extensions.clone(),
                         required_extensions: group.required_extensions.clone(),
                         skills: group.skills.clone(),
-                        sandbox: group.sandbox.clone(),
+                        sandbox: group.sandbox.as_deref().cloned(),
                         ..Step::default()
                     },
                 }
@@ -605,6 +606,13 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         skills: task.skills.clone(),
         sandbox: task.sandbox.clone(),
     }
+}
+
+/// A group's `sandbox`, boxed.
+fn boxed_sandbox<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<sublaunch_contract::SandboxSetting>>, D::Error> {
+    sublaunch_contract::sandbox::setting(deserializer).map(|s| s.map(Box::new))
 }
 
 /// `reads`: a list of paths, `false` for none; anything else was refused when parsed.

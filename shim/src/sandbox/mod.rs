@@ -106,7 +106,7 @@ pub fn prepare(at: &Where<'_>) -> Result<Prepared, String> {
         Some(build(at, kernel, &writable, &hidden, &mut applied.enforced)?)
     };
     applied.enforced.push("no-new-privs".into());
-    if kernel >= 1 && kernel < FILES_ABI {
+    if (1..FILES_ABI).contains(&kernel) {
         notes.push(format!(
             "files can still be truncated outside the writable paths (Landlock ABI {kernel} < 3)"
         ));

@@ -24,7 +24,7 @@ pub fn prepare(
     }
     let cwd = cfg.step_cwd(index);
     let workdir = step.worktree.as_ref().map_or(cwd, |w| w.path.as_str());
-    let tmpdir = std::path::Path::new(&plan.temp_base).join(format!("sublaunch-{}-{index}", cfg.id));
+    let tmpdir = tmpdir(&cfg.id, index, plan);
     let agent_files = agent_files(adapter, index, run)?;
     super::prepare(&Where {
         plan,
@@ -34,6 +34,19 @@ pub fn prepare(
         state_root,
     })
     .map(Some)
+}
+
+/// The step's own temporary directory: `<temp base>/sublaunch-<run id>-<step>`.
+fn tmpdir(run_id: &str, index: usize, plan: &sublaunch_protocol::records::sandbox::SandboxPlan) -> std::path::PathBuf {
+    std::path::Path::new(&plan.temp_base).join(format!("sublaunch-{run_id}-{index}"))
+}
+
+/// Removes step `index`'s temporary directory once its agent has ended (what is left there
+/// is the agent's scratch, not its work).
+pub fn remove_tmpdir(cfg: &RunnerConfig, index: usize) {
+    if let Some(plan) = cfg.steps.get(index).and_then(|s| s.sandbox.as_ref()) {
+        let _ = std::fs::remove_dir_all(tmpdir(&cfg.id, index, plan));
+    }
 }
 
 /// The files the runner reads back from the agent that live among the run's records: each
