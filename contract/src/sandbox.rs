@@ -1,4 +1,4 @@
-//! The OS sandbox a step runs in (rules G20–G27): the setting an agent, step, task, run or
+//! The OS sandbox a step runs in (rules G20, G21): the setting an agent, step, task, run or
 //! the user's settings give, the host facts the planner needs to compute its paths, and the
 //! sandbox the plan carries for each child. The planner decides the profile and its paths;
 //! the runner only applies them.
@@ -173,7 +173,7 @@ pub struct SandboxPlan {
 }
 
 /// Reads a port of a sandbox's allow-list: a number from 1 to 65535. A host (`host:443`) is
-/// refused: Landlock restricts TCP by port only, so a per-host list cannot be enforced.
+/// refused: Landlock restricts TCP by port only, so a per-host list cannot be enforced (G21).
 pub fn parse_port(text: &str) -> Result<u16, String> {
     let text = text.trim();
     if text.contains(':') || text.parse::<u16>().is_err() && !text.chars().all(|c| c.is_ascii_digit()) {

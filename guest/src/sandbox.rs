@@ -1,4 +1,4 @@
-//! The OS sandbox of each child (rules G20–G24): the tightest setting of every source (the
+//! The OS sandbox of each child (rules G20, G22, G23, G24): the tightest setting of every source (the
 //! user's settings, the run, the agent, the group, the step or task), and the paths the runner
 //! needs: the agent CLI's own state (one table, [`state_paths`]), the secrets it may not read
 //! ([`HIDDEN`]) and where its temporary directory is made. The planner reads no environment:

@@ -81,7 +81,7 @@ impl Environment {
     }
 
     /// What the planner needs to compute sandbox paths: `$HOME`, `$TMPDIR`, `$CODEX_HOME`,
-    /// `$XDG_CACHE_HOME` and `$XDG_CONFIG_HOME` (relative values are ignored).
+    /// `$XDG_CACHE_HOME` and `$XDG_CONFIG_HOME` (relative values are ignored; rule G22).
     pub fn sandbox_host(&self) -> sublaunch_contract::SandboxHost {
         let dir = |name: &str| self.dir(name).map(|d| d.to_string_lossy().into_owned());
         sublaunch_contract::SandboxHost {

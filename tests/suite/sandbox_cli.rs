@@ -1,4 +1,4 @@
-//! The OS sandbox (rules G20–G33) against the real binaries: a `shell` agent in a scratch
+//! The OS sandbox (rules G20, G28, G29, G30, G32) against the real binaries: a `shell` agent in a scratch
 //! home tries what a hostile agent would — `rm -rf ~`, a write outside its directory, a read
 //! of `~/.ssh`, TCP to a loopback port off its list and on it, a signal to its own runner, a
 //! write into sublaunch's run records — and each is denied while the run ends truthfully and
@@ -72,7 +72,7 @@ fn step_sandbox(run_dir: &Path) -> Value {
     status(run_dir).unwrap()["steps"][0]["sandbox"].clone()
 }
 
-/// G28–G31: every hostile probe is denied, only the step's own directory, its temporary
+/// G28, G29, G31: every hostile probe is denied, only the step's own directory, its temporary
 /// directory and the listed port are usable, the run completes, and the status, the result
 /// (JSON and text) and `status` say which sandbox the agent ran in.
 #[test]

@@ -1,4 +1,4 @@
-//! The OS sandbox of one agent (rules G28–G33): Landlock file, TCP and scope rules plus
+//! The OS sandbox of one agent (rules G28, G29, G30, G31, G32): Landlock file, TCP and scope rules plus
 //! `no_new_privs`, for every adapter alike. The ruleset is built before the fork
 //! ([`prepare`]), where paths can be opened and errors reported; the forked child only
 //! applies it ([`enter`]) with two async-signal-safe system calls, so the agent and

@@ -1,5 +1,6 @@
 //! The sandbox of one step of the run: where its paths are, from the configuration, and the
-//! agent's environment inside it.
+//! agent's environment inside it: its own temporary directory, removed at its end (rule G33).
+//! A placed step is never sandboxed here (rule G24: the planner refuses it first).
 
 use super::{Prepared, Where};
 use crate::adapter::AgentCommand;
