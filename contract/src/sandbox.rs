@@ -68,6 +68,14 @@ pub struct SandboxHost {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "config-home"))]
     pub config_home: Option<String>,
+    /// `$CLAUDE_CONFIG_DIR` (Claude Code's state, beside `~/.claude`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "claude-config-dir"))]
+    pub claude_config_dir: Option<String>,
+    /// `$PI_CODING_AGENT_DIR` (pi's, beside `~/.pi`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "pi-agent-dir"))]
+    pub pi_agent_dir: Option<String>,
 }
 
 /// A sandbox profile, loosest first.

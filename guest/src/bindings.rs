@@ -236,6 +236,8 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 codex_home: h.codex_home,
                 cache_home: h.cache_home,
                 config_home: h.config_home,
+                claude_config_dir: h.claude_config_dir,
+                pi_agent_dir: h.pi_agent_dir,
             }),
         }
     }

@@ -52,11 +52,19 @@ pub fn plan(
         )));
     }
     let host = request.sandbox_host.clone().unwrap_or_default();
-    let profile = match (tightest.write, &tightest.ports) {
+    let mut profile = match (tightest.write, &tightest.ports) {
         (SandboxProfile::ReadOnly, _) => SandboxProfile::ReadOnly,
         (SandboxProfile::Offline, _) => SandboxProfile::Offline,
         _ => SandboxProfile::Workspace,
     };
+    // G34: the OS sandbox replaces Codex's own, so a read-only Codex stays read-only in it.
+    if adapter == Some(AdapterId::CodexExec) && profile != SandboxProfile::ReadOnly {
+        profile = SandboxProfile::ReadOnly;
+        tightest.sources.push(format!(
+            "agents[{}] runs codex-exec, which is read-only: read-only",
+            agent.name
+        ));
+    }
     Ok(Some(SandboxPlan {
         profile,
         ports: tightest.ports,
@@ -156,6 +164,7 @@ pub fn state_paths(adapter: Option<AdapterId>, home: &str, host: &SandboxHost) -
                 join(home, ".claude.json"),
                 join(&config, "claude"),
             ];
+            paths.extend(host.claude_config_dir.clone());
             paths.extend(node());
             paths
         }
@@ -171,6 +180,7 @@ pub fn state_paths(adapter: Option<AdapterId>, home: &str, host: &SandboxHost) -
         }
         Some(AdapterId::Pi) | None => {
             let mut paths = vec![join(home, ".pi")];
+            paths.extend(host.pi_agent_dir.clone());
             paths.extend(node());
             paths
         }

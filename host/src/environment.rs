@@ -90,6 +90,8 @@ impl Environment {
             codex_home: dir("CODEX_HOME"),
             cache_home: dir("XDG_CACHE_HOME"),
             config_home: dir("XDG_CONFIG_HOME"),
+            claude_config_dir: dir("CLAUDE_CONFIG_DIR"),
+            pi_agent_dir: self.pi_agent_dir().map(|d| d.to_string_lossy().into_owned()),
         }
     }
 

@@ -34,8 +34,17 @@ pub fn prepare(
         agent_files,
         state_root,
     })
-    .map(Some)
+    .map(|mut prepared| {
+        if matches!(adapter, AdapterId::CodexExec | AdapterId::CodexExecWriter) {
+            // G34: what the record says about Codex's own sandbox.
+            prepared.applied.notes.push(CODEX_REPLACED.into());
+        }
+        Some(prepared)
+    })
 }
+
+/// The note of a Codex step: its own sandbox gave way to this one.
+pub const CODEX_REPLACED: &str = "Codex's own sandbox (bubblewrap) cannot start inside this one: Codex ran with --sandbox danger-full-access, inside this OS sandbox";
 
 /// The step's own temporary directory: `<temp base>/sublaunch-<run id>-<step>`.
 fn tmpdir(run_id: &str, index: usize, plan: &sublaunch_protocol::records::sandbox::SandboxPlan) -> std::path::PathBuf {
