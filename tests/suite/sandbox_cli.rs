@@ -305,3 +305,27 @@ fn a_workspace_that_holds_the_run_records_is_refused() {
     let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
     assert!(said.contains("holds sublaunch's run records"), "{said}");
 }
+
+/// G28: the sandbox needs no privileges: an ordinary user's agent is confined the same way
+/// (its own key unreadable, nothing written outside its directory), and the run completes.
+#[test]
+fn an_ordinary_users_agent_is_sandboxed_the_same_way() {
+    let scratch = scratch_with_home("sandbox-user");
+    let home = scratch.path().join("home");
+    let outside = scratch.path().join("outside.txt");
+    let task = format!(
+        "cat {key} && echo read-key; echo x > {outside} && echo wrote-outside; echo x > inside.txt && echo wrote-inside",
+        key = home.join(".ssh/id_x").display(),
+        outside = outside.display(),
+    );
+    let output = scratch
+        .cli_unprivileged(&["run", "--agent", "shell", "--sandbox", "workspace", "--wait", "--task", &task])
+        .output()
+        .unwrap();
+    let answer = ok(&output);
+    assert!(answer.contains("wrote-inside"), "{answer}");
+    assert!(!answer.contains("read-key") && !answer.contains("secret"), "{answer}");
+    assert!(!answer.contains("wrote-outside") && !outside.exists(), "{answer}");
+    let end = wait_terminal(&scratch.run_dir(&waited_run_id(&output)), LIMIT);
+    assert_eq!(end["state"], "complete", "{end}");
+}
