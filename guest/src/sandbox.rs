@@ -88,7 +88,7 @@ pub fn plan(
 }
 
 /// The tightest of the settings seen so far.
-#[derive(Default)]
+#[derive(Debug, Default)]
 struct Tightest {
     /// The tightest write profile (`offline` counts as `workspace` plus no network).
     write: SandboxProfile,
@@ -188,4 +188,90 @@ pub fn state_paths(adapter: Option<AdapterId>, home: &str, host: &SandboxHost) -
     };
     paths.dedup();
     paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn setting(profile: Option<&str>, ports: Option<&[u16]>, best_effort: Option<bool>) -> SandboxSetting {
+        SandboxSetting {
+            profile: profile.map(str::to_owned),
+            ports: ports.map(<[u16]>::to_vec),
+            best_effort,
+            origin: None,
+        }
+    }
+
+    fn tightest(settings: &[SandboxSetting]) -> Result<Tightest, PlanError> {
+        let mut tightest = Tightest::default();
+        for (i, s) in settings.iter().enumerate() {
+            tightest.add(s, format!("source {i}"))?;
+        }
+        Ok(tightest)
+    }
+
+    #[test]
+    fn no_source_loosens_another() {
+        let t = tightest(&[
+            setting(Some("read-only"), None, None),
+            setting(Some("workspace"), None, None),
+            setting(Some("none"), None, None),
+        ])
+        .unwrap();
+        assert_eq!(t.write, SandboxProfile::ReadOnly);
+        let t = tightest(&[
+            setting(Some("workspace"), None, None),
+            setting(Some("offline"), None, None),
+        ])
+        .unwrap();
+        assert_eq!((t.write, t.ports), (SandboxProfile::Offline, Some(Vec::new())));
+    }
+
+    #[test]
+    fn port_lists_intersect_and_offline_allows_none() {
+        let t = tightest(&[
+            setting(None, Some(&[443, 22, 443]), None),
+            setting(None, Some(&[443, 8080]), None),
+        ])
+        .unwrap();
+        assert_eq!(t.ports, Some(vec![443]));
+        let t = tightest(&[setting(None, Some(&[443]), None), setting(Some("offline"), None, None)]).unwrap();
+        assert_eq!(t.ports, Some(Vec::new()));
+    }
+
+    #[test]
+    fn best_effort_needs_every_source_that_speaks_to_agree() {
+        let t = tightest(&[setting(None, None, Some(true)), setting(None, None, Some(false))]).unwrap();
+        assert_eq!(t.best_effort, Some(false));
+        let t = tightest(&[setting(Some("workspace"), None, None), setting(None, None, Some(true))]).unwrap();
+        assert_eq!(t.best_effort, Some(true));
+    }
+
+    #[test]
+    fn an_unknown_profile_or_port_zero_is_refused_naming_the_source() {
+        let error = tightest(&[setting(Some("strict"), None, None)]).unwrap_err();
+        assert!(
+            error.message.contains("source 0") && error.message.contains("'strict'"),
+            "{}",
+            error.message
+        );
+        let error = tightest(&[setting(None, Some(&[0]), None)]).unwrap_err();
+        assert!(error.message.contains("source 0.ports"), "{}", error.message);
+    }
+
+    #[test]
+    fn every_adapter_has_its_state_paths_and_they_follow_the_hosts_variables() {
+        let host = SandboxHost {
+            codex_home: Some("/c".into()),
+            claude_config_dir: Some("/cc".into()),
+            ..SandboxHost::default()
+        };
+        let codex = state_paths(Some(AdapterId::CodexExecWriter), "/h", &host);
+        assert_eq!(codex[0], "/c");
+        let claude = state_paths(Some(AdapterId::ClaudeCode), "/h", &host);
+        assert!(claude.contains(&"/h/.claude.json".to_owned()) && claude.contains(&"/cc".to_owned()));
+        assert!(state_paths(Some(AdapterId::Shell), "/h", &host).is_empty());
+        assert_eq!(state_paths(None, "/h", &host)[0], "/h/.pi");
+    }
 }

@@ -319,7 +319,16 @@ fn an_ordinary_users_agent_is_sandboxed_the_same_way() {
         outside = outside.display(),
     );
     let output = scratch
-        .cli_unprivileged(&["run", "--agent", "shell", "--sandbox", "workspace", "--wait", "--task", &task])
+        .cli_unprivileged(&[
+            "run",
+            "--agent",
+            "shell",
+            "--sandbox",
+            "workspace",
+            "--wait",
+            "--task",
+            &task,
+        ])
         .output()
         .unwrap();
     let answer = ok(&output);
