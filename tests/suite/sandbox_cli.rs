@@ -338,3 +338,151 @@ fn an_ordinary_users_agent_is_sandboxed_the_same_way() {
     let end = wait_terminal(&scratch.run_dir(&waited_run_id(&output)), LIMIT);
     assert_eq!(end["state"], "complete", "{end}");
 }
+
+/// Writes a file only its owner can write, in a directory others cannot write: settings and
+/// agents are read from such files only.
+fn private_file(path: &Path, content: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, content).unwrap();
+    std::fs::set_permissions(path.parent().unwrap(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o644)).unwrap();
+}
+
+/// G20: the settings' default, the agent's frontmatter and a chain step combine into the
+/// tightest sandbox (the agent's read-only, the step's port), and `run --dry-run` shows it with
+/// its paths and where each part came from.
+#[test]
+fn settings_frontmatter_and_a_chain_step_combine_into_the_tightest_sandbox() {
+    let scratch = scratch_with_home("sandbox-sources");
+    let config = scratch.path().join("home/.config/sublaunch");
+    private_file(
+        &config.join("settings.json"),
+        &serde_json::json!({"subagents": {"sandbox": "workspace"}}).to_string(),
+    );
+    private_file(
+        &config.join("agents/careful.md"),
+        "---\nname: careful\nrunner: {type: external-cli, adapter: shell}\nsandbox: read-only\n---\n",
+    );
+    let chain = scratch.path().join("chain.json");
+    std::fs::write(
+        &chain,
+        serde_json::json!({"steps": [
+            {"agent": "careful", "task": "true", "sandbox": {"profile": "workspace", "ports": [443]}},
+            {"agent": "shell", "task": "true"}
+        ]})
+        .to_string(),
+    )
+    .unwrap();
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap(), "--dry-run"])
+        .output()
+        .unwrap();
+    let plan: Value = serde_json::from_str(&ok(&output)).unwrap();
+    let first = &plan["steps"][0]["sandbox"];
+    assert_eq!(first["profile"], "read-only", "{first}");
+    assert_eq!(first["ports"], serde_json::json!([443]), "{first}");
+    assert_eq!(first["writeWorkdir"], false, "{first}");
+    let hidden = scratch.path().join("home/.ssh").to_string_lossy().into_owned();
+    assert!(
+        first["hidden"].as_array().unwrap().contains(&Value::from(hidden)),
+        "{first}"
+    );
+    let sources = first["sources"].to_string();
+    for source in [
+        "settings subagents.sandbox",
+        "agents[careful].sandbox",
+        "steps[0].sandbox",
+    ] {
+        assert!(sources.contains(source), "{source}: {first}");
+    }
+    // The second step has only the settings' default.
+    assert_eq!(plan["steps"][1]["sandbox"]["profile"], "workspace", "{plan}");
+
+    // A profile nobody knows is refused at its source.
+    private_file(
+        &config.join("settings.json"),
+        &serde_json::json!({"subagents": {"sandbox": "strict"}}).to_string(),
+    );
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--dry-run", "--task", "true"])
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let said = format!("{}{}", text(&output.stdout), text(&output.stderr));
+    assert!(
+        said.contains("subagents.sandbox") && said.contains("'strict'"),
+        "{said}"
+    );
+}
+
+/// G28: a managed worktree is the step's writable directory under `workspace`.
+#[test]
+fn a_sandboxed_step_writes_in_its_worktree() {
+    let scratch = scratch_with_home("sandbox-worktree");
+    let work = scratch.init_repo();
+    sublaunch_tests::cli::git(
+        &work,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "base",
+        ],
+    );
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--worktree",
+            "--sandbox",
+            "workspace",
+            "--wait",
+            "--task",
+            "echo x > made.txt && echo made",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(ok(&output).trim(), "made");
+    let run_id = waited_run_id(&output);
+    assert!(
+        scratch
+            .root()
+            .join("worktrees")
+            .join(&run_id)
+            .join("1/made.txt")
+            .exists()
+    );
+    assert!(!work.join("made.txt").exists());
+}
+
+/// G20, G28: the MCP `run` tool's `sandbox` parameter sandboxes the run, and its answer says so.
+#[test]
+fn the_mcp_run_tool_takes_a_sandbox() {
+    let scratch = scratch_with_home("sandbox-mcp");
+    let transcript = crate::mcp_cli::drive(
+        &scratch,
+        serde_json::json!([
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo x > written.txt; echo done", "sandbox": "read-only", "wait": true}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "true", "sandbox": "strict"}},
+        ]),
+    );
+    let calls = transcript["calls"].as_array().unwrap();
+    assert_eq!(
+        calls[0]["json"]["steps"][0]["sandbox"]["profile"], "read-only",
+        "{}",
+        calls[0]
+    );
+    assert!(
+        !scratch.work().join("written.txt").exists(),
+        "read-only: nothing written"
+    );
+    assert!(calls[1]["isError"].as_bool().unwrap(), "{}", calls[1]);
+    assert!(calls[1]["text"].as_str().unwrap().contains("strict"), "{}", calls[1]);
+}
