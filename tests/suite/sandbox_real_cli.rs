@@ -61,7 +61,7 @@ fn claude_codes_own_control_allows_the_write_outside_and_the_os_sandbox_alone_de
 }
 
 #[test]
-fn codex_and_pi_run_to_completion_inside_the_sandbox_and_codex_gives_its_own_sandbox_up() {
+fn codex_pi_and_a_read_only_claude_run_to_completion_inside_the_sandbox_and_codex_gives_its_own_sandbox_up() {
     let world = World::with_pi_api("sandbox-codex-pi", PiApi::AnthropicMessages);
     world.codex.replies([Reply::text("codex inside")]);
     let (id, stdout) = world.run_ok(&["--agent", "codex-writer", "--sandbox", "workspace", "--task", "look"]);
@@ -73,6 +73,10 @@ fn codex_and_pi_run_to_completion_inside_the_sandbox_and_codex_gives_its_own_san
         sandbox["notes"].to_string().contains("Codex's own sandbox"),
         "{sandbox}"
     );
+
+    world.claude.replies([Reply::text("claude reads")]);
+    let output = world.run(&["--agent", "claude", "--sandbox", "read-only", "--task", "look"]);
+    assert_eq!(ok(&output), "claude reads\n", "Claude Code starts with only its own state writable");
 
     world.pi.replies([Reply::text("pi inside")]);
     let output = world.run(&[
