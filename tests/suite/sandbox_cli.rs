@@ -191,7 +191,8 @@ fn the_same_script_unsandboxed_does_everything() {
     assert!(step_sandbox(&run_dir).is_null());
 }
 
-/// G29: an agent that really signals its runner (SIGKILL) cannot: the run ends complete.
+/// G29: an agent that really signals its runner (SIGKILL) cannot: the run ends complete; and
+/// the run's revival keeps its sandbox.
 #[test]
 fn a_sandboxed_agent_cannot_kill_its_runner() {
     let scratch = scratch_with_home("sandbox-kill");
@@ -210,8 +211,14 @@ fn a_sandboxed_agent_cannot_kill_its_runner() {
         .unwrap();
     let answer = ok(&output);
     assert!(answer.contains("still here"), "{answer}");
-    let end = wait_terminal(&scratch.run_dir(&waited_run_id(&output)), LIMIT);
+    let run_id = waited_run_id(&output);
+    let end = wait_terminal(&scratch.run_dir(&run_id), LIMIT);
     assert_eq!(end["state"], "complete", "{end}");
+    // Its revival runs in the same sandbox (the plan record carries it).
+    let revived = scratch.cli(&["resume", &run_id, "--wait"]).output().unwrap();
+    assert!(ok(&revived).contains("still here"));
+    let sandbox = step_sandbox(&scratch.run_dir(&waited_run_id(&revived)));
+    assert_eq!(sandbox["profile"], "read-only", "{sandbox}");
 }
 
 /// G32: a kernel whose Landlock cannot restrict TCP ports (ABI 3, pretended by a test

@@ -76,7 +76,11 @@ fn codex_pi_and_a_read_only_claude_run_to_completion_inside_the_sandbox_and_code
 
     world.claude.replies([Reply::text("claude reads")]);
     let output = world.run(&["--agent", "claude", "--sandbox", "read-only", "--task", "look"]);
-    assert_eq!(ok(&output), "claude reads\n", "Claude Code starts with only its own state writable");
+    assert_eq!(
+        ok(&output),
+        "claude reads\n",
+        "Claude Code starts with only its own state writable"
+    );
 
     world.pi.replies([Reply::text("pi inside")]);
     let output = world.run(&[
