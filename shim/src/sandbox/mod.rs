@@ -187,8 +187,8 @@ fn writable(at: &Where<'_>) -> Result<Vec<PathBuf>, String> {
     let root = std::fs::canonicalize(at.state_root).unwrap_or_else(|_| at.state_root.to_path_buf());
     let mut existing = Vec::new();
     for path in paths {
-        // A state directory the CLI has not made yet is made now (it would make it itself);
-        // a missing file is left alone.
+        // A path that does not exist yet gets no rule: the runner does not guess whether the
+        // CLI would make a file or a directory there (the guide says to run the CLI once).
         let Ok(real) = std::fs::canonicalize(&path) else {
             continue;
         };

@@ -106,6 +106,7 @@ impl Supervisor {
             Ok(spawned) => spawned,
             Err(error) => {
                 ctx.set_writer(WriterState::None, None);
+                crate::sandbox::step::remove_tmpdir(&ctx.cfg, index);
                 end.spawn_error = Some(error);
                 end.ended_wall = ctx.now_wall();
                 end.duration_ms = sublaunch_protocol::os::clock::elapsed_ms(started, Instant::now());
