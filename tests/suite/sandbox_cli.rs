@@ -97,6 +97,11 @@ fn a_sandboxed_shell_agent_is_denied_everything_outside_its_workspace() {
         .unwrap();
     let answer = ok(&output);
     assert!(answer.contains("probed"), "{answer}");
+    assert!(
+        text(&output.stderr).contains("('shell') sandbox: workspace (Landlock ABI"),
+        "{}",
+        text(&output.stderr)
+    );
     let run_id = waited_run_id(&output);
     let probes = probes(&scratch);
     for denied in [
