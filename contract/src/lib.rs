@@ -16,6 +16,7 @@ pub mod nearest;
 pub mod permissions;
 mod plan;
 mod request;
+pub mod sandbox;
 
 pub use adapter::{
     AdapterId, CliModelName, CliThinking, Conversation, InputFormat, LaunchModel, ModelProviders, ModelSource,
@@ -29,6 +30,7 @@ pub use plan::{Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin,
 pub use request::{
     Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel, PlanRequest, Runner, Step, Task,
 };
+pub use sandbox::{SandboxHost, SandboxPlan, SandboxProfile, SandboxSetting};
 
 /// The largest PlanRequest JSON accepted (16 MiB): far above any real request, far below
 /// what would strain the planner's memory cap.

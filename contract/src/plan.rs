@@ -236,6 +236,9 @@ pub struct PlanStep {
     /// ([`crate::ResolvedPermissions::adapter_default`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<crate::ResolvedPermissions>,
+    /// The OS sandbox the child runs in (absent: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxPlan>,
 }
 
 /// One child in the workflow graph.
@@ -400,6 +403,7 @@ impl PlanStep {
             skills: None,
             checkpoint_before_deadline_ms: None,
             permissions: None,
+            sandbox: None,
         }
     }
 }

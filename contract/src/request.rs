@@ -194,6 +194,9 @@ pub struct Agent {
     /// What it may do (tools, rules, mode, nested runs): one layer of the permission contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<crate::Permissions>,
+    /// The OS sandbox its steps ask for (`sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxSetting>,
 }
 
 /// A task of a parallel group. On the wire a task is a step that is not itself a group.
@@ -290,6 +293,9 @@ pub struct Task {
     /// What it may do (tools, rules, mode, nested runs): one layer of the permission contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<crate::Permissions>,
+    /// The OS sandbox the task asks for (`sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxSetting>,
 }
 
 /// A request step or parallel group.
@@ -398,6 +404,9 @@ pub struct Step {
     /// Tasks of a parallel group.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parallel: Option<Vec<Task>>,
+    /// The OS sandbox the step (a group: each of its tasks) asks for (`sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxSetting>,
 }
 
 /// How the steps run.
@@ -482,6 +491,9 @@ pub struct LaunchOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "settings-permissions"))]
     pub settings_permissions: Option<crate::Permissions>,
+    /// The OS sandbox every step of the run asks for (`run --sandbox`) (`sandbox`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::SandboxSetting>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).
@@ -576,6 +588,14 @@ pub struct PlanRequest {
     /// Host platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
+    /// The user's settings' default sandbox (`sandbox` in settings.json).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "settings-sandbox"))]
+    pub settings_sandbox: Option<crate::SandboxSetting>,
+    /// What the planner needs to know about the machine for sandbox paths.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "sandbox-host"))]
+    pub sandbox_host: Option<crate::SandboxHost>,
 }
 
 impl TryFrom<Step> for Task {
@@ -606,6 +626,7 @@ impl TryFrom<Step> for Task {
             required_extensions: step.required_extensions,
             skills: step.skills,
             permissions: step.permissions,
+            sandbox: step.sandbox,
         })
     }
 }

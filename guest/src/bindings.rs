@@ -155,6 +155,7 @@ impl From<wit::Agent> for c::Agent {
             required_extensions: a.required_extensions,
             skills: a.skills,
             permissions: a.permissions.map(Into::into),
+            sandbox: a.sandbox.map(Into::into),
         }
     }
 }
@@ -181,6 +182,7 @@ impl From<wit::Task> for c::Task {
             required_extensions: t.required_extensions,
             skills: t.skills,
             permissions: t.permissions.map(Into::into),
+            sandbox: t.sandbox.map(Into::into),
         }
     }
 }
@@ -208,6 +210,7 @@ impl From<wit::Step> for c::Step {
             skills: s.skills,
             permissions: s.permissions.map(Into::into),
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
+            sandbox: s.sandbox.map(Into::into),
         }
     }
 }
@@ -256,6 +259,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 native_models: l.native_models,
                 permissions: l.permissions.map(Into::into),
                 settings_permissions: l.settings_permissions.map(Into::into),
+                sandbox: l.sandbox.map(Into::into),
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {
@@ -263,6 +267,16 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 project: s.project,
             }),
             platform: r.platform,
+            settings_sandbox: r.settings_sandbox.map(Into::into),
+            sandbox_host: r.sandbox_host.map(|h| c::SandboxHost {
+                home: h.home,
+                tmpdir: h.tmpdir,
+                codex_home: h.codex_home,
+                cache_home: h.cache_home,
+                config_home: h.config_home,
+                claude_config_dir: h.claude_config_dir,
+                pi_agent_dir: h.pi_agent_dir,
+            }),
         }
     }
 }
@@ -340,6 +354,7 @@ impl From<c::PlanStep> for wit::PlanStep {
                 mode: p.mode.into(),
                 nested: p.nested,
             }),
+            sandbox: s.sandbox.map(Into::into),
         }
     }
 }
@@ -362,6 +377,37 @@ impl From<c::LaunchPlan> for wit::LaunchPlan {
             }),
             warnings: p.warnings,
             usage_budget: p.usage_budget.map(Into::into),
+        }
+    }
+}
+
+impl From<wit::SandboxSetting> for c::SandboxSetting {
+    fn from(s: wit::SandboxSetting) -> Self {
+        Self {
+            profile: s.profile,
+            ports: s.ports,
+            best_effort: s.best_effort,
+            origin: s.origin,
+        }
+    }
+}
+
+impl From<c::SandboxPlan> for wit::SandboxPlan {
+    fn from(s: c::SandboxPlan) -> Self {
+        Self {
+            profile: match s.profile {
+                c::SandboxProfile::None => wit::SandboxProfile::None,
+                c::SandboxProfile::Workspace => wit::SandboxProfile::Workspace,
+                c::SandboxProfile::Offline => wit::SandboxProfile::Offline,
+                c::SandboxProfile::ReadOnly => wit::SandboxProfile::ReadOnly,
+            },
+            ports: s.ports,
+            best_effort: s.best_effort,
+            write_workdir: s.write_workdir,
+            state_paths: s.state_paths,
+            hidden: s.hidden,
+            temp_base: s.temp_base,
+            sources: s.sources,
         }
     }
 }

@@ -81,6 +81,10 @@ pub struct ChildFields<'r> {
     pub skills: Option<Inherited<&'r [String]>>,
     /// Its own layer of the permission contract (a group's is [`Child::group_permissions`]).
     pub permissions: Option<&'r Permissions>,
+    /// Its own sandbox setting.
+    pub sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
+    /// Its group's sandbox setting (the tightest of both applies).
+    pub group_sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
 }
 
 /// A value a task has of its own or from its group, with the JSON path it was given at.
@@ -287,6 +291,8 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             required_extensions: own_or_group(step.required_extensions.as_deref(), None),
             skills: own_or_group(step.skills.as_deref(), None),
             permissions: step.permissions.as_ref(),
+            sandbox: step.sandbox.as_ref(),
+            group_sandbox: None,
         },
         group_machine: None,
         worktree,
@@ -324,6 +330,8 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
             ),
             skills: own_or_group(task.skills.as_deref(), group.skills.as_deref()),
             permissions: task.permissions.as_ref(),
+            sandbox: task.sandbox.as_ref(),
+            group_sandbox: group.sandbox.as_ref(),
         },
         group_machine,
         worktree,

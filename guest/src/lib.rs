@@ -22,6 +22,7 @@ mod pi_resources;
 mod placement;
 mod registry;
 mod runner;
+mod sandbox;
 mod schema;
 mod scope;
 mod session;
@@ -79,6 +80,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
+        let sandbox = sandbox::plan(request, child, agent, runner::adapter(agent), machine.is_some())?;
         let model = if let Some(cli) = cli.filter(|_| runner::takes_step_model(agent, handed)) {
             cli_model::plan(child, agent, cli, models.effective_ceiling(agent)?, &mut warnings)?
         } else if runner::is_external(agent) {
@@ -122,6 +124,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             skills: resources.skills,
             checkpoint_before_deadline_ms: request.launch.as_ref().and_then(|l| l.checkpoint_before_deadline_ms),
             permissions,
+            sandbox,
         });
     }
     // 4b. The run's budget and checkpoint, now that every child's runner and place are known.

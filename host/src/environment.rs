@@ -80,6 +80,21 @@ impl Environment {
         self.dir("HOME")
     }
 
+    /// What the planner needs to compute sandbox paths: `$HOME`, `$TMPDIR`, `$CODEX_HOME`,
+    /// `$XDG_CACHE_HOME` and `$XDG_CONFIG_HOME` (relative values are ignored; rule G22).
+    pub fn sandbox_host(&self) -> sublaunch_contract::SandboxHost {
+        let dir = |name: &str| self.dir(name).map(|d| d.to_string_lossy().into_owned());
+        sublaunch_contract::SandboxHost {
+            home: dir("HOME"),
+            tmpdir: dir("TMPDIR"),
+            codex_home: dir("CODEX_HOME"),
+            cache_home: dir("XDG_CACHE_HOME"),
+            config_home: dir("XDG_CONFIG_HOME"),
+            claude_config_dir: dir("CLAUDE_CONFIG_DIR"),
+            pi_agent_dir: self.pi_agent_dir().map(|d| d.to_string_lossy().into_owned()),
+        }
+    }
+
     /// The cache directory: `$SUBLAUNCH_CACHE_DIR`, else `$XDG_CACHE_HOME/sublaunch`, else
     /// `~/.cache/sublaunch`.
     pub fn cache_dir(&self) -> Option<PathBuf> {

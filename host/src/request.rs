@@ -76,6 +76,8 @@ pub struct RunSpec {
     /// `--tools`, `--exclude-tools`, `--allow`, `--deny`, `--mode`, `--no-nested`: the run's
     /// layer of the permission contract (rule G1).
     pub permissions: Option<sublaunch_contract::Permissions>,
+    /// `--sandbox`, `--sandbox-port`, `--sandbox-best-effort`: the OS sandbox of every step.
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
 }
 
 /// Everything the host gathered for planning.
@@ -143,7 +145,10 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             native_models: Some(true),
             permissions: spec.permissions.clone(),
             settings_permissions: settings.permissions()?,
+            sandbox: spec.sandbox.clone(),
         }),
+        settings_sandbox: settings.sandbox().map_err(anyhow::Error::msg)?,
+        sandbox_host: Some(inputs.env.sandbox_host()),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),
             project: settings.project.as_ref().map(|f| f.value.to_string()),

@@ -38,6 +38,7 @@ pub(crate) mod context;
 pub mod process;
 pub(crate) mod remote;
 pub(crate) mod run;
+pub mod sandbox;
 pub mod step;
 pub(crate) mod supervise;
 

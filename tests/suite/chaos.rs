@@ -40,6 +40,11 @@ fn torture_no_run_stuck_no_wrong_proof_no_orphaned_agent() {
     );
     assert!(kills > 0, "nothing was killed: {:?}", report.counts);
     assert!(
+        report.counts.get("sandboxed").copied().unwrap_or(0) > 0,
+        "no run was sandboxed: {:?}",
+        report.counts
+    );
+    assert!(
         report.violations.is_empty(),
         "seed {}: {} violation(s):\n{}",
         config.seed,

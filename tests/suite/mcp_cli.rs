@@ -25,7 +25,7 @@ fn server_env(scratch: &Scratch) -> Value {
 /// Runs the SDK client through `calls` against `sublaunch mcp --allow-shell` started in the
 /// scratch's work directory (the tests' runs are shell runs); its transcript: `{tools, calls:
 /// [{tool, isError, text, json, progress}]}`.
-fn drive(scratch: &Scratch, calls: Value) -> Value {
+pub(crate) fn drive(scratch: &Scratch, calls: Value) -> Value {
     drive_server(scratch, &["--allow-shell"], &[], &scratch.work(), calls)
 }
 

@@ -208,6 +208,11 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         if wait {
             args.push("--wait".into());
         }
+        // A third of the launches run in the OS sandbox: the same invariants hold for them.
+        if args[0] == "run" && rng.below(3) == 0 {
+            args.extend(["--sandbox".into(), "workspace".into()]);
+            shared.count("sandboxed");
+        }
         let kind = if args[0] == "resume" { "revivals" } else { "launches" };
         shared.count(kind);
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -143,6 +143,16 @@ pub struct Args {
     /// The agents may not launch nested runs of sublaunch.
     #[arg(long)]
     no_nested: bool,
+    /// Run every agent in an OS sandbox: none, read-only, workspace (write only its directory
+    /// or worktree) or offline (workspace without network).
+    #[arg(long, value_name = "PROFILE", value_parser = parse_sandbox_profile)]
+    sandbox: Option<String>,
+    /// Let the sandboxed agents connect only to this TCP port; repeat for several.
+    #[arg(long = "sandbox-port", value_name = "PORT", value_parser = parse_sandbox_port)]
+    sandbox_ports: Vec<u16>,
+    /// Apply as much of the sandbox as this kernel offers instead of refusing to launch.
+    #[arg(long)]
+    sandbox_best_effort: bool,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -283,6 +293,14 @@ impl Args {
             extensions: (!self.extensions.is_empty()).then_some(self.extensions),
             required_extensions: self.required_extensions,
             skills: (!self.skills.is_empty()).then_some(self.skills),
+            sandbox: (self.sandbox.is_some() || !self.sandbox_ports.is_empty() || self.sandbox_best_effort).then(
+                || sublaunch_contract::SandboxSetting {
+                    profile: self.sandbox,
+                    ports: (!self.sandbox_ports.is_empty()).then_some(self.sandbox_ports),
+                    best_effort: self.sandbox_best_effort.then_some(true),
+                    origin: Some("run --sandbox".into()),
+                },
+            ),
             wait: self.wait,
             permissions: run_permissions(
                 self.tools,
@@ -428,6 +446,16 @@ pub fn run(args: Args) -> ExitCode {
         super::retention::start_if_due();
     }
     code
+}
+
+/// `--sandbox`: a profile name.
+fn parse_sandbox_profile(text: &str) -> Result<String, String> {
+    sublaunch_contract::sandbox::checked_profile(text)
+}
+
+/// `--sandbox-port`: a TCP port (never a host).
+fn parse_sandbox_port(text: &str) -> Result<u16, String> {
+    sublaunch_contract::sandbox::parse_port(text)
 }
 
 #[cfg(test)]

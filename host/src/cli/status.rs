@@ -116,6 +116,13 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         lines.push(format!("usage    {}", usage_line(&usage)));
     }
     lines.extend(permission_lines(status));
+    for step in status.steps.iter().flatten() {
+        if let Some(sandbox) = &step.facts.sandbox {
+            let agent = step.agent.as_deref().unwrap_or("?");
+            lines.push(format!("sandbox  {agent}: {}", sandbox.summary()));
+            lines.extend(sandbox.notes.iter().map(|note| format!("         note: {note}")));
+        }
+    }
     lines.push(format!("dir      {}", run.path().display()));
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));

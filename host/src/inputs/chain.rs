@@ -90,6 +90,9 @@ pub struct ChainTask {
     pub skills: Option<Vec<String>>,
     /// What the step may do: `{tools, excludeTools, allow, deny, mode, nested}` (rule G1).
     pub permissions: Option<Permissions>,
+    /// The OS sandbox: a profile name or `{profile, ports, bestEffort}`.
+    #[serde(default, deserialize_with = "sublaunch_contract::sandbox::setting")]
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
 }
 
 /// A parallel group.
@@ -120,6 +123,10 @@ pub struct ChainGroup {
     /// What each task may do, a layer of its own beside the task's (rule G1; boxed: a group
     /// is otherwise small).
     pub permissions: Option<Box<Permissions>>,
+    /// The OS sandbox of each task: a profile name or `{profile, ports, bestEffort}` (boxed:
+    /// a group is small).
+    #[serde(default, deserialize_with = "boxed_sandbox")]
+    pub sandbox: Option<Box<sublaunch_contract::SandboxSetting>>,
 }
 
 /// A step of a chain file.
@@ -496,6 +503,7 @@ impl ChainFile {
                         required_extensions: group.required_extensions.clone(),
                         skills: group.skills.clone(),
                         permissions: group.permissions.as_deref().cloned(),
+                        sandbox: group.sandbox.as_deref().cloned(),
                         ..Step::default()
                     },
                 }
@@ -580,6 +588,7 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         required_extensions: task.required_extensions,
         skills: task.skills,
         permissions: task.permissions,
+        sandbox: task.sandbox,
         ..Step::default()
     }
 }
@@ -605,7 +614,15 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         required_extensions: task.required_extensions.clone(),
         skills: task.skills.clone(),
         permissions: task.permissions.clone(),
+        sandbox: task.sandbox.clone(),
     }
+}
+
+/// A group's `sandbox`, boxed.
+fn boxed_sandbox<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Box<sublaunch_contract::SandboxSetting>>, D::Error> {
+    sublaunch_contract::sandbox::setting(deserializer).map(|s| s.map(Box::new))
 }
 
 /// `reads`: a list of paths, `false` for none; anything else was refused when parsed.

@@ -62,6 +62,21 @@ impl Settings {
         self.lookup(|v| v.get("subagents")?.get("maxThinking"))
     }
 
+    /// The default OS sandbox of every run (`subagents.sandbox`), or what is wrong with it.
+    pub fn sandbox(&self) -> Result<Option<sublaunch_contract::SandboxSetting>, String> {
+        match self.lookup(|v| v.get("subagents")?.get("sandbox")) {
+            None => Ok(None),
+            Some(value) => sublaunch_contract::sandbox::setting(value)
+                .map(|setting| {
+                    setting.map(|s| sublaunch_contract::SandboxSetting {
+                        origin: Some("settings subagents.sandbox".into()),
+                        ..s
+                    })
+                })
+                .map_err(|e| format!("settings subagents.sandbox: {e}")),
+        }
+    }
+
     /// The ceiling configured for one agent (`subagents.agents.<name>.maxThinking`).
     pub fn agent_thinking_ceiling(&self, agent: &str) -> Option<Value> {
         self.lookup(|v| v.get("subagents")?.get("agents")?.get(agent)?.get("maxThinking"))

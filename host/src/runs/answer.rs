@@ -142,6 +142,24 @@ pub fn run_usage(payload: &ResultPayload) -> Option<Usage> {
         .or_else(|| Usage::sum(payload.results.iter().filter_map(|r| r.facts.usage.as_ref())))
 }
 
+/// One line per step that ran in an OS sandbox, for a person: the profile, what the kernel
+/// enforced and what it did not (rule G28).
+pub fn sandbox_summaries(payload: &ResultPayload) -> Vec<String> {
+    payload
+        .results
+        .iter()
+        .filter_map(|r| {
+            let sandbox = r.facts.sandbox.as_ref()?;
+            let step = r.facts.step_index.map_or(String::new(), |n| format!("step {} ", n + 1));
+            let mut line = format!("{step}('{}') sandbox: {}", r.agent, sandbox.summary());
+            for note in &sandbox.notes {
+                line.push_str(&format!("\n  note: {note}"));
+            }
+            Some(line)
+        })
+        .collect()
+}
+
 /// One line per step that ran in a managed worktree, for a person: where, on which branch,
 /// what it committed and what it left uncommitted (nothing is merged for them).
 pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
@@ -178,7 +196,7 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
         .results
         .iter()
         .map(|r| {
-            json!({
+            let mut step = json!({
                 "agent": r.agent,
                 "stepIndex": r.facts.step_index,
                 "taskIndex": r.facts.task_index,
@@ -197,7 +215,12 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
                 "label": r.facts.label,
                 "phase": r.facts.phase,
                 "permissions": r.facts.permissions,
-            })
+            });
+            // Only sandboxed steps have the key: other answers keep their shape.
+            if let (Some(sandbox), Some(step)) = (&r.facts.sandbox, step.as_object_mut()) {
+                step.insert("sandbox".into(), json!(sandbox));
+            }
+            step
         })
         .collect();
     json!({

@@ -21,7 +21,10 @@ pub mod wait_many;
 pub mod watch;
 pub mod worktrees;
 
-pub use answer::{AnswerError, answer_json, answer_text, read_result, run_usage, settled_result, worktree_summaries};
+pub use answer::{
+    AnswerError, answer_json, answer_text, read_result, run_usage, sandbox_summaries, settled_result,
+    worktree_summaries,
+};
 pub use history::{HistoryFilter, Listed, Page};
 pub use request::{RunRequest, Work};
 pub use resume::{ResumeError, ResumeRequest, Resumed, resume};

@@ -94,6 +94,8 @@ pub struct RunRequest {
     pub required_extensions: Vec<String>,
     /// pi skills instead of the discovered ones (a single agent).
     pub skills: Option<Vec<String>>,
+    /// The OS sandbox of every step (`run --sandbox`, the MCP `sandbox` parameter).
+    pub sandbox: Option<sublaunch_contract::SandboxSetting>,
     /// Whether the caller waits for the run's end (the front end waits; the run is the same
     /// either way).
     pub wait: bool,
@@ -135,6 +137,7 @@ impl RunRequest {
             extensions: None,
             required_extensions: Vec::new(),
             skills: None,
+            sandbox: None,
             wait: false,
             permissions: None,
         }

@@ -374,6 +374,7 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
         required_extensions: (!request.required_extensions.is_empty()).then(|| request.required_extensions.clone()),
         skills: request.skills.clone(),
         permissions: request.permissions.clone(),
+        sandbox: request.sandbox.clone(),
     };
     match &request.work {
         Work::Agent { agent, task } => {

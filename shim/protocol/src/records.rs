@@ -15,6 +15,7 @@ pub mod lease;
 pub mod proof;
 pub mod results;
 pub mod run_id_index;
+pub mod sandbox;
 pub mod status;
 pub mod step_record;
 pub mod unfinalized;

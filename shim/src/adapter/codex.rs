@@ -42,7 +42,14 @@ pub fn command(input: &StepInput<'_>, id: AdapterId) -> Result<AgentCommand, Str
         .run
         .remove(&name)
         .map_err(|e| format!("cannot remove a stale {name}: {e}"))?;
-    let sandbox = if writer { "workspace-write" } else { "read-only" };
+    // G34: Codex's bubblewrap cannot start inside Landlock; sublaunch's OS sandbox replaces it.
+    let sandbox = if input.step.sandbox.is_some() {
+        "danger-full-access"
+    } else if writer {
+        "workspace-write"
+    } else {
+        "read-only"
+    };
     let mut argv = input.argv(
         "codex",
         &["exec", "--json", "--skip-git-repo-check", "--sandbox", sandbox],

@@ -19,11 +19,11 @@
 //! `command.argv` verbatim through the `shell` adapter.
 
 mod claude;
-mod codex;
+pub(crate) mod codex;
 mod command;
 mod cursor;
 mod jsonl;
-mod pi;
+pub(crate) mod pi;
 pub mod reads;
 mod script_refs;
 mod shell;

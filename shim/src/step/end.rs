@@ -97,6 +97,8 @@ pub struct StepEnd {
     pub worktree: Option<crate::step::worktree::WorktreeEnd>,
     /// The file its answer was written to (`output`).
     pub output_file: Option<String>,
+    /// The OS sandbox it ran in.
+    pub sandbox: Option<sublaunch_protocol::records::sandbox::AppliedSandbox>,
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).

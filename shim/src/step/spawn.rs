@@ -32,7 +32,12 @@ pub struct Spawned {
 
 /// Spawns `command` (H10 environment, R10 placement) with `umask` (the launching user's;
 /// `None`: the shim's own 077).
-pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> {
+/// `sandbox`: the OS sandbox the agent enters before exec (G28), prepared before the fork.
+pub fn spawn(
+    command: &AgentCommand,
+    umask: Option<u32>,
+    sandbox: Option<&crate::sandbox::Prepared>,
+) -> io::Result<Spawned> {
     let (program, args) = command
         .argv
         .split_first()
@@ -59,11 +64,15 @@ pub fn spawn(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawned> 
         cmd.env(key, value);
     }
     let shim = rustix::process::getpid();
+    let sandbox = sandbox.map(crate::sandbox::Prepared::entry);
     // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
-    // getppid(2) and _exit(2), which are async-signal-safe.
+    // getppid(2), _exit(2) and landlock_restrict_self(2), which are async-signal-safe.
     unsafe {
         cmd.pre_exec(move || {
             die_with(shim);
+            if let Some(prepared) = &sandbox {
+                crate::sandbox::enter(prepared)?;
+            }
             Ok(())
         });
     }

@@ -26,6 +26,14 @@ impl Supervisor {
             ..step_end(ctx, child.index, child.started_wall)
         };
         self.apply_requests_to(&mut end);
+        end.sandbox = self
+            .book
+            .status
+            .steps
+            .as_ref()
+            .and_then(|s| s.get(child.index))
+            .and_then(|s| s.facts.sandbox.clone());
+        crate::sandbox::step::remove_tmpdir(&ctx.cfg, child.index);
         end.drained = child
             .killer
             .as_ref()

@@ -87,8 +87,18 @@ impl Supervisor {
             },
             (built, _) => (built, parser, None),
         };
-        let spawned = built.and_then(|command| {
-            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask)
+        // The OS sandbox (G28): prepared before the fork, applied in the forked agent.
+        let sandbox = crate::sandbox::step::prepare(&ctx.cfg, index, adapter, &ctx.paths.run, &ctx.paths.root);
+        if let Ok(Some(prepared)) = &sandbox {
+            self.note_sandbox(index, &prepared.applied);
+            end.sandbox = Some(prepared.applied.clone());
+        }
+        let spawned = built.and_then(|mut command| {
+            let prepared = sandbox?;
+            if let Some(prepared) = &prepared {
+                crate::sandbox::step::environment(&mut command, prepared);
+            }
+            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, prepared.as_ref())
                 .map(|spawned| (spawned, command.stdin))
                 .map_err(|e| spawn_error(&command.argv, &e))
         });
@@ -96,6 +106,7 @@ impl Supervisor {
             Ok(spawned) => spawned,
             Err(error) => {
                 ctx.set_writer(WriterState::None, None);
+                crate::sandbox::step::remove_tmpdir(&ctx.cfg, index);
                 end.spawn_error = Some(error);
                 end.ended_wall = ctx.now_wall();
                 end.duration_ms = sublaunch_protocol::os::clock::elapsed_ms(started, Instant::now());
@@ -155,6 +166,13 @@ impl Supervisor {
         // Written with the agent's pid right after the spawn (`note_pid`), or with the step's
         // end when it cannot start: one status write per step start instead of two.
         self.book.changed();
+    }
+
+    /// Records the sandbox the agent is about to run in; written with its pid.
+    fn note_sandbox(&mut self, index: usize, applied: &sublaunch_protocol::records::sandbox::AppliedSandbox) {
+        if let Some(step) = self.book.status.steps.as_mut().and_then(|s| s.get_mut(index)) {
+            step.facts.sandbox = Some(applied.clone());
+        }
     }
 
     fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {

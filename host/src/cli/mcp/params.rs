@@ -70,6 +70,16 @@ pub struct RunParams {
     /// or deadline.
     #[serde(alias = "checkpoint_before_deadline_seconds")]
     pub checkpoint_before_deadline_seconds: Option<f64>,
+    /// Run every agent in an OS sandbox: `none`, `read-only`, `workspace` (write only its
+    /// directory or worktree) or `offline` (workspace without network). It can only tighten
+    /// what the settings and agents ask for.
+    pub sandbox: Option<String>,
+    /// The only TCP ports the sandboxed agents may connect to.
+    #[serde(alias = "sandbox_ports")]
+    pub sandbox_ports: Option<Vec<u16>>,
+    /// Apply as much of the sandbox as the kernel offers instead of refusing to launch.
+    #[serde(alias = "sandbox_best_effort")]
+    pub sandbox_best_effort: Option<bool>,
     /// Wait for the run's end and return its result; otherwise the run id comes back at once
     /// (use `wait` later).
     #[serde(default)]

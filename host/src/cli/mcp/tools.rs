@@ -543,6 +543,7 @@ impl RunParams {
             extensions: None,
             required_extensions: Vec::new(),
             skills: None,
+            sandbox: sandbox_setting(self.sandbox, self.sandbox_ports, self.sandbox_best_effort)?,
             wait: self.wait,
             permissions,
         };
@@ -768,4 +769,28 @@ fn list_every_run(store: &sublaunch::runs::RunStore, params: ListParams) -> Outc
     })
     .map_err(|e| format!("cannot list runs: {e}"))?;
     Ok(json!({"runs": runs, "nextCursor": next.map(|cursor| cursor.to_string())}))
+}
+
+/// The `run` tool's `sandbox`, `sandboxPorts` and `sandboxBestEffort`, checked.
+fn sandbox_setting(
+    profile: Option<String>,
+    ports: Option<Vec<u16>>,
+    best_effort: Option<bool>,
+) -> Result<Option<sublaunch::contract::SandboxSetting>, String> {
+    if profile.is_none() && ports.is_none() && best_effort.is_none() {
+        return Ok(None);
+    }
+    let profile = profile
+        .map(|p| sublaunch::contract::sandbox::checked_profile(&p))
+        .transpose()
+        .map_err(|e| format!("sandbox: {e}"))?;
+    if ports.as_ref().is_some_and(|p| p.contains(&0)) {
+        return Err("sandboxPorts: 0 is not a TCP port (1 to 65535)".into());
+    }
+    Ok(Some(sublaunch::contract::SandboxSetting {
+        profile,
+        ports,
+        best_effort,
+        origin: Some("the run tool's sandbox".into()),
+    }))
 }

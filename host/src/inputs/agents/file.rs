@@ -94,6 +94,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
             .transpose()?,
         skills: field.get("skills").map(|_| field.list("skills")).transpose()?,
         permissions: field.permissions()?,
+        sandbox: field.typed_with("sandbox", sublaunch_contract::sandbox::setting)?,
     };
     Ok(AgentDef {
         planner,

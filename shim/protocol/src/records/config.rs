@@ -93,6 +93,8 @@ pub struct StepConfig {
     pub skills: Option<Vec<String>>,
     /// Where the step runs, when the plan placed it on a machine.
     pub placement: Option<Placement>,
+    /// The OS sandbox the planner decided for the step (absent: none).
+    pub sandbox: Option<crate::records::sandbox::SandboxPlan>,
 }
 
 /// The managed git worktree a step runs in (created by the host before the launch): the

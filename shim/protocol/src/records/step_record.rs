@@ -68,6 +68,9 @@ pub struct StepFacts {
     /// The permissions the step ran with, from the runner configuration (rule G6).
     #[serde(default, deserialize_with = "lenient")]
     pub permissions: Option<crate::records::config::ResolvedPermissions>,
+    /// The OS sandbox the agent ran in (absent: none).
+    #[serde(default, deserialize_with = "lenient")]
+    pub sandbox: Option<crate::records::sandbox::AppliedSandbox>,
 }
 
 /// `worktree` of a step: the managed worktree (its path, branch and base), the step's

@@ -420,6 +420,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
             permissions: config
                 .and_then(|c| c.adapter.as_ref())
                 .map(sublaunch_protocol::records::config::AdapterSpec::resolved_permissions),
+            sandbox: end.sandbox.clone(),
         },
         extra: Map::new(),
     }

@@ -1,0 +1,94 @@
+//! The sandbox of one step of the run: where its paths are, from the configuration, and the
+//! agent's environment inside it: its own temporary directory, removed at its end (rule G33).
+//! A placed step is never sandboxed here (rule G24: the planner refuses it first).
+
+use super::{Prepared, Where};
+use crate::adapter::AgentCommand;
+use sublaunch_protocol::records::config::{AdapterId, RunnerConfig};
+
+/// The sandbox of step `index` prepared before its spawn (`Ok(None)`: it has none).
+pub fn prepare(
+    cfg: &RunnerConfig,
+    index: usize,
+    adapter: AdapterId,
+    run: &std::path::Path,
+    state_root: &std::path::Path,
+) -> Result<Option<Prepared>, String> {
+    let Some(step) = cfg.steps.get(index) else {
+        return Ok(None);
+    };
+    let Some(plan) = step.sandbox.as_ref() else {
+        return Ok(None);
+    };
+    if step.placement.is_some() {
+        return Err("Cannot sandbox the agent: its step is placed on another machine.".into());
+    }
+    let cwd = cfg.step_cwd(index);
+    let workdir = step.worktree.as_ref().map_or(cwd, |w| w.path.as_str());
+    let tmpdir = tmpdir(&cfg.id, index, plan);
+    let agent_files = agent_files(adapter, index, run)?;
+    super::prepare(&Where {
+        plan,
+        workdir: std::path::Path::new(workdir),
+        tmpdir,
+        agent_files,
+        state_root,
+    })
+    .map(|mut prepared| {
+        if matches!(adapter, AdapterId::CodexExec | AdapterId::CodexExecWriter) {
+            // G34: what the record says about Codex's own sandbox.
+            prepared.applied.notes.push(CODEX_REPLACED.into());
+        }
+        Some(prepared)
+    })
+}
+
+/// The note of a Codex step: its own sandbox gave way to this one.
+pub const CODEX_REPLACED: &str = "Codex's own sandbox (bubblewrap) cannot start inside this one: Codex ran with --sandbox danger-full-access, inside this OS sandbox";
+
+/// The step's own temporary directory: `<temp base>/sublaunch-<run id>-<step>`.
+fn tmpdir(run_id: &str, index: usize, plan: &sublaunch_protocol::records::sandbox::SandboxPlan) -> std::path::PathBuf {
+    std::path::Path::new(&plan.temp_base).join(format!("sublaunch-{run_id}-{index}"))
+}
+
+/// Removes step `index`'s temporary directory once its agent has ended (what is left there
+/// is the agent's scratch, not its work).
+pub fn remove_tmpdir(cfg: &RunnerConfig, index: usize) {
+    if let Some(plan) = cfg.steps.get(index).and_then(|s| s.sandbox.as_ref()) {
+        let _ = std::fs::remove_dir_all(tmpdir(&cfg.id, index, plan));
+    }
+}
+
+/// The files the runner reads back from the agent that live among the run's records: each
+/// is made now, and only it is writable inside.
+fn agent_files(adapter: AdapterId, index: usize, run: &std::path::Path) -> Result<Vec<std::path::PathBuf>, String> {
+    let make = |path: std::path::PathBuf, dir: bool| {
+        let made = if dir {
+            std::fs::create_dir_all(&path)
+        } else {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map(drop)
+        };
+        made.map(|()| path.clone())
+            .map_err(|e| format!("Cannot sandbox the agent: cannot create {}: {e}", path.display()))
+    };
+    match adapter {
+        AdapterId::CodexExec | AdapterId::CodexExecWriter => Ok(vec![make(
+            run.join(crate::adapter::codex::last_message_name(index)),
+            false,
+        )?]),
+        AdapterId::Pi => Ok(vec![make(run.join(crate::adapter::pi::session_dir_name(index)), true)?]),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// The agent's environment inside the sandbox: its own temporary directory.
+pub fn environment(command: &mut AgentCommand, prepared: &Prepared) {
+    let tmp = prepared.tmpdir.to_string_lossy().into_owned();
+    for key in ["TMPDIR", "TMP", "TEMP"] {
+        command.env.insert(key.into(), tmp.clone());
+    }
+}
