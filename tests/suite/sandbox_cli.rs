@@ -498,3 +498,38 @@ fn the_mcp_run_tool_takes_a_sandbox() {
     assert!(calls[1]["isError"].as_bool().unwrap(), "{}", calls[1]);
     assert!(calls[1]["text"].as_str().unwrap().contains("strict"), "{}", calls[1]);
 }
+
+/// G24: a step placed on another machine cannot be sandboxed from here: the plan is refused,
+/// naming the sandbox's source.
+#[test]
+fn a_placed_step_with_a_sandbox_is_refused() {
+    let scratch = scratch_with_home("sandbox-placed");
+    let herdr = sublaunch_tests::cli::executable(
+        &scratch.path().join("herdr"),
+        "#!/bin/sh\necho '{\"machines\": [{\"id\": \"m-01\", \"label\": \"box\", \"target\": \"box\"}]}'\n",
+    );
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--machine",
+            "box",
+            "--cwd",
+            "/srv",
+            "--sandbox",
+            "workspace",
+            "--dry-run",
+            "--task",
+            "true",
+        ])
+        .env("HERDR_BIN", &herdr)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let said = text(&output.stdout);
+    assert!(
+        said.contains("cannot be applied to a step placed on another machine") && said.contains("run --sandbox"),
+        "{said}"
+    );
+}
