@@ -428,7 +428,8 @@ fn settings_frontmatter_and_a_chain_step_combine_into_the_tightest_sandbox() {
     );
 }
 
-/// G28: a managed worktree is the step's writable directory under `workspace`.
+/// G28, G35: a managed worktree is the step's writable directory under `workspace`, and the
+/// agent can commit there, but not plant a hook in the repository.
 #[test]
 fn a_sandboxed_step_writes_in_its_worktree() {
     let scratch = scratch_with_home("sandbox-worktree");
@@ -457,11 +458,12 @@ fn a_sandboxed_step_writes_in_its_worktree() {
             "workspace",
             "--wait",
             "--task",
-            "echo x > made.txt && echo made",
+            "echo x > made.txt && git add made.txt && git -c user.name=a -c user.email=a@e commit -qm made && echo made; \
+             echo '#!/bin/sh' > \"$(git rev-parse --git-common-dir)/hooks/post-checkout\" || echo no-hooks",
         ])
         .output()
         .unwrap();
-    assert_eq!(ok(&output).trim(), "made");
+    assert_eq!(ok(&output).trim(), "made\nno-hooks");
     let run_id = waited_run_id(&output);
     assert!(
         scratch
@@ -472,6 +474,11 @@ fn a_sandboxed_step_writes_in_its_worktree() {
             .exists()
     );
     assert!(!work.join("made.txt").exists());
+    // The commit is on the step's branch; the repository's hooks stayed out of reach.
+    let branch = format!("sublaunch/{run_id}/1");
+    let subject = sublaunch_tests::cli::git(&work, &["log", "-1", "--format=%s", &branch]);
+    assert_eq!(subject.trim(), "made");
+    assert!(!work.join(".git/hooks/post-checkout").exists());
 }
 
 /// G20, G28: the MCP `run` tool's `sandbox` parameter sandboxes the run, and its answer says so.
