@@ -428,7 +428,8 @@ fn settings_frontmatter_and_a_chain_step_combine_into_the_tightest_sandbox() {
     );
 }
 
-/// G28: a managed worktree is the step's writable directory under `workspace`.
+/// G28, G35: a managed worktree is the step's writable directory under `workspace`, and the
+/// agent can commit there, but not plant a hook in the repository.
 #[test]
 fn a_sandboxed_step_writes_in_its_worktree() {
     let scratch = scratch_with_home("sandbox-worktree");
@@ -457,11 +458,12 @@ fn a_sandboxed_step_writes_in_its_worktree() {
             "workspace",
             "--wait",
             "--task",
-            "echo x > made.txt && echo made",
+            "echo x > made.txt && git add made.txt && git -c user.name=a -c user.email=a@e commit -qm made && echo made; \
+             echo '#!/bin/sh' > \"$(git rev-parse --git-common-dir)/hooks/post-checkout\" || echo no-hooks",
         ])
         .output()
         .unwrap();
-    assert_eq!(ok(&output).trim(), "made");
+    assert_eq!(ok(&output).trim(), "made\nno-hooks");
     let run_id = waited_run_id(&output);
     assert!(
         scratch
@@ -472,6 +474,11 @@ fn a_sandboxed_step_writes_in_its_worktree() {
             .exists()
     );
     assert!(!work.join("made.txt").exists());
+    // The commit is on the step's branch; the repository's hooks stayed out of reach.
+    let branch = format!("sublaunch/{run_id}/1");
+    let subject = sublaunch_tests::cli::git(&work, &["log", "-1", "--format=%s", &branch]);
+    assert_eq!(subject.trim(), "made");
+    assert!(!work.join(".git/hooks/post-checkout").exists());
 }
 
 /// G20, G28: the MCP `run` tool's `sandbox` parameter sandboxes the run, and its answer says so.
@@ -497,4 +504,39 @@ fn the_mcp_run_tool_takes_a_sandbox() {
     );
     assert!(calls[1]["isError"].as_bool().unwrap(), "{}", calls[1]);
     assert!(calls[1]["text"].as_str().unwrap().contains("strict"), "{}", calls[1]);
+}
+
+/// G24: a step placed on another machine cannot be sandboxed from here: the plan is refused,
+/// naming the sandbox's source.
+#[test]
+fn a_placed_step_with_a_sandbox_is_refused() {
+    let scratch = scratch_with_home("sandbox-placed");
+    let herdr = sublaunch_tests::cli::executable(
+        &scratch.path().join("herdr"),
+        "#!/bin/sh\necho '{\"machines\": [{\"id\": \"m-01\", \"label\": \"box\", \"target\": \"box\"}]}'\n",
+    );
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--machine",
+            "box",
+            "--cwd",
+            "/srv",
+            "--sandbox",
+            "workspace",
+            "--dry-run",
+            "--task",
+            "true",
+        ])
+        .env("HERDR_BIN", &herdr)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let said = text(&output.stdout);
+    assert!(
+        said.contains("cannot be applied to a step placed on another machine") && said.contains("run --sandbox"),
+        "{said}"
+    );
 }

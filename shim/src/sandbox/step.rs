@@ -26,7 +26,10 @@ pub fn prepare(
     let cwd = cfg.step_cwd(index);
     let workdir = step.worktree.as_ref().map_or(cwd, |w| w.path.as_str());
     let tmpdir = tmpdir(&cfg.id, index, plan);
-    let agent_files = agent_files(adapter, index, run)?;
+    let mut agent_files = agent_files(adapter, index, run)?;
+    if let Some(worktree) = &step.worktree {
+        agent_files.extend(worktree_git(std::path::Path::new(&worktree.path)));
+    }
     super::prepare(&Where {
         plan,
         workdir: std::path::Path::new(workdir),
@@ -83,6 +86,26 @@ fn agent_files(adapter: AdapterId, index: usize, run: &std::path::Path) -> Resul
         AdapterId::Pi => Ok(vec![make(run.join(crate::adapter::pi::session_dir_name(index)), true)?]),
         _ => Ok(Vec::new()),
     }
+}
+
+/// What a commit in a managed worktree writes outside it (rule G35): the worktree's own git
+/// directory (`<repository>/.git/worktrees/<name>`: its index and HEAD) and the shared
+/// objects, refs and ref logs. Never the repository's hooks or configuration, which would run
+/// code outside the sandbox.
+fn worktree_git(worktree: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let Ok(link) = std::fs::read_to_string(worktree.join(".git")) else {
+        return Vec::new();
+    };
+    let Some(gitdir) = link.trim().strip_prefix("gitdir:").map(|p| worktree.join(p.trim())) else {
+        return Vec::new();
+    };
+    let common = match std::fs::read_to_string(gitdir.join("commondir")) {
+        Ok(relative) => gitdir.join(relative.trim()),
+        Err(_) => gitdir.join("../.."),
+    };
+    let mut paths = vec![gitdir];
+    paths.extend(["objects", "refs", "logs"].map(|name| common.join(name)));
+    paths
 }
 
 /// The agent's environment inside the sandbox: its own temporary directory.

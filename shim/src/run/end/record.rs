@@ -159,6 +159,11 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     }
     // No request can change the outcome from here on (R12): stop watching the inbox now.
     sup.control.stop_watching();
+    // Every sandboxed step's temporary directory goes with the run, whether or not its
+    // agent's end was seen (a step stopped before it ended, say) (G33).
+    for index in 0..ctx.cfg.steps.len() {
+        crate::sandbox::step::remove_tmpdir(&ctx.cfg, index);
+    }
     let (mut state, mut error) = ended_before_any_step(sup, ends).unwrap_or_else(|| run_outcome(ends));
     let ended_wall = ctx.now_wall();
     let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());
