@@ -211,7 +211,7 @@ fn permission_flags_become_each_clis_own_controls() {
     assert_eq!(after(&argv, "--tools").as_deref(), Some("Read,Bash"), "{argv:?}");
     assert_eq!(
         after(&argv, "--allowedTools").as_deref(),
-        Some("Read,Bash,Bash(git *)"),
+        Some("Read,Bash(git *)"),
         "{argv:?}"
     );
     assert_eq!(

@@ -36,8 +36,19 @@ fn offered_tools(request: &Request) -> Vec<String> {
 /// Scripts a call of `tool` running `touch marker`, then the answer `done`; runs `args`;
 /// returns (whether `marker` was created, the request that followed the tool call, stdout).
 fn attempt(world: &World, scope: &Scope, tool: &str, marker: &Path, args: &[&str]) -> (bool, Request, String) {
+    attempt_command(world, scope, tool, marker, &format!("touch {}", marker.display()), args)
+}
+
+/// [`attempt`] with another command that creates `marker`.
+fn attempt_command(
+    world: &World,
+    scope: &Scope,
+    tool: &str,
+    marker: &Path,
+    command: &str,
+    args: &[&str],
+) -> (bool, Request, String) {
     let _ = std::fs::remove_file(marker);
-    let command = format!("touch {}", marker.display());
     // Codex's shell tool takes `cmd`; Claude Code's and pi's take `command`.
     let input = if tool == "exec_command" {
         json!({"cmd": command})
@@ -101,6 +112,33 @@ fn claude_code_refuses_a_denied_rule_and_an_excluded_tool_and_the_run_still_answ
     );
     assert_eq!(tool_results(&next)[0]["is_error"], true, "{next:?}");
     assert_eq!(stdout, "done\n");
+
+    // An allow rule narrows its tool: only the commands it matches run without asking, and
+    // nobody answers a prompt, so any other command is refused; one it matches runs. (Through
+    // `sh -c`: a writer's acceptEdits mode accepts plain file commands such as `touch` in its
+    // directory without asking, rules or not.)
+    let command = format!("sh -c 'touch {}'", marker.display());
+    let narrowed = [
+        "--agent",
+        "claude-writer",
+        "--task",
+        "t",
+        "--tools",
+        "Read,Bash",
+        "--allow",
+    ];
+    let git_only: Vec<&str> = narrowed.iter().copied().chain(["Bash(git *)"]).collect();
+    let (touched, next, stdout) = attempt_command(&world, &world.claude, "Bash", &marker, &command, &git_only);
+    assert!(!touched, "a command no allow rule matches is refused, not asked");
+    assert_eq!(tool_results(&next)[0]["is_error"], true, "{next:?}");
+    assert_eq!(stdout, "done\n");
+    let touch_too: Vec<&str> = narrowed.iter().copied().chain(["Bash(sh *)"]).collect();
+    let (touched, _, _) = attempt_command(&world, &world.claude, "Bash", &marker, &command, &touch_too);
+    assert!(
+        touched,
+        "the command its allow rule matches runs: {}",
+        world.claude.dump()
+    );
 
     // The read-only agent listing Bash in its tools (the issue's `tools: ["Read,Bash"]`):
     // the step does not get it.

@@ -4,7 +4,7 @@
 //! may use was decided by the planner (rules G1–G5); this module only spells it the way Claude
 //! Code's flags take it.
 
-use sublaunch_protocol::records::config::{PermissionMode, ResolvedPermissions};
+use sublaunch_protocol::records::config::{PermissionMode, ResolvedPermissions, Rule};
 
 /// What a read-only Claude Code agent is pre-approved when no layer names its tools.
 pub const CLAUDE_READ_DEFAULT: [&str; 4] = ["Read", "Grep", "Glob", "LS"];
@@ -57,9 +57,10 @@ fn push_new(into: &mut Vec<String>, item: String) {
     }
 }
 
-/// Maps the resolved permissions to Claude Code's flags (rule G8) (the design's table: tools exist
-/// only when listed, listed tools and allow rules are pre-approved, exclusions and deny rules
-/// refused, `plan` and `acceptEdits` as its permission modes).
+/// Maps the resolved permissions to Claude Code's flags (rule G8): tools exist only when
+/// listed; listed tools and allow rules are pre-approved, except that a tool with an allow rule
+/// of its own (`Bash(git *)`) is pre-approved only as its rules say; exclusions and deny rules
+/// are refused; `plan` and `acceptEdits` are its permission modes.
 pub fn claude_permissions(p: &ResolvedPermissions) -> ClaudePermissions {
     let names = |list: &[String]| -> Vec<String> { list.iter().map(|t| claude_name(t.trim())).collect() };
     let excluded = names(&p.exclude_tools);
@@ -70,7 +71,17 @@ pub fn claude_permissions(p: &ResolvedPermissions) -> ClaudePermissions {
         None if p.mode == PermissionMode::Writer => CLAUDE_WRITER_DEFAULT.map(str::to_owned).to_vec(),
         None => CLAUDE_READ_DEFAULT.map(str::to_owned).to_vec(),
     };
-    for tool in base.into_iter().filter(|t| !excluded.contains(t)) {
+    // A tool with a pattern rule is pre-approved only for what its rules match.
+    let narrowed: Vec<String> = p
+        .allow
+        .iter()
+        .filter_map(|rule| Rule::parse(rule).ok().filter(|r| r.pattern.is_some()))
+        .map(|r| claude_name(r.tool))
+        .collect();
+    for tool in base
+        .into_iter()
+        .filter(|t| !excluded.contains(t) && !narrowed.contains(t))
+    {
         push_new(&mut allowed, tool);
     }
     for rule in &p.allow {
@@ -113,7 +124,11 @@ mod tests {
         p.nested = false;
         let flags = claude_permissions(&p);
         assert_eq!(flags.tools.unwrap(), ["Read", "Glob", "Bash", "mcp__x__y"]);
-        assert_eq!(flags.allowed, ["Read", "Glob", "mcp__x__y", "Bash(git *)"]);
+        assert_eq!(
+            flags.allowed,
+            ["Read", "Glob", "mcp__x__y", "Bash(git *)"],
+            "Bash only as its rule says"
+        );
         assert_eq!(
             flags.disallowed,
             ["Bash", "Bash(rm *)", "mcp__sublaunch", "Bash(sublaunch *)"]

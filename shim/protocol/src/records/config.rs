@@ -19,7 +19,7 @@ mod workflow;
 
 pub use placement::Placement;
 pub use sublaunch_contract::{
-    AdapterId, CliThinking, InputFormat, PermissionMode, ResolvedPermissions, ThinkingLevel, UsageBudget,
+    AdapterId, CliThinking, InputFormat, PermissionMode, ResolvedPermissions, Rule, ThinkingLevel, UsageBudget,
 };
 pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
