@@ -16,8 +16,15 @@
 //! [`sweep`] is X8: it SIGKILLs and reaps every child of the shim that is not the agent —
 //! descendants that left the group and were re-parented to the subreaper shim — repeating
 //! while killing uncovers more, then checks that nothing of the shim's session survives.
+//!
+//! A contained agent's escaped descendants are not the shim's children but live on in its PID
+//! namespace, re-parented to the namespace's init. Its sweep (G46) asks the init to send
+//! SIGTERM to every other process of the namespace — so a nested run's detached shim can
+//! record its stop — waits up to [`NS_SWEEP_GRACE`] for the namespace to empty, then SIGKILLs
+//! the init, which makes the kernel end the rest. They count as adopted descendants killed,
+//! as before.
 
-use crate::process::reaper::{Reaper, children_of_self, members, proc_stat};
+use crate::process::reaper::{Reaper, children_of_self, descendants_of, members, proc_stat};
 use crate::process::signals;
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
@@ -204,6 +211,11 @@ pub struct SweepOutcome {
     pub survivors: Vec<u32>,
 }
 
+/// How long a contained agent's leftovers get after the sweep's SIGTERM before SIGKILL: a
+/// nested run's shim stops its own agent (SIGTERM, 3 000 ms, SIGKILL, 1 000 ms) and records
+/// the stop within this.
+pub const NS_SWEEP_GRACE: Duration = Duration::from_millis(5_000);
+
 /// Rounds of kill-and-reap (killing a child can orphan its own children onto the shim).
 const SWEEP_ROUNDS: usize = 8;
 /// How long one round waits for its victims to be reaped.
@@ -218,9 +230,16 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
     let me = std::process::id();
     let mut outcome = SweepOutcome::default();
     let mut killed: Vec<u32> = Vec::new();
+    let mut ns_killed = 0_u32;
+    if let Some(agent) = agent.filter(|a| reaper.exit_of(*a).is_some())
+        && let Some(init) = reaper.init_of(agent)
+    {
+        ns_killed = sweep_namespace(reaper, agent, init);
+    }
     let spared = |reaper: &Reaper| -> Vec<u32> {
         let mut live = reaper.live_agents();
         live.extend(agent.filter(|a| reaper.exit_of(*a).is_none()));
+        live.extend(reaper.live_inits());
         live
     };
     let is_spared = |pid: u32, live: &[u32]| {
@@ -261,7 +280,9 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
         }
     }
     reaper.reap();
-    outcome.killed = u32::try_from(killed.len()).unwrap_or(u32::MAX);
+    outcome.killed = u32::try_from(killed.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(ns_killed);
     let live = spared(reaper);
     let session = sublaunch_protocol::ids::own_session().filter(|sid| *sid == me && live.is_empty());
     let mut survivors: Vec<u32> = children_of_self()
@@ -273,6 +294,53 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
     survivors.dedup();
     outcome.survivors = survivors;
     outcome
+}
+
+/// G46: ends what is left in the PID namespace of `agent` (which has exited) under `init`:
+/// SIGTERM to all of it through the init, up to [`NS_SWEEP_GRACE`] for it to end, then
+/// SIGKILL to the init, and the init reaped (the kernel empties a namespace before its init
+/// can be reaped). Returns how many processes were left.
+fn sweep_namespace(reaper: &mut Reaper, agent: u32, init: u32) -> u32 {
+    let Some(init_pid) = i32::try_from(init).ok().and_then(Pid::from_raw) else {
+        return 0;
+    };
+    let left = descendants_of(init);
+    // A pidfd on our own unreaped child: it becomes readable when the init has exited.
+    let pidfd = rustix::process::pidfd_open(init_pid, rustix::process::PidfdFlags::empty()).ok();
+    let wait_for_init = |reaper: &mut Reaper, within: Duration| {
+        let until = Instant::now() + within;
+        loop {
+            reaper.reap();
+            if reaper.init_of(agent).is_none() {
+                return true;
+            }
+            let now = Instant::now();
+            if now >= until {
+                return false;
+            }
+            let mut fds: Vec<libc::pollfd> = pidfd
+                .iter()
+                .map(|fd| libc::pollfd {
+                    fd: rustix::fd::AsRawFd::as_raw_fd(fd),
+                    events: libc::POLLIN,
+                    revents: 0,
+                })
+                .collect();
+            signals::wait(&mut fds, Some((until - now).min(Duration::from_millis(100))));
+        }
+    };
+    if !left.is_empty() {
+        let sweep_signal = Signal::from_named_raw(crate::process::namespace::SWEEP_SIGNAL);
+        if let Some(signal) = sweep_signal {
+            let _ = rustix::process::kill_process(init_pid, signal);
+        }
+        if wait_for_init(reaper, NS_SWEEP_GRACE) {
+            return u32::try_from(left.len()).unwrap_or(u32::MAX);
+        }
+    }
+    let _ = rustix::process::kill_process(init_pid, Signal::KILL);
+    wait_for_init(reaper, KILL_WAIT);
+    u32::try_from(left.len()).unwrap_or(u32::MAX)
 }
 
 /// `1, 2, 3` (or `none`).

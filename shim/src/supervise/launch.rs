@@ -87,8 +87,12 @@ impl Supervisor {
             },
             (built, _) => (built, parser, None),
         };
+        let policy = crate::step::spawn::ContainmentPolicy {
+            required: ctx.cfg.containment_required,
+            refuse: ctx.faults.refuse_containment(),
+        };
         let spawned = built.and_then(|command| {
-            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask)
+            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, policy)
                 .map(|spawned| (spawned, command.stdin))
                 .map_err(|e| spawn_error(&command.argv, &e))
         });
@@ -104,8 +108,11 @@ impl Supervisor {
         };
         let pid = spawned.pid;
         ctx.set_writer(WriterState::Running, Some(pid));
-        self.reaper.watch(pid);
-        self.note_pid(ctx, index, pid);
+        match spawned.init {
+            Some((init, status)) => self.reaper.watch_contained(pid, init, status),
+            None => self.reaper.watch(pid),
+        }
+        self.note_pid(ctx, index, pid, spawned.containment, spawned.fallback);
         let mut io = ChildIo::new(
             Pipe::new(spawned.stdout, parser.line_retain_limit()),
             Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
@@ -157,7 +164,14 @@ impl Supervisor {
         self.book.changed();
     }
 
-    fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
+    fn note_pid(
+        &mut self,
+        ctx: &Ctx,
+        index: usize,
+        pid: u32,
+        containment: crate::process::namespace::Containment,
+        fallback: Option<String>,
+    ) {
         let wall = ctx.now_wall();
         if let Some(step) = self.book.status.steps.as_mut().and_then(|s| s.get_mut(index)) {
             // The start identity lets whoever finds this runner dead end the agent's group
@@ -167,6 +181,8 @@ impl Supervisor {
                 pid,
                 started_at: Some(wall),
                 start_identity: identity,
+                containment: Some(containment.as_str().to_owned()),
+                containment_note: fallback,
                 ..ExternalProcess::default()
             });
         }

@@ -209,6 +209,7 @@ impl Root {
             usage_budget: None,
             checkpoint_before_deadline_ms: None,
             project_config: Default::default(),
+            containment_required: false,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();
