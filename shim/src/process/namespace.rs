@@ -31,9 +31,9 @@
 //!   the signal as a signal).
 //! * **Signals:** the agent leads its own process group, so the shim's ladders signal `-pgid`
 //!   from outside as before. Signals sent to the init from inside its namespace are dropped
-//!   unless it handles them: it forwards SIGTERM/SIGINT/SIGHUP to the agent's group, and on
-//!   SIGUSR1 (the shim's X8 sweep) sends SIGTERM to every other process of the namespace, so a
-//!   nested run's shim can record its stop before the sweep's SIGKILL (G46).
+//!   unless it handles them: it forwards SIGTERM/SIGINT/SIGHUP to the agent's group (G46).
+//!   The shim's X8 sweep signals the init's adopted children directly
+//!   ([`crate::process::tree`]).
 //! * **Leftovers:** the init reaps every orphan of the namespace; once the agent was reaped and
 //!   nothing is left it exits, so an empty namespace goes away by itself.
 
@@ -388,8 +388,6 @@ fn errno() -> i32 {
 
 /// Signals the init forwards to the agent's group (G46).
 const FORWARDED: [libc::c_int; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
-/// The shim's request to the init: SIGTERM to every other process of the namespace (X8 sweep).
-pub const SWEEP_SIGNAL: libc::c_int = libc::SIGUSR1;
 
 extern "C" fn ignore_signal(_: libc::c_int) {}
 
@@ -457,7 +455,7 @@ unsafe fn init(prepared: &Prepared, maps: Option<&Maps>, stdio: &Stdio, status_r
         // being discarded as "default action on a namespace init".
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
-        for signal in FORWARDED.iter().chain(&[libc::SIGCHLD, SWEEP_SIGNAL]) {
+        for signal in FORWARDED.iter().chain(&[libc::SIGCHLD]) {
             libc::sigaddset(&raw mut set, *signal);
             let mut action: libc::sigaction = std::mem::zeroed();
             action.sa_sigaction = ignore_signal as extern "C" fn(libc::c_int) as libc::sighandler_t;
@@ -551,14 +549,14 @@ unsafe fn init(prepared: &Prepared, maps: Option<&Maps>, stdio: &Stdio, status_r
 }
 
 /// The init's loop once the agent runs: reap every process of the namespace, report the
-/// agent's end, forward stop signals to its group, sweep on request; exit when the agent was
-/// reaped and nothing is left.
+/// agent's end, forward stop signals to its group; exit when the agent was reaped and nothing
+/// is left.
 unsafe fn supervise(agent: libc::pid_t, status: RawFd) -> ! {
     // SAFETY: sigwaitinfo/waitpid/kill on a local set and our own children only.
     unsafe {
         let mut set: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut set);
-        for signal in FORWARDED.iter().chain(&[libc::SIGCHLD, SWEEP_SIGNAL]) {
+        for signal in FORWARDED.iter().chain(&[libc::SIGCHLD]) {
             libc::sigaddset(&raw mut set, *signal);
         }
         let mut agent_done = false;
@@ -586,11 +584,7 @@ unsafe fn supervise(agent: libc::pid_t, status: RawFd) -> ! {
             }
             let mut info: libc::siginfo_t = std::mem::zeroed();
             let signal = libc::sigwaitinfo(&raw const set, &raw mut info);
-            if signal == SWEEP_SIGNAL {
-                // kill(-1) from a namespace init reaches every other process of the namespace
-                // (nested namespaces included) and never the init itself.
-                libc::kill(-1, libc::SIGTERM);
-            } else if FORWARDED.contains(&signal) && !agent_done {
+            if FORWARDED.contains(&signal) && !agent_done {
                 libc::kill(-agent, signal);
             }
         }

@@ -3,7 +3,7 @@
 //! through `std::process::Child` or a per-pid waiter, which would race with adopting orphans.
 //! The agent's status is kept; adopted processes are just reaped.
 //!
-//! A contained agent (G40) is not the shim's child: its PID namespace's init is. Its end
+//! A contained agent (G40, G46) is not the shim's child: its PID namespace's init is. Its end
 //! arrives on the init's status pipe ([`crate::process::namespace::Message`]), which the
 //! supervisor polls ([`Reaper::pollfds`]); an init reaped without having reported the agent's
 //! end took the agent with it (the kernel ends a namespace with its init), so the agent counts
@@ -210,6 +210,11 @@ impl Reaper {
         }
         self.read_inits();
     }
+}
+
+/// The children of process `pid` (none when they cannot be listed).
+pub fn children_of_pid(pid: u32) -> Vec<u32> {
+    children_of(&pid.to_string()).unwrap_or_default()
 }
 
 /// Every live (non-zombie) descendant of process `pid`, breadth first.

@@ -18,11 +18,10 @@
 //! while killing uncovers more, then checks that nothing of the shim's session survives.
 //!
 //! A contained agent's escaped descendants are not the shim's children but live on in its PID
-//! namespace, re-parented to the namespace's init. Its sweep (G46) asks the init to send
-//! SIGTERM to every other process of the namespace — so a nested run's detached shim can
-//! record its stop — waits up to [`NS_SWEEP_GRACE`] for the namespace to empty, then SIGKILLs
-//! the init, which makes the kernel end the rest. They count as adopted descendants killed,
-//! as before.
+//! namespace, re-parented to the namespace's init. Its sweep (G46) sends SIGTERM to what the
+//! init adopted — so a nested run's detached shim can record its stop — waits up to
+//! [`NS_SWEEP_GRACE`] for the namespace to empty, then SIGKILLs the init, which makes the
+//! kernel end the rest. They count as adopted descendants killed, as before.
 
 use crate::process::reaper::{Reaper, children_of_self, descendants_of, members, proc_stat};
 use crate::process::signals;
@@ -297,50 +296,90 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
 }
 
 /// G46: ends what is left in the PID namespace of `agent` (which has exited) under `init`:
-/// SIGTERM to all of it through the init, up to [`NS_SWEEP_GRACE`] for it to end, then
-/// SIGKILL to the init, and the init reaped (the kernel empties a namespace before its init
-/// can be reaped). Returns how many processes were left.
+/// SIGTERM to each process the init adopted — re-sent to whatever it adopts next, as those end
+/// — for up to [`NS_SWEEP_GRACE`], then SIGKILL to the init, and the init reaped (the kernel
+/// empties a namespace before its init can be reaped). Returns how many processes were left.
+///
+/// Only the init's children get SIGTERM, not the whole namespace at once: a nested run's
+/// runner is such a child, and it must stop its own agent itself and record that stop (its
+/// agent, in a namespace below, would otherwise die of the same signal first).
 fn sweep_namespace(reaper: &mut Reaper, agent: u32, init: u32) -> u32 {
     let Some(init_pid) = i32::try_from(init).ok().and_then(Pid::from_raw) else {
         return 0;
     };
     let left = descendants_of(init);
     // A pidfd on our own unreaped child: it becomes readable when the init has exited.
-    let pidfd = rustix::process::pidfd_open(init_pid, rustix::process::PidfdFlags::empty()).ok();
-    let wait_for_init = |reaper: &mut Reaper, within: Duration| {
-        let until = Instant::now() + within;
+    let init_fd = rustix::process::pidfd_open(init_pid, rustix::process::PidfdFlags::empty()).ok();
+    let mut signalled: Vec<u32> = Vec::new();
+    let until = Instant::now() + NS_SWEEP_GRACE;
+    let mut ended = false;
+    while !left.is_empty() {
+        reaper.reap();
+        if reaper.init_of(agent).is_none() {
+            ended = true;
+            break;
+        }
+        for child in crate::process::reaper::children_of_pid(init) {
+            if !signalled.contains(&child) {
+                signalled.push(child);
+                term_child_of(child, init);
+            }
+        }
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        wait_for_exit(init_fd.as_ref(), (until - now).min(GROUP_POLL));
+    }
+    if !ended {
+        let _ = rustix::process::kill_process(init_pid, Signal::KILL);
+        let until = Instant::now() + KILL_WAIT;
         loop {
             reaper.reap();
-            if reaper.init_of(agent).is_none() {
-                return true;
-            }
             let now = Instant::now();
-            if now >= until {
-                return false;
+            if reaper.init_of(agent).is_none() || now >= until {
+                break;
             }
-            let mut fds: Vec<libc::pollfd> = pidfd
-                .iter()
-                .map(|fd| libc::pollfd {
-                    fd: rustix::fd::AsRawFd::as_raw_fd(fd),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            signals::wait(&mut fds, Some((until - now).min(Duration::from_millis(100))));
-        }
-    };
-    if !left.is_empty() {
-        let sweep_signal = Signal::from_named_raw(crate::process::namespace::SWEEP_SIGNAL);
-        if let Some(signal) = sweep_signal {
-            let _ = rustix::process::kill_process(init_pid, signal);
-        }
-        if wait_for_init(reaper, NS_SWEEP_GRACE) {
-            return u32::try_from(left.len()).unwrap_or(u32::MAX);
+            wait_for_exit(init_fd.as_ref(), until - now);
         }
     }
-    let _ = rustix::process::kill_process(init_pid, Signal::KILL);
-    wait_for_init(reaper, KILL_WAIT);
     u32::try_from(left.len()).unwrap_or(u32::MAX)
+}
+
+/// SIGTERM to `pid` through a pidfd, once it is known to be a child of `init` (so a pid that
+/// was reaped and reused meanwhile is never signalled).
+fn term_child_of(pid: u32, init: u32) {
+    let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
+        return;
+    };
+    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .ok()
+        .and_then(|stat| {
+            stat.get(stat.rfind(')')? + 1..)?
+                .split_ascii_whitespace()
+                .nth(1)?
+                .parse::<u32>()
+                .ok()
+        });
+    if parent == Some(init) {
+        let _ = rustix::process::pidfd_send_signal(&fd, Signal::TERM);
+    }
+}
+
+/// Waits until the pidfd `fd` is readable (its process exited), a signal arrives, or `within`.
+fn wait_for_exit(fd: Option<&rustix::fd::OwnedFd>, within: Duration) {
+    let mut fds: Vec<libc::pollfd> = fd
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: rustix::fd::AsRawFd::as_raw_fd(*fd),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    signals::wait(&mut fds, Some(within));
 }
 
 /// `1, 2, 3` (or `none`).

@@ -50,12 +50,22 @@ pub struct ContainmentPolicy {
     pub required: bool,
     /// Test hook: behave as if the kernel refused (`before-agent-spawn:no-namespace`).
     pub refuse: bool,
+    /// A placed step: its agent is the local `ssh`, whose ControlMaster must outlive the step
+    /// (later launches to the machine share it, expired only by `ControlPersist`), so it gets
+    /// process-group supervision like the master's exception in the X8 sweep (G48).
+    pub placed: bool,
 }
+
+/// Why a placed step's `ssh` gets no PID namespace (recorded with its containment).
+pub const PLACED_NOTE: &str =
+    "a placed step's local ssh: the connection it may open is kept for later launches to the machine";
 
 /// Spawns `command` (H10 environment, R10 placement) with `umask` (the launching user's;
 /// `None`: the shim's own 077), contained in a PID namespace where the kernel allows it.
 pub fn spawn(command: &AgentCommand, umask: Option<u32>, policy: ContainmentPolicy) -> io::Result<Spawned> {
-    let refused = if policy.refuse {
+    let refused = if policy.placed {
+        PLACED_NOTE.to_owned()
+    } else if policy.refuse {
         "the kernel refused a PID namespace (test hook)".to_owned()
     } else {
         match spawn_contained(command, umask) {

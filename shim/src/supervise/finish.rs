@@ -22,6 +22,7 @@ impl Supervisor {
         let ended_wall = ctx.now_wall();
         let mut end = StepEnd {
             pid: Some(child.pid),
+            containment: Some(child.containment.as_str()),
             exit: self.reaper.exit_of(child.pid).cloned(),
             ..step_end(ctx, child.index, child.started_wall)
         };

@@ -90,6 +90,8 @@ impl Supervisor {
         let policy = crate::step::spawn::ContainmentPolicy {
             required: ctx.cfg.containment_required,
             refuse: ctx.faults.refuse_containment(),
+            // G48: a placed step's ssh keeps its ControlMaster for later launches.
+            placed: step.placement.is_some(),
         };
         let spawned = built.and_then(|command| {
             crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, policy)
@@ -107,6 +109,8 @@ impl Supervisor {
             }
         };
         let pid = spawned.pid;
+        // G43: which containment it got, for its records.
+        let containment = spawned.containment;
         ctx.set_writer(WriterState::Running, Some(pid));
         match spawned.init {
             Some((init, status)) => self.reaper.watch_contained(pid, init, status),
@@ -137,6 +141,7 @@ impl Supervisor {
             cancel: None,
             budget: None,
             remote,
+            containment,
         })
     }
 

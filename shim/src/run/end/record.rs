@@ -407,6 +407,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
         }),
         remote_git: remote.and_then(|r| r.state.git.clone()),
         output_file: end.output_file.clone(),
+        containment: end.containment.map(str::to_owned),
         facts: StepFacts {
             step_index: end.position.0,
             task_index: end.position.1,
