@@ -12,6 +12,10 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch_shim::process::namespace::{self, Message, Prepared};
 
+thread_local! {
+    static PREPARE: std::cell::Cell<Duration> = const { std::cell::Cell::new(Duration::ZERO) };
+}
+
 fn main() {
     let n: u32 = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let argv = vec!["/bin/true".to_owned()];
@@ -40,6 +44,10 @@ fn main() {
         "  pid namespace : spawn {:>7.1}   spawn+end {:>7.1}",
         us(c_spawn),
         us(c_total)
+    );
+    println!(
+        "  of which building argv and environment: {:>7.1}",
+        us(PREPARE.with(std::cell::Cell::get))
     );
     println!(
         "  added         : spawn {:>7.1}   spawn+end {:>7.1}",
@@ -73,6 +81,7 @@ fn grouped() -> (Duration, Duration) {
 fn contained(argv: &[String], env: &[(std::ffi::OsString, std::ffi::OsString)]) -> (Duration, Duration) {
     let start = Instant::now();
     let prepared = Prepared::new(argv, env.to_vec(), "/", None).expect("prepare");
+    PREPARE.with(|p| p.set(p.get() + start.elapsed()));
     let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe");
     let (_out, out_w) = pipe();
     let (_err, err_w) = pipe();

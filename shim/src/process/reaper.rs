@@ -103,17 +103,28 @@ impl Reaper {
             .collect()
     }
 
-    /// Ends agent `pid` at once: SIGKILL to its namespace's init (the kernel then ends the whole
-    /// namespace), or to the agent itself when it is the shim's own child. Either target is an
-    /// unreaped child of the shim, so the pid cannot have been reused.
+    /// Ends agent `pid`, whose group is gone but whose end is not known, with SIGKILL: the
+    /// shim's own child directly (unreaped, so the pid cannot have been reused). A contained
+    /// agent is its namespace init's child: signalled through a pidfd only while it is still
+    /// that init's live child (it left its group); once the init reaped it, its end is on the
+    /// way through the status pipe and nothing is signalled (G46) — killing the init then could
+    /// lose the agent's true end.
     pub fn kill_hard(&self, pid: u32) {
-        let target = match self.inits.get(&pid) {
-            Some(init) if init.reaped => return,
-            Some(init) => init.pid,
-            None => pid,
+        let Some(raw) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            return;
         };
-        if let Some(p) = i32::try_from(target).ok().and_then(rustix::process::Pid::from_raw) {
-            let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
+        let Some(init) = self.inits.get(&pid) else {
+            let _ = rustix::process::kill_process(raw, rustix::process::Signal::KILL);
+            return;
+        };
+        if init.reaped {
+            return;
+        }
+        let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
+            return;
+        };
+        if parent_of(pid) == Some(init.pid) && proc_stat(pid).is_some_and(|st| !st.is_zombie()) {
+            let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
         }
     }
 
@@ -210,6 +221,16 @@ impl Reaper {
         }
         self.read_inits();
     }
+}
+
+/// The parent of process `pid` (field 4 of `/proc/<pid>/stat`), if it can be read.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 1..)?
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
 }
 
 /// The children of process `pid` (none when they cannot be listed).

@@ -355,15 +355,7 @@ fn term_child_of(pid: u32, init: u32) {
     let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
         return;
     };
-    let parent = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|stat| {
-            stat.get(stat.rfind(')')? + 1..)?
-                .split_ascii_whitespace()
-                .nth(1)?
-                .parse::<u32>()
-                .ok()
-        });
+    let parent = crate::process::reaper::parent_of(pid);
     if parent == Some(init) {
         let _ = rustix::process::pidfd_send_signal(&fd, Signal::TERM);
     }
