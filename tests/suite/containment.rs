@@ -276,9 +276,13 @@ fn g45_a_nested_run_ends_with_its_parent_and_records_its_stop() {
     prepare(&scratch);
     let sublaunch = sublaunch_tests::bin("sublaunch");
     let inner_dir = scratch.run_dir("g45-inner");
+    // The parent agent ends when the test opens this FIFO, after it read the nested record.
+    let gate = scratch.work().join("gate");
+    assert!(Command::new("mkfifo").arg(&gate).status().unwrap().success());
     let parent_task = format!(
         "'{}' run --agent shell --task 'cat block' --run-id g45-inner >/dev/null && \
-         while ! grep -q externalProcess '{}/status.json' 2>/dev/null; do sleep 0.05; done; echo launched",
+         while ! grep -q externalProcess '{}/status.json' 2>/dev/null; do sleep 0.05; done; \
+         read line < gate; echo launched",
         sublaunch.display(),
         inner_dir.display()
     );
@@ -305,6 +309,7 @@ fn g45_a_nested_run_ends_with_its_parent_and_records_its_stop() {
         assert_eq!(nspid.split_whitespace().count(), 3, "{nspid}");
         Some((pid, st["pidNamespaceScope"].clone()))
     });
+    std::fs::write(&gate, "go\n").unwrap();
     let parent = wait_terminal(&parent_dir, LIMIT);
     assert_eq!(parent["state"], "complete", "{parent}");
     assert_eq!(

@@ -177,8 +177,10 @@ pub struct Stdio {
 /// A started contained agent.
 #[derive(Debug)]
 pub struct Contained {
-    /// The agent's pid in the host's view (= its process group id there).
+    /// The agent's pid in the shim's namespace (= its process group id there).
     pub agent: u32,
+    /// The agent's pid in `/proc`'s (the host's) view, for the records (G45).
+    pub host_pid: u32,
     /// The ns init's pid: the shim's child, reaped by the shim's reaper.
     pub init: u32,
     /// The read end of the init's status pipe (non-blocking): the agent's end arrives here.
@@ -189,8 +191,13 @@ pub struct Contained {
 /// up to `PIPE_BUF` bytes is atomic).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Message {
-    /// The agent was exec'd; its outer pid.
+    /// The agent was exec'd; its pid in the shim's namespace (what the shim signals and
+    /// waits by; follows [`Message::HostPid`]).
     Started(u32),
+    /// The agent's pid in `/proc`'s (the host's) namespace: what the records carry (G45). The
+    /// same number as `Started` unless the shim itself runs inside a PID namespace (a run
+    /// launched from inside another run's agent).
+    HostPid(u32),
     /// Setting up the namespace failed with this errno (uid map, `/proc/self`).
     SetupFailed(i32),
     /// The agent could not be started (chdir or exec) with this errno.
@@ -206,6 +213,7 @@ const TAG_SETUP: u32 = 2;
 const TAG_START: u32 = 3;
 const TAG_EXITED: u32 = 4;
 const TAG_SIGNALED: u32 = 5;
+const TAG_HOST_PID: u32 = 6;
 
 impl Message {
     fn encode(self) -> [u8; 8] {
@@ -215,6 +223,7 @@ impl Message {
             Self::StartFailed(e) => (TAG_START, e),
             Self::Exited(code) => (TAG_EXITED, code),
             Self::Signaled(signal) => (TAG_SIGNALED, signal),
+            Self::HostPid(pid) => (TAG_HOST_PID, pid.cast_signed()),
         };
         let mut out = [0_u8; 8];
         out[..4].copy_from_slice(&tag.to_ne_bytes());
@@ -232,6 +241,7 @@ impl Message {
             TAG_START => Self::StartFailed(value),
             TAG_EXITED => Self::Exited(value),
             TAG_SIGNALED => Self::Signaled(value),
+            TAG_HOST_PID => Self::HostPid(value.cast_unsigned()),
             _ => return None,
         })
     }
@@ -326,11 +336,18 @@ pub fn spawn(prepared: &Prepared, stdio: Stdio) -> Result<Contained, NamespaceEr
     let init_pid = u32::try_from(rc).unwrap_or(0);
     drop(status_w);
     drop(stdio);
-    match read_message(&status_r) {
+    let mut first = read_message(&status_r);
+    let mut host_pid = None;
+    if let Some(Message::HostPid(pid)) = first {
+        host_pid = Some(pid);
+        first = read_message(&status_r);
+    }
+    match first {
         Some(Message::Started(agent)) => {
             rustix::io::ioctl_fionbio(&status_r, true).map_err(|e| NamespaceError::Start(e.into()))?;
             Ok(Contained {
                 agent,
+                host_pid: host_pid.unwrap_or(agent),
                 init: init_pid,
                 status: status_r,
             })
@@ -349,6 +366,25 @@ pub fn spawn(prepared: &Prepared, stdio: Stdio) -> Result<Contained, NamespaceEr
         )))),
     }
     // The init (our child) is reaped by the shim's reaper like every other child.
+}
+
+/// Reads one whole record from a raw descriptor with plain `read(2)` (the init's side, no
+/// allocation); `None` at EOF or on error.
+fn read_record(fd: RawFd) -> Option<Message> {
+    let mut buf = [0_u8; 8];
+    let mut got = 0;
+    while got < buf.len() {
+        // SAFETY: read(2) into the unread rest of a local buffer.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().add(got).cast(), buf.len() - got) };
+        if n < 0 && errno() == libc::EINTR {
+            continue;
+        }
+        if n <= 0 {
+            return None;
+        }
+        got += n.cast_unsigned();
+    }
+    Message::decode(buf)
 }
 
 /// Reads one whole record, retrying on EINTR; `None` at EOF or on error.
@@ -495,53 +531,31 @@ unsafe fn init(prepared: &Prepared, maps: Option<&Maps>, stdio: &Stdio, status_r
             send(status, Message::SetupFailed(errno()));
             libc::_exit(127);
         }
-        let mut buf = [0_u8; 8];
-        let mut got = 0;
-        loop {
-            let n = libc::read(report[0], buf.as_mut_ptr().add(got).cast(), 8 - got);
-            if n < 0 && errno() == libc::EINTR {
-                continue;
+        // The agent reports its pids, then a failure if it could not exec (EOF = exec'd).
+        let (mut host, mut started, mut failure) = (None, None, None);
+        while let Some(message) = read_record(report[0]) {
+            match message {
+                Message::HostPid(pid) => host = Some(pid),
+                Message::Started(pid) => started = Some(pid),
+                other => failure = Some(other),
             }
-            if n <= 0 {
-                break;
+        }
+        libc::close(report[0]);
+        match (started, failure) {
+            (Some(pid), None) => {
+                // A failed write means the shim is gone (it died before PR_SET_PDEATHSIG took
+                // effect): leave, taking the namespace with us.
+                if !send(status, Message::HostPid(host.unwrap_or(pid))) || !send(status, Message::Started(pid)) {
+                    libc::_exit(1);
+                }
+                supervise(agent, status);
             }
-            got += n.cast_unsigned();
-            if got == 8 {
-                // The outer pid arrived; a second record means the exec failed.
-                let first = Message::decode(buf);
-                let mut more = [0_u8; 8];
-                let mut got_more = 0;
-                loop {
-                    let m = libc::read(report[0], more.as_mut_ptr().add(got_more).cast(), 8 - got_more);
-                    if m < 0 && errno() == libc::EINTR {
-                        continue;
-                    }
-                    if m <= 0 {
-                        break;
-                    }
-                    got_more += m.cast_unsigned();
-                    if got_more == 8 {
-                        break;
-                    }
-                }
-                let failure = if got_more == 8 { Message::decode(more) } else { None };
-                let outcome = match (first, failure) {
-                    (Some(Message::Started(pid)), None) => Message::Started(pid),
-                    (_, Some(failure)) => failure,
-                    (first, None) => first.unwrap_or(Message::SetupFailed(libc::EIO)),
-                };
-                if let Message::Started(_) = outcome {
-                    if !send(status, outcome) {
-                        // The shim is gone (it died before PR_SET_PDEATHSIG took effect).
-                        libc::_exit(1);
-                    }
-                    libc::close(report[0]);
-                    supervise(agent, status);
-                }
+            (_, Some(failure)) => {
                 libc::waitpid(agent, std::ptr::null_mut(), 0);
-                send(status, outcome);
+                send(status, failure);
                 libc::_exit(127);
             }
+            (None, None) => {}
         }
         // The agent died before reporting anything.
         libc::waitpid(agent, std::ptr::null_mut(), 0);
@@ -633,24 +647,17 @@ unsafe fn agent_child(prepared: &Prepared, report: RawFd) -> ! {
             }
         }
         libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
-        // The outer pid: /proc is the host's mount, so /proc/self names us as the host sees us.
-        let mut link = [0_u8; 24];
-        let n = libc::readlink(c"/proc/self".as_ptr(), link.as_mut_ptr().cast(), link.len());
-        let mut outer: u32 = 0;
-        if n > 0 {
-            for b in &link[..n.cast_unsigned()] {
-                if !b.is_ascii_digit() {
-                    outer = 0;
-                    break;
-                }
-                outer = outer.saturating_mul(10).saturating_add(u32::from(b - b'0'));
-            }
-        }
-        if outer == 0 {
-            send(report, Message::SetupFailed(if n < 0 { errno() } else { libc::EINVAL }));
+        // Our pids: `NSpid` lists them from /proc's (the host's) namespace down to our own.
+        // The first is what the records carry (G45); the one before our own namespace's is
+        // the shim's view, which its signals and process-group checks use (they differ when
+        // the shim itself runs inside a namespace: a run launched from inside an agent).
+        let (host, shim_view) = own_pids();
+        if host == 0 || shim_view == 0 {
+            send(report, Message::SetupFailed(libc::EINVAL));
             libc::_exit(127);
         }
-        send(report, Message::Started(outer));
+        send(report, Message::HostPid(host));
+        send(report, Message::Started(shim_view));
         if libc::chdir(prepared.cwd.as_ptr()) != 0 {
             send(report, Message::StartFailed(errno()));
             libc::_exit(127);
@@ -677,6 +684,62 @@ unsafe fn agent_child(prepared: &Prepared, report: RawFd) -> ! {
         }
         send(report, Message::StartFailed(last));
         libc::_exit(127)
+    }
+}
+
+/// The calling process's pid in /proc's namespace and in its parent namespace, from the
+/// `NSpid` line of `/proc/self/status` (0 when unreadable). Async-signal-safe: a stack
+/// buffer and plain system calls.
+fn own_pids() -> (u32, u32) {
+    let mut buf = [0_u8; 4096];
+    // SAFETY: open/read/close on a local buffer.
+    let len = unsafe {
+        let fd = libc::open(c"/proc/self/status".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+        if fd < 0 {
+            return (0, 0);
+        }
+        let mut len = 0;
+        while len < buf.len() {
+            let n = libc::read(fd, buf.as_mut_ptr().add(len).cast(), buf.len() - len);
+            if n <= 0 {
+                break;
+            }
+            len += n.cast_unsigned();
+        }
+        libc::close(fd);
+        len
+    };
+    nspid(&buf[..len])
+}
+
+/// The first and the second-to-last number of the `NSpid:` line in a `/proc/<pid>/status`
+/// text (the first twice when there is one level; `(0, 0)` without the line).
+fn nspid(status: &[u8]) -> (u32, u32) {
+    let key = b"NSpid:";
+    let Some(at) = status.windows(key.len()).position(|w| w == key) else {
+        return (0, 0);
+    };
+    let line = &status[at + key.len()..];
+    let line = &line[..line.iter().position(|b| *b == b'\n').unwrap_or(line.len())];
+    let mut numbers = [0_u32; 40];
+    let mut count = 0;
+    for field in line.split(|b| *b == b'\t' || *b == b' ').filter(|f| !f.is_empty()) {
+        let mut n: u32 = 0;
+        for b in field {
+            if !b.is_ascii_digit() {
+                return (0, 0);
+            }
+            n = n.saturating_mul(10).saturating_add(u32::from(b - b'0'));
+        }
+        if count < numbers.len() {
+            numbers[count] = n;
+            count += 1;
+        }
+    }
+    match count {
+        0 => (0, 0),
+        1 => (numbers[0], numbers[0]),
+        n => (numbers[0], numbers[n - 2]),
     }
 }
 
@@ -726,6 +789,14 @@ mod tests {
         let given = program_candidates("./bin/agent", OsStr::new("/a")).unwrap();
         assert_eq!(given[0].to_str().unwrap(), "./bin/agent");
         assert!(program_candidates("a\0b", OsStr::new("/a")).is_err());
+    }
+
+    /// G45: the host's pid is the first of `NSpid`, the shim's the one before the agent's own.
+    #[test]
+    fn g45_pids_come_from_nspid() {
+        assert_eq!(nspid(b"Name:\tsh\nNSpid:\t500\t2\nNSsid:\t1\n"), (500, 500));
+        assert_eq!(nspid(b"NSpid:\t900\t31\t2\n"), (900, 31));
+        assert_eq!(nspid(b"Pid:\t7\n"), (0, 0));
     }
 
     /// G42: an unprivileged namespace maps exactly the user's own ids, one line each.

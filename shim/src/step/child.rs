@@ -110,6 +110,8 @@ pub struct ChildRun {
     pub remote: Option<RemoteChild>,
     /// What ends its process tree with the runner (G43).
     pub containment: crate::process::namespace::Containment,
+    /// Its pid as the host names it, for the records (G45).
+    pub host_pid: u32,
 }
 
 impl ChildRun {

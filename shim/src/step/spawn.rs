@@ -27,8 +27,11 @@ use std::process::{Command, Stdio};
 /// A started agent.
 #[derive(Debug)]
 pub struct Spawned {
-    /// Its pid (= its process group id), as the host sees it.
+    /// Its pid (= its process group id) in the shim's namespace: what the shim signals.
     pub pid: u32,
+    /// Its pid as `/proc` (the host) names it, for the records (G45); the same number unless
+    /// the shim itself runs inside a PID namespace.
+    pub host_pid: u32,
     /// The containment it got.
     pub containment: Containment,
     /// Why it got no PID namespace (the kernel's refusal), when it did not.
@@ -124,6 +127,7 @@ fn spawn_contained(command: &AgentCommand, umask: Option<u32>) -> Result<Spawned
     }
     Ok(Spawned {
         pid: contained.agent,
+        host_pid: contained.host_pid,
         containment: Containment::PidNamespace,
         fallback: None,
         init: Some((contained.init, contained.status)),
@@ -183,6 +187,7 @@ fn spawn_grouped(command: &AgentCommand, umask: Option<u32>) -> io::Result<Spawn
     }
     Ok(Spawned {
         pid,
+        host_pid: pid,
         containment: Containment::ProcessGroup,
         fallback: None,
         init: None,

@@ -116,7 +116,7 @@ impl Supervisor {
             Some((init, status)) => self.reaper.watch_contained(pid, init, status),
             None => self.reaper.watch(pid),
         }
-        self.note_pid(ctx, index, pid, spawned.containment, spawned.fallback);
+        self.note_pid(ctx, index, spawned.host_pid, spawned.containment, spawned.fallback);
         let mut io = ChildIo::new(
             Pipe::new(spawned.stdout, parser.line_retain_limit()),
             Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
@@ -142,6 +142,7 @@ impl Supervisor {
             budget: None,
             remote,
             containment,
+            host_pid: spawned.host_pid,
         })
     }
 
