@@ -25,10 +25,11 @@
 //! * **Where the kernel refuses** (`EPERM`/`ENOSPC`/`EINVAL`/`EUSERS`: user namespaces off,
 //!   AppArmor's restriction, a container) the caller falls back to process-group supervision
 //!   and records it (G43), or fails the launch when containment is required (G44).
-//! * **What the shim learns** through the init's status pipe ([`Message`]): the agent's *outer*
-//!   pid (read by the agent itself from `/proc/self`, the host's view: records and ladders
-//!   need pids the host can probe, G45), a start error, and the agent's true end (exit code, or
-//!   the signal as a signal).
+//! * **What the shim learns** through the init's status pipe ([`Message`]): the agent's pids
+//!   (read by the agent itself from `NSpid`: the host's view for the records, which the host
+//!   probes, and the shim's own namespace's view for its signals — they differ only for a shim
+//!   that itself runs in a namespace, G45), a start error, and the agent's true end (exit code,
+//!   or the signal as a signal).
 //! * **Signals:** the agent leads its own process group, so the shim's ladders signal `-pgid`
 //!   from outside as before. Signals sent to the init from inside its namespace are dropped
 //!   unless it handles them: it forwards SIGTERM/SIGINT/SIGHUP to the agent's group (G46).
