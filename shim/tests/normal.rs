@@ -171,7 +171,11 @@ fn s12_run_end_order() {
 #[test]
 fn h8_h9_f63_process_placement_and_descriptors() {
     let root = Root::new();
-    let mut run = root.launch(Spec::shell("ls /proc/$$/fd; echo x >&3; exit 0"));
+    // The agent's own pid as /proc names it: `$$` is its pid inside its PID namespace (G40, G47),
+    // while /proc is the host's, where `cut`'s parent is the agent's shell.
+    let mut run = root.launch(Spec::shell(
+        "ls /proc/$(cut -d' ' -f4 /proc/self/stat)/fd; echo x >&3; exit 0",
+    ));
     let pid = run.pid;
     let (pgid, sid) = wait_for("the shim's session", LONG, || {
         let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

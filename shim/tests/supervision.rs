@@ -317,3 +317,24 @@ fn shim_rss_while_supervising_a_sleeping_agent() {
     std::fs::write(run.path("control/stop.json"), b"{}").unwrap();
     assert_eq!(run.wait_exit(LONG).code(), Some(0));
 }
+
+/// G44: with containment required, a PID namespace the kernel refuses (played by the
+/// `no-namespace` test hook) fails the agent's start instead of falling back: the agent never
+/// runs and the step says why.
+#[test]
+fn g44_required_containment_fails_the_start_when_refused() {
+    let root = Root::new();
+    let mut spec = Spec::shell("echo ran").fault("before-agent-spawn:no-namespace");
+    spec.containment_required = true;
+    let mut run = root.launch(spec);
+    run.proceed();
+    assert_eq!(run.wait_exit(LONG).code(), Some(0), "{}", run.stderr());
+    let st = run.status();
+    assert_eq!(st["state"], "failed", "{st}");
+    let error = st["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("containment is required") && error.contains("refused a PID namespace"),
+        "{st}"
+    );
+    assert!(!run.output(0).contains("ran"), "the agent never ran");
+}

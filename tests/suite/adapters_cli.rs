@@ -505,7 +505,13 @@ fn x5_an_agent_lingering_after_its_terminal_event_is_drained_and_its_answer_kept
     let linger = |name: &str, events: &str, ignore_term: bool| {
         let trap = if ignore_term { "trap '' TERM\n" } else { "" };
         format!(
-            "#!/bin/sh\n{trap}cat >/dev/null\nsleep 300 &\necho $$ $! > {name}.pids\n{events}\nwhile :; do sleep 1; done\n"
+            // The pids as this test sees them: inside the agent's PID namespace `$$` and `$!`
+            // are the namespace's numbers, so each process reads its own from /proc (G45).
+            "#!/bin/sh\n{trap}cat >/dev/null\n\
+             sh -c 'cut -d\" \" -f4 /proc/self/stat > {name}.child; exec sleep 300' &\n\
+             while [ ! -s {name}.child ]; do sleep 0.01; done\n\
+             echo $(cut -d' ' -f4 /proc/self/stat) $(cat {name}.child) > {name}.pids\n\
+             {events}\nwhile :; do sleep 1; done\n"
         )
     };
     executable(

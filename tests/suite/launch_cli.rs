@@ -294,8 +294,12 @@ fn h8_the_shim_leads_its_session_when_the_host_group_reads_zero() {
     }
     let scratch = Scratch::new("cli-pidns");
     let cli = scratch.cli(&[]);
-    // Field 1, 5 and 6 of the shim's stat: pid, pgrp, session (the agent's parent is the shim).
-    let task = "set -- $(cut -d' ' -f1,5,6 /proc/$PPID/stat); echo \"shim $1 $2 $3\"";
+    // Field 1, 5 and 6 of the shim's stat: pid, pgrp, session. The agent's parent is the shim,
+    // or the first process of the agent's PID namespace (G40; `NSpid` ends in 1), whose parent
+    // is the shim; `cut`'s parent is the agent (its pid in /proc, not the namespace's `$$`).
+    let task = "a=$(cut -d' ' -f4 /proc/self/stat); p=$(cut -d' ' -f4 /proc/$a/stat); \
+                case $(grep NSpid /proc/$p/status) in *\"\t1\") p=$(cut -d' ' -f4 /proc/$p/stat);; esac; \
+                set -- $(cut -d' ' -f1,5,6 /proc/$p/stat); echo \"shim $1 $2 $3\"";
     let mut namespaced = std::process::Command::new("unshare");
     namespaced
         .args(["-p", "-f", "--mount-proc"])

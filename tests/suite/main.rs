@@ -9,6 +9,7 @@ mod bad_inputs;
 mod capacity_cli;
 mod chains_cli;
 mod chaos;
+mod containment;
 mod conventions_cli;
 mod crash_truth;
 mod docs;

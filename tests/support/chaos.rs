@@ -7,7 +7,7 @@
 //! `scripts/torture.sh` (long runs). A seed is printed so a failure replays the same choices
 //! (the timing of the machine still varies).
 
-use crate::launch_harness::{Scratch, pid_alive, read_json, shims_under};
+use crate::launch_harness::{Scratch, pid_alive, processes_under, read_json, shims_under};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -190,7 +190,9 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         && Instant::now() < deadline
         && shared.launched.fetch_add(1, Ordering::Relaxed) < runs
     {
-        let sleep = format!("sleep 0.{} # {}", 1 + rng.below(8), shared.mark);
+        // Each single run also leaves a descendant that escapes its group and session and
+        // would run 5 minutes: it must end with its run, whatever kills what (G40).
+        let sleep = format!("(setsid sleep 300 &); sleep 0.{} # {}", 1 + rng.below(8), shared.mark);
         let wait = rng.below(2) == 0;
         let (chain, parallel) = (shared.chain.to_string_lossy(), shared.parallel.to_string_lossy());
         let mut args: Vec<String> = match rng.below(10) {
@@ -566,6 +568,15 @@ fn check(shared: &Shared) -> TortureReport {
     }
     for pid in shims_under(&scratch.root()) {
         report.violations.push(format!("shim {pid} still alive"));
+    }
+    // G40: nothing any run started outlives it (the escaped `sleep 300` of each single run
+    // included), with no help from the lister's repairs, which only end agents' groups.
+    for pid in processes_under(&scratch.root()) {
+        let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+        report.violations.push(format!(
+            "process {pid} of a run still alive: {}",
+            String::from_utf8_lossy(&cmdline).replace('\0', " ").trim_end()
+        ));
     }
     check_files(&scratch.root(), &mut report);
     let hooks = std::fs::read_to_string(&shared.hook_log).unwrap_or_default();

@@ -427,6 +427,25 @@ pub fn shims_under(root: &Path) -> Vec<u32> {
     out
 }
 
+/// Every live process (any program) whose environment says `SUBLAUNCH_ROOT=<root>`: the
+/// runners of that root, their agents and everything the agents started, which inherit it —
+/// and the CLI processes of the test, which the caller has let end first.
+pub fn processes_under(root: &Path) -> Vec<u32> {
+    let needle = format!("SUBLAUNCH_ROOT={}", root.display());
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|environ| environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+                && pid_alive(*pid)
+        })
+        .collect()
+}
+
 /// This host's name (for lease owners).
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")

@@ -109,6 +109,9 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
     if let Some(proof) = proof_line(status) {
         lines.push(format!("proof    {proof}"));
     }
+    if let Some(contained) = containment_line(status) {
+        lines.push(format!("contain  {contained}"));
+    }
     if let Some(hook) = hook_line(run) {
         lines.push(format!("hook     {hook}"));
     }
@@ -182,6 +185,29 @@ fn proof_line(status: &Status) -> Option<String> {
         (state, Some(reason)) => format!("{state} ({reason})"),
         (state, None) => state.to_owned(),
     })
+}
+
+/// What ends the agents' process trees with the runner (G43): `pid-namespace` when every
+/// started agent had a PID namespace of its own, else each containment that occurred, with
+/// the kernel's refusal; nothing before an agent started (or from an older runner).
+fn containment_line(status: &Status) -> Option<String> {
+    let mut kinds: Vec<String> = Vec::new();
+    for process in status
+        .steps
+        .iter()
+        .flatten()
+        .filter_map(|s| s.external_process.as_ref())
+    {
+        let Some(kind) = &process.containment else { continue };
+        let text = match &process.containment_note {
+            Some(note) => format!("{kind} ({note})"),
+            None => kind.clone(),
+        };
+        if !kinds.contains(&text) {
+            kinds.push(text);
+        }
+    }
+    (!kinds.is_empty()).then(|| kinds.join("; "))
 }
 
 /// The completion hook's outcome when it failed (`exit 7 (see <run>/hook-end.log)`), or

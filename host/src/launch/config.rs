@@ -370,6 +370,8 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         usage_budget: launch.plan.usage_budget.clone(),
         checkpoint_before_deadline_ms: launch.plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
         project_config: launch.project_config,
+        // G44: the integrator turns this on when a sandbox is asked for.
+        containment_required: false,
     }
 }
 

@@ -161,9 +161,64 @@ fn identity_of(stat: &ProcStat) -> String {
     format!("linux:{}", stat.start_time)
 }
 
-/// The start identity of this process.
+/// The start identity of this process (read through `/proc/self`, which names this process
+/// also inside a nested PID namespace, where `getpid()` is the namespace's number).
 pub fn own_start_identity() -> Option<String> {
-    start_identity(std::process::id()).ok().flatten()
+    std::fs::read_to_string("/proc/self/stat")
+        .ok()
+        .and_then(|line| ProcStat::parse(&line))
+        .as_ref()
+        .map(identity_of)
+}
+
+/// This process's pid as `/proc` (the host's) names it (G45). Inside a contained agent's PID
+/// namespace `getpid()` is the namespace's number, which means another process to anyone
+/// outside; `/proc` stays the host's mount there, so its `self` link gives the pid the host
+/// can probe. Falls back to `getpid()` without `/proc`.
+pub fn own_host_pid() -> u32 {
+    std::fs::read_link("/proc/self")
+        .ok()
+        .and_then(|link| link.to_str()?.parse().ok())
+        .unwrap_or_else(std::process::id)
+}
+
+/// The pid-namespace scope that [`own_host_pid`] belongs to: the namespace of `/proc`'s
+/// mount. Outside any nested namespace that is [`pid_namespace_scope`]; inside one (a run
+/// launched by a contained agent, G45) it is the scope of the nearest ancestor that lives in
+/// `/proc`'s namespace, so its records are judged by an outside `list` with the outer pid.
+/// `None` when that ancestor's namespace cannot be read (another user's process, a sandbox
+/// that denies it): a status without a scope is judged by pid and start identity alone.
+pub fn host_pid_namespace_scope() -> Option<String> {
+    let depth = |pid: &str| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
+        Some(line.split_ascii_whitespace().count().saturating_sub(1))
+    };
+    if depth("self").is_none_or(|d| d <= 1) {
+        return pid_namespace_scope();
+    }
+    let mut pid = own_host_pid();
+    for _ in 0..64 {
+        pid = parent_of(pid)?;
+        if depth(&pid.to_string())? <= 1 {
+            return std::fs::read_link(format!("/proc/{pid}/ns/pid"))
+                .ok()
+                .map(|p| p.to_string_lossy().into_owned());
+        }
+    }
+    None
+}
+
+/// The parent of `pid` (field 4 of `/proc/<pid>/stat`); `None` for pid 1's parent or when
+/// unreadable.
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let ppid: u32 = stat[stat.rfind(')')? + 1..]
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()?;
+    (ppid > 0).then_some(ppid)
 }
 
 /// The target of `/proc/self/ns/pid` (`pid:[4026531836]`), Linux only (H13).

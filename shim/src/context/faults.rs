@@ -3,7 +3,8 @@
 //!
 //! Actions that act at once: `exit:<n>` (releases the lease first, like every exit path),
 //! `sigkill-self`, `hang` / `hang-noterm` (wait for a stop signal, which is then handled as the
-//! phase handles any stop signal), `sleep:<ms>`, `wallclock:<±ms>`, `close-doorbell`.
+//! phase handles any stop signal), `sleep:<ms>`, `wallclock:<±ms>`, `close-doorbell`, `no-namespace` (the agents spawned from then on
+//! get no PID namespace, as where the kernel refuses one: G43).
 //! Actions that modify the **next record write** — a `runner-startup.json` state before commit,
 //! the first status, the result or the candidate after it: `token:<v>` / `token:null`,
 //! `state:<name>`, `corrupt`, `skip-write`, `doorbell-only`. So `before-ready:token:null`
@@ -34,6 +35,8 @@ pub struct WriteModifier {
 pub struct Faults {
     hooks: ShimFaults,
     modifier: WriteModifier,
+    /// `no-namespace` fired: spawn agents as if the kernel refused a PID namespace (G43).
+    no_namespace: bool,
 }
 
 impl Faults {
@@ -42,7 +45,13 @@ impl Faults {
         Ok(Self {
             hooks: ShimFaults::from_setting(std::env::var(SHIM_FAULT_VAR).ok().as_deref())?,
             modifier: WriteModifier::default(),
+            no_namespace: false,
         })
+    }
+
+    /// Whether the agents are spawned as if the kernel refused them a PID namespace.
+    pub fn refuse_containment(&self) -> bool {
+        self.no_namespace
     }
 
     /// Takes the pending write modifier.
@@ -103,6 +112,7 @@ pub fn fire(parts: Parts<'_>, point: ShimPoint) -> Fired {
             ShimAction::DoorbellOnly => parts.faults.modifier.doorbell_only = true,
             ShimAction::Wallclock(delta) => parts.clock.shift_wall(delta),
             ShimAction::CloseDoorbell => parts.doorbell.close(),
+            ShimAction::NoNamespace => parts.faults.no_namespace = true,
         }
     }
     Fired::Continue

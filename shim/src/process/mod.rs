@@ -11,6 +11,7 @@ pub mod env;
 pub mod exit;
 pub mod input;
 pub mod masters;
+pub mod namespace;
 pub mod pipe;
 pub mod reaper;
 pub mod signals;

@@ -2,7 +2,15 @@
 //! orphaned descendant. Everything is reaped here with `waitid(P_ALL, WEXITED|WNOHANG)` — never
 //! through `std::process::Child` or a per-pid waiter, which would race with adopting orphans.
 //! The agent's status is kept; adopted processes are just reaped.
+//!
+//! A contained agent (G40, G46) is not the shim's child: its PID namespace's init is. Its end
+//! arrives on the init's status pipe ([`crate::process::namespace::Message`]), which the
+//! supervisor polls ([`Reaper::pollfds`]); an init reaped without having reported the agent's
+//! end took the agent with it (the kernel ends a namespace with its init), so the agent counts
+//! as killed by SIGKILL.
 
+use crate::process::namespace::{Message, read_message};
+use rustix::fd::{AsRawFd, OwnedFd};
 use std::collections::BTreeMap;
 use sublaunch_protocol::procinfo::ProcStat;
 
@@ -27,6 +35,18 @@ impl ExitInfo {
 #[derive(Debug, Default)]
 pub struct Reaper {
     agents: BTreeMap<u32, Option<ExitInfo>>,
+    inits: BTreeMap<u32, NsInit>,
+}
+
+/// The init of a contained agent's PID namespace.
+#[derive(Debug)]
+struct NsInit {
+    /// Its pid (the shim's child).
+    pid: u32,
+    /// Its status pipe, until the agent's end was read.
+    status: Option<OwnedFd>,
+    /// Reaped by the shim: the namespace is empty.
+    reaped: bool,
 }
 
 impl Reaper {
@@ -35,9 +55,124 @@ impl Reaper {
         self.agents.insert(pid, None);
     }
 
+    /// Starts watching a contained agent `pid` through its namespace's init `init` and the
+    /// init's status pipe.
+    pub fn watch_contained(&mut self, pid: u32, init: u32, status: OwnedFd) {
+        self.agents.insert(pid, None);
+        self.inits.insert(
+            pid,
+            NsInit {
+                pid: init,
+                status: Some(status),
+                reaped: false,
+            },
+        );
+    }
+
     /// Stops tracking an agent whose end was recorded.
     pub fn forget(&mut self, pid: u32) {
         self.agents.remove(&pid);
+        self.inits.remove(&pid);
+    }
+
+    /// The init of agent `pid`'s namespace while it is not reaped (the namespace still holds
+    /// processes, or is being torn down).
+    pub fn init_of(&self, pid: u32) -> Option<u32> {
+        self.inits.get(&pid).filter(|i| !i.reaped).map(|i| i.pid)
+    }
+
+    /// The inits of the live agents' namespaces (spared by the X8 sweep like the agents).
+    pub fn live_inits(&self) -> Vec<u32> {
+        self.inits
+            .iter()
+            .filter(|(agent, init)| !init.reaped && self.exit_of(**agent).is_none())
+            .map(|(_, init)| init.pid)
+            .collect()
+    }
+
+    /// The status pipes to wait on: a contained agent's end arrives there.
+    pub fn pollfds(&self) -> Vec<libc::pollfd> {
+        self.inits
+            .values()
+            .filter_map(|i| i.status.as_ref())
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect()
+    }
+
+    /// Ends agent `pid`, whose group is gone but whose end is not known, with SIGKILL: the
+    /// shim's own child directly (unreaped, so the pid cannot have been reused). A contained
+    /// agent is its namespace init's child: signalled through a pidfd only while it is still
+    /// that init's live child (it left its group); once the init reaped it, its end is on the
+    /// way through the status pipe and nothing is signalled (G46) — killing the init then could
+    /// lose the agent's true end.
+    pub fn kill_hard(&self, pid: u32) {
+        let Some(raw) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) else {
+            return;
+        };
+        let Some(init) = self.inits.get(&pid) else {
+            let _ = rustix::process::kill_process(raw, rustix::process::Signal::KILL);
+            return;
+        };
+        if init.reaped {
+            return;
+        }
+        let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
+            return;
+        };
+        if parent_of(pid) == Some(init.pid) && proc_stat(pid).is_some_and(|st| !st.is_zombie()) {
+            let _ = rustix::process::pidfd_send_signal(&fd, rustix::process::Signal::KILL);
+        }
+    }
+
+    /// Reads what the contained agents' inits reported.
+    fn read_inits(&mut self) {
+        for (agent, init) in &mut self.inits {
+            let Some(fd) = &init.status else { continue };
+            let mut end = None;
+            let closed;
+            loop {
+                match read_message(fd) {
+                    Some(Message::Exited(code)) => {
+                        end = Some(ExitInfo {
+                            code: Some(code),
+                            signal: None,
+                        });
+                    }
+                    Some(Message::Signaled(signal)) => {
+                        end = Some(ExitInfo {
+                            code: None,
+                            signal: Some(signal),
+                        });
+                    }
+                    Some(_) => {}
+                    None => {
+                        // EOF (the init is gone) or nothing more for now.
+                        closed = init.reaped;
+                        break;
+                    }
+                }
+            }
+            if let Some(end) = end {
+                if let Some(slot) = self.agents.get_mut(agent) {
+                    slot.get_or_insert(end);
+                }
+                init.status = None;
+            } else if closed {
+                // The init died without reporting the agent's end: the kernel ended the
+                // namespace, the agent included, with SIGKILL.
+                if let Some(slot) = self.agents.get_mut(agent) {
+                    slot.get_or_insert(ExitInfo {
+                        code: None,
+                        signal: Some(libc::SIGKILL),
+                    });
+                }
+                init.status = None;
+            }
+        }
     }
 
     /// How the watched agent `pid` ended, once reaped.
@@ -74,7 +209,9 @@ impl Reaper {
             if pid == 0 {
                 break;
             }
-            if let Some(slot) = self.agents.get_mut(&pid) {
+            if let Some(init) = self.inits.values_mut().find(|i| i.pid == pid) {
+                init.reaped = true;
+            } else if let Some(slot) = self.agents.get_mut(&pid) {
                 let exited = code == libc::CLD_EXITED;
                 *slot = Some(ExitInfo {
                     code: exited.then_some(status),
@@ -82,7 +219,39 @@ impl Reaper {
                 });
             }
         }
+        self.read_inits();
     }
+}
+
+/// The parent of process `pid` (field 4 of `/proc/<pid>/stat`), if it can be read.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.get(stat.rfind(')')? + 1..)?
+        .split_ascii_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// The children of process `pid` (none when they cannot be listed).
+pub fn children_of_pid(pid: u32) -> Vec<u32> {
+    children_of(&pid.to_string()).unwrap_or_default()
+}
+
+/// Every live (non-zombie) descendant of process `pid`, breadth first.
+pub fn descendants_of(pid: u32) -> Vec<u32> {
+    let mut seen = children_of(&pid.to_string()).unwrap_or_default();
+    let mut next = 0;
+    while let Some(&p) = seen.get(next) {
+        next += 1;
+        for child in children_of(&p.to_string()).unwrap_or_default() {
+            if !seen.contains(&child) {
+                seen.push(child);
+            }
+        }
+    }
+    seen.retain(|p| proc_stat(*p).is_some_and(|st| !st.is_zombie()));
+    seen
 }
 
 /// The shim's current children (`/proc/self/task/*/children`).

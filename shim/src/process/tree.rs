@@ -16,8 +16,14 @@
 //! [`sweep`] is X8: it SIGKILLs and reaps every child of the shim that is not the agent —
 //! descendants that left the group and were re-parented to the subreaper shim — repeating
 //! while killing uncovers more, then checks that nothing of the shim's session survives.
+//!
+//! A contained agent's escaped descendants are not the shim's children but live on in its PID
+//! namespace, re-parented to the namespace's init. Its sweep (G46) sends SIGTERM to what the
+//! init adopted — so a nested run's detached shim can record its stop — waits up to
+//! [`NS_SWEEP_GRACE`] for the namespace to empty, then SIGKILLs the init, which makes the
+//! kernel end the rest. They count as adopted descendants killed, as before.
 
-use crate::process::reaper::{Reaper, children_of_self, members, proc_stat};
+use crate::process::reaper::{Reaper, children_of_self, descendants_of, members, proc_stat};
 use crate::process::signals;
 use rustix::io::Errno;
 use rustix::process::{Pid, Signal};
@@ -204,6 +210,11 @@ pub struct SweepOutcome {
     pub survivors: Vec<u32>,
 }
 
+/// How long a contained agent's leftovers get after the sweep's SIGTERM before SIGKILL: a
+/// nested run's shim stops its own agent (SIGTERM, 3 000 ms, SIGKILL, 1 000 ms) and records
+/// the stop within this.
+pub const NS_SWEEP_GRACE: Duration = Duration::from_millis(5_000);
+
 /// Rounds of kill-and-reap (killing a child can orphan its own children onto the shim).
 const SWEEP_ROUNDS: usize = 8;
 /// How long one round waits for its victims to be reaped.
@@ -218,9 +229,16 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
     let me = std::process::id();
     let mut outcome = SweepOutcome::default();
     let mut killed: Vec<u32> = Vec::new();
+    let mut ns_killed = 0_u32;
+    if let Some(agent) = agent.filter(|a| reaper.exit_of(*a).is_some())
+        && let Some(init) = reaper.init_of(agent)
+    {
+        ns_killed = sweep_namespace(reaper, agent, init);
+    }
     let spared = |reaper: &Reaper| -> Vec<u32> {
         let mut live = reaper.live_agents();
         live.extend(agent.filter(|a| reaper.exit_of(*a).is_none()));
+        live.extend(reaper.live_inits());
         live
     };
     let is_spared = |pid: u32, live: &[u32]| {
@@ -261,7 +279,9 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
         }
     }
     reaper.reap();
-    outcome.killed = u32::try_from(killed.len()).unwrap_or(u32::MAX);
+    outcome.killed = u32::try_from(killed.len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(ns_killed);
     let live = spared(reaper);
     let session = sublaunch_protocol::ids::own_session().filter(|sid| *sid == me && live.is_empty());
     let mut survivors: Vec<u32> = children_of_self()
@@ -273,6 +293,85 @@ pub fn sweep(reaper: &mut Reaper, agent: Option<u32>, agent_pgid: Option<u32>) -
     survivors.dedup();
     outcome.survivors = survivors;
     outcome
+}
+
+/// G46: ends what is left in the PID namespace of `agent` (which has exited) under `init`:
+/// SIGTERM to each process the init adopted — re-sent to whatever it adopts next, as those end
+/// — for up to [`NS_SWEEP_GRACE`], then SIGKILL to the init, and the init reaped (the kernel
+/// empties a namespace before its init can be reaped). Returns how many processes were left.
+///
+/// Only the init's children get SIGTERM, not the whole namespace at once: a nested run's
+/// runner is such a child, and it must stop its own agent itself and record that stop (its
+/// agent, in a namespace below, would otherwise die of the same signal first).
+fn sweep_namespace(reaper: &mut Reaper, agent: u32, init: u32) -> u32 {
+    let Some(init_pid) = i32::try_from(init).ok().and_then(Pid::from_raw) else {
+        return 0;
+    };
+    let left = descendants_of(init);
+    // A pidfd on our own unreaped child: it becomes readable when the init has exited.
+    let init_fd = rustix::process::pidfd_open(init_pid, rustix::process::PidfdFlags::empty()).ok();
+    let mut signalled: Vec<u32> = Vec::new();
+    let until = Instant::now() + NS_SWEEP_GRACE;
+    let mut ended = false;
+    while !left.is_empty() {
+        reaper.reap();
+        if reaper.init_of(agent).is_none() {
+            ended = true;
+            break;
+        }
+        for child in crate::process::reaper::children_of_pid(init) {
+            if !signalled.contains(&child) {
+                signalled.push(child);
+                term_child_of(child, init);
+            }
+        }
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        wait_for_exit(init_fd.as_ref(), (until - now).min(GROUP_POLL));
+    }
+    if !ended {
+        let _ = rustix::process::kill_process(init_pid, Signal::KILL);
+        let until = Instant::now() + KILL_WAIT;
+        loop {
+            reaper.reap();
+            let now = Instant::now();
+            if reaper.init_of(agent).is_none() || now >= until {
+                break;
+            }
+            wait_for_exit(init_fd.as_ref(), until - now);
+        }
+    }
+    u32::try_from(left.len()).unwrap_or(u32::MAX)
+}
+
+/// SIGTERM to `pid` through a pidfd, once it is known to be a child of `init` (so a pid that
+/// was reaped and reused meanwhile is never signalled).
+fn term_child_of(pid: u32, init: u32) {
+    let Some(raw) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return;
+    };
+    let Ok(fd) = rustix::process::pidfd_open(raw, rustix::process::PidfdFlags::empty()) else {
+        return;
+    };
+    let parent = crate::process::reaper::parent_of(pid);
+    if parent == Some(init) {
+        let _ = rustix::process::pidfd_send_signal(&fd, Signal::TERM);
+    }
+}
+
+/// Waits until the pidfd `fd` is readable (its process exited), a signal arrives, or `within`.
+fn wait_for_exit(fd: Option<&rustix::fd::OwnedFd>, within: Duration) {
+    let mut fds: Vec<libc::pollfd> = fd
+        .iter()
+        .map(|fd| libc::pollfd {
+            fd: rustix::fd::AsRawFd::as_raw_fd(*fd),
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    signals::wait(&mut fds, Some(within));
 }
 
 /// `1, 2, 3` (or `none`).

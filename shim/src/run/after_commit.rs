@@ -19,7 +19,7 @@ use sublaunch_protocol::files::doc::to_pretty_bytes;
 use sublaunch_protocol::files::durability::DocKind;
 use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
-use sublaunch_protocol::procinfo::{own_start_identity, pid_namespace_scope};
+use sublaunch_protocol::procinfo::{host_pid_namespace_scope, own_host_pid, own_start_identity};
 use sublaunch_protocol::records::events::{self, EventLog};
 use sublaunch_protocol::records::status::{RunningUpdate, StepStatus};
 use sublaunch_protocol::records::step_record::ParallelGroup;
@@ -68,8 +68,12 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
     }
     let now = ctx.now_wall();
     let output_file = ctx.paths.run.join(names::output_log(0)).to_string_lossy().into_owned();
-    let scope = pid_namespace_scope();
+    // G45: the pid and scope the host's view gives, so a run launched from inside a
+    // contained agent is judged by an outside `list` (the handshake keeps `getpid()`: the
+    // launching host, in the same namespace, compares it with its child's pid).
+    let scope = host_pid_namespace_scope();
     let identity = own_start_identity();
+    let host_pid = own_host_pid();
     let status = &mut book.status;
     status.session_id = status.session_id.take().or_else(|| ctx.cfg.session_id.clone());
     status.completion_owner_id = status
@@ -127,7 +131,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
     status.mark_running(&RunningUpdate {
         run_id: &ctx.cfg.id,
         runner_process_instance_id: &ctx.cfg.runner_process_instance_id,
-        pid: ctx.pid,
+        pid: host_pid,
         pid_namespace_scope: scope.as_deref(),
         pid_start_identity: identity.as_deref(),
         cwd: &ctx.cfg.cwd,

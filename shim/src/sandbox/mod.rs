@@ -129,6 +129,21 @@ pub struct Entry {
     ruleset: Option<std::os::fd::RawFd>,
 }
 
+impl Entry {
+    /// The same entry with its ruleset at descriptor `fd`: the namespace init moves the
+    /// descriptor before it closes everything else of the runner's.
+    pub fn ruleset_at(self, fd: std::os::fd::RawFd) -> Self {
+        Self {
+            ruleset: self.ruleset.map(|_| fd),
+        }
+    }
+
+    /// The ruleset's descriptor as the runner opened it.
+    pub fn ruleset(self) -> Option<std::os::fd::RawFd> {
+        self.ruleset
+    }
+}
+
 impl Prepared {
     /// The entry the forked agent uses; valid while `self` lives.
     pub fn entry(&self) -> Entry {

@@ -108,6 +108,10 @@ pub struct ChildRun {
     pub budget: Option<crate::step::budget::Exceeded>,
     /// The machine it runs on, when placed.
     pub remote: Option<RemoteChild>,
+    /// What ends its process tree with the runner (G43).
+    pub containment: crate::process::namespace::Containment,
+    /// Its pid as the host names it, for the records (G45).
+    pub host_pid: u32,
 }
 
 impl ChildRun {

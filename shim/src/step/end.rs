@@ -25,6 +25,8 @@ pub struct StepEnd {
     pub agent: String,
     /// The agent's pid, if spawned.
     pub pid: Option<u32>,
+    /// What ended its process tree with the runner, if spawned (G43).
+    pub containment: Option<&'static str>,
     /// The spawn error (R10).
     pub spawn_error: Option<String>,
     /// How the agent exited.

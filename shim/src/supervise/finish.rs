@@ -21,7 +21,8 @@ impl Supervisor {
         let step = ctx.cfg.steps[child.index].clone();
         let ended_wall = ctx.now_wall();
         let mut end = StepEnd {
-            pid: Some(child.pid),
+            pid: Some(child.host_pid),
+            containment: Some(child.containment.as_str()),
             exit: self.reaper.exit_of(child.pid).cloned(),
             ..step_end(ctx, child.index, child.started_wall)
         };

@@ -69,10 +69,9 @@ impl Supervisor {
             let done_at = *child.killer_done_at.get_or_insert(now);
             if child.exit_seen.is_none() {
                 // The group is gone (or unkillable) but the agent left it: kill it directly
-                // (an unreaped child of ours, so the pid cannot have been reused).
-                if let Some(p) = i32::try_from(pid).ok().and_then(rustix::process::Pid::from_raw) {
-                    let _ = rustix::process::kill_process(p, rustix::process::Signal::KILL);
-                }
+                // (or its namespace's init: an unreaped child of ours either way, so the pid
+                // cannot have been reused).
+                self.reaper.kill_hard(pid);
                 if now >= done_at + REAP_GIVE_UP {
                     eprintln!("sublaunch-shim: agent {pid} could not be reaped; giving up");
                     child.exit_seen = Some(now);

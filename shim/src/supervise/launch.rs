@@ -98,7 +98,15 @@ impl Supervisor {
             if let Some(prepared) = &prepared {
                 crate::sandbox::step::environment(&mut command, prepared);
             }
-            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, prepared.as_ref())
+            let policy = crate::step::spawn::ContainmentPolicy {
+                // G49: a sandboxed tree is always contained, unless the user accepted best effort.
+                required: ctx.cfg.containment_required
+                    || prepared.as_ref().is_some_and(|p| !p.applied.best_effort),
+                refuse: ctx.faults.refuse_containment(),
+                // G48: a placed step's ssh keeps its ControlMaster for later launches.
+                placed: step.placement.is_some(),
+            };
+            crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, policy, prepared.as_ref())
                 .map(|spawned| (spawned, command.stdin))
                 .map_err(|e| spawn_error(&command.argv, &e))
         });
@@ -114,9 +122,14 @@ impl Supervisor {
             }
         };
         let pid = spawned.pid;
+        // G43: which containment it got, for its records.
+        let containment = spawned.containment;
         ctx.set_writer(WriterState::Running, Some(pid));
-        self.reaper.watch(pid);
-        self.note_pid(ctx, index, pid);
+        match spawned.init {
+            Some((init, status)) => self.reaper.watch_contained(pid, init, status),
+            None => self.reaper.watch(pid),
+        }
+        self.note_pid(ctx, index, spawned.host_pid, spawned.containment, spawned.fallback);
         let mut io = ChildIo::new(
             Pipe::new(spawned.stdout, parser.line_retain_limit()),
             Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
@@ -141,6 +154,8 @@ impl Supervisor {
             cancel: None,
             budget: None,
             remote,
+            containment,
+            host_pid: spawned.host_pid,
         })
     }
 
@@ -175,7 +190,14 @@ impl Supervisor {
         }
     }
 
-    fn note_pid(&mut self, ctx: &Ctx, index: usize, pid: u32) {
+    fn note_pid(
+        &mut self,
+        ctx: &Ctx,
+        index: usize,
+        pid: u32,
+        containment: crate::process::namespace::Containment,
+        fallback: Option<String>,
+    ) {
         let wall = ctx.now_wall();
         if let Some(step) = self.book.status.steps.as_mut().and_then(|s| s.get_mut(index)) {
             // The start identity lets whoever finds this runner dead end the agent's group
@@ -185,6 +207,8 @@ impl Supervisor {
                 pid,
                 started_at: Some(wall),
                 start_identity: identity,
+                containment: Some(containment.as_str().to_owned()),
+                containment_note: fallback,
                 ..ExternalProcess::default()
             });
         }

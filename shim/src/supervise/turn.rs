@@ -40,6 +40,8 @@ impl Supervisor {
             fds.extend(child.io.stderr.pollfd());
             fds.extend(child.io.input.as_ref().and_then(AgentInput::pollfd));
         }
+        // A contained agent's end arrives on its namespace init's status pipe.
+        fds.extend(self.reaper.pollfds());
         let control_slot = self.control.pollfd().map(|p| {
             fds.push(p);
             fds.len() - 1

@@ -209,6 +209,7 @@ impl Root {
             usage_budget: None,
             checkpoint_before_deadline_ms: None,
             project_config: Default::default(),
+            containment_required: spec.containment_required,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();
@@ -368,6 +369,8 @@ pub struct Spec {
     pub control_timeout_ms: u64,
     /// Things to plant in `<run>` just before the spawn.
     pub plant: Vec<Plant>,
+    /// `containmentRequired` (G44).
+    pub containment_required: bool,
 }
 
 impl Spec {
@@ -388,6 +391,7 @@ impl Spec {
             doorbell: DoorbellMode::Harness,
             control_timeout_ms: 20_000,
             plant: Vec::new(),
+            containment_required: false,
         }
     }
 

@@ -202,6 +202,11 @@ pub struct RunnerConfig {
     /// project settings, extensions and hooks), as the user's project trust decided.
     #[serde(default, skip_serializing_if = "ProjectConfig::is_agents_own")]
     pub project_config: ProjectConfig,
+    /// G44: fail an agent's start when the kernel refuses it a PID namespace of its own,
+    /// instead of falling back to process-group supervision (`containmentRequired`; absent =
+    /// false). The launch sets it when a sandbox is asked for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub containment_required: bool,
 }
 
 /// Whether agents load their own configuration from the project they run in (pi's `.pi/`

@@ -94,6 +94,10 @@ pub struct StepResult {
     pub remote_git: Option<RemoteGit>,
     /// The file the step's output was also written to.
     pub output_file: Option<String>,
+    /// G43: what ended the agent's process tree with the runner: `pid-namespace` or
+    /// `process-group` (absent for a step that never started, and from older runners).
+    #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
+    pub containment: Option<String>,
     /// What the runner records about the step beside the spec's fields.
     #[serde(flatten)]
     pub facts: StepFacts,

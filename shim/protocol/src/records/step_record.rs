@@ -167,6 +167,14 @@ pub struct ExternalProcess {
     /// runner dead ends the agent's group without signalling a process that reused the pid.
     #[serde(default, deserialize_with = "lenient")]
     pub start_identity: Option<String>,
+    /// G43: what ends its whole process tree with the runner: `pid-namespace` (a PID
+    /// namespace of its own) or `process-group` (the kernel refused one: supervision by
+    /// process group only). Absent in records of older runners.
+    #[serde(default, deserialize_with = "lenient")]
+    pub containment: Option<String>,
+    /// Why it got no PID namespace (the kernel's refusal), when it did not.
+    #[serde(default, deserialize_with = "lenient")]
+    pub containment_note: Option<String>,
     /// How it ended; absent while it runs.
     #[serde(flatten)]
     pub end: Option<ProcessEnd>,

@@ -70,11 +70,13 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     if let Some(pid) = end.pid {
         // The end replaces what the start wrote (its start identity only mattered while the
         // agent could outlive the runner).
-        let extra = step.external_process.take().map(|p| p.extra).unwrap_or_default();
+        let start = step.external_process.take().unwrap_or_default();
         step.external_process = Some(ExternalProcess {
             pid,
             started_at: Some(end.started_wall),
             start_identity: None,
+            containment: start.containment,
+            containment_note: start.containment_note,
             end: Some(ProcessEnd {
                 ended_at: end.ended_wall,
                 duration_ms: end.duration_ms,
@@ -86,7 +88,7 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
                 stdout_bytes: end.stdout_bytes,
                 stderr_bytes: end.stderr_bytes,
             }),
-            extra,
+            extra: start.extra,
         });
     }
 }
@@ -410,6 +412,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
         }),
         remote_git: remote.and_then(|r| r.state.git.clone()),
         output_file: end.output_file.clone(),
+        containment: end.containment.map(str::to_owned),
         facts: StepFacts {
             step_index: end.position.0,
             task_index: end.position.1,

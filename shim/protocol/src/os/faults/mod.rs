@@ -189,6 +189,8 @@ pub enum ShimAction {
     Wallclock(i64),
     /// `close-doorbell`.
     CloseDoorbell,
+    /// `no-namespace`: spawn the agents as if the kernel refused a PID namespace.
+    NoNamespace,
 }
 
 /// The invalid JSON written by a `corrupt` action.

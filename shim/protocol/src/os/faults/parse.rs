@@ -85,6 +85,7 @@ fn shim_action(action: &str) -> Option<ShimAction> {
         ("doorbell-only", None) => ShimAction::DoorbellOnly,
         ("wallclock", Some(delta)) => ShimAction::Wallclock(delta.strip_prefix('+').unwrap_or(delta).parse().ok()?),
         ("close-doorbell", None) => ShimAction::CloseDoorbell,
+        ("no-namespace", None) => ShimAction::NoNamespace,
         _ => return None,
     })
 }
