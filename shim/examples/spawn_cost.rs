@@ -80,7 +80,7 @@ fn grouped() -> (Duration, Duration) {
 /// The contained path: the namespace, its init, the agent, its end through the status pipe.
 fn contained(argv: &[String], env: &[(std::ffi::OsString, std::ffi::OsString)]) -> (Duration, Duration) {
     let start = Instant::now();
-    let prepared = Prepared::new(argv, env.to_vec(), "/", None).expect("prepare");
+    let prepared = Prepared::new(argv, env.to_vec(), "/", None, None).expect("prepare");
     PREPARE.with(|p| p.set(p.get() + start.elapsed()));
     let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).expect("pipe");
     let (_out, out_w) = pipe();
