@@ -207,6 +207,22 @@ fn codex_in_its_read_only_sandbox_cannot_write_and_the_run_still_answers() {
     );
     assert!(touched, "a writer's command runs: {:?}", call_outputs(&next));
     assert_eq!(stdout, "done\n");
+    // G50: Codex in its own sandbox runs without a PID namespace (its bubblewrap never finishes
+    // a command inside one), and the record says so.
+    let listed = world.sublaunch(&["list", "--all", "--json", "--limit", "1"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let id = listed[0]["runId"].as_str().unwrap().to_owned();
+    let status = world.sublaunch(&["status", &id, "--json"]);
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    let process = &status["steps"][0]["externalProcess"];
+    assert_eq!(process["containment"], "process-group", "{status}");
+    assert!(
+        process["containmentNote"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("Codex's own sandbox"),
+        "{status}"
+    );
     // The run's mode makes the writer read-only: Codex's own sandbox refuses the write.
     let (touched, next, stdout) = attempt(
         &world,

@@ -540,3 +540,47 @@ fn a_placed_step_with_a_sandbox_is_refused() {
         "{said}"
     );
 }
+
+/// G49: a sandboxed tree is always contained. Where the kernel refuses a PID namespace (a test
+/// hook plays the refusal) the sandboxed launch fails before its agent starts; with best effort
+/// it runs, and its record says which containment it got.
+#[test]
+fn a_sandboxed_step_without_a_pid_namespace_fails_unless_best_effort() {
+    let scratch = scratch_with_home("sandbox-contained");
+    let marker = scratch.work().join("ran.txt");
+    let task = format!("echo ran > {}", marker.display());
+    let launch = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--agent",
+            "shell",
+            "--sandbox",
+            "workspace",
+            "--wait",
+            "--task",
+            &task,
+        ];
+        args.extend_from_slice(extra);
+        let mut command = scratch.cli(&args);
+        command.env(
+            sublaunch_tests::launch_harness::SHIM_FAULT_ENV,
+            "before-agent-spawn:no-namespace",
+        );
+        command.output().unwrap()
+    };
+    let refused = launch(&[]);
+    assert!(!refused.status.success());
+    let said = format!("{}{}", text(&refused.stdout), text(&refused.stderr));
+    assert!(said.contains("containment is required"), "{said}");
+    assert!(!marker.exists(), "the agent must not have started");
+
+    let output = launch(&["--sandbox-best-effort"]);
+    ok(&output);
+    assert!(marker.exists());
+    let st = status(&scratch.run_dir(&waited_run_id(&output))).unwrap();
+    assert_eq!(
+        st["steps"][0]["externalProcess"]["containment"], "process-group",
+        "{st}"
+    );
+    assert_eq!(st["steps"][0]["sandbox"]["profile"], "workspace", "{st}");
+}

@@ -34,6 +34,12 @@ pub fn last_message_name(index: usize) -> String {
 /// The command of a step of adapter `id` (rule G9; a writer's sandbox allows writes in the
 /// workspace). A resumed step runs `codex exec … resume <thread> -`, the options before
 /// `resume` (which takes no sandbox option of its own).
+/// Whether the step's Codex runs its commands in its own sandbox (bubblewrap): always, unless
+/// sublaunch's OS sandbox replaced it (G34); such a Codex gets no PID namespace (G50).
+pub fn uses_own_sandbox(id: AdapterId, step: &sublaunch_protocol::records::config::StepConfig) -> bool {
+    matches!(id, AdapterId::CodexExec | AdapterId::CodexExecWriter) && step.sandbox.is_none()
+}
+
 pub fn command(input: &StepInput<'_>, id: AdapterId) -> Result<AgentCommand, String> {
     let permissions = input.permissions(id);
     let writer = permissions.mode == sublaunch_protocol::records::config::PermissionMode::Writer;

@@ -1,6 +1,6 @@
 //! What a child the shim forks is given, whatever it runs (an agent, the completion hook):
-//! death with the shim, the launching user's umask, and a sealed in-memory file as its
-//! standard input.
+//! death with the shim, the launching user's umask, a sealed in-memory file as its
+//! standard input, and the entry into its OS sandbox (G28).
 
 use rustix::fd::OwnedFd;
 use std::io;
@@ -33,4 +33,49 @@ pub fn with_umask<T>(mask: Option<u32>, f: impl FnOnce() -> T) -> T {
 /// An anonymous in-memory file holding `bytes`, positioned at its start (the agent's stdin).
 pub fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
     sublaunch_protocol::os::memfd::with_bytes("sublaunch-prompt", bytes)
+}
+
+/// What the forked agent needs to enter the OS sandbox the runner prepared: the ruleset's
+/// descriptor, which stays open in the runner until the spawn returns.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    ruleset: Option<std::os::fd::RawFd>,
+}
+
+impl Entry {
+    /// The entry for ruleset descriptor `ruleset` (`None`: only `no_new_privs`).
+    pub fn new(ruleset: Option<std::os::fd::RawFd>) -> Self {
+        Self { ruleset }
+    }
+
+    /// The same entry with its ruleset at descriptor `fd`: the namespace init moves the
+    /// descriptor before it closes everything else of the runner's.
+    pub fn ruleset_at(self, fd: std::os::fd::RawFd) -> Self {
+        Self {
+            ruleset: self.ruleset.map(|_| fd),
+        }
+    }
+
+    /// The ruleset's descriptor as the runner opened it.
+    pub fn ruleset(self) -> Option<std::os::fd::RawFd> {
+        self.ruleset
+    }
+}
+
+/// In the forked agent, before exec: `no_new_privs`, then the ruleset. Only two system
+/// calls on a descriptor opened before the fork: async-signal-safe, nothing allocated.
+pub fn enter(prepared: &Entry) -> io::Result<()> {
+    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self(2) take integers and a
+    // descriptor and touch no memory of ours.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(fd) = prepared.ruleset
+            && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0
+        {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }

@@ -104,7 +104,7 @@ pub struct Prepared {
     cwd: CString,
     umask: Option<u32>,
     /// The OS sandbox the agent enters right before exec (G28).
-    sandbox: Option<crate::sandbox::Entry>,
+    sandbox: Option<super::child_setup::Entry>,
 }
 
 impl Prepared {
@@ -114,7 +114,7 @@ impl Prepared {
         env: Vec<(OsString, OsString)>,
         cwd: &str,
         umask: Option<u32>,
-        sandbox: Option<crate::sandbox::Entry>,
+        sandbox: Option<super::child_setup::Entry>,
     ) -> io::Result<Self> {
         let nul = |e: std::ffi::NulError| io::Error::new(io::ErrorKind::InvalidInput, e);
         let program = argv
@@ -481,7 +481,7 @@ unsafe fn init(prepared: &Prepared, maps: Option<&Maps>, stdio: &Stdio, status_r
         }
         // The sandbox's ruleset (G28) is kept too, at RULESET_FD, close-on-exec: the agent
         // enters it before exec and never holds it after.
-        let ruleset = match prepared.sandbox.and_then(crate::sandbox::Entry::ruleset) {
+        let ruleset = match prepared.sandbox.and_then(super::child_setup::Entry::ruleset) {
             Some(fd) => {
                 let moved = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 16);
                 if moved < 0 {
@@ -691,13 +691,16 @@ unsafe fn agent_child(prepared: &Prepared, report: RawFd) -> ! {
             send(report, Message::StartFailed(errno()));
             libc::_exit(127);
         }
-        // The OS sandbox (G28), the last step before exec: no_new_privs and
+        // The OS sandbox (G28, G49), the last step before exec: no_new_privs and
         // landlock_restrict_self on the ruleset the init keeps at RULESET_FD (two system
         // calls; a refusal is reported like a failed exec).
         if let Some(entry) = prepared.sandbox
-            && let Err(error) = crate::sandbox::enter(&entry.ruleset_at(RULESET_FD))
+            && let Err(error) = super::child_setup::enter(&entry.ruleset_at(RULESET_FD))
         {
-            send(report, Message::StartFailed(error.raw_os_error().unwrap_or(libc::EPERM)));
+            send(
+                report,
+                Message::StartFailed(error.raw_os_error().unwrap_or(libc::EPERM)),
+            );
             libc::_exit(127);
         }
         let mut last = libc::ENOENT;

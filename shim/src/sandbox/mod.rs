@@ -14,10 +14,10 @@ use landlock::{
     Scope, path_beneath_rules,
 };
 use rustix::fd::{AsRawFd, OwnedFd};
-use std::io;
 use std::path::{Path, PathBuf};
 use sublaunch_protocol::records::sandbox::{AppliedSandbox, SandboxPlan};
 
+pub use crate::process::child_setup::{Entry, enter};
 pub use abi::{PRETEND_ABI_VAR, kernel_abi};
 
 /// The Landlock ABI that restricts truncation (files are not fully covered below it).
@@ -122,53 +122,11 @@ pub fn prepare(at: &Where<'_>) -> Result<Prepared, String> {
     })
 }
 
-/// What the forked agent needs to enter a [`Prepared`] sandbox: the ruleset's descriptor,
-/// which stays open in the runner until the spawn returns.
-#[derive(Clone, Copy, Debug)]
-pub struct Entry {
-    ruleset: Option<std::os::fd::RawFd>,
-}
-
-impl Entry {
-    /// The same entry with its ruleset at descriptor `fd`: the namespace init moves the
-    /// descriptor before it closes everything else of the runner's.
-    pub fn ruleset_at(self, fd: std::os::fd::RawFd) -> Self {
-        Self {
-            ruleset: self.ruleset.map(|_| fd),
-        }
-    }
-
-    /// The ruleset's descriptor as the runner opened it.
-    pub fn ruleset(self) -> Option<std::os::fd::RawFd> {
-        self.ruleset
-    }
-}
-
 impl Prepared {
     /// The entry the forked agent uses; valid while `self` lives.
     pub fn entry(&self) -> Entry {
-        Entry {
-            ruleset: self.ruleset.as_ref().map(AsRawFd::as_raw_fd),
-        }
+        Entry::new(self.ruleset.as_ref().map(AsRawFd::as_raw_fd))
     }
-}
-
-/// In the forked agent, before exec: `no_new_privs`, then the ruleset. Only two system
-/// calls on a descriptor opened before the fork: async-signal-safe, nothing allocated.
-pub fn enter(prepared: &Entry) -> io::Result<()> {
-    // SAFETY: prctl(PR_SET_NO_NEW_PRIVS) and landlock_restrict_self(2) take integers and a
-    // descriptor and touch no memory of ours.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if let Some(fd) = prepared.ruleset
-            && libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0
-        {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
 }
 
 /// What a kernel with Landlock ABI `abi` lacks for the sandbox, in the user's words.

@@ -57,11 +57,18 @@ pub struct ContainmentPolicy {
     /// (later launches to the machine share it, expired only by `ControlPersist`), so it gets
     /// process-group supervision like the master's exception in the X8 sweep (G48).
     pub placed: bool,
+    /// Codex in its own sandbox: its bubblewrap never returns from a command started inside a
+    /// PID namespace of ours, so it gets process-group supervision (G50).
+    pub vendor_sandbox: bool,
 }
 
 /// Why a placed step's `ssh` gets no PID namespace (recorded with its containment).
 pub const PLACED_NOTE: &str =
     "a placed step's local ssh: the connection it may open is kept for later launches to the machine";
+
+/// Why Codex in its own sandbox gets no PID namespace (recorded with its containment).
+pub const VENDOR_SANDBOX_NOTE: &str = "Codex's own sandbox (bubblewrap) never finishes a command inside a PID namespace; \
+     with sublaunch's sandbox (--sandbox) it is contained";
 
 /// Spawns `command` (H10 environment, R10 placement) with `umask` (the launching user's;
 /// `None`: the shim's own 077), contained in a PID namespace where the kernel allows it.
@@ -75,6 +82,8 @@ pub fn spawn(
     let sandbox = sandbox.map(crate::sandbox::Prepared::entry);
     let refused = if policy.placed {
         PLACED_NOTE.to_owned()
+    } else if policy.vendor_sandbox {
+        VENDOR_SANDBOX_NOTE.to_owned()
     } else if policy.refuse {
         "the kernel refused a PID namespace (test hook)".to_owned()
     } else {
@@ -115,8 +124,7 @@ fn spawn_contained(
     sandbox: Option<crate::sandbox::Entry>,
 ) -> Result<Spawned, NamespaceError> {
     let start = NamespaceError::Start;
-    let prepared =
-        Prepared::new(&command.argv, environment(command), &command.cwd, umask, sandbox).map_err(start)?;
+    let prepared = Prepared::new(&command.argv, environment(command), &command.cwd, umask, sandbox).map_err(start)?;
     let pipe = || rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| start(e.into()));
     let (stdout, stdout_w) = pipe()?;
     let (stderr, stderr_w) = pipe()?;

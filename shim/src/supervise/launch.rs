@@ -100,11 +100,11 @@ impl Supervisor {
             }
             let policy = crate::step::spawn::ContainmentPolicy {
                 // G49: a sandboxed tree is always contained, unless the user accepted best effort.
-                required: ctx.cfg.containment_required
-                    || prepared.as_ref().is_some_and(|p| !p.applied.best_effort),
+                required: ctx.cfg.containment_required || prepared.as_ref().is_some_and(|p| !p.applied.best_effort),
                 refuse: ctx.faults.refuse_containment(),
                 // G48: a placed step's ssh keeps its ControlMaster for later launches.
                 placed: step.placement.is_some(),
+                vendor_sandbox: crate::adapter::codex::uses_own_sandbox(adapter, &step),
             };
             crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, policy, prepared.as_ref())
                 .map(|spawned| (spawned, command.stdin))
