@@ -126,55 +126,33 @@ fn sigkill(pid: u32) {
     .unwrap();
 }
 
-/// G40, G41: the runner SIGKILLed while nobody watches: the kernel ends the agent's whole tree
-/// (the blocked agent and its double-forked, `setsid`'d, SIGTERM- and SIGHUP-ignoring
-/// descendants) without any later `list` or `status`.
-#[test]
-fn g40_sigkilled_runner_takes_the_whole_tree_with_it() {
-    let scratch = Scratch::new("contain-kill");
+/// A blocked agent with escaping descendants, launched through `cli` (as root or as an
+/// ordinary user); its runner SIGKILLed while nobody watches; every one of them must end.
+fn sigkilled_runner_takes_the_tree(name: &str, id: &str, cli: fn(&Scratch, &[&str]) -> Command) {
+    let scratch = Scratch::new(name);
     prepare(&scratch);
-    let run_dir = launch(
-        &scratch,
-        scratch.cli(&[
-            "run",
-            "--agent",
-            "shell",
-            "--task",
-            &task("cat block"),
-            "--run-id",
-            "g40",
-        ]),
-        "g40",
-    );
+    let task = task("cat block");
+    let args = ["run", "--agent", "shell", "--task", &task, "--run-id", id];
+    let run_dir = launch(&scratch, cli(&scratch, &args), id);
     let processes = descendants(&scratch);
     assert_eq!(external_process(&run_dir)["containment"], "pid-namespace");
     sigkill(shim_pid(&run_dir));
     all_end(&processes, LIMIT);
 }
 
+/// G40, G41: the runner SIGKILLed while nobody watches: the kernel ends the agent's whole tree
+/// (the blocked agent and its double-forked, `setsid`'d, SIGTERM- and SIGHUP-ignoring
+/// descendants) without any later `list` or `status`.
+#[test]
+fn g40_sigkilled_runner_takes_the_whole_tree_with_it() {
+    sigkilled_runner_takes_the_tree("contain-kill", "g40", Scratch::cli);
+}
+
 /// G42: the same for an ordinary user (an unprivileged user and PID namespace) when the suite
 /// runs as root.
 #[test]
 fn g42_unprivileged_runner_takes_the_whole_tree_with_it() {
-    let scratch = Scratch::new("contain-user");
-    prepare(&scratch);
-    let run_dir = launch(
-        &scratch,
-        scratch.cli_unprivileged(&[
-            "run",
-            "--agent",
-            "shell",
-            "--task",
-            &task("cat block"),
-            "--run-id",
-            "g42",
-        ]),
-        "g42",
-    );
-    let processes = descendants(&scratch);
-    assert_eq!(external_process(&run_dir)["containment"], "pid-namespace");
-    sigkill(shim_pid(&run_dir));
-    all_end(&processes, LIMIT);
+    sigkilled_runner_takes_the_tree("contain-user", "g42", Scratch::cli_unprivileged);
 }
 
 /// G46: the agent exits normally leaving descendants that ignore SIGTERM: the sweep ends
