@@ -487,10 +487,11 @@ pub struct LaunchOptions {
     /// What every step of the run may do: the run's layer of the permission contract.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permissions: Option<crate::Permissions>,
-    /// The permission defaults of the user's and project's settings: the lowest layer.
+    /// The permission defaults of the user's settings and of the project's, each a layer of
+    /// its own: a project narrows the user's defaults and never widens them.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "settings-permissions"))]
-    pub settings_permissions: Option<crate::Permissions>,
+    pub settings_permissions: Option<Vec<crate::Permissions>>,
     /// The OS sandbox every step of the run asks for (`run --sandbox`) (`sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxSetting>,
@@ -588,10 +589,11 @@ pub struct PlanRequest {
     /// Host platform.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<String>,
-    /// The user's settings' default sandbox (`sandbox` in settings.json).
+    /// The default sandbox of the user's settings and of the project's (`sandbox` in
+    /// settings.json), each a source of its own: a project never loosens the user's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "settings-sandbox"))]
-    pub settings_sandbox: Option<crate::SandboxSetting>,
+    pub settings_sandbox: Option<Vec<crate::SandboxSetting>>,
     /// What the planner needs to know about the machine for sandbox paths.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "sandbox-host"))]

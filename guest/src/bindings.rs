@@ -258,7 +258,9 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 native_schemas: l.native_schemas,
                 native_models: l.native_models,
                 permissions: l.permissions.map(Into::into),
-                settings_permissions: l.settings_permissions.map(Into::into),
+                settings_permissions: l
+                    .settings_permissions
+                    .map(|all| all.into_iter().map(Into::into).collect()),
                 sandbox: l.sandbox.map(Into::into),
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
@@ -267,7 +269,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 project: s.project,
             }),
             platform: r.platform,
-            settings_sandbox: r.settings_sandbox.map(Into::into),
+            settings_sandbox: r.settings_sandbox.map(|all| all.into_iter().map(Into::into).collect()),
             sandbox_host: r.sandbox_host.map(|h| c::SandboxHost {
                 home: h.home,
                 tmpdir: h.tmpdir,

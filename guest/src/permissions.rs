@@ -31,11 +31,19 @@ fn layers<'r>(child: &Child<'r>, agent: &'r Agent, launch: Option<&'r LaunchOpti
             });
         }
     };
-    push(
-        "the settings".into(),
-        "launch.settingsPermissions".into(),
-        launch.and_then(|l| l.settings_permissions.as_ref()),
-    );
+    // G13: the user's settings and the project's are separate layers, so a project narrows.
+    for (i, settings) in launch
+        .and_then(|l| l.settings_permissions.as_ref())
+        .into_iter()
+        .flatten()
+        .enumerate()
+    {
+        push(
+            "the settings".into(),
+            format!("launch.settingsPermissions[{i}]"),
+            Some(settings),
+        );
+    }
     push(
         "the run".into(),
         "launch.permissions".into(),
@@ -260,7 +268,7 @@ mod tests {
              "permissions": {"nested": false}},
         ]);
         let launch = json!({"permissions": {"excludeTools": ["Edit"], "mode": "writer"},
-                            "settingsPermissions": {"deny": ["Bash(curl *)"]}});
+                            "settingsPermissions": [{"deny": ["Bash(curl *)"]}]});
         let plan = run(agents, steps, launch).expect("planned");
         assert_eq!(
             resolved(&plan, 0),

@@ -25,8 +25,13 @@ pub fn plan(
         .path
         .split_once(".parallel[")
         .map(|(step, _)| format!("{step}.sandbox"));
-    let sources = [
-        (request.settings_sandbox.as_ref(), "settings sandbox".to_owned()),
+    // G25: the user's settings and the project's are separate sources, so a project tightens.
+    let settings = request
+        .settings_sandbox
+        .iter()
+        .flatten()
+        .map(|s| (Some(s), "settings sandbox".to_owned()));
+    let sources = settings.chain([
         (
             request.launch.as_ref().and_then(|l| l.sandbox.as_ref()),
             "the run's sandbox".to_owned(),
@@ -34,7 +39,7 @@ pub fn plan(
         (agent.sandbox.as_ref(), format!("agents[{}].sandbox", agent.name)),
         (child.fields.group_sandbox, group_path.unwrap_or_default()),
         (child.fields.sandbox, child.field_path("sandbox")),
-    ];
+    ]);
     let mut tightest = Tightest::default();
     for (setting, path) in sources {
         if let Some(setting) = setting {

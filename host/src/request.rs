@@ -144,10 +144,10 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             // …and hands a step's model and thinking level to the CLIs that take them (M19).
             native_models: Some(true),
             permissions: spec.permissions.clone(),
-            settings_permissions: settings.permissions()?,
+            settings_permissions: Some(settings.permissions()?).filter(|all| !all.is_empty()),
             sandbox: spec.sandbox.clone(),
         }),
-        settings_sandbox: settings.sandbox().map_err(anyhow::Error::msg)?,
+        settings_sandbox: Some(settings.sandbox().map_err(anyhow::Error::msg)?).filter(|all| !all.is_empty()),
         sandbox_host: Some(inputs.env.sandbox_host()),
         machine_settings: Some(MachineSettings {
             user: settings.user.as_ref().map(|f| f.value.to_string()),

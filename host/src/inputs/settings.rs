@@ -62,19 +62,28 @@ impl Settings {
         self.lookup(|v| v.get("subagents")?.get("maxThinking"))
     }
 
-    /// The default OS sandbox of every run (`subagents.sandbox`), or what is wrong with it.
-    pub fn sandbox(&self) -> Result<Option<sublaunch_contract::SandboxSetting>, String> {
-        match self.lookup(|v| v.get("subagents")?.get("sandbox")) {
-            None => Ok(None),
-            Some(value) => sublaunch_contract::sandbox::setting(value)
-                .map(|setting| {
-                    setting.map(|s| sublaunch_contract::SandboxSetting {
-                        origin: Some("settings subagents.sandbox".into()),
-                        ..s
-                    })
-                })
-                .map_err(|e| format!("settings subagents.sandbox: {e}")),
+    /// The default OS sandbox of every run (`subagents.sandbox`): the user's, then the
+    /// project's, each a source of its own so that a project only tightens the user's
+    /// (rule G25); or what is wrong with one, naming its file.
+    pub fn sandbox(&self) -> Result<Vec<sublaunch_contract::SandboxSetting>, String> {
+        let mut all = Vec::new();
+        for file in [&self.user, &self.project].into_iter().flatten() {
+            let Some(value) = file
+                .value
+                .get("subagents")
+                .and_then(|s| s.get("sandbox"))
+                .filter(|v| !v.is_null())
+            else {
+                continue;
+            };
+            let origin = format!("settings subagents.sandbox ({})", file.path.display());
+            let setting = sublaunch_contract::sandbox::setting(value.clone()).map_err(|e| format!("{origin}: {e}"))?;
+            all.extend(setting.map(|s| sublaunch_contract::SandboxSetting {
+                origin: Some(origin),
+                ..s
+            }));
         }
+        Ok(all)
     }
 
     /// The ceiling configured for one agent (`subagents.agents.<name>.maxThinking`).
@@ -263,13 +272,14 @@ impl Settings {
         Ok((dir, require_clean))
     }
 
-    /// The project value when it has one, else the user value.
     /// The permission defaults (`subagents.permissions`: `tools`, `excludeTools`, `allow`,
-    /// `deny`, `mode`, `nested`), the lowest layer of every run's permission contract (rule
-    /// G1); from the project's settings when they set it, else the user's. A malformed value
-    /// or rule is an error naming the file.
-    pub fn permissions(&self) -> Result<Option<sublaunch_contract::Permissions>, SettingsError> {
-        for file in [&self.project, &self.user].into_iter().flatten() {
+    /// `deny`, `mode`, `nested`), the lowest layers of every run's permission contract (rule
+    /// G1): the user's, then the project's, each a layer of its own so that a project only
+    /// narrows the user's defaults (rule G13). A malformed value or rule is an error naming
+    /// the file.
+    pub fn permissions(&self) -> Result<Vec<sublaunch_contract::Permissions>, SettingsError> {
+        let mut all = Vec::new();
+        for file in [&self.user, &self.project].into_iter().flatten() {
             let value = file.value.get("subagents").and_then(|s| s.get("permissions"));
             let Some(value) = value.filter(|v| !v.is_null()) else {
                 continue;
@@ -283,9 +293,9 @@ impl Settings {
             if let Some((field, error)) = permissions.bad_rules().next() {
                 return Err(wrong(format!("{field}: {error}")));
             }
-            return Ok(Some(permissions));
+            all.push(permissions);
         }
-        Ok(None)
+        Ok(all)
     }
 
     fn lookup(&self, find: impl Fn(&Value) -> Option<&Value>) -> Option<Value> {
@@ -460,8 +470,41 @@ mod tests {
 
     /// G1, G7: the settings' permission defaults, the project's over the user's, and a
     /// malformed value or rule named with its file.
+    /// G25: a project's default sandbox is a source beside the user's, never in its place, so
+    /// `none` in a project cannot loosen the user's `read-only`.
     #[test]
-    fn permission_defaults_come_from_the_nearest_settings_that_set_them() {
+    fn default_sandboxes_of_user_and_project_are_sources_of_their_own() {
+        let file = |path: &str, value: Value| {
+            Some(SettingsFile {
+                path: PathBuf::from(path),
+                value,
+            })
+        };
+        let settings = Settings {
+            user: file(
+                "/home/u/settings.json",
+                serde_json::json!({"subagents": {"sandbox": "read-only"}}),
+            ),
+            project: file(
+                "/repo/.sublaunch/settings.json",
+                serde_json::json!({"subagents": {"sandbox": "none"}}),
+            ),
+            from: None,
+        };
+        let sources = settings.sandbox().unwrap();
+        let origins: Vec<_> = sources.iter().map(|s| s.origin.clone().unwrap_or_default()).collect();
+        assert_eq!(
+            origins,
+            [
+                "settings subagents.sandbox (/home/u/settings.json)",
+                "settings subagents.sandbox (/repo/.sublaunch/settings.json)"
+            ]
+        );
+        assert_eq!(sources[0].profile.as_deref(), Some("read-only"));
+    }
+
+    #[test]
+    fn permission_defaults_of_user_and_project_are_layers_of_their_own() {
         let file = |path: &str, value: Value| {
             Some(SettingsFile {
                 path: PathBuf::from(path),
@@ -475,14 +518,22 @@ mod tests {
             ),
             ..Settings::default()
         };
-        let user = settings.permissions().unwrap().unwrap();
-        assert_eq!(user.deny.unwrap(), ["Bash(curl *)"]);
+        let layers = settings.permissions().unwrap();
+        let [user] = layers.as_slice() else {
+            panic!("{layers:?}")
+        };
+        assert_eq!(user.deny.as_deref().unwrap(), ["Bash(curl *)"]);
         assert_eq!(user.nested, Some(false));
         settings.project = file(
             "/repo/.sublaunch/settings.json",
             serde_json::json!({"subagents": {"permissions": {"mode": "read-only"}}}),
         );
-        let project = settings.permissions().unwrap().unwrap();
+        // G13: the project's layer comes beside the user's, which it cannot take away.
+        let layers = settings.permissions().unwrap();
+        let [user, project] = layers.as_slice() else {
+            panic!("{layers:?}")
+        };
+        assert_eq!(user.deny.as_deref().unwrap(), ["Bash(curl *)"]);
         assert_eq!(project.mode, Some(sublaunch_contract::PermissionMode::ReadOnly));
         for (bad, words) in [
             (serde_json::json!({"deny": ["Bash(rm *"]}), "'Bash(rm *'"),
