@@ -60,6 +60,8 @@ pub enum ErrorCode {
     UnsafeSshTarget,
     #[cfg_attr(feature = "wasmtime", component(name = "invalid-remote-cwd"))]
     InvalidRemoteCwd,
+    #[cfg_attr(feature = "wasmtime", component(name = "above-ceiling"))]
+    AboveCeiling,
     #[cfg_attr(feature = "wasmtime", component(name = "planner-fault"))]
     PlannerFault,
 }
@@ -89,6 +91,7 @@ impl ErrorCode {
             Self::InvalidMachineCatalog => "invalid-machine-catalog",
             Self::UnsafeSshTarget => "unsafe-ssh-target",
             Self::InvalidRemoteCwd => "invalid-remote-cwd",
+            Self::AboveCeiling => "above-ceiling",
             Self::PlannerFault => "planner-fault",
         }
     }

@@ -10,6 +10,7 @@
 
 mod adapter;
 pub mod budget;
+pub mod ceiling;
 mod error;
 pub mod loose;
 pub mod nearest;
@@ -23,6 +24,7 @@ pub use adapter::{
     NativeSchema, OutputFormat, Reports, RunnerType, UnknownAdapter, WrongProvider,
 };
 pub use budget::UsageBudget;
+pub use ceiling::Ceiling;
 pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
 pub use permissions::{PermissionMode, PermissionSupport, Permissions, ResolvedPermissions, Rule, RuleError};

@@ -98,6 +98,18 @@ pub struct Permissions {
     /// Whether the agent may launch nested runs of sublaunch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nested: Option<bool>,
+    /// How many levels of nested runs may be launched below this one (0: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "max-depth"))]
+    pub max_depth: Option<u32>,
+    /// The only agents nested runs launched from this one may start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "nested-agents"))]
+    pub nested_agents: Option<Vec<String>>,
+    /// The only models nested runs may use: `provider/id` patterns, `*` matching any text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "nested-models"))]
+    pub nested_models: Option<Vec<String>>,
 }
 
 impl Permissions {
@@ -146,6 +158,18 @@ pub struct ResolvedPermissions {
     pub mode: PermissionMode,
     /// Whether the agent may launch nested runs.
     pub nested: bool,
+    /// How many levels of nested runs may be launched below this one (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "max-depth"))]
+    pub max_depth: Option<u32>,
+    /// The only agents nested runs may start (absent: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "nested-agents"))]
+    pub nested_agents: Option<Vec<String>>,
+    /// The only models nested runs may use, as patterns (absent: any).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "nested-models"))]
+    pub nested_models: Option<Vec<String>>,
 }
 
 impl ResolvedPermissions {
@@ -181,6 +205,16 @@ impl ResolvedPermissions {
         }
         if !self.nested {
             parts.push("no nested runs".to_owned());
+        } else {
+            if let Some(depth) = self.max_depth {
+                parts.push(format!("nested runs {depth} deep"));
+            }
+            if let Some(agents) = &self.nested_agents {
+                parts.push(format!("nested agents {}", list(agents)));
+            }
+            if let Some(models) = &self.nested_models {
+                parts.push(format!("nested models {}", list(models)));
+            }
         }
         parts.join("; ")
     }
@@ -231,6 +265,9 @@ pub fn combine<'a>(adapter: Option<crate::AdapterId>, layers: impl IntoIterator<
         deny: Vec::new(),
         mode: default_mode,
         nested: true,
+        max_depth: None,
+        nested_agents: None,
+        nested_models: None,
     };
     let mut allow: Option<Vec<String>> = None;
     for p in layers {
@@ -256,7 +293,21 @@ pub fn combine<'a>(adapter: Option<crate::AdapterId>, layers: impl IntoIterator<
             }
         }
         resolved.mode = resolved.mode.min(p.mode.unwrap_or(PermissionMode::Writer));
-        resolved.nested &= p.nested.unwrap_or(true);
+        resolved.nested &= p.nested.unwrap_or(true) && p.max_depth != Some(0);
+        if let Some(depth) = p.max_depth {
+            resolved.max_depth = Some(resolved.max_depth.map_or(depth, |d| d.min(depth)));
+        }
+        for (into, list) in [
+            (&mut resolved.nested_agents, &p.nested_agents),
+            (&mut resolved.nested_models, &p.nested_models),
+        ] {
+            if let Some(list) = list {
+                *into = Some(match into.take() {
+                    None => list.clone(),
+                    Some(so_far) => intersect(so_far, list, |a, b| a == b),
+                });
+            }
+        }
     }
     resolved.allow = allow.unwrap_or_default();
     let write_tools: Vec<String> = match (resolved.mode, adapter) {

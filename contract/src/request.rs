@@ -598,6 +598,9 @@ pub struct PlanRequest {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "sandbox-host"))]
     pub sandbox_host: Option<crate::SandboxHost>,
+    /// The runs this one is launched from inside, each with what it allows (rules G60–G66).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ceilings: Option<Vec<crate::Ceiling>>,
 }
 
 impl TryFrom<Step> for Task {

@@ -130,6 +130,37 @@ impl From<wit::Permissions> for c::Permissions {
             deny: p.deny,
             mode: p.mode.map(Into::into),
             nested: p.nested,
+            max_depth: p.max_depth,
+            nested_agents: p.nested_agents,
+            nested_models: p.nested_models,
+        }
+    }
+}
+
+impl From<wit::ResolvedPermissions> for c::ResolvedPermissions {
+    fn from(p: wit::ResolvedPermissions) -> Self {
+        Self {
+            tools: p.tools,
+            exclude_tools: p.exclude_tools,
+            allow: p.allow,
+            deny: p.deny,
+            mode: p.mode.into(),
+            nested: p.nested,
+            max_depth: p.max_depth,
+            nested_agents: p.nested_agents,
+            nested_models: p.nested_models,
+        }
+    }
+}
+
+impl From<wit::Ceiling> for c::Ceiling {
+    fn from(ceiling: wit::Ceiling) -> Self {
+        Self {
+            source: ceiling.source,
+            depth: ceiling.depth,
+            permissions: ceiling.permissions.map(Into::into),
+            sandbox: ceiling.sandbox.map(Into::into),
+            max_thinking: ceiling.max_thinking,
         }
     }
 }
@@ -279,6 +310,7 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                 claude_config_dir: h.claude_config_dir,
                 pi_agent_dir: h.pi_agent_dir,
             }),
+            ceilings: r.ceilings.map(|all| all.into_iter().map(Into::into).collect()),
         }
     }
 }
@@ -355,6 +387,9 @@ impl From<c::PlanStep> for wit::PlanStep {
                 deny: p.deny,
                 mode: p.mode.into(),
                 nested: p.nested,
+                max_depth: p.max_depth,
+                nested_agents: p.nested_agents,
+                nested_models: p.nested_models,
             }),
             sandbox: s.sandbox.map(Into::into),
         }
@@ -440,6 +475,7 @@ impl From<c::PlanError> for wit::PlanError {
             C::InvalidMachineCatalog => W::InvalidMachineCatalog,
             C::UnsafeSshTarget => W::UnsafeSshTarget,
             C::InvalidRemoteCwd => W::InvalidRemoteCwd,
+            C::AboveCeiling => W::AboveCeiling,
             C::PlannerFault => W::PlannerFault,
         };
         Self {

@@ -9,6 +9,7 @@
 //! failure ends planning (L10).
 
 mod budgets;
+mod ceilings;
 mod children;
 mod cli_model;
 mod graph;
@@ -58,6 +59,8 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
     // 3b. Answer names and the references to them.
     step_io::check_names(&children)?;
     // 4. Each child in flat order.
+    // 3c. The ceilings of the runs this one is launched from inside (G60, G61).
+    let parents = ceilings::parents(request)?;
     let workdirs = workdir::Workdirs::new(request);
     let mut placement = placement::Placement::new(request);
     let launch_machine = request.launch.as_ref().and_then(|l| l.machine.as_ref());
@@ -76,11 +79,19 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         };
         runner::check_external_options(child, agent, output_schema.is_some(), handed)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
-        let permissions = permissions::resolve(child, agent, request.launch.as_ref(), &mut warnings)?;
+        ceilings::check_child(&parents, child, agent, request.launch.as_ref())?;
+        let sandbox = sandbox::plan(request, child, agent, &parents, machine.is_some())?;
+        let permissions = permissions::resolve(
+            child,
+            agent,
+            request.launch.as_ref(),
+            &parents,
+            sandbox.as_ref(),
+            &mut warnings,
+        )?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
-        let sandbox = sandbox::plan(request, child, agent, runner::adapter(agent), machine.is_some())?;
         let model = if let Some(cli) = cli.filter(|_| runner::takes_step_model(agent, handed)) {
             cli_model::plan(child, agent, cli, models.effective_ceiling(agent)?, &mut warnings)?
         } else if runner::is_external(agent) {
@@ -88,6 +99,14 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         } else {
             models.plan_child(child, agent, &mut warnings)?
         };
+        let thinking_ceiling = ceilings::check_model(
+            &parents,
+            child,
+            agent,
+            model.model.as_deref(),
+            model.thinking,
+            model.thinking_ceiling,
+        )?;
         let (cwd, requested_cwd) = match &machine {
             Some(machine) => (machine.cwd.clone(), machine.cwd.clone()),
             None => {
@@ -104,7 +123,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             requested_model: model.requested_model,
             model_origin: model.model_origin,
             thinking: model.thinking,
-            thinking_ceiling: model.thinking_ceiling,
+            thinking_ceiling,
             context_limit: model.context_limit,
             worktree: child.worktree && machine.is_none(),
             machine,

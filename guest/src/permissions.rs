@@ -3,11 +3,13 @@
 //! agent's CLI cannot enforce before anything is launched (rule G5). Nothing is dropped: a
 //! field is either mapped to the CLI's own control by the runner or refused here.
 
+use crate::ceilings::Parent;
 use crate::children::Child;
 use crate::runner::adapter;
 use sublaunch_contract::permissions::combine;
 use sublaunch_contract::{
-    Agent, ErrorCode, LaunchOptions, PermissionMode, Permissions, PlanError, ResolvedPermissions, Rule,
+    Agent, ErrorCode, LaunchOptions, PermissionMode, Permissions, PlanError, ResolvedPermissions, Rule, SandboxPlan,
+    SandboxProfile,
 };
 
 /// One layer and where it was given, for messages.
@@ -20,7 +22,12 @@ struct Layer<'r> {
 }
 
 /// The child's layers, lowest first.
-fn layers<'r>(child: &Child<'r>, agent: &'r Agent, launch: Option<&'r LaunchOptions>) -> Vec<Layer<'r>> {
+fn layers<'r>(
+    child: &Child<'r>,
+    agent: &'r Agent,
+    launch: Option<&'r LaunchOptions>,
+    parents: &'r [Parent<'r>],
+) -> Vec<Layer<'r>> {
     let mut layers = Vec::new();
     let mut push = |origin: String, path: String, permissions: Option<&'r Permissions>| {
         if let Some(permissions) = permissions {
@@ -42,6 +49,14 @@ fn layers<'r>(child: &Child<'r>, agent: &'r Agent, launch: Option<&'r LaunchOpti
             "the settings".into(),
             format!("launch.settingsPermissions[{i}]"),
             Some(settings),
+        );
+    }
+    // G62: what a parent run allows is a layer, so the defaults below narrow to it.
+    for parent in parents {
+        push(
+            parent.source().to_owned(),
+            parent.source().to_owned(),
+            parent.permissions.as_ref(),
         );
     }
     push(
@@ -95,9 +110,11 @@ pub fn resolve(
     child: &Child<'_>,
     agent: &Agent,
     launch: Option<&LaunchOptions>,
+    parents: &[Parent<'_>],
+    sandbox: Option<&SandboxPlan>,
     warnings: &mut Vec<String>,
 ) -> Result<Option<ResolvedPermissions>, PlanError> {
-    let layers = layers(child, agent, launch);
+    let layers = layers(child, agent, launch, parents);
     for layer in &layers {
         check_layer(layer)?;
     }
@@ -133,7 +150,7 @@ pub fn resolve(
             idle.join(", ")
         ));
     }
-    check_enforceable(child, agent, &layers, &resolved)?;
+    check_enforceable(child, agent, &layers, &resolved, sandbox)?;
     Ok(Some(resolved))
 }
 
@@ -144,6 +161,7 @@ fn check_enforceable(
     agent: &Agent,
     layers: &[Layer<'_>],
     resolved: &ResolvedPermissions,
+    sandbox: Option<&SandboxPlan>,
 ) -> Result<(), PlanError> {
     let Some(adapter) = adapter(agent) else {
         return Ok(());
@@ -187,7 +205,7 @@ fn check_enforceable(
             }),
             fix,
         )
-    } else if !can.enforces_mode(resolved.mode) {
+    } else if !can.enforces_mode(resolved.mode) && !sandbox_keeps_read_only(sandbox, resolved.mode) {
         let fix = match resolved.mode {
             PermissionMode::Plan if can.enforces_mode(PermissionMode::ReadOnly) => {
                 "its CLI has no plan mode: use `mode: read-only` instead"
@@ -201,18 +219,11 @@ fn check_enforceable(
             given_by(|p| p.mode.is_some_and(|m| m < PermissionMode::Writer)),
             fix,
         )
-    } else if !resolved.nested && !can.nested_off {
-        (
-            "nested",
-            given_by(|p| p.nested == Some(false)),
-            "its CLI cannot hide sublaunch from the agent: remove `nested: false` there (`--no-nested` on a run), or give the step to a claude-code agent",
-        )
     } else {
         return Ok(());
     };
     let value = match field {
         "mode" => format!("mode {}", resolved.mode),
-        "nested" => "nested: false".to_owned(),
         other => format!("`{other}`"),
     };
     Err(PlanError::new(
@@ -223,6 +234,12 @@ fn check_enforceable(
             child.position.describe(),
         ),
     ))
+}
+
+/// Whether a read-only or plan mode is kept by the OS sandbox alone (the step cannot write
+/// its directory), for CLIs that cannot keep it themselves (G5, G20).
+fn sandbox_keeps_read_only(sandbox: Option<&SandboxPlan>, mode: PermissionMode) -> bool {
+    mode < PermissionMode::Writer && sandbox.is_some_and(|s| s.profile == SandboxProfile::ReadOnly)
 }
 
 #[cfg(test)]
@@ -380,19 +397,6 @@ mod tests {
             ),
             ("command", json!({"mode": "plan"}), "mode plan", "--sandbox read-only"),
             ("shell", json!({"tools": ["sh"]}), "`tools`", "remove `tools`"),
-            (
-                "pi",
-                json!({"nested": false}),
-                "nested: false",
-                "remove `nested: false`",
-            ),
-            (
-                "cursor-agent-writer",
-                json!({"nested": false}),
-                "nested: false",
-                "claude-code",
-            ),
-            ("codex-exec", json!({"nested": false}), "nested: false", "claude-code"),
         ];
         for (adapter, permissions, field, fix) in cases {
             let message = refusal(adapter, permissions);
@@ -414,12 +418,21 @@ mod tests {
                 json!({"tools": ["read"], "excludeTools": ["bash"], "mode": "read-only"}),
             ),
             ("codex-exec-writer", json!({"mode": "read-only"})),
+            // G60: nested runs are kept from widening by the ceiling the nested launch
+            // finds, whatever the CLI can hide.
+            ("pi", json!({"nested": false})),
+            ("codex-exec", json!({"nested": false})),
+            ("cursor-agent-writer", json!({"nested": false})),
             ("cursor-agent", json!({"mode": "plan"})),
             ("shell", json!({"mode": "writer"})),
         ] {
             let agents = json!([agent("x", adapter, permissions)]);
             run(agents, json!([{"agent": "x", "task": "t"}]), Value::Null).expect(adapter);
         }
+        // A read-only sandbox keeps a shell step read-only where its CLI cannot.
+        let agents = json!([agent("x", "shell", json!({"mode": "read-only"}))]);
+        let launch = json!({"sandbox": {"profile": "read-only"}});
+        run(agents, json!([{"agent": "x", "task": "t"}]), launch).expect("sandboxed read-only shell");
     }
 
     #[test]

@@ -18,9 +18,10 @@ pub fn plan(
     request: &PlanRequest,
     child: &Child<'_>,
     agent: &Agent,
-    adapter: Option<AdapterId>,
+    parents: &[crate::ceilings::Parent<'_>],
     placed: bool,
 ) -> Result<Option<SandboxPlan>, PlanError> {
+    let adapter = crate::runner::adapter(agent);
     let group_path = child
         .path
         .split_once(".parallel[")
@@ -31,7 +32,9 @@ pub fn plan(
         .iter()
         .flatten()
         .map(|s| (Some(s), "settings sandbox".to_owned()));
-    let sources = settings.chain([
+    // G63: a parent run's sandbox is a source like any other, so nothing loosens it.
+    let inherited = parents.iter().map(|p| (p.sandbox.as_ref(), p.source().to_owned()));
+    let sources = settings.chain(inherited).chain([
         (
             request.launch.as_ref().and_then(|l| l.sandbox.as_ref()),
             "the run's sandbox".to_owned(),

@@ -32,6 +32,7 @@ mod limits_cli;
 mod list_display_cli;
 mod live_screen;
 mod mcp_cli;
+mod nested_cli;
 mod plan_cli;
 mod planner_session;
 mod progress_cli;

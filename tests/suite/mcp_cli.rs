@@ -11,7 +11,7 @@ use sublaunch_tests::model_server::{ModelServer, Reply};
 use sublaunch_tests::real_agents;
 
 /// `target/agents/node_modules`.
-fn node_modules() -> PathBuf {
+pub(crate) fn node_modules() -> PathBuf {
     real_agents::bin_dir().parent().expect("node_modules/.bin").to_owned()
 }
 

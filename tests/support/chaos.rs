@@ -196,10 +196,22 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         let wait = rng.below(2) == 0;
         let (chain, parallel) = (shared.chain.to_string_lossy(), shared.parallel.to_string_lossy());
         let mut args: Vec<String> = match rng.below(10) {
-            0..=4 => vec!["run", "--agent", "shell", "--task", &sleep]
+            0..=3 => vec!["run", "--agent", "shell", "--task", &sleep]
                 .into_iter()
                 .map(String::from)
                 .collect(),
+            4 => {
+                // G60: the agent launches a run of its own inside its run (detached, so it
+                // may outlive it, or be killed with it mid-launch); the nested run is in the
+                // same root and holds the same invariants.
+                shared.count("nested");
+                let inner = format!(
+                    "{} run --agent shell --task '{}'; {sleep}",
+                    crate::bin("sublaunch").display(),
+                    sleep.replace('\'', r"'\''")
+                );
+                vec!["run".into(), "--agent".into(), "shell".into(), "--task".into(), inner]
+            }
             5 | 6 => vec!["run".into(), "--chain".into(), chain.into_owned()],
             7 | 8 => vec!["run".into(), "--chain".into(), parallel.into_owned()],
             _ => match shared.run_ids().get(rng.below(64) as usize) {

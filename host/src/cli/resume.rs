@@ -91,7 +91,7 @@ pub fn run(args: Args) -> ExitCode {
     let resumed = match resumed {
         Ok(resumed) => resumed,
         Err(error @ (ResumeError::StillActive { .. } | ResumeError::NoPlan { .. })) => return fail("resume", error),
-        Err(error @ (ResumeError::FollowUp(_) | ResumeError::MaxActive(_))) => {
+        Err(error @ (ResumeError::FollowUp(_) | ResumeError::MaxActive(_) | ResumeError::OutsideCeiling { .. })) => {
             eprintln!("sublaunch resume: {error}");
             return ExitCode::from(super::EXIT_USAGE);
         }

@@ -143,6 +143,16 @@ pub struct Args {
     /// The agents may not launch nested runs of sublaunch.
     #[arg(long)]
     no_nested: bool,
+    /// How many levels of nested runs the agents may launch below this run (0: none).
+    #[arg(long, value_name = "N")]
+    max_depth: Option<u32>,
+    /// The only agents nested runs launched from this run may start (comma-separated).
+    #[arg(long, value_name = "AGENTS", value_delimiter = ',')]
+    nested_agents: Vec<String>,
+    /// The only models nested runs may use (comma-separated; `*` matches any text, as in
+    /// 'anthropic/*').
+    #[arg(long, value_name = "MODELS", value_delimiter = ',')]
+    nested_models: Vec<String>,
     /// Run every agent in an OS sandbox: none, read-only, workspace (write only its directory
     /// or worktree) or offline (workspace without network).
     #[arg(long, value_name = "PROFILE", value_parser = parse_sandbox_profile)]
@@ -302,38 +312,30 @@ impl Args {
                 },
             ),
             wait: self.wait,
-            permissions: run_permissions(
-                self.tools,
-                self.exclude_tools,
-                self.allow,
-                self.deny,
-                self.mode,
-                self.no_nested,
-            ),
+            permissions: run_permissions(sublaunch::contract::Permissions {
+                tools: listed(self.tools),
+                exclude_tools: listed(self.exclude_tools),
+                allow: listed(self.allow),
+                deny: listed(self.deny),
+                mode: self.mode,
+                nested: self.no_nested.then_some(false),
+                max_depth: self.max_depth,
+                nested_agents: listed(self.nested_agents),
+                nested_models: listed(self.nested_models),
+            }),
         };
         Ok((request, asked))
     }
 }
 
 /// The run's layer of the permission contract from its flags (`None`: no flag given).
-fn run_permissions(
-    tools: Vec<String>,
-    exclude_tools: Vec<String>,
-    allow: Vec<String>,
-    deny: Vec<String>,
-    mode: Option<sublaunch::contract::PermissionMode>,
-    no_nested: bool,
-) -> Option<sublaunch::contract::Permissions> {
-    let listed = |items: Vec<String>| (!items.is_empty()).then_some(items);
-    let permissions = sublaunch::contract::Permissions {
-        tools: listed(tools),
-        exclude_tools: listed(exclude_tools),
-        allow: listed(allow),
-        deny: listed(deny),
-        mode,
-        nested: no_nested.then_some(false),
-    };
+fn run_permissions(permissions: sublaunch::contract::Permissions) -> Option<sublaunch::contract::Permissions> {
     (!permissions.is_empty()).then_some(permissions)
+}
+
+/// A repeated flag's values, `None` when it was not given.
+fn listed(items: Vec<String>) -> Option<Vec<String>> {
+    (!items.is_empty()).then_some(items)
 }
 
 /// A tool name of `--tools` / `--exclude-tools` (no pattern: those are `--allow`/`--deny` rules).

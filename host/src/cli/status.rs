@@ -118,6 +118,9 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
     if let Some(usage) = status.usage() {
         lines.push(format!("usage    {}", usage_line(&usage)));
     }
+    if let Some(parent) = launched_from(run) {
+        lines.push(format!("inside   {parent}"));
+    }
     lines.extend(permission_lines(status));
     for step in status.steps.iter().flatten() {
         if let Some(sandbox) = &step.facts.sandbox {
@@ -127,6 +130,19 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         }
     }
     lines.push(format!("dir      {}", run.path().display()));
+    // G66: where the runs its sandboxed agents launched are.
+    if run
+        .path()
+        .join(sublaunch_protocol::files::layout::names::NESTED_DIR)
+        .is_dir()
+    {
+        lines.push(format!(
+            "nested   runs its sandboxed agents launched: SUBLAUNCH_ROOT={} sublaunch list",
+            run.path()
+                .join(sublaunch_protocol::files::layout::names::NESTED_DIR)
+                .display()
+        ));
+    }
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
     }
@@ -149,6 +165,14 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         lines.splice(2..2, block);
     }
     lines.join("\n")
+}
+
+/// The run (and step) whose agent launched this run, from its plan record (G61).
+fn launched_from(run: &Dir) -> Option<String> {
+    match sublaunch::launch::plan_record::read_plan_record(run) {
+        Ok(sublaunch_protocol::files::doc::ReadDoc::Present(record)) => record.launched_from,
+        _ => None,
+    }
 }
 
 /// What each step runs with (rule G6), from its status entry (the runner copied it from the

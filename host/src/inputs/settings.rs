@@ -273,7 +273,7 @@ impl Settings {
     }
 
     /// The permission defaults (`subagents.permissions`: `tools`, `excludeTools`, `allow`,
-    /// `deny`, `mode`, `nested`), the lowest layers of every run's permission contract (rule
+    /// `deny`, `mode`, `nested`, `maxDepth`, `nestedAgents`, `nestedModels`), the lowest layers of every run's permission contract (rule
     /// G1): the user's, then the project's, each a layer of its own so that a project only
     /// narrows the user's defaults (rule G13). A malformed value or rule is an error naming
     /// the file.

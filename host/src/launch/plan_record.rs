@@ -26,6 +26,9 @@ pub struct PlanRecord {
     pub mode: String,
     /// The plan.
     pub plan: LaunchPlan,
+    /// The run whose agent launched this one, and its step (G61); absent at top level.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub launched_from: Option<String>,
 }
 
 /// Writes the record (atomic, private).

@@ -306,6 +306,7 @@ async fn spawn_runner(
         cwd: setup.cwd.clone(),
         mode: setup.mode.to_owned(),
         plan: launch.plan.clone(),
+        launched_from: launch.launched_from.clone(),
     };
     let (spawn_request, host_doorbell) = prepare_spawn(ctx, &config, record, options, setup).await?;
     let spawned = blocking(move || spawn::spawn_shim(spawn_request))
@@ -379,6 +380,7 @@ async fn prepare_spawn(
     Ok((
         SpawnRequest {
             shim: setup.shim.clone(),
+            config: ctx.cfg_path.clone(),
             env,
             stdin,
             stdout,

@@ -67,6 +67,9 @@ pub(crate) struct Spawned {
 /// What the shim is started with.
 pub(crate) struct SpawnRequest {
     pub shim: PathBuf,
+    /// `<root>/async-cfg-<runId>.json`, the shim's one argument (R1): its command line names
+    /// the run, so the runs its agents launch find it among their ancestors (G61).
+    pub config: PathBuf,
     pub env: Vec<(OsString, OsString)>,
     pub stdin: Option<OwnedFd>,
     pub stdout: File,
@@ -79,6 +82,7 @@ pub(crate) struct SpawnRequest {
 pub(crate) fn spawn_shim(request: SpawnRequest) -> io::Result<Spawned> {
     let mut command = Command::new(&request.shim);
     command
+        .arg(&request.config)
         .env_clear()
         .envs(request.env)
         .stdin(request.stdin.map_or_else(Stdio::null, Stdio::from))

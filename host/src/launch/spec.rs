@@ -58,6 +58,8 @@ pub struct Launch {
     /// The settings the run was prepared with, so the launch does not read them again
     /// (`None`: the launch reads those of its directory when a step needs them).
     pub settings: Option<Arc<Settings>>,
+    /// The run (and step) whose agent launched this one, for its records (G61).
+    pub launched_from: Option<String>,
 }
 
 impl Launch {
@@ -76,6 +78,7 @@ impl Launch {
             worktrees: crate::worktrees::WorktreeOptions::default(),
             project_config: ProjectConfig::default(),
             settings: None,
+            launched_from: None,
         }
     }
 }

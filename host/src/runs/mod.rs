@@ -7,6 +7,7 @@
 
 pub mod answer;
 pub mod history;
+pub mod lineage;
 pub mod prune;
 pub mod request;
 pub mod resume;

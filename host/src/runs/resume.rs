@@ -75,6 +75,17 @@ pub enum ResumeError {
     /// The cap of active runs could not be read.
     #[error(transparent)]
     MaxActive(#[from] MaxActiveError),
+    /// Resumed from inside a run, the source run was not launched from inside it, so its plan
+    /// may allow more than this run's ceiling (G61).
+    #[error(
+        "run '{run_id}' was not launched from inside {parent}, so it cannot be resumed from inside it: launch a new run instead"
+    )]
+    OutsideCeiling {
+        /// The source run.
+        run_id: String,
+        /// The run this process runs inside.
+        parent: String,
+    },
 }
 
 /// Why a follow-up cannot continue the source run's conversation.
@@ -160,6 +171,22 @@ pub async fn resume(
             run_id: source_id.to_owned(),
         });
     };
+    // G61: a resumed plan is not planned again, so from inside a run only a run launched
+    // from inside the same run (planned under the same ceiling) may be resumed.
+    let lineage = super::lineage::Lineage::of_this_process();
+    if let Some(parent) = lineage.parents.first() {
+        let inside = format!("run {},", parent.run_id);
+        let same = record
+            .launched_from
+            .as_deref()
+            .is_some_and(|from| from.split("; ").all(|f| f.starts_with(&inside)));
+        if !same {
+            return Err(ResumeError::OutsideCeiling {
+                run_id: source_id.to_owned(),
+                parent: format!("run {}", parent.run_id),
+            });
+        }
+    }
     let session_file = source.join(LAUNCH_PLAN_FILE);
     wait_for_source_shim(source).await;
     let (plan, continuation) = match &request.task {
@@ -212,6 +239,7 @@ pub async fn resume(
         on_end,
         project_config: project.agents_config(),
         settings: settings.ok().map(Arc::new),
+        launched_from: lineage.launched_from(),
         ..Launch::new(plan)
     };
     let options = LaunchOptions {

@@ -174,6 +174,9 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
     } = gathered;
     let mut notes = Vec::new();
     let mut plan_request = build(&request, &inputs, &catalog).await?;
+    // G60, G61: the runs this process runs inside bound this one, found in their records.
+    let lineage = super::lineage::Lineage::of_this_process();
+    plan_request.ceilings = lineage.ceilings();
     let worktree_options = worktrees(&request, &mut plan_request, &inputs, &catalog)?;
     let mut planned = planner.plan(&plan_request).map_err(|error| {
         StartError::Plan(match &request.work {
@@ -253,6 +256,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
         worktrees: worktree_options,
         project_config,
         settings: Some(Arc::new(inputs.settings)),
+        launched_from: lineage.launched_from(),
     };
     let options = LaunchOptions {
         environment: inputs.env,

@@ -62,6 +62,8 @@ fn probe(pid: u32) -> (Liveness, Option<ProcStat>) {
 pub struct ProcStat {
     /// State letter (`R`, `S`, `Z` …), field 3.
     pub state: u8,
+    /// Parent, field 4 (as `/proc`'s namespace names it).
+    pub ppid: u32,
     /// Process group, field 5.
     pub pgrp: u32,
     /// Session, field 6.
@@ -77,13 +79,14 @@ impl ProcStat {
         // Field 3 (state) onwards.
         let mut fields = stat[stat.rfind(')')? + 1..].split_ascii_whitespace();
         let state = *fields.next()?.as_bytes().first()?;
-        let _ppid = fields.next()?;
+        let ppid = fields.next()?.parse().ok()?;
         let pgrp = fields.next()?.parse().ok()?;
         let session = fields.next()?.parse().ok()?;
         // Fields 7–21 skipped; 22 is the start time.
         let start_time = fields.nth(15)?.parse().ok()?;
         Some(Self {
             state,
+            ppid,
             pgrp,
             session,
             start_time,
@@ -118,6 +121,14 @@ impl ProcStat {
             .and_then(Self::parse)
             .map(Some)
             .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, format!("unparsable {path}")))
+    }
+
+    /// Reads `/proc/self/stat` (this process as `/proc`'s namespace names it); `None`
+    /// without `/proc`.
+    pub fn read_self() -> Option<Self> {
+        std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .and_then(|line| Self::parse(&line))
     }
 
     /// Exited and not yet reaped (`Z`, or `X` while being reaped): it runs nothing any more.
@@ -248,6 +259,7 @@ mod tests {
                 stat,
                 ProcStat {
                     state: b'S',
+                    ppid: 1,
                     pgrp: 2,
                     session: 3,
                     start_time: 987_654

@@ -54,6 +54,8 @@ pub struct Prepared {
     pub applied: AppliedSandbox,
     /// The step's temporary directory (`TMPDIR` for the agent).
     pub tmpdir: PathBuf,
+    /// The state root of the runs the agent launches (`<run>/nested`), when it may.
+    pub nested_root: Option<PathBuf>,
 }
 
 /// Builds the ruleset of `at` before the fork: every path opened, the kernel's ABI checked.
@@ -119,6 +121,7 @@ pub fn prepare(at: &Where<'_>) -> Result<Prepared, String> {
         ruleset,
         applied,
         tmpdir: at.tmpdir.clone(),
+        nested_root: None,
     })
 }
 

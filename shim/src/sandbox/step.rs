@@ -30,6 +30,18 @@ pub fn prepare(
     if let Some(worktree) = &step.worktree {
         agent_files.extend(worktree_git(std::path::Path::new(&worktree.path)));
     }
+    // G66: an agent that may launch nested runs keeps their records in a directory of its
+    // own run, the only part of the state root it may write.
+    let nested_root = match step.adapter.as_ref().map(|spec| spec.resolved_permissions().nested) {
+        Some(false) => None,
+        _ => Some(nested_root(run).map_err(|e| {
+            format!(
+                "Cannot sandbox the agent: cannot create {} for its nested runs: {e}",
+                run.join(sublaunch_protocol::files::layout::names::NESTED_DIR).display()
+            )
+        })?),
+    };
+    agent_files.extend(nested_root.clone());
     super::prepare(&Where {
         plan,
         workdir: std::path::Path::new(workdir),
@@ -38,12 +50,23 @@ pub fn prepare(
         state_root,
     })
     .map(|mut prepared| {
+        prepared.nested_root = nested_root;
         if matches!(adapter, AdapterId::CodexExec | AdapterId::CodexExecWriter) {
             // G34: what the record says about Codex's own sandbox.
             prepared.applied.notes.push(CODEX_REPLACED.into());
         }
         Some(prepared)
     })
+}
+
+/// Makes `<run>/nested`, private.
+fn nested_root(run: &std::path::Path) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = run.join(sublaunch_protocol::files::layout::names::NESTED_DIR);
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(dir),
+    }
 }
 
 /// The note of a Codex step: its own sandbox gave way to this one.
@@ -108,10 +131,17 @@ fn worktree_git(worktree: &std::path::Path) -> Vec<std::path::PathBuf> {
     paths
 }
 
-/// The agent's environment inside the sandbox: its own temporary directory.
+/// The agent's environment inside the sandbox: its own temporary directory, and the state
+/// root of the runs it launches (G66).
 pub fn environment(command: &mut AgentCommand, prepared: &Prepared) {
     let tmp = prepared.tmpdir.to_string_lossy().into_owned();
     for key in ["TMPDIR", "TMP", "TEMP"] {
         command.env.insert(key.into(), tmp.clone());
+    }
+    if let Some(root) = &prepared.nested_root {
+        command.env.insert(
+            sublaunch_protocol::files::layout::ROOT_ENV.into(),
+            root.to_string_lossy().into_owned(),
+        );
     }
 }

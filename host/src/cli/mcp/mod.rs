@@ -163,7 +163,8 @@ impl Server {
                 .filter(|name| !name.is_empty())
                 .collect()
         });
-        let policy = Policy::new(root, agents, args.allow_shell, args.max_depth, &env);
+        let found = sublaunch::runs::lineage::Lineage::of_this_process().depth();
+        let policy = Policy::new(root, agents, args.allow_shell, args.max_depth, found, &env);
         Ok(Self {
             state: Arc::new(State {
                 env,

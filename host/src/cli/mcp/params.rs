@@ -100,6 +100,15 @@ pub struct RunParams {
     pub mode: Option<String>,
     /// `false`: the agents may not launch nested runs of sublaunch.
     pub nested: Option<bool>,
+    /// How many levels of nested runs the agents may launch below this run (0: none).
+    #[serde(alias = "max_depth")]
+    pub max_depth: Option<u32>,
+    /// The only agents nested runs launched from this run may start.
+    #[serde(alias = "nested_agents")]
+    pub nested_agents: Option<Vec<String>>,
+    /// The only models nested runs may use (`*` matches any text, as in `anthropic/*`).
+    #[serde(alias = "nested_models")]
+    pub nested_models: Option<Vec<String>>,
 }
 
 impl RunParams {
@@ -133,6 +142,9 @@ impl RunParams {
             deny: self.deny.clone(),
             mode,
             nested: self.nested,
+            max_depth: self.max_depth,
+            nested_agents: self.nested_agents.clone(),
+            nested_models: self.nested_models.clone(),
         };
         Ok((!permissions.is_empty()).then_some(permissions))
     }

@@ -111,12 +111,15 @@ impl NotAllowed {
 }
 
 impl Policy {
-    /// The policy of a server: `root` canonical already; `depth` how deep the server runs.
+    /// The policy of a server: `root` canonical already; `found_depth` how many runs the
+    /// server was found to run inside (their records, G61), which the environment's depth
+    /// can only raise.
     pub fn new(
         root: PathBuf,
         agents: Option<Vec<String>>,
         allow_shell: bool,
         max_depth: u32,
+        found_depth: u32,
         env: &sublaunch::Environment,
     ) -> Self {
         Self {
@@ -124,7 +127,7 @@ impl Policy {
             agents: agents.map(|names| names.into_iter().collect()),
             allow_shell,
             max_depth,
-            depth: env.run_depth(),
+            depth: env.run_depth().max(found_depth),
             home: env.home(),
         }
     }
@@ -149,6 +152,8 @@ impl Policy {
                 format!("with {var}={value}, which is not a whole number and counts as too deep")
             } else if self.depth == 0 {
                 "outside any sublaunch run".to_owned()
+            } else if value.is_empty() {
+                format!("inside sublaunch runs {} deep", self.depth)
             } else {
                 format!("inside sublaunch runs {} deep ({var}={value})", self.depth)
             },
@@ -298,7 +303,7 @@ mod tests {
 
     fn policy(root: &Path, home: &Path) -> Policy {
         let env = sublaunch::Environment::from_vars([("HOME", home)]);
-        Policy::new(std::fs::canonicalize(root).unwrap(), None, false, 2, &env)
+        Policy::new(std::fs::canonicalize(root).unwrap(), None, false, 2, 0, &env)
     }
 
     #[test]
@@ -357,7 +362,7 @@ mod tests {
     fn shell_code_agents_need_allow_shell_and_a_list_narrows_the_rest() {
         let catalog = sublaunch::inputs::agents::builtins();
         let env = sublaunch::Environment::default();
-        let default = Policy::new("/r".into(), None, false, 2, &env);
+        let default = Policy::new("/r".into(), None, false, 2, 0, &env);
         let refusal = default.check_agent("shell", &catalog).unwrap_err().to_string();
         assert!(
             refusal.starts_with("agent 'shell' runs its task as shell code"),
@@ -370,14 +375,21 @@ mod tests {
         assert!(!refusal.contains("shell,"), "{refusal}");
         assert!(default.check_agent("codex", &catalog).is_ok());
 
-        let listed = Policy::new("/r".into(), Some(vec!["claude".into(), "shell".into()]), false, 2, &env);
+        let listed = Policy::new(
+            "/r".into(),
+            Some(vec!["claude".into(), "shell".into()]),
+            false,
+            2,
+            0,
+            &env,
+        );
         let refusal = listed.check_agent("codex", &catalog).unwrap_err().to_string();
         assert!(
             refusal.contains("not among the agents") && refusal.contains("starts here: claude."),
             "{refusal}"
         );
         assert!(listed.check_agent("shell", &catalog).is_err(), "listing is not enough");
-        let shell = Policy::new("/r".into(), Some(vec!["shell".into()]), true, 2, &env);
+        let shell = Policy::new("/r".into(), Some(vec!["shell".into()]), true, 2, 0, &env);
         assert!(shell.check_agent("shell", &catalog).is_ok());
         assert!(shell.check_agent("claude", &catalog).is_err());
     }
@@ -386,7 +398,7 @@ mod tests {
     fn the_depth_limit_is_checked_and_a_malformed_depth_is_too_deep() {
         let at = |depth: &str| {
             let env = sublaunch::Environment::from_vars([(sublaunch::environment::RUN_DEPTH_VAR, depth)]);
-            Policy::new("/r".into(), None, false, 2, &env).check_depth(&env)
+            Policy::new("/r".into(), None, false, 2, 0, &env).check_depth(&env)
         };
         assert!(at("1").is_ok());
         let refusal = at("2").unwrap_err().to_string();

@@ -11,7 +11,10 @@
 //! allow: ["Bash(git *)"]          # tool uses that run without asking
 //! deny: ["Bash(rm *)"]            # tool uses that are always refused
 //! mode: read-only                 # plan, read-only or writer (default: the adapter's)
-//! nested: false                   # it may not launch nested runs (default: it may)
+//! nested: true                    # it may launch nested runs (default), bounded by:
+//! maxDepth: 1                     #   how many levels below it
+//! nestedAgents: [scout]           #   the only agents they may start
+//! nestedModels: ["anthropic/*"]   #   the only models they may use
 //! defaultReads: [docs/STYLE.md]   # read before every task (relative to the step's directory)
 //! outputSchema:
 //!   type: object
@@ -247,8 +250,8 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
         Ok(items.iter().flat_map(|item| split_tools(item)).collect())
     }
 
-    /// The agent's layer of the permission contract (rule G1): `tools`, `excludeTools`,
-    /// `allow`, `deny`, `mode` and `nested`; `None` when it sets none of them. A `tools` item
+    /// The agent's layer of the permission contract (rules G1, G60): `tools`, `excludeTools`,
+    /// `allow`, `deny`, `mode`, `nested`, `maxDepth`, `nestedAgents` and `nestedModels`; `None` when it sets none of them. A `tools` item
     /// with a pattern (`Bash(git *)`) gives the tool and pre-approves the pattern, as Claude
     /// Code's `--allowedTools` read it before the contract had rules of its own.
     fn permissions(&self) -> Result<Option<Permissions>, FileError> {
@@ -309,6 +312,19 @@ impl<F: Fn(Option<&str>, String) -> FileError> Fields<'_, F> {
             Some(Value::Bool(nested)) => Some(*nested),
             Some(other) => return Err(self.wrong("nested", "true or false", other)),
         };
+        if let Some(value) = self.get("maxDepth") {
+            let depth = value.as_u64().and_then(|n| u32::try_from(n).ok());
+            let depth = depth.ok_or_else(|| self.wrong("maxDepth", "a whole number (0: no nested runs)", value))?;
+            permissions.max_depth = Some(depth);
+        }
+        for (key, slot) in [
+            ("nestedAgents", &mut permissions.nested_agents),
+            ("nestedModels", &mut permissions.nested_models),
+        ] {
+            if self.get(key).is_some() {
+                *slot = Some(self.list(key)?);
+            }
+        }
         Ok((!permissions.is_empty()).then_some(permissions))
     }
 
@@ -507,12 +523,12 @@ mod tests {
             .unwrap_or_default()
     }
 
-    /// G1, G7: every field of the agent's layer, and a clear error naming the file, the field and
-    /// the bad rule or value.
+    /// G1, G7, G60: every field of the agent's layer, and a clear error naming the file, the
+    /// field and the bad rule or value.
     #[test]
     fn permission_fields_parse_and_bad_ones_name_the_rule() {
         let agent = parse(
-            "---\nexcludeTools: bash, edit\nallow: [\"Bash(git *)\"]\ndeny: Bash(rm *)\nmode: plan\nnested: false\n---\n",
+            "---\nexcludeTools: bash, edit\nallow: [\"Bash(git *)\"]\ndeny: Bash(rm *)\nmode: plan\nnested: false\nmaxDepth: 2\nnestedAgents: scout, shell\nnestedModels: [\"anthropic/*\"]\n---\n",
         )
         .unwrap();
         let p = agent.planner.permissions.unwrap();
@@ -522,12 +538,17 @@ mod tests {
         assert_eq!(p.deny.unwrap(), ["Bash(rm *)"]);
         assert_eq!(p.mode, Some(sublaunch_contract::PermissionMode::Plan));
         assert_eq!(p.nested, Some(false));
+        assert_eq!(p.max_depth, Some(2));
+        assert_eq!(p.nested_agents.unwrap(), ["scout", "shell"]);
+        assert_eq!(p.nested_models.unwrap(), ["anthropic/*"]);
         assert_eq!(parse("---\nname: x\n---\n").unwrap().planner.permissions, None);
         for (text, field, needle) in [
             ("deny: [\"Bash(rm *\"]", "deny", "'Bash(rm *'"),
             ("allow: [\"Bash git\"]", "allow", "'Bash git'"),
             ("mode: rw", "mode", "'rw'"),
             ("nested: no-thanks", "nested", "true or false"),
+            ("maxDepth: -1", "maxDepth", "whole number"),
+            ("nestedAgents: 3", "nestedAgents", "a list"),
             (
                 "excludeTools: [\"Bash(rm *)\"]",
                 "excludeTools",

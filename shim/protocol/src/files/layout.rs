@@ -65,6 +65,10 @@ pub mod names {
     /// `<run>/control/timeout.json`.
     pub const CONTROL_TIMEOUT: &str = "timeout.json";
 
+    /// `<run>/nested`: the state root of the runs a sandboxed agent of the run launches
+    /// (G66), the only part of the root it may write.
+    pub const NESTED_DIR: &str = "nested";
+
     /// `<runs>/.active-runs`.
     pub const ACTIVE_RUNS_DIR: &str = ".active-runs";
     /// `<runs>/.active-runs/tool-calls` and `<results>/result-index/tool-calls`.
