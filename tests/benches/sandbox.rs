@@ -2,7 +2,8 @@
 //! 5 %). Measured in the same run, interleaved round by round: `sublaunch run --agent shell
 //! --task true` without a sandbox and with `--sandbox workspace` (the planner's resolution,
 //! the runner's ruleset, the agent's entry into it), each until committed and with `--wait`
-//! (the sandboxed step also makes and removes its temporary directory). Printed as a Markdown
+//! (the sandboxed step also makes and removes its temporary directory), and `--sandbox offline
+//! --wait`, whose agent also gets a network namespace of its own (G36). Printed as a Markdown
 //! table of medians with the sandboxed run's ratio to the unsandboxed one.
 //!
 //! Run: `scripts/bench-sandbox.sh` (builds the release binaries, then
@@ -27,30 +28,26 @@ fn main() {
     };
     let scratch = Scratch::new("bench-sandbox");
     std::fs::create_dir_all(scratch.path().join("home")).unwrap();
-    let plain = ["run", "--agent", "shell", "--task", "true"];
-    let sandboxed = ["run", "--agent", "shell", "--task", "true", "--sandbox", "workspace"];
-    let plain_wait = ["run", "--agent", "shell", "--task", "true", "--wait"];
-    let sandboxed_wait = [
-        "run",
-        "--agent",
-        "shell",
-        "--task",
-        "true",
-        "--sandbox",
-        "workspace",
-        "--wait",
-    ];
+    let run = |extra: &[&'static str]| [&["run", "--agent", "shell", "--task", "true"][..], extra].concat();
+    let plain = run(&[]);
+    let sandboxed = run(&["--sandbox", "workspace"]);
+    let plain_wait = run(&["--wait"]);
+    let sandboxed_wait = run(&["--sandbox", "workspace", "--wait"]);
+    // G36: `offline` also gives the agent an empty network namespace.
+    let offline_wait = run(&["--sandbox", "offline", "--wait"]);
     // One of each first: the planner's artifact cache warms up.
     timed(&scratch, &plain);
     timed(&scratch, &sandboxed_wait);
-    let mut samples: [Vec<Duration>; 4] = Default::default();
+    timed(&scratch, &offline_wait);
+    let mut samples: [Vec<Duration>; 5] = Default::default();
     for _ in 0..rounds {
         samples[0].push(timed(&scratch, &plain));
         samples[1].push(timed(&scratch, &sandboxed));
         samples[2].push(timed(&scratch, &plain_wait));
         samples[3].push(timed(&scratch, &sandboxed_wait));
+        samples[4].push(timed(&scratch, &offline_wait));
     }
-    let [plain, sandboxed, plain_wait, sandboxed_wait] = samples.map(median);
+    let [plain, sandboxed, plain_wait, sandboxed_wait, offline_wait] = samples.map(median);
     let ratio = |d: Duration, base: Duration| format!("{:.3}", d.as_secs_f64() / base.as_secs_f64());
     let added = |d: Duration, base: Duration| {
         let delta = d.as_secs_f64() - base.as_secs_f64();
@@ -70,5 +67,11 @@ fn main() {
         ms(sandboxed_wait),
         ratio(sandboxed_wait, plain_wait),
         added(sandboxed_wait, plain_wait)
+    );
+    println!(
+        "| `run … --sandbox offline --wait` | {} | {} | {} |",
+        ms(offline_wait),
+        ratio(offline_wait, plain_wait),
+        added(offline_wait, plain_wait)
     );
 }

@@ -1,4 +1,4 @@
-//! The OS sandbox (rules G20, G28, G29, G30, G32) against the real binaries: a `shell` agent in a scratch
+//! The OS sandbox (rules G20, G28, G29, G30, G32, G36) against the real binaries: a `shell` agent in a scratch
 //! home tries what a hostile agent would — `rm -rf ~`, a write outside its directory, a read
 //! of `~/.ssh`, TCP to a loopback port off its list and on it, a signal to its own runner, a
 //! write into sublaunch's run records — and each is denied while the run ends truthfully and
@@ -583,4 +583,90 @@ fn a_sandboxed_step_without_a_pid_namespace_fails_unless_best_effort() {
         "{st}"
     );
     assert_eq!(st["steps"][0]["sandbox"]["profile"], "workspace", "{st}");
+}
+
+/// G36: an `offline` agent (root's, and an ordinary user's) starts in an empty network namespace, so UDP (which Landlock does
+/// not restrict) is refused as well as TCP and nothing reaches a loopback listener; the record
+/// says so. Without the sandbox the same datagram arrives; with best effort and no namespace
+/// the record says the hole is open, and it is.
+#[test]
+fn an_offline_agent_cannot_send_udp() {
+    let scratch = scratch_with_home("sandbox-offline-udp");
+    let listener = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let task = format!(
+        r#"if bash -c 'echo leak > /dev/udp/127.0.0.1/{port}' 2>/dev/null; then echo udp-allowed; else echo udp-denied; fi"#
+    );
+    let received = || {
+        let mut buffer = [0_u8; 64];
+        let mut count = 0;
+        while listener.recv(&mut buffer).is_ok() {
+            count += 1;
+        }
+        count
+    };
+    let run = |extra: &[&str], fault: Option<&str>| {
+        let mut args = vec!["run", "--agent", "shell", "--wait", "--task", &task];
+        args.extend_from_slice(extra);
+        let mut command = scratch.cli(&args);
+        if let Some(fault) = fault {
+            command.env(sublaunch_tests::launch_harness::SHIM_FAULT_ENV, fault);
+        }
+        let output = command.output().unwrap();
+        let answer = ok(&output);
+        (answer, scratch.run_dir(&waited_run_id(&output)))
+    };
+
+    let (answer, run_dir) = run(&["--sandbox", "offline"], None);
+    assert!(answer.contains("udp-denied"), "{answer}");
+    assert_eq!(received(), 0, "a datagram left the offline sandbox");
+    let sandbox = step_sandbox(&run_dir);
+    assert!(
+        sandbox["enforced"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "network-namespace"),
+        "{sandbox}"
+    );
+    assert!(!sandbox.to_string().contains("UDP"), "{sandbox}");
+
+    let (answer, _) = run(&[], None);
+    assert!(answer.contains("udp-allowed"), "{answer}");
+    assert_eq!(received(), 1);
+
+    let (answer, run_dir) = run(
+        &["--sandbox", "offline", "--sandbox-best-effort"],
+        Some("before-agent-spawn:no-namespace"),
+    );
+    assert!(answer.contains("udp-allowed"), "{answer}");
+    assert_eq!(received(), 1);
+    let sandbox = step_sandbox(&run_dir);
+    assert!(
+        !sandbox["enforced"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e == "network-namespace"),
+        "{sandbox}"
+    );
+    assert!(sandbox["notes"].to_string().contains("UDP"), "{sandbox}");
+
+    // An ordinary user's agent gets the network namespace inside its user namespace.
+    let output = scratch
+        .cli_unprivileged(&[
+            "run",
+            "--agent",
+            "shell",
+            "--sandbox",
+            "offline",
+            "--wait",
+            "--task",
+            &task,
+        ])
+        .output()
+        .unwrap();
+    assert!(ok(&output).contains("udp-denied"));
+    assert_eq!(received(), 0);
 }

@@ -223,8 +223,10 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
             args.push("--wait".into());
         }
         // A third of the launches run in the OS sandbox: the same invariants hold for them.
+        // Half of those are `offline`, whose agents also get a network namespace (G36).
         if args[0] == "run" && rng.below(3) == 0 {
-            args.extend(["--sandbox".into(), "workspace".into()]);
+            let profile = if rng.below(2) == 0 { "workspace" } else { "offline" };
+            args.extend(["--sandbox".into(), profile.into()]);
             shared.count("sandboxed");
         }
         let kind = if args[0] == "resume" { "revivals" } else { "launches" };

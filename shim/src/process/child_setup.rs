@@ -36,16 +36,19 @@ pub fn input_file(bytes: &[u8]) -> io::Result<OwnedFd> {
 }
 
 /// What the forked agent needs to enter the OS sandbox the runner prepared: the ruleset's
-/// descriptor, which stays open in the runner until the spawn returns.
+/// descriptor, which stays open in the runner until the spawn returns, and whether the agent
+/// gets a network namespace of its own.
 #[derive(Clone, Copy, Debug)]
 pub struct Entry {
     ruleset: Option<std::os::fd::RawFd>,
+    own_network: bool,
 }
 
 impl Entry {
-    /// The entry for ruleset descriptor `ruleset` (`None`: only `no_new_privs`).
-    pub fn new(ruleset: Option<std::os::fd::RawFd>) -> Self {
-        Self { ruleset }
+    /// The entry for ruleset descriptor `ruleset` (`None`: only `no_new_privs`); with
+    /// `own_network`, a contained agent starts in an empty network namespace (G36).
+    pub fn new(ruleset: Option<std::os::fd::RawFd>, own_network: bool) -> Self {
+        Self { ruleset, own_network }
     }
 
     /// The same entry with its ruleset at descriptor `fd`: the namespace init moves the
@@ -53,7 +56,13 @@ impl Entry {
     pub fn ruleset_at(self, fd: std::os::fd::RawFd) -> Self {
         Self {
             ruleset: self.ruleset.map(|_| fd),
+            ..self
         }
+    }
+
+    /// Whether the agent's namespace gets an empty network namespace too (`offline`).
+    pub fn own_network(self) -> bool {
+        self.own_network
     }
 
     /// The ruleset's descriptor as the runner opened it.

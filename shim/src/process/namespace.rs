@@ -5,7 +5,7 @@
 //!
 //! Shape (no `exec` of a helper, G41):
 //! ```text
-//! shim ── clone(CLONE_NEWPID [| CLONE_NEWUSER]) ──> ns init (pid 1, outer pid = our child)
+//! shim ── clone(CLONE_NEWPID [| CLONE_NEWUSER] [| CLONE_NEWNET]) ──> ns init (pid 1, outer pid = our child)
 //!                                   └─ clone(CLONE_VM | CLONE_VFORK) ──> agent (pid 2, own group) ── exec
 //! ```
 //! * **Why a raw `clone` and no re-exec'd helper:** the research measured ~2 ms for spawning
@@ -309,7 +309,11 @@ fn is_refusal(errno: i32) -> bool {
 /// exec'd or failed to start (like `std::process::Command::spawn`). The caller spawns with an
 /// empty signal mask ([`crate::process::signals::unblocked`]).
 pub fn spawn(prepared: &Prepared, stdio: Stdio) -> Result<Contained, NamespaceError> {
-    let (flags, maps) = flags_and_maps();
+    let (mut flags, maps) = flags_and_maps();
+    if prepared.sandbox.is_some_and(|entry| entry.own_network()) {
+        // G36: an offline agent's namespace has no network but a loopback that is down.
+        flags |= libc::CLONE_NEWNET;
+    }
     let (status_r, status_w) =
         rustix::pipe::pipe_with(rustix::pipe::PipeFlags::CLOEXEC).map_err(|e| NamespaceError::Start(e.into()))?;
     // SAFETY: a raw clone without CLONE_VM and with a null stack behaves like fork: the child

@@ -15,7 +15,7 @@ use landlock::{
 };
 use rustix::fd::{AsRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
-use sublaunch_protocol::records::sandbox::{AppliedSandbox, SandboxPlan};
+use sublaunch_protocol::records::sandbox::{AppliedSandbox, SandboxPlan, SandboxProfile};
 
 pub use crate::process::child_setup::{Entry, enter};
 pub use abi::{PRETEND_ABI_VAR, kernel_abi};
@@ -29,6 +29,13 @@ const SCOPE_ABI: u32 = 6;
 
 /// The hole every Landlock ABI up to 8 leaves in the network rules (rule G31).
 pub const NETWORK_HOLE: &str = "UDP (DNS included) and pathname Unix sockets (e.g. $SSH_AUTH_SOCK) are not restricted: Landlock restricts TCP only";
+
+/// What an `offline` agent in a network namespace of its own can still reach (rule G36).
+pub const OFFLINE_HOLE: &str =
+    "pathname Unix sockets (e.g. $SSH_AUTH_SOCK) are not restricted: they are files, not network";
+
+/// The record's name for the empty network namespace of an `offline` agent (rule G36).
+const NETWORK_NAMESPACE: &str = "network-namespace";
 
 /// Where one step's sandbox is: the plan and the paths only the runner knows.
 #[derive(Clone, Debug)]
@@ -56,6 +63,8 @@ pub struct Prepared {
     pub tmpdir: PathBuf,
     /// The state root of the runs the agent launches (`<run>/nested`), when it may.
     pub nested_root: Option<PathBuf>,
+    /// `offline`: the agent's PID namespace comes with an empty network namespace (G36).
+    own_network: bool,
 }
 
 /// Builds the ruleset of `at` before the fork: every path opened, the kernel's ABI checked.
@@ -113,7 +122,14 @@ pub fn prepare(at: &Where<'_>) -> Result<Prepared, String> {
             "files can still be truncated outside the writable paths (Landlock ABI {kernel} < 3)"
         ));
     }
-    if plan.ports.is_some() && kernel >= NET_ABI {
+    // G36: an offline agent also gets an empty network namespace (only its loopback, down),
+    // which closes what Landlock leaves open: UDP, DNS included. Recorded as enforced here;
+    // a spawn that ends up without a namespace takes it back (`lost_network_namespace`).
+    let own_network = plan.profile == SandboxProfile::Offline;
+    if own_network {
+        applied.enforced.push(NETWORK_NAMESPACE.into());
+        notes.push(OFFLINE_HOLE.into());
+    } else if plan.ports.is_some() && kernel >= NET_ABI {
         notes.push(NETWORK_HOLE.into());
     }
     applied.notes = notes;
@@ -122,14 +138,29 @@ pub fn prepare(at: &Where<'_>) -> Result<Prepared, String> {
         applied,
         tmpdir: at.tmpdir.clone(),
         nested_root: None,
+        own_network,
     })
 }
 
 impl Prepared {
     /// The entry the forked agent uses; valid while `self` lives.
     pub fn entry(&self) -> Entry {
-        Entry::new(self.ruleset.as_ref().map(AsRawFd::as_raw_fd))
+        Entry::new(self.ruleset.as_ref().map(AsRawFd::as_raw_fd), self.own_network)
     }
+}
+
+/// Corrects the record of an `offline` agent that was started without a namespace (best
+/// effort, or Codex in its own sandbox): no network namespace, so Landlock's hole is open.
+/// Whether the record changed.
+pub fn lost_network_namespace(applied: &mut AppliedSandbox) -> bool {
+    let before = applied.enforced.len();
+    applied.enforced.retain(|e| e != NETWORK_NAMESPACE);
+    if applied.enforced.len() == before {
+        return false;
+    }
+    applied.notes.retain(|n| n != OFFLINE_HOLE);
+    applied.notes.push(NETWORK_HOLE.into());
+    true
 }
 
 /// What a kernel with Landlock ABI `abi` lacks for the sandbox, in the user's words.

@@ -124,6 +124,14 @@ impl Supervisor {
         let pid = spawned.pid;
         // G43: which containment it got, for its records.
         let containment = spawned.containment;
+        // G36: without a namespace an offline agent has no network namespace either.
+        if containment == crate::process::namespace::Containment::ProcessGroup
+            && let Some(applied) = end.sandbox.as_mut()
+            && crate::sandbox::lost_network_namespace(applied)
+        {
+            let applied = applied.clone();
+            self.note_sandbox(index, &applied);
+        }
         ctx.set_writer(WriterState::Running, Some(pid));
         match spawned.init {
             Some((init, status)) => self.reaper.watch_contained(pid, init, status),
