@@ -670,3 +670,49 @@ fn an_offline_agent_cannot_send_udp() {
     assert!(ok(&output).contains("udp-denied"));
     assert_eq!(received(), 0);
 }
+
+/// G33: a runner SIGKILLed while its sandboxed step runs cannot remove the step's temporary
+/// directory; the `status` that finds the run dead and marks it failed does.
+#[test]
+fn a_killed_runners_temporary_directory_goes_with_its_repair() {
+    let scratch = scratch_with_home("sandbox-killed-tmp");
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--sandbox",
+            "workspace",
+            "--task",
+            "echo x > \"$TMPDIR/left\"; exec sleep 300",
+        ])
+        .output()
+        .unwrap();
+    let run_id = ok(&output).lines().next().unwrap().trim().to_owned();
+    let run_dir = scratch.run_dir(&run_id);
+    let wanted = format!("sublaunch-{run_id}-0");
+    let tmpdir = sublaunch_tests::launch_harness::wait_for("the step's temporary directory", LIMIT, || {
+        let st = status(&run_dir)?;
+        st["steps"][0]["externalProcess"]["containment"].as_str()?;
+        let tmpdir = st["steps"][0]["sandbox"]["writable"]
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str)
+            .find(|p| p.ends_with(&wanted))
+            .map(std::path::PathBuf::from)?;
+        tmpdir.join("left").exists().then_some(tmpdir)
+    });
+    let pid = status(&run_dir).unwrap()["pid"].as_u64().unwrap();
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    sublaunch_tests::launch_harness::wait_for("the runner's end", LIMIT, || {
+        (!Path::new(&format!("/proc/{pid}")).exists()).then_some(())
+    });
+    assert!(tmpdir.exists(), "nothing removed it before the repair");
+    let shown = text(&scratch.cli(&["status", &run_id]).output().unwrap().stdout);
+    assert_eq!(status(&run_dir).unwrap()["state"], "failed", "{shown}");
+    assert!(!tmpdir.exists(), "{} is left", tmpdir.display());
+}

@@ -154,6 +154,7 @@ fn mark_failed(
     repair: &mut DeadRunRepair,
 ) -> io::Result<()> {
     repair.agents_ended = end_leftover_agents(status, run.os().processes.as_ref());
+    remove_sandbox_tmpdirs(status);
     let message = match repair.agents_ended {
         0 => message,
         1 => format!("{message}\n\nEnded 1 agent process the runner left behind."),
@@ -170,6 +171,29 @@ fn mark_failed(
         }
     }
     Ok(())
+}
+
+/// Removes the temporary directories of a dead runner's sandboxed steps (G33), which it would
+/// have removed at each step's end: the writable path of each step's recorded sandbox named
+/// `sublaunch-<run>-<step>`, and nothing else.
+pub(super) fn remove_sandbox_tmpdirs(status: &Status) {
+    let Some(run_id) = status.run_id.as_deref() else {
+        return;
+    };
+    for (index, step) in status.steps.iter().flatten().enumerate() {
+        let Some(sandbox) = &step.facts.sandbox else {
+            continue;
+        };
+        let name = format!("sublaunch-{run_id}-{index}");
+        for path in sandbox.writable.iter().map(std::path::Path::new) {
+            if path.is_absolute() && path.file_name().is_some_and(|n| n == name.as_str()) {
+                // Not following a link put in its place: only the directory goes.
+                if path.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+                    let _ = std::fs::remove_dir_all(path);
+                }
+            }
+        }
+    }
 }
 
 /// `Async runner process <pid> exited or disappeared before writing a result. Marked run failed

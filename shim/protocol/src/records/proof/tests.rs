@@ -904,3 +904,40 @@ fn wait_until<T>(mut probe: impl FnMut() -> Option<T>) -> T {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// G33: the repair removes a step's `sublaunch-<run>-<step>` directory from its recorded
+/// sandbox, and nothing else: not another step's name, not a link put in its place.
+#[test]
+fn g33_only_the_steps_own_temporary_directories_are_removed() {
+    let temp = tempfile::tempdir().unwrap();
+    let dir = |name: &str| {
+        let path = temp.path().join(name);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("scratch"), "x").unwrap();
+        path
+    };
+    let own = dir("sublaunch-r1-0");
+    let other_name = dir("sublaunch-r1-9");
+    let target = dir("precious");
+    let link = temp.path().join("sublaunch-r1-1");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let step = |writable: Vec<&Path>| crate::records::status::StepStatus {
+        facts: crate::records::step_record::StepFacts {
+            sandbox: Some(crate::records::sandbox::AppliedSandbox {
+                writable: writable.iter().map(|p| p.display().to_string()).collect(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let status = Status {
+        run_id: Some("r1".into()),
+        steps: Some(vec![step(vec![&own, &other_name]), step(vec![&link])]),
+        ..Default::default()
+    };
+    super::orphan::remove_sandbox_tmpdirs(&status);
+    assert!(!own.exists());
+    assert!(other_name.join("scratch").exists());
+    assert!(target.join("scratch").exists() && link.exists());
+}
