@@ -4,8 +4,8 @@
 //! agent, its CLI) is narrowed to it, so that no nested run is wider than its parent.
 
 use crate::children::Child;
+use crate::scope::matches;
 use crate::thinking;
-use sublaunch_contract::ceiling::model_matches;
 use sublaunch_contract::{
     Agent, Ceiling, ErrorCode, LaunchOptions, LooseString, Permissions, PlanError, PlanRequest, ResolvedPermissions,
     SandboxProfile, SandboxSetting, ThinkingLevel,
@@ -197,8 +197,9 @@ pub fn check_model(
             .as_ref()
             .and_then(|p| p.nested_models.as_ref())
         {
-            // The suffix `:high` is thinking, which the thinking ceiling governs.
-            let bare = model.map(|m| m.rsplit_once(':').map_or(m, |(bare, _)| bare));
+            // A thinking suffix (`:high`) is governed by the thinking ceiling; patterns match
+            // the rest as model scopes do (G65, M16): `*` for any text, case ignored.
+            let bare = model.map(|m| thinking::split_suffix(m).base);
             match bare {
                 None => {
                     return Err(above(format!(
@@ -206,7 +207,11 @@ pub fn check_model(
                         list(patterns)
                     )));
                 }
-                Some(m) if !patterns.iter().any(|p| model_matches(p, m)) => {
+                Some(m)
+                    if !patterns
+                        .iter()
+                        .any(|p| matches(&p.trim().to_lowercase(), &m.to_lowercase())) =>
+                {
                     return Err(above(format!(
                         "{who} would use the model {m}, but {source} allows only {}.",
                         list(patterns)
@@ -407,6 +412,27 @@ mod tests {
             json!(["anthropic/*"]),
             "grandchildren inherit the list: {p}"
         );
+    }
+
+    #[test]
+    fn model_patterns_match_as_model_scopes_do() {
+        // G65 with M16: `*` for any text (also in the middle), case ignored, and a thinking
+        // suffix left to the thinking ceiling.
+        let listed = |patterns: Value| json!([ceiling(json!({"nestedModels": patterns}), Value::Null)]);
+        let step = |model: &str| json!({"agent": "p", "task": "t", "model": model});
+        let patterns = json!(["OPENAI/GPT-5-*", "*/claude-*-4-5"]);
+        run(
+            step("anthropic/claude-haiku-4-5:high"),
+            Value::Null,
+            listed(patterns.clone()),
+        )
+        .expect("middle star");
+        let message = refused(step("openai/gpt-5"), Value::Null, listed(patterns));
+        assert!(
+            message.contains("allows only OPENAI/GPT-5-*, */claude-*-4-5"),
+            "{message}"
+        );
+        run(step("openai/gpt-5"), Value::Null, listed(json!(["OpenAI/*"]))).expect("case ignored");
     }
 
     #[test]

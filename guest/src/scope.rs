@@ -153,7 +153,7 @@ fn out_of_scope(base: &str, rule: &Rule<'_>, parent: Option<&str>) -> String {
 /// Whether `pattern` matches all of `text` (M16, M-I7): `*` matches any run of characters,
 /// `/` included; every other character is literal. Both sides are already lower-cased.
 /// Linear: the greedy leftmost placement of the pieces between stars is optimal.
-fn matches(pattern: &str, text: &str) -> bool {
+pub(crate) fn matches(pattern: &str, text: &str) -> bool {
     let mut pieces = pattern.split('*');
     let first = pieces.next().unwrap_or_default();
     let Some(rest) = text.strip_prefix(first) else {
