@@ -123,7 +123,11 @@ echo outer-done"#,
     assert_eq!(inner_status["state"], "complete", "{inner_status}");
     assert_eq!(status(&inner).unwrap()["steps"][0]["sandbox"]["profile"], "workspace");
     let record = read_json(&inner.join("launch-plan.json")).unwrap();
-    assert_eq!(record["launchedFrom"], json!(source), "{record}");
+    assert_eq!(
+        record["launchedFrom"],
+        json!({"runId": outer_id, "source": source}),
+        "{record}"
+    );
     let permissions = &record["plan"]["steps"][0]["permissions"];
     assert_eq!(permissions["nested"], false, "its depth is used up: {permissions}");
     let shown = ok(&scratch.cli(&["status", &outer_id]).output().unwrap());

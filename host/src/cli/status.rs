@@ -119,7 +119,7 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
         lines.push(format!("usage    {}", usage_line(&usage)));
     }
     if let Some(parent) = launched_from(run) {
-        lines.push(format!("inside   {parent}"));
+        lines.push(format!("inside   {}", parent.source));
     }
     lines.extend(permission_lines(status));
     for step in status.steps.iter().flatten() {
@@ -168,7 +168,7 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
 }
 
 /// The run (and step) whose agent launched this run, from its plan record (G61).
-fn launched_from(run: &Dir) -> Option<String> {
+fn launched_from(run: &Dir) -> Option<sublaunch::launch::plan_record::LaunchedFrom> {
     match sublaunch::launch::plan_record::read_plan_record(run) {
         Ok(sublaunch_protocol::files::doc::ReadDoc::Present(record)) => record.launched_from,
         _ => None,

@@ -28,7 +28,18 @@ pub struct PlanRecord {
     pub plan: LaunchPlan,
     /// The run whose agent launched this one, and its step (G61); absent at top level.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub launched_from: Option<String>,
+    pub launched_from: Option<LaunchedFrom>,
+}
+
+/// The run a nested run was launched from inside (G61).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LaunchedFrom {
+    /// The parent run.
+    pub run_id: String,
+    /// Its step (or steps) whose ceiling applied, for people:
+    /// `run shell-ab12cd34, step 1 (agent shell)`.
+    pub source: String,
 }
 
 /// Writes the record (atomic, private).

@@ -59,7 +59,7 @@ pub struct Launch {
     /// (`None`: the launch reads those of its directory when a step needs them).
     pub settings: Option<Arc<Settings>>,
     /// The run (and step) whose agent launched this one, for its records (G61).
-    pub launched_from: Option<String>,
+    pub launched_from: Option<crate::launch::plan_record::LaunchedFrom>,
 }
 
 impl Launch {

@@ -8,7 +8,7 @@
 //! read from the run's plan record, written by the host that launched it. A sandboxed agent
 //! cannot write either record (its state root is not writable inside the sandbox).
 
-use crate::launch::plan_record::read_plan_record;
+use crate::launch::plan_record::{LaunchedFrom, read_plan_record};
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -81,13 +81,16 @@ impl Lineage {
     }
 
     /// The nearest parent, as a run id and its steps, for the new run's records.
-    pub fn launched_from(&self) -> Option<String> {
+    pub fn launched_from(&self) -> Option<LaunchedFrom> {
         let parent = self.parents.first()?;
         let steps: Vec<&str> = parent.ceilings.iter().map(|c| c.source.as_str()).collect();
-        Some(if steps.is_empty() {
-            format!("run {}", parent.run_id)
-        } else {
-            steps.join("; ")
+        Some(LaunchedFrom {
+            run_id: parent.run_id.clone(),
+            source: if steps.is_empty() {
+                format!("run {}", parent.run_id)
+            } else {
+                steps.join("; ")
+            },
         })
     }
 }

@@ -175,11 +175,10 @@ pub async fn resume(
     // from inside the same run (planned under the same ceiling) may be resumed.
     let lineage = super::lineage::Lineage::of_this_process();
     if let Some(parent) = lineage.parents.first() {
-        let inside = format!("run {},", parent.run_id);
         let same = record
             .launched_from
-            .as_deref()
-            .is_some_and(|from| from.split("; ").all(|f| f.starts_with(&inside)));
+            .as_ref()
+            .is_some_and(|from| from.run_id == parent.run_id);
         if !same {
             return Err(ResumeError::OutsideCeiling {
                 run_id: source_id.to_owned(),
