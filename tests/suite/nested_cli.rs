@@ -22,11 +22,7 @@ fn sublaunch() -> PathBuf {
 }
 
 fn tries(scratch: &Scratch) -> Vec<String> {
-    std::fs::read_to_string(scratch.work().join("tries.txt"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    sublaunch_tests::cli::lines(&scratch.work().join("tries.txt"))
 }
 
 fn said(scratch: &Scratch, name: &str) -> String {

@@ -51,11 +51,7 @@ fn scratch_with_home(name: &str) -> Scratch {
 }
 
 fn probes(scratch: &Scratch) -> Vec<String> {
-    std::fs::read_to_string(scratch.work().join("probes.txt"))
-        .unwrap_or_default()
-        .lines()
-        .map(str::to_owned)
-        .collect()
+    sublaunch_tests::cli::lines(&scratch.work().join("probes.txt"))
 }
 
 fn listeners() -> (TcpListener, TcpListener) {

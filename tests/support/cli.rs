@@ -28,6 +28,15 @@ pub fn waited_run_id(output: &Output) -> String {
     text(&output.stderr).lines().next().unwrap_or_default().to_owned()
 }
 
+/// The lines of the file at `path`; none when it does not exist (yet).
+pub fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
 /// Writes `content` to `path`, creating its directory; returns the path.
 pub fn write(path: &Path, content: &str) -> PathBuf {
     std::fs::create_dir_all(path.parent().expect("a file path")).expect("the file's directory");
