@@ -161,9 +161,10 @@ fn an_agent_of_a_run_without_nested_runs_cannot_launch_one() {
     assert!(ok(&output).contains("nested-ran"));
 }
 
-/// G60, G64 through the MCP server: an agent that starts `sublaunch mcp` with a clean
+/// G60, G61, G64 through the MCP server: an agent that starts `sublaunch mcp` with a clean
 /// environment of its own and asks it for an agent its run does not allow is refused naming
-/// the run; the server goes on answering.
+/// the run; the server goes on answering. A server allowed one level refuses any run, since
+/// the run it was started inside counts though `SUBLAUNCH_DEPTH` is gone.
 #[test]
 fn the_mcp_server_an_agent_starts_keeps_its_runs_ceiling() {
     real_agents::require_installed();
@@ -182,12 +183,21 @@ fn the_mcp_server_an_agent_starts_keeps_its_runs_ceiling() {
         ],
     });
     let file = write(&scratch.path().join("client.json"), &client.to_string());
+    // The same server told to allow one level: the run it runs inside counts, though the
+    // environment no longer says so.
+    let mut shallow = client.clone();
+    shallow["args"] = json!(["mcp", "--allow-shell", "--max-depth", "1"]);
+    shallow["calls"] =
+        json!([{"tool": "run", "arguments": {"agent": "shell", "task": "echo nested-ran", "wait": true}}]);
+    let shallow = write(&scratch.path().join("shallow.json"), &shallow.to_string());
     let driver = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/mcp/driver.cjs");
+    let node = real_agents::bin_dir().join("node");
     let script = format!(
-        "env -u SUBLAUNCH_DEPTH {} {} {} > transcript.json",
-        real_agents::bin_dir().join("node").display(),
-        driver.display(),
-        file.display()
+        "env -u SUBLAUNCH_DEPTH {node} {driver} {file} > transcript.json; env -u SUBLAUNCH_DEPTH {node} {driver} {shallow} > shallow.json",
+        node = node.display(),
+        driver = driver.display(),
+        file = file.display(),
+        shallow = shallow.display(),
     );
     let output = scratch
         .cli(&[
@@ -216,6 +226,14 @@ fn the_mcp_server_an_agent_starts_keeps_its_runs_ceiling() {
         "{refusal}"
     );
     assert_eq!(calls[1]["isError"], false, "{}", calls[1]);
+    let shallow: Value =
+        serde_json::from_str(&std::fs::read_to_string(scratch.work().join("shallow.json")).unwrap()).unwrap();
+    let call = &shallow["calls"][0];
+    assert_eq!(call["isError"], true, "{call}");
+    assert!(
+        call["text"].as_str().unwrap().contains("inside sublaunch runs 1 deep"),
+        "{call}"
+    );
 }
 
 /// G61: a resumed plan is not planned again, so from inside a run the agent can resume a run
