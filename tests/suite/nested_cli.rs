@@ -272,3 +272,56 @@ echo outer-done"#
         "{refusal}"
     );
 }
+
+/// G45: a run launched from inside a contained agent (its launching host lives in the agent's
+/// pid namespace) records pids `/proc` names, so an outside `list` judges that host by the very
+/// process: while the nested launch waits for its agent, the recorded launching host is that
+/// `sublaunch` process, and the outside listers leave the run running.
+#[test]
+fn a_run_launched_inside_a_contained_agent_records_the_pids_an_outside_list_probes() {
+    let scratch = Scratch::new("nested-pids");
+    scratch.create_root();
+    let release = scratch.path().join("release");
+    let sl = sublaunch();
+    let inner = format!(
+        "touch inner-started; while [ ! -e {} ]; do sleep 0.05; done",
+        release.display()
+    );
+    let script = format!(
+        "env -u SUBLAUNCH_DEPTH {} run --agent shell --wait --task '{inner}'",
+        sl.display()
+    );
+    let outer = ok(&scratch
+        .cli(&["run", "--agent", "shell", "--task", &script])
+        .output()
+        .unwrap());
+    let outer = outer.lines().next().unwrap().trim().to_owned();
+    let nested = sublaunch_tests::launch_harness::wait_for("the nested run's agent", LIMIT, || {
+        scratch.work().join("inner-started").exists().then_some(())?;
+        sublaunch_tests::launch_harness::names_in(&scratch.runs())
+            .into_iter()
+            .find(|name| !name.starts_with('.') && *name != outer)
+    });
+    let run = scratch.run_dir(&nested);
+    let recorded = status(&run).unwrap();
+    let host = recorded["launchHostPid"].as_u64().unwrap();
+    let stat = std::fs::read_to_string(format!("/proc/{host}/stat")).unwrap_or_default();
+    let start = stat
+        .rsplit(')')
+        .next()
+        .and_then(|rest| rest.split_whitespace().nth(19))
+        .unwrap_or_default();
+    assert_eq!(
+        recorded["launchHostStartIdentity"].as_str(),
+        Some(format!("linux:{start}").as_str()),
+        "launchHostPid {host} does not name the launching host: {stat}"
+    );
+    let cmdline = std::fs::read(format!("/proc/{host}/cmdline")).unwrap_or_default();
+    assert!(String::from_utf8_lossy(&cmdline).contains("sublaunch"));
+    ok(&scratch.cli(&["list"]).output().unwrap());
+    assert_eq!(status(&run).unwrap()["state"], "running");
+    write(&release, "");
+    let ended = wait_terminal(&run, LIMIT);
+    assert_eq!(ended["state"], "complete", "{ended}");
+    wait_terminal(&scratch.run_dir(&outer), LIMIT);
+}

@@ -541,7 +541,8 @@ fn check(shared: &Shared) -> TortureReport {
         if proof_state == "pending" || proof_state == "missing" {
             let error = status["error"].as_str().unwrap_or_default();
             report.violations.push(format!(
-                "{id}: proof {proof_state} after the run ended ({state}: {error})"
+                "{id}: proof {proof_state} after the run ended ({state}: {error})\n{}",
+                run_evidence(scratch, id)
             ));
         }
         let watched = ledger.watched.contains(id) && !ledger.disturbed.contains(id);
@@ -572,9 +573,10 @@ fn check(shared: &Shared) -> TortureReport {
         }
         let never_committed = proof_state == "not-started";
         if never_committed && scratch.results().join(format!("{id}.json")).exists() {
-            report
-                .violations
-                .push(format!("{id}: a launch that never committed left a result"));
+            report.violations.push(format!(
+                "{id}: a launch that never committed left a result\n{}",
+                run_evidence(scratch, id)
+            ));
         }
     }
     for pid in agents_of(&shared.mark) {
@@ -620,6 +622,30 @@ fn check(shared: &Shared) -> TortureReport {
         }
     }
     report
+}
+
+/// What a violation's reader needs to tell how a run got there: its files, its status and
+/// proof, its index entries, its events and its result.
+fn run_evidence(scratch: &Scratch, id: &str) -> String {
+    let run = scratch.run_dir(id);
+    let mut files: Vec<String> = std::fs::read_dir(&run)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    files.sort();
+    let read = |path: PathBuf| std::fs::read_to_string(path).unwrap_or_else(|e| format!("({e})"));
+    let runs = scratch.runs();
+    format!(
+        "  files: {files:?}\n  unfinalized entry: {}, active marker: {}\n  status: {}\n  proof: {}\n  events: {}\n  result: {}",
+        runs.join(".unfinalized").join(id).exists(),
+        runs.join(".active-runs").join(id).exists(),
+        read(run.join("status.json")),
+        read(run.join("process-terminal.json")),
+        read(run.join("events.jsonl")),
+        read(scratch.results().join(format!("{id}.json"))),
+    )
 }
 
 /// Every file parses and is 0600, every directory 0700; temp files are counted, and only

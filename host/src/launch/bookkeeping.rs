@@ -36,7 +36,7 @@ pub(crate) fn initial_status_document(
         mode: setup.mode.to_owned(),
         steps: setup.agents.clone(),
         pid,
-        pid_namespace_scope: procinfo::pid_namespace_scope(),
+        pid_namespace_scope: procinfo::host_pid_namespace_scope(),
         pid_start_identity: start_identity,
         now: ctx.os.clock.wall_ms(),
     });

@@ -71,10 +71,14 @@ pub(crate) fn preliminary_status(p: &Preliminary<'_>) -> Status {
     status
 }
 
-/// Adds the launching host's pid and start identity to a status.
+/// Adds the launching host's pid and start identity to a status, as `/proc` names it, with the
+/// scope of that view (G45): a host inside a contained agent's pid namespace (a nested launch)
+/// is then judged by an outside `list` by the pid it knows, and a lister inside, which could
+/// not probe it, leaves it alone.
 pub(crate) fn add_host_identity(status: &mut Status) {
-    status.launch_host_pid = Some(std::process::id());
+    status.launch_host_pid = Some(procinfo::own_host_pid());
     status.launch_host_start_identity = procinfo::own_start_identity();
+    status.pid_namespace_scope = procinfo::host_pid_namespace_scope();
 }
 
 /// Creates `<runs>/<runId>` holding `status` atomically. `Ok(None)` when the name is taken.

@@ -95,8 +95,12 @@ pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, 
     let (handle, settled_tx) = supervise(&ctx, &control, options.timeouts.commit);
     let mut doorbell = host_doorbell;
     let identity = spawned.start_identity.clone();
-    let status = bookkeeping::initial_status_document(&ctx, &setup, pid, spawned.start_identity);
-    let runner = bookkeeping::Runner { pid, identity };
+    let recorded = spawned.recorded_pid;
+    let status = bookkeeping::initial_status_document(&ctx, &setup, recorded, spawned.start_identity);
+    let runner = bookkeeping::Runner {
+        pid: recorded,
+        identity,
+    };
     let committed = pre_commit(
         &ctx,
         control.as_ref(),

@@ -60,6 +60,9 @@ pub(crate) struct Spawned {
     pub child: Child,
     /// Its pidfd, when the kernel has them.
     pub pidfd: Option<OwnedFd>,
+    /// Its pid as `/proc` names it (G45): the child's pid, unless this host runs inside a
+    /// contained agent's pid namespace, whose numbers mean other processes to anyone outside.
+    pub recorded_pid: u32,
     /// Its start identity (X3), recorded in the status for later listers.
     pub start_identity: Option<String>,
 }
@@ -103,10 +106,12 @@ pub(crate) fn spawn_shim(request: SpawnRequest) -> io::Result<Spawned> {
     })?;
     let pid = i32::try_from(child.id()).ok().and_then(Pid::from_raw);
     let pidfd = pid.and_then(|pid| rustix::process::pidfd_open(pid, PidfdFlags::empty()).ok());
-    let start_identity = procinfo::start_identity(child.id()).ok().flatten();
+    let recorded_pid = procinfo::host_view_of_child(child.id()).unwrap_or(child.id());
+    let start_identity = procinfo::start_identity(recorded_pid).ok().flatten();
     Ok(Spawned {
         child,
         pidfd,
+        recorded_pid,
         start_identity,
     })
 }

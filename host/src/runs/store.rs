@@ -216,14 +216,15 @@ impl RunStore {
         let Ok(ReadDoc::Present(status)) = read_status(run) else {
             return Ok(());
         };
-        if !launcher_died(self.oracle.as_ref(), &status) {
+        let own = self.own_namespace.as_deref();
+        if !launcher_died(self.oracle.as_ref(), &status, own) {
             return Ok(());
         }
         let now = run.os().clock.wall_ms();
         let oracle = self.oracle.clone();
         let policy = self.policy;
         let result = modify_status(run, false, |status| {
-            if !launcher_died(&*oracle, status) {
+            if !launcher_died(&*oracle, status, own) {
                 return (Change::Keep, None);
             }
             let host = status.launch_host_pid.unwrap_or(0);
@@ -433,12 +434,19 @@ impl RunStore {
 }
 
 /// Whether the launch host of a `queued` run without a shim pid has died.
-fn launcher_died(oracle: &dyn Processes, status: &Status) -> bool {
+/// A host in another pid namespace than this lister's (G45) is not judged: its pid names
+/// another process here.
+fn launcher_died(oracle: &dyn Processes, status: &Status, own_namespace: Option<&str>) -> bool {
     if status.state != Some(RunState::Queued) || status.pid.is_some() {
+        return false;
+    }
+    if let (Some(theirs), Some(ours)) = (status.pid_namespace_scope.as_deref(), own_namespace)
+        && theirs != ours
+    {
         return false;
     }
     let Some((host, identity)) = status.launch_host() else {
         return false;
     };
-    host != std::process::id() && oracle.liveness(host, identity) == Liveness::Dead
+    host != procinfo::own_host_pid() && oracle.liveness(host, identity) == Liveness::Dead
 }

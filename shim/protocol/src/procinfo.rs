@@ -193,6 +193,39 @@ pub fn own_host_pid() -> u32 {
         .unwrap_or_else(std::process::id)
 }
 
+/// The pid `/proc` (the host's) gives this process's child `child` (G45): `child` itself
+/// outside any nested namespace; inside one (a run launched by a contained agent) the child
+/// among `/proc/<own host pid>/task/*/children` — numbered in `/proc`'s namespace — whose
+/// `NSpid` ends with `child`, the number this process knows it by. `None` when that child
+/// cannot be found there (it exited and was reaped, or `/proc` hides it).
+pub fn host_view_of_child(child: u32) -> Option<u32> {
+    let ns_pids = |pid: &str| -> Option<Vec<u32>> {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let line = status.lines().find(|l| l.starts_with("NSpid:"))?;
+        Some(
+            line.split_ascii_whitespace()
+                .skip(1)
+                .filter_map(|n| n.parse().ok())
+                .collect(),
+        )
+    };
+    if ns_pids("self").is_none_or(|pids| pids.len() <= 1) {
+        return Some(child);
+    }
+    let own = own_host_pid();
+    let innermost = |pid: u32| ns_pids(&pid.to_string())?.last().copied();
+    let tasks = std::fs::read_dir(format!("/proc/{own}/task")).ok()?;
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok())
+        .flat_map(|line| {
+            line.split_ascii_whitespace()
+                .filter_map(|p| p.parse::<u32>().ok())
+                .collect::<Vec<_>>()
+        })
+        .find(|candidate| innermost(*candidate) == Some(child))
+}
+
 /// The pid-namespace scope that [`own_host_pid`] belongs to: the namespace of `/proc`'s
 /// mount. Outside any nested namespace that is [`pid_namespace_scope`]; inside one (a run
 /// launched by a contained agent, G45) it is the scope of the nearest ancestor that lives in

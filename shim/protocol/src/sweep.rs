@@ -57,7 +57,7 @@ pub fn sweep_dir(dir: &Dir, oracle: &dyn Processes, report: &mut SweepReport) {
             }
         };
         let age = Duration::from_millis(now.saturating_sub(temp.epoch_ms.max(mtime_ms)));
-        let writer_dead = temp.pid != std::process::id() && oracle.liveness(temp.pid, None) == Liveness::Dead;
+        let writer_dead = temp.pid != dir.os().pid && oracle.liveness(temp.pid, None) == Liveness::Dead;
         if age >= ORPHAN_TEMP_AGE && writer_dead {
             match dir.remove(name) {
                 Ok(()) => report.removed.push(dir.join(name)),

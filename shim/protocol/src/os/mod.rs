@@ -35,7 +35,9 @@ pub struct Os {
     pub sleeper: Arc<dyn Sleeper>,
     /// Rename/mkdir retry policy (A7).
     pub retry: RetryPolicy,
-    /// The pid written into temp names (A2).
+    /// The pid written into temp names (A2), as `/proc` names it (G45): a writer inside a
+    /// contained agent's pid namespace (a nested run) is then judged by the pid a sweeper
+    /// outside can probe, not by its namespace's small number.
     pub pid: u32,
 }
 
@@ -55,7 +57,7 @@ impl Os {
             random: Arc::new(OsRandom),
             sleeper: Arc::new(ThreadSleeper),
             retry: RetryPolicy::platform_default(),
-            pid: std::process::id(),
+            pid: crate::procinfo::own_host_pid(),
         }
     }
 
