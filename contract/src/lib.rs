@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acceptance;
 mod adapter;
 pub mod budget;
 pub mod ceiling;
@@ -19,6 +20,9 @@ mod plan;
 mod request;
 pub mod sandbox;
 
+pub use acceptance::{
+    AcceptanceLevel, AcceptancePlan, AcceptanceRole, Criterion, EvidenceKind, ReviewGate, VerifyCommand,
+};
 pub use adapter::{
     AdapterId, CliModelName, CliThinking, Conversation, InputFormat, LaunchModel, ModelProviders, ModelSource,
     NativeSchema, OutputFormat, Reports, RunnerType, UnknownAdapter, WrongProvider,

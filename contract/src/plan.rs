@@ -239,6 +239,10 @@ pub struct PlanStep {
     /// The OS sandbox the child runs in (absent: none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxPlan>,
+    /// What must be shown before the child's work counts as done, every source combined
+    /// (rule G73); absent when nothing is asked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acceptance: Option<crate::AcceptancePlan>,
 }
 
 /// One child in the workflow graph.
@@ -403,6 +407,7 @@ impl PlanStep {
             skills: None,
             checkpoint_before_deadline_ms: None,
             permissions: None,
+            acceptance: None,
             sandbox: None,
         }
     }

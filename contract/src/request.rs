@@ -197,6 +197,11 @@ pub struct Agent {
     /// The OS sandbox its steps ask for (`sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxSetting>,
+    /// What the agent claims to be for acceptance (`acceptanceRole`: `read-only` or
+    /// `writer`), used only to infer a contract nobody asked for (rule G74).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "acceptance-role"))]
+    pub acceptance_role: Option<String>,
 }
 
 /// A task of a parallel group. On the wire a task is a step that is not itself a group.
@@ -296,6 +301,22 @@ pub struct Task {
     /// The OS sandbox the task asks for (`sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxSetting>,
+    /// The acceptance contract the task asks for (`acceptance`: a level, an object, or `false`),
+    /// as JSON text; the planner checks it (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub acceptance: Option<String>,
+    /// One verification command that is the whole acceptance contract (`gate`: a command, or
+    /// `{command, output: "json", schema}` for a typed gate), as JSON text (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gate: Option<String>,
 }
 
 /// A request step or parallel group.
@@ -407,6 +428,22 @@ pub struct Step {
     /// The OS sandbox the step (a group: each of its tasks) asks for (`sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxSetting>,
+    /// The acceptance contract the step (a group: each of its tasks) asks for (`acceptance`: a level, an object, or `false`),
+    /// as JSON text; the planner checks it (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub acceptance: Option<String>,
+    /// One verification command that is the whole acceptance contract (`gate`: a command, or
+    /// `{command, output: "json", schema}` for a typed gate), as JSON text (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gate: Option<String>,
 }
 
 /// How the steps run.
@@ -495,6 +532,22 @@ pub struct LaunchOptions {
     /// The OS sandbox every step of the run asks for (`run --sandbox`) (`sandbox`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<crate::SandboxSetting>,
+    /// The acceptance contract every step of the run asks for (`acceptance`: a level, an object, or `false`),
+    /// as JSON text; the planner checks it (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub acceptance: Option<String>,
+    /// One verification command that is the whole acceptance contract (`gate`: a command, or
+    /// `{command, output: "json", schema}` for a typed gate), as JSON text (rule G70).
+    #[serde(
+        default,
+        with = "crate::loose::json_text_opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub gate: Option<String>,
 }
 
 /// Herdr machine settings per scope (JSON text of each parsed settings object).
@@ -632,6 +685,8 @@ impl TryFrom<Step> for Task {
             skills: step.skills,
             permissions: step.permissions,
             sandbox: step.sandbox,
+            acceptance: step.acceptance,
+            gate: step.gate,
         })
     }
 }

@@ -187,6 +187,7 @@ impl From<wit::Agent> for c::Agent {
             skills: a.skills,
             permissions: a.permissions.map(Into::into),
             sandbox: a.sandbox.map(Into::into),
+            acceptance_role: a.acceptance_role,
         }
     }
 }
@@ -214,6 +215,8 @@ impl From<wit::Task> for c::Task {
             skills: t.skills,
             permissions: t.permissions.map(Into::into),
             sandbox: t.sandbox.map(Into::into),
+            acceptance: t.acceptance,
+            gate: t.gate,
         }
     }
 }
@@ -242,6 +245,8 @@ impl From<wit::Step> for c::Step {
             permissions: s.permissions.map(Into::into),
             parallel: s.parallel.map(|tasks| tasks.into_iter().map(Into::into).collect()),
             sandbox: s.sandbox.map(Into::into),
+            acceptance: s.acceptance,
+            gate: s.gate,
         }
     }
 }
@@ -293,6 +298,8 @@ impl From<wit::PlanRequest> for c::PlanRequest {
                     .settings_permissions
                     .map(|all| all.into_iter().map(Into::into).collect()),
                 sandbox: l.sandbox.map(Into::into),
+                acceptance: l.acceptance,
+                gate: l.gate,
             }),
             machine_catalog: r.machine_catalog.map(Into::into),
             machine_settings: r.machine_settings.map(|s| c::MachineSettings {
@@ -392,6 +399,7 @@ impl From<c::PlanStep> for wit::PlanStep {
                 nested_models: p.nested_models,
             }),
             sandbox: s.sandbox.map(Into::into),
+            acceptance: s.acceptance.map(Into::into),
         }
     }
 }
@@ -445,6 +453,58 @@ impl From<c::SandboxPlan> for wit::SandboxPlan {
             hidden: s.hidden,
             temp_base: s.temp_base,
             sources: s.sources,
+        }
+    }
+}
+
+impl From<c::AcceptancePlan> for wit::AcceptancePlan {
+    fn from(a: c::AcceptancePlan) -> Self {
+        Self {
+            level: match a.level {
+                c::AcceptanceLevel::None => wit::AcceptanceLevel::None,
+                c::AcceptanceLevel::Attested => wit::AcceptanceLevel::Attested,
+                c::AcceptanceLevel::Checked => wit::AcceptanceLevel::Checked,
+                c::AcceptanceLevel::Verified => wit::AcceptanceLevel::Verified,
+            },
+            explicit: a.explicit,
+            origin: a.origin,
+            report: a.report,
+            criteria: a
+                .criteria
+                .into_iter()
+                .map(|c| wit::Criterion { id: c.id, must: c.must })
+                .collect(),
+            evidence: a
+                .evidence
+                .into_iter()
+                .map(|kind| match kind {
+                    c::EvidenceKind::ChangedFiles => wit::EvidenceKind::ChangedFiles,
+                    c::EvidenceKind::TestsAdded => wit::EvidenceKind::TestsAdded,
+                    c::EvidenceKind::CommandsRun => wit::EvidenceKind::CommandsRun,
+                    c::EvidenceKind::ValidationOutput => wit::EvidenceKind::ValidationOutput,
+                    c::EvidenceKind::ResidualRisks => wit::EvidenceKind::ResidualRisks,
+                    c::EvidenceKind::NoStagedFiles => wit::EvidenceKind::NoStagedFiles,
+                    c::EvidenceKind::DiffSummary => wit::EvidenceKind::DiffSummary,
+                    c::EvidenceKind::ReviewFindings => wit::EvidenceKind::ReviewFindings,
+                    c::EvidenceKind::ManualNotes => wit::EvidenceKind::ManualNotes,
+                })
+                .collect(),
+            verify: a
+                .verify
+                .into_iter()
+                .map(|v| wit::VerifyCommand {
+                    id: v.id,
+                    command: v.command,
+                    timeout_ms: v.timeout_ms,
+                    json: v.json,
+                    schema: v.schema,
+                })
+                .collect(),
+            review: a.review.map(|r| wit::ReviewGate {
+                agent: r.agent,
+                required: r.required,
+            }),
+            reason: a.reason,
         }
     }
 }

@@ -85,6 +85,14 @@ pub struct ChildFields<'r> {
     pub sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
     /// Its group's sandbox setting (the tightest of both applies).
     pub group_sandbox: Option<&'r sublaunch_contract::SandboxSetting>,
+    /// Its own `acceptance` and `gate` (JSON text): the most specific source decides.
+    pub acceptance: Option<&'r str>,
+    /// Its own `gate`.
+    pub gate: Option<&'r str>,
+    /// Its group's `acceptance`, when it is a task of an explicit group.
+    pub group_acceptance: Option<&'r str>,
+    /// Its group's `gate`.
+    pub group_gate: Option<&'r str>,
 }
 
 /// A value a task has of its own or from its group, with the JSON path it was given at.
@@ -293,6 +301,10 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             permissions: step.permissions.as_ref(),
             sandbox: step.sandbox.as_ref(),
             group_sandbox: None,
+            acceptance: step.acceptance.as_deref(),
+            gate: step.gate.as_deref(),
+            group_acceptance: None,
+            group_gate: None,
         },
         group_machine: None,
         worktree,
@@ -332,6 +344,10 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
             permissions: task.permissions.as_ref(),
             sandbox: task.sandbox.as_ref(),
             group_sandbox: group.sandbox.as_ref(),
+            acceptance: task.acceptance.as_deref(),
+            gate: task.gate.as_deref(),
+            group_acceptance: group.acceptance.as_deref(),
+            group_gate: group.gate.as_deref(),
         },
         group_machine,
         worktree,

@@ -8,6 +8,7 @@
 //! The pipeline follows placement-and-schemas.md §2 and model-and-thinking.md E1; the first
 //! failure ends planning (L10).
 
+mod acceptance;
 mod budgets;
 mod ceilings;
 mod children;
@@ -89,6 +90,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             sandbox.as_ref(),
             &mut warnings,
         )?;
+        let acceptance = acceptance::plan(child, agent, request.launch.as_ref(), machine.is_some())?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
@@ -144,6 +146,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             checkpoint_before_deadline_ms: request.launch.as_ref().and_then(|l| l.checkpoint_before_deadline_ms),
             permissions,
             sandbox,
+            acceptance,
         });
     }
     // 4b. The run's budget and checkpoint, now that every child's runner and place are known.

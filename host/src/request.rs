@@ -78,6 +78,10 @@ pub struct RunSpec {
     pub permissions: Option<sublaunch_contract::Permissions>,
     /// `--sandbox`, `--sandbox-port`, `--sandbox-best-effort`: the OS sandbox of every step.
     pub sandbox: Option<sublaunch_contract::SandboxSetting>,
+    /// `--accept`: the run's acceptance contract (JSON: a level, an object or `false`).
+    pub acceptance: Option<serde_json::Value>,
+    /// `--gate`: one verification command for every step (JSON: a command or an object).
+    pub gate: Option<serde_json::Value>,
 }
 
 /// Everything the host gathered for planning.
@@ -146,6 +150,8 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
             permissions: spec.permissions.clone(),
             settings_permissions: Some(settings.permissions()?).filter(|all| !all.is_empty()),
             sandbox: spec.sandbox.clone(),
+            acceptance: spec.acceptance.as_ref().map(serde_json::Value::to_string),
+            gate: spec.gate.as_ref().map(serde_json::Value::to_string),
         }),
         settings_sandbox: Some(settings.sandbox().map_err(anyhow::Error::msg)?).filter(|all| !all.is_empty()),
         sandbox_host: Some(inputs.env.sandbox_host()),

@@ -33,6 +33,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acceptance;
 pub(crate) mod adapter;
 pub(crate) mod context;
 pub mod process;

@@ -45,6 +45,11 @@ fn torture_no_run_stuck_no_wrong_proof_no_orphaned_agent() {
         report.counts
     );
     assert!(
+        report.counts.get("gated").copied().unwrap_or(0) > 0,
+        "no run was verified by a gate: {:?}",
+        report.counts
+    );
+    assert!(
         report.counts.get("nested").copied().unwrap_or(0) > 0,
         "no agent launched a nested run: {:?}",
         report.counts

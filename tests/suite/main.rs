@@ -3,6 +3,7 @@
 //! of its own: it makes its process a child subreaper, which would adopt the other suites'
 //! orphans.
 
+mod acceptance_cli;
 mod adapters_cli;
 mod agents_cli;
 mod bad_inputs;

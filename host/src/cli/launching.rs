@@ -127,6 +127,9 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
             if !answer.is_empty() {
                 say!("{answer}");
             }
+            for line in payload.iter().flat_map(sublaunch::runs::acceptance_summaries) {
+                eprintln!("{}", super::terminal_text::for_terminal(&line));
+            }
             for line in payload.iter().flat_map(sublaunch::runs::sandbox_summaries) {
                 eprintln!("{}", super::terminal_text::for_terminal(&line));
             }

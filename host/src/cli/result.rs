@@ -56,6 +56,9 @@ pub fn run(args: Args) -> ExitCode {
         if !answer.is_empty() {
             say!("{answer}");
         }
+        for line in sublaunch::runs::acceptance_summaries(&payload) {
+            eprintln!("{}", super::terminal_text::for_terminal(&line));
+        }
         for line in sublaunch::runs::sandbox_summaries(&payload) {
             eprintln!("{}", super::terminal_text::for_terminal(&line));
         }

@@ -163,6 +163,14 @@ pub struct Args {
     /// Apply as much of the sandbox as this kernel offers instead of refusing to launch.
     #[arg(long)]
     sandbox_best_effort: bool,
+    /// Verify each step's work with this shell command, run in the step's directory once its
+    /// agent ended: a step whose command fails has failed.
+    #[arg(long, value_name = "CMD", allow_hyphen_values = true, conflicts_with = "accept")]
+    gate: Option<String>,
+    /// The evidence each step's work must show: attested (the agent's report), checked (the
+    /// report checked against git), auto (what the agents' roles infer) or off.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_accept)]
+    accept: Option<serde_json::Value>,
     /// Run this shell command once when the run ends, with its result JSON on stdin and
     /// SUBLAUNCH_RUN_ID / SUBLAUNCH_STATE set (default: settings' subagents.onEnd; '' for none).
     #[arg(long, value_name = "CMD", allow_hyphen_values = true)]
@@ -190,6 +198,8 @@ struct FlagTerms {
     max_cost: bool,
     max_tokens: bool,
     checkpoint: bool,
+    gate: bool,
+    accept: bool,
 }
 
 impl FlagTerms {
@@ -208,6 +218,12 @@ impl FlagTerms {
         }
         if self.checkpoint {
             pairs.push(("launch.checkpointBeforeDeadlineMs", "--checkpoint-before-deadline"));
+        }
+        if self.gate {
+            pairs.push(("launch.gate", "--gate"));
+        }
+        if self.accept {
+            pairs.push(("launch.acceptance", "--accept"));
         }
         if self.agent {
             pairs.extend([
@@ -246,6 +262,8 @@ impl Args {
                 max_cost: self.max_cost.is_some(),
                 max_tokens: self.max_tokens.is_some(),
                 checkpoint: self.checkpoint_before_deadline.is_some(),
+                gate: self.gate.is_some(),
+                accept: self.accept.is_some(),
             },
         };
         let usage_budget =
@@ -312,6 +330,8 @@ impl Args {
                 },
             ),
             wait: self.wait,
+            acceptance: self.accept,
+            gate: self.gate.map(serde_json::Value::String),
             permissions: run_permissions(sublaunch::contract::Permissions {
                 tools: listed(self.tools),
                 exclude_tools: listed(self.exclude_tools),
@@ -448,6 +468,17 @@ pub fn run(args: Args) -> ExitCode {
         super::retention::start_if_due();
     }
     code
+}
+
+/// `--accept` (G70): a level the flag can ask for alone (`verified` needs commands: `--gate`), or
+/// `off` (no contract, not even an inferred one).
+fn parse_accept(text: &str) -> Result<serde_json::Value, String> {
+    match text {
+        "attested" | "checked" | "auto" => Ok(serde_json::Value::String(text.to_owned())),
+        "off" => Ok(serde_json::Value::Bool(false)),
+        "verified" => Err("verified needs the command that verifies: use --gate CMD".into()),
+        _ => Err(format!("'{text}' is not a level; use attested, checked, auto or off")),
+    }
 }
 
 /// `--sandbox`: a profile name.

@@ -123,6 +123,11 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
     }
     lines.extend(permission_lines(status));
     for step in status.steps.iter().flatten() {
+        // G79: how far each contracted step's evidence went.
+        if let Some(record) = &step.facts.acceptance {
+            let agent = step.agent.as_deref().unwrap_or("?");
+            lines.push(format!("accept   {agent}: {}", record.summary()));
+        }
         if let Some(sandbox) = &step.facts.sandbox {
             let agent = step.agent.as_deref().unwrap_or("?");
             lines.push(format!("sandbox  {agent}: {}", sandbox.summary()));

@@ -23,9 +23,9 @@
 //!
 //! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?,
 //! reads?, output?, as?, label?, phase?, usageBudget?, toolBudget?, extensions?,
-//! requiredExtensions?, skills?, permissions?}` or a group `{parallel: [steps…], concurrency?,
-//! failFast?, worktree?, phase?, usageBudget?, toolBudget?, extensions?, requiredExtensions?,
-//! skills?, permissions?}` (`permissions: {tools?, excludeTools?, allow?, deny?, mode?,
+//! requiredExtensions?, skills?, permissions?, sandbox?, acceptance?, gate?}` or a group
+//! `{parallel: [steps…], concurrency?, failFast?, worktree?, phase?, usageBudget?, toolBudget?,
+//! extensions?, requiredExtensions?, skills?, permissions?, sandbox?, acceptance?, gate?}` (`permissions: {tools?, excludeTools?, allow?, deny?, mode?,
 //! nested?}`; a group's is a layer of its own beside each task's)
 //! (a group's budgets, extensions and skills are each task's unless it has its own). `{outputs.NAME}` in a later step's task stands for the
 //! answer of the step named `as: NAME` (the planner checks the names and references). A step's `worktree` is
@@ -93,6 +93,11 @@ pub struct ChainTask {
     /// The OS sandbox: a profile name or `{profile, ports, bestEffort}`.
     #[serde(default, deserialize_with = "sublaunch_contract::sandbox::setting")]
     pub sandbox: Option<sublaunch_contract::SandboxSetting>,
+    /// The acceptance contract: a level, `{level, criteria, evidence, verify}` or `false`
+    /// (checked by the planner, rule G70).
+    pub acceptance: Option<Value>,
+    /// One verification command that is the whole contract (rule G70).
+    pub gate: Option<Value>,
 }
 
 /// A parallel group.
@@ -127,6 +132,11 @@ pub struct ChainGroup {
     /// a group is small).
     #[serde(default, deserialize_with = "boxed_sandbox")]
     pub sandbox: Option<Box<sublaunch_contract::SandboxSetting>>,
+    /// The acceptance contract of each task (a task's own wins; rule G70; boxed: a group is
+    /// small).
+    pub acceptance: Option<Box<Value>>,
+    /// One verification command each task's work must pass (rule G70).
+    pub gate: Option<Box<Value>>,
 }
 
 /// A step of a chain file.
@@ -504,6 +514,8 @@ impl ChainFile {
                         skills: group.skills.clone(),
                         permissions: group.permissions.as_deref().cloned(),
                         sandbox: group.sandbox.as_deref().cloned(),
+                        acceptance: group.acceptance.as_deref().map(Value::to_string),
+                        gate: group.gate.as_deref().map(Value::to_string),
                         ..Step::default()
                     },
                 }
@@ -589,6 +601,8 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         skills: task.skills,
         permissions: task.permissions,
         sandbox: task.sandbox,
+        acceptance: task.acceptance,
+        gate: task.gate,
         ..Step::default()
     }
 }
@@ -615,6 +629,8 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         skills: task.skills.clone(),
         permissions: task.permissions.clone(),
         sandbox: task.sandbox.clone(),
+        acceptance: task.acceptance.as_ref().map(Value::to_string),
+        gate: task.gate.as_ref().map(Value::to_string),
     }
 }
 

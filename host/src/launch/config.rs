@@ -242,6 +242,7 @@ pub fn step_config(
     config.required_extensions.clone_from(&step.required_extensions);
     config.skills.clone_from(&step.skills);
     config.sandbox.clone_from(&step.sandbox);
+    config.acceptance.clone_from(&step.acceptance);
     if step.structured {
         let schema = match step.output_schema.as_deref() {
             Some(text) => serde_json::from_str::<Value>(text).map_err(|e| StepError::SchemaNotJson {

@@ -160,6 +160,38 @@ pub fn sandbox_summaries(payload: &ResultPayload) -> Vec<String> {
         .collect()
 }
 
+/// One line per step whose acceptance contract was kept (G79), for a person: how far its
+/// evidence went, what is short, and each verification command's end.
+pub fn acceptance_summaries(payload: &ResultPayload) -> Vec<String> {
+    payload
+        .results
+        .iter()
+        .filter_map(|r| {
+            let record = r.facts.acceptance.as_ref()?;
+            let step = r.facts.step_index.map_or(String::new(), |n| format!("step {} ", n + 1));
+            let mut line = format!("{step}('{}') acceptance: {}", r.agent, record.summary());
+            for verify in &record.verify {
+                let memo = if verify.memoized {
+                    ", unchanged tree: not run again"
+                } else {
+                    ""
+                };
+                line.push_str(&format!(
+                    "\n  {} {}: {} ({} ms{memo})",
+                    verify.id,
+                    verify.command,
+                    serde_json::to_value(verify.status)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    verify.duration_ms
+                ));
+            }
+            Some(line)
+        })
+        .collect()
+}
+
 /// One line per step that ran in a managed worktree, for a person: where, on which branch,
 /// what it committed and what it left uncommitted (nothing is merged for them).
 pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
@@ -219,6 +251,10 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
             // Only sandboxed steps have the key: other answers keep their shape.
             if let (Some(sandbox), Some(step)) = (&r.facts.sandbox, step.as_object_mut()) {
                 step.insert("sandbox".into(), json!(sandbox));
+            }
+            // Only steps with an acceptance contract have the key (G79).
+            if let (Some(acceptance), Some(step)) = (&r.facts.acceptance, step.as_object_mut()) {
+                step.insert("acceptance".into(), json!(acceptance));
             }
             step
         })

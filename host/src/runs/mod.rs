@@ -23,8 +23,8 @@ pub mod watch;
 pub mod worktrees;
 
 pub use answer::{
-    AnswerError, answer_json, answer_text, read_result, run_usage, sandbox_summaries, settled_result,
-    worktree_summaries,
+    AnswerError, acceptance_summaries, answer_json, answer_text, read_result, run_usage, sandbox_summaries,
+    settled_result, worktree_summaries,
 };
 pub use history::{HistoryFilter, Listed, Page};
 pub use request::{RunRequest, Work};

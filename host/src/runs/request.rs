@@ -102,6 +102,11 @@ pub struct RunRequest {
     /// What every step of the run may do: the run's layer of the permission contract (rule
     /// G1; a single agent or a chain alike).
     pub permissions: Option<sublaunch_contract::Permissions>,
+    /// The run's acceptance contract (`--accept LEVEL`, MCP `acceptance`): a level, an
+    /// object or `false`, checked by the planner (rule G70).
+    pub acceptance: Option<serde_json::Value>,
+    /// One verification command every step's work must pass (`--gate CMD`, MCP `gate`).
+    pub gate: Option<serde_json::Value>,
 }
 
 impl RunRequest {
@@ -140,6 +145,8 @@ impl RunRequest {
             sandbox: None,
             wait: false,
             permissions: None,
+            acceptance: None,
+            gate: None,
         }
     }
 }

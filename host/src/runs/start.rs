@@ -379,6 +379,8 @@ async fn build(request: &RunRequest, inputs: &Inputs, catalog: &Catalog) -> Resu
         skills: request.skills.clone(),
         permissions: request.permissions.clone(),
         sandbox: request.sandbox.clone(),
+        acceptance: request.acceptance.clone(),
+        gate: request.gate.clone(),
     };
     match &request.work {
         Work::Agent { agent, task } => {

@@ -28,6 +28,7 @@
 
 #![warn(missing_docs)]
 
+pub mod acceptance;
 pub mod deferred;
 pub mod errors;
 pub mod files;

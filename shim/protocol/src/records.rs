@@ -4,6 +4,7 @@
 //! capacity queue, the active-run, unfinalized-run and run-id indexes). Writers and readers use these
 //! fields; unknown fields of other writers are kept beside them (W9).
 
+pub mod acceptance;
 pub mod capacity;
 pub mod config;
 pub mod events;

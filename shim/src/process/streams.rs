@@ -150,7 +150,13 @@ pub struct OutputLog {
 impl OutputLog {
     /// Opens (append, no symlink followed, 0600) `output-<step>.log` in `run`.
     pub fn open(run: &Dir, step: usize, cap: u64) -> Self {
-        let name = names::output_log(step);
+        Self::open_named(run, &names::output_log(step), cap)
+    }
+
+    /// Opens (append, no symlink followed, 0600) the log `name` in `run` (a verification
+    /// command's, say).
+    pub fn open_named(run: &Dir, name: &str, cap: u64) -> Self {
+        let name = name.to_owned();
         let file = match run.open_append(&name) {
             Ok(file) => Some(file),
             Err(e) => {

@@ -187,6 +187,8 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         worktree_heads: std::collections::BTreeMap::new(),
         run_spent: sublaunch_protocol::records::usage::Usage::default(),
         checkpoint: ctx.cfg.checkpoint_before_deadline_ms.filter(|_| deadline.is_some()),
+        tree_starts: std::collections::BTreeMap::new(),
+        verified: std::collections::BTreeMap::new(),
     })
 }
 

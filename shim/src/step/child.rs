@@ -112,6 +112,8 @@ pub struct ChildRun {
     pub containment: crate::process::namespace::Containment,
     /// Its pid as the host names it, for the records (G45).
     pub host_pid: u32,
+    /// The verification command it is, when it is one rather than an agent (G78).
+    pub gate: Option<Box<crate::step::gate::Gate>>,
 }
 
 impl ChildRun {

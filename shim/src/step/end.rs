@@ -101,6 +101,9 @@ pub struct StepEnd {
     pub output_file: Option<String>,
     /// The OS sandbox it ran in.
     pub sandbox: Option<sublaunch_protocol::records::sandbox::AppliedSandbox>,
+    /// What keeping its acceptance contract found (G79); a contract asked for and not met
+    /// fails the step (G75).
+    pub acceptance: Option<sublaunch_protocol::records::acceptance::AcceptanceRecord>,
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).
@@ -194,9 +197,18 @@ impl StepEnd {
     /// [`StepEnd::validation`]) has failed.
     pub fn state(&self) -> RunState {
         match derive_terminal_state(&self.facts()) {
-            RunState::Complete if self.validation.is_some() || self.budget.is_some() => RunState::Failed,
+            RunState::Complete if self.validation.is_some() || self.budget.is_some() || self.not_accepted() => {
+                RunState::Failed
+            }
             state => state,
         }
+    }
+
+    /// Whether its acceptance contract was asked for and not met (G75).
+    pub fn not_accepted(&self) -> bool {
+        self.acceptance
+            .as_ref()
+            .is_some_and(sublaunch_protocol::records::acceptance::AcceptanceRecord::fails_step)
     }
 
     /// The exit code recorded for the step (a spawn error counts as 1, R10).
@@ -217,7 +229,13 @@ impl StepEnd {
                 .budget
                 .as_ref()
                 .map(crate::step::budget::Exceeded::message)
-                .or_else(|| self.validation.clone());
+                .or_else(|| self.validation.clone())
+                .or_else(|| {
+                    self.acceptance
+                        .as_ref()
+                        .filter(|record| record.fails_step())
+                        .map(|record| crate::step::acceptance::failure(record, &self.label()))
+                });
         }
         match self.state() {
             RunState::Complete => None,

@@ -43,15 +43,27 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         end.validation = Some(error);
         return;
     }
+    // G76: the report block leaves the answer before the structured output is read from it.
+    let fenced = step
+        .acceptance
+        .as_ref()
+        .and_then(|_| crate::step::acceptance::take_fenced(end));
+    judge_structured(end, step, &label, extracted.structured);
+    if let Some(plan) = &step.acceptance
+        && end.validation.is_none()
+    {
+        crate::step::acceptance::take_report(end, plan, fenced);
+    }
+}
+
+/// The structured-output contract of a step that asks for it.
+fn judge_structured(end: &mut StepEnd, step: &StepConfig, label: &str, native: Option<serde_json::Value>) {
     if !step.structured {
         return;
     }
     let schema = step.output_schema.clone().unwrap_or_else(|| json!({}));
     // A value the agent produced natively is judged as it is, not searched for in the text.
-    let text = extracted
-        .structured
-        .as_ref()
-        .map_or_else(|| end.output.clone(), ToString::to_string);
+    let text = native.as_ref().map_or_else(|| end.output.clone(), ToString::to_string);
     match crate::step::validator::check(&text, &schema) {
         Ok(value) => end.structured = Some(value),
         Err(error) => {
@@ -61,7 +73,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
                     .map(|(path, message)| json!({"path": path, "message": message}))
                     .collect();
             }
-            end.validation = Some(error.message(&label));
+            end.validation = Some(error.message(label));
         }
     }
 }

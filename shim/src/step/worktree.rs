@@ -13,8 +13,9 @@ use sublaunch_protocol::git::{At, LinkedWorktree, Repository};
 use sublaunch_protocol::records::config::StepWorktree;
 use sublaunch_protocol::records::step_record::{CommitLine, Uncommitted, WorktreeReport};
 
-/// How long one git question may take (a worktree of a huge repository, a slow disk).
-const GIT_LIMIT: Duration = Duration::from_secs(20);
+/// How long one git question may take (a worktree of a huge repository, a slow disk); every
+/// git command the runner runs over an agent's directory is bounded by it.
+pub(crate) const GIT_LIMIT: Duration = Duration::from_secs(20);
 /// The commits listed per step; more are counted, not listed.
 const COMMITS_LISTED: usize = 500;
 
@@ -47,11 +48,13 @@ pub struct WorktreeEnd {
     pub problem: Option<String>,
 }
 
-/// The git the shim runs (its own PATH's).
-const GIT: &str = "git";
+/// The git the shim runs (its own PATH's); the one program name every git command over an
+/// agent's directory starts.
+pub(crate) const GIT: &str = "git";
 
-/// Runs `command` (whose subcommand is `what`); its stdout.
-fn run(command: Command, what: &str) -> Result<String, String> {
+/// Runs `command` (whose subcommand is `what`) within [`GIT_LIMIT`]; its stdout (read as
+/// UTF-8, lossily), or why it did not succeed.
+pub(crate) fn run(command: Command, what: &str) -> Result<String, String> {
     let finished = bounded::run(command, None, GIT_LIMIT).map_err(|e| format!("git {what}: {e}"))?;
     if !finished.status.success() {
         return Err(format!("git {what} failed ({})", finished.status));
@@ -66,8 +69,9 @@ fn git(worktree: &LinkedWorktree, args: &[&str]) -> Result<String, String> {
     run(command, args[0])
 }
 
-/// The worktree as its repository records it.
-fn locate(worktree: &StepWorktree) -> Result<LinkedWorktree, String> {
+/// The worktree as its repository records it (never through its `.git` file), with the
+/// repository's filter drivers known, so that every later command can turn them off.
+pub(crate) fn locate(worktree: &StepWorktree) -> Result<LinkedWorktree, String> {
     let checkout = Path::new(&worktree.repository);
     let output = run(Repository::query(GIT, checkout), Repository::QUERY[0])?;
     let mut repository = Repository::parse(checkout, &output).map_err(|e| e.to_string())?;

@@ -50,6 +50,8 @@ impl Supervisor {
             return Err(Box::new(end));
         }
         self.step_running(ctx, index, end.started_wall);
+        // G77: where the step's work starts, before its agent can change anything.
+        self.note_tree_start(ctx, index);
         let event = events::step_started(ctx.now_wall(), &ctx.cfg.id, end.index, &end.agent);
         self.events.append(&end.with_position(event));
         ctx.set_writer(WriterState::Spawning, None);
@@ -60,6 +62,17 @@ impl Supervisor {
             streamed_input: self.checkpoint.is_some() && step.placement.is_none() && adapter.takes_input(),
             project_config: ctx.cfg.project_config,
         };
+        // G76: an agent (not shell code) asked for an acceptance report is told what it must
+        // show and in which shape.
+        let task = match step
+            .acceptance
+            .as_ref()
+            .filter(|plan| plan.report && !adapter.runs_shell_code())
+        {
+            Some(plan) => format!("{task}\n{}", crate::step::acceptance::prompt_section(plan)),
+            None => task.to_owned(),
+        };
+        let task = task.as_str();
         // pi reads its files as arguments (outside its RPC mode); every other agent is told
         // which to read.
         let task = if adapter.takes_file_arguments() && !live.streamed_input {
@@ -164,6 +177,7 @@ impl Supervisor {
             remote,
             containment,
             host_pid: spawned.host_pid,
+            gate: None,
         })
     }
 

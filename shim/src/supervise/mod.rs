@@ -13,7 +13,9 @@
 //! killed and reaped any escaped descendant.
 //!
 //! Also here, beside the loop: the status and marker writes ([`book`]) and the wait for a
-//! capacity slot before the first step ([`queue`]).
+//! capacity slot before the first step ([`queue`]). A step's acceptance contract is kept once
+//! its agent ended: its checks, and its verification commands run as children of the same
+//! loop ([`verify`]).
 
 pub mod book;
 pub mod budgets;
@@ -26,6 +28,7 @@ pub mod lines;
 pub mod queue;
 pub mod requests;
 pub mod turn;
+pub mod verify;
 
 pub use requests::{Ending, Escalation, Request, Requests, StopBy};
 
@@ -72,6 +75,13 @@ pub struct Supervisor {
     pub run_spent: sublaunch_protocol::records::usage::Usage,
     /// How long before the deadline the agents are asked to wrap up (only with a deadline).
     pub checkpoint: Option<u64>,
+    /// Where git starts counting each checked step's work (G77), by step.
+    pub tree_starts: std::collections::BTreeMap<
+        usize,
+        Result<crate::acceptance::tree::StartPoint, crate::acceptance::tree::TreeError>,
+    >,
+    /// Verification commands that ended, by directory, command and tree state (G78).
+    pub verified: std::collections::BTreeMap<String, sublaunch_protocol::records::acceptance::VerifyResult>,
 }
 
 impl Supervisor {

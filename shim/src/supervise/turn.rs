@@ -21,6 +21,7 @@ impl Supervisor {
         self.reaper.reap();
         self.absorb_control(now, self.control_woken);
         for child in running.iter_mut() {
+            crate::step::gate::gate_timed_out(child, now);
             self.advance(ctx, child, now, escalation);
         }
         self.checkpoint_due(ctx, running, now);
@@ -57,6 +58,7 @@ impl Supervisor {
             at(self.checkpoint_at());
         }
         for child in running.iter() {
+            at(child.gate.as_ref().filter(|g| !g.timed_out).map(|g| g.deadline));
             at(child.killer.as_ref().and_then(|k| k.next_wake(now)));
             if let Some(exited) = child.exit_seen.filter(|_| child.io.any_open()) {
                 at(Some((child.io.last_data + GUARD_IDLE).min(exited + GUARD_TOTAL)));

@@ -109,6 +109,13 @@ pub struct RunParams {
     /// The only models nested runs may use (`*` matches any text, as in `anthropic/*`).
     #[serde(alias = "nested_models")]
     pub nested_models: Option<Vec<String>>,
+    /// A shell command that verifies each step's work once its agent ended (run in the step's
+    /// directory); a step whose command fails has failed. Shell code: the server runs it only
+    /// with `--allow-shell`.
+    pub gate: Option<String>,
+    /// The evidence each step's work must show: `attested`, `checked`, `auto`, `false`, or
+    /// `{level, criteria, evidence, verify}` (verify commands are shell code, as `gate`).
+    pub acceptance: Option<serde_json::Value>,
 }
 
 impl RunParams {

@@ -64,6 +64,18 @@ pub enum Refusal {
         /// Why not.
         why: String,
     },
+    /// A step's acceptance contract runs shell commands (a gate, verify commands), and
+    /// `--allow-shell` was not given (G70).
+    #[error(
+        "{what}: its acceptance contract runs shell commands ({commands}), which this server does not run. \
+The server's owner allows them with `sublaunch mcp --allow-shell`"
+    )]
+    ShellGate {
+        /// The step (or `gate` for a single agent).
+        what: String,
+        /// Its commands' ids, listed.
+        commands: String,
+    },
     /// An agent the client may not start.
     #[error("agent '{name}' {why}. Agents this server starts here: {allowed}. {how}")]
     Agent {
@@ -168,6 +180,18 @@ impl Policy {
         }
         let shell_code = agent.runner.adapter.runs_shell_code();
         (shell_code && !self.allow_shell).then_some(NotAllowed::RunsShellCode)
+    }
+
+    /// Refuses a step whose acceptance contract runs `commands` (their ids) when shell code
+    /// may not run: a gate is shell code as much as a `shell` agent's task (G70).
+    pub fn check_gates(&self, what: &str, commands: &[&str]) -> Result<(), Refusal> {
+        if commands.is_empty() || self.allow_shell {
+            return Ok(());
+        }
+        Err(Refusal::ShellGate {
+            what: what.to_owned(),
+            commands: commands.join(", "),
+        })
     }
 
     /// Refuses agent `name` of `catalog` when it may not be started, listing those that may.

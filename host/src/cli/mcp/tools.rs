@@ -99,6 +99,12 @@ impl State {
             if let Some(output) = &step.output {
                 policy.confine(&what("output"), output, &step_dir).map_err(said)?;
             }
+            let commands: Vec<&str> = step
+                .acceptance
+                .iter()
+                .flat_map(|a| a.verify.iter().map(|v| v.id.as_str()))
+                .collect();
+            policy.check_gates(&what("acceptance"), &commands).map_err(said)?;
         }
         Ok(())
     }
@@ -546,6 +552,8 @@ impl RunParams {
             sandbox: sandbox_setting(self.sandbox, self.sandbox_ports, self.sandbox_best_effort)?,
             wait: self.wait,
             permissions,
+            acceptance: self.acceptance,
+            gate: self.gate.map(serde_json::Value::String),
         };
         Ok((request, dir))
     }

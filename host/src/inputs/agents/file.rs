@@ -98,6 +98,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         skills: field.get("skills").map(|_| field.list("skills")).transpose()?,
         permissions: field.permissions()?,
         sandbox: field.typed_with("sandbox", sublaunch_contract::sandbox::setting)?,
+        acceptance_role: field.string("acceptanceRole")?,
     };
     Ok(AgentDef {
         planner,

@@ -19,7 +19,8 @@ mod workflow;
 
 pub use placement::Placement;
 pub use sublaunch_contract::{
-    AdapterId, CliThinking, InputFormat, PermissionMode, ResolvedPermissions, Rule, ThinkingLevel, UsageBudget,
+    AcceptanceLevel, AcceptancePlan, AdapterId, CliThinking, EvidenceKind, InputFormat, PermissionMode,
+    ResolvedPermissions, Rule, ThinkingLevel, UsageBudget, VerifyCommand,
 };
 pub use workflow::{AdapterSpec, ModelCheck, WorkflowConfig, runnable_adapters};
 
@@ -95,6 +96,8 @@ pub struct StepConfig {
     pub placement: Option<Placement>,
     /// The OS sandbox the planner decided for the step (absent: none).
     pub sandbox: Option<crate::records::sandbox::SandboxPlan>,
+    /// The acceptance contract the runner keeps once the agent ended (G73).
+    pub acceptance: Option<sublaunch_contract::AcceptancePlan>,
 }
 
 /// The managed git worktree a step runs in (created by the host before the launch): the

@@ -71,6 +71,9 @@ pub struct StepFacts {
     /// The OS sandbox the agent ran in (absent: none).
     #[serde(default, deserialize_with = "lenient")]
     pub sandbox: Option<crate::records::sandbox::AppliedSandbox>,
+    /// What the runner found when it kept the step's acceptance contract (G79).
+    #[serde(default, deserialize_with = "lenient")]
+    pub acceptance: Option<crate::records::acceptance::AcceptanceRecord>,
 }
 
 /// `worktree` of a step: the managed worktree (its path, branch and base), the step's

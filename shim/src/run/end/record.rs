@@ -67,6 +67,9 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     if let Some(budget) = &end.budget {
         facts.budget_exceeded = Some(budget.record());
     }
+    if end.acceptance.is_some() {
+        facts.acceptance.clone_from(&end.acceptance);
+    }
     if let Some(pid) = end.pid {
         // The end replaces what the start wrote (its start identity only mattered while the
         // agent could outlive the runner).
@@ -429,6 +432,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
                 .and_then(|c| c.adapter.as_ref())
                 .map(sublaunch_protocol::records::config::AdapterSpec::resolved_permissions),
             sandbox: end.sandbox.clone(),
+            acceptance: end.acceptance.clone(),
         },
         extra: Map::new(),
     }

@@ -21,6 +21,7 @@ use crate::context::Ctx;
 use crate::step::child::ChildRun;
 use crate::step::end::StepEnd;
 use crate::step::placeholders::{Values, aggregate};
+use crate::supervise::verify::AfterAgent;
 use crate::supervise::{Ending, Supervisor};
 use groups::{Group, groups};
 use std::collections::VecDeque;
@@ -153,8 +154,18 @@ fn run_group(
         sup.turn(ctx, &mut run.running);
         while let Some(at) = run.running.iter().position(ChildRun::is_done) {
             let child = run.running.remove(at);
-            let end = sup.finish_child(ctx, child);
-            run.settle(ctx, sup, end);
+            // G78: an agent's end may start its verification commands, one after another,
+            // before its step's end is known.
+            let after = if child.gate.is_some() {
+                sup.finish_gate(ctx, child)
+            } else {
+                let end = sup.finish_child(ctx, child);
+                sup.start_acceptance(ctx, end)
+            };
+            match after {
+                AfterAgent::Done(end) => run.settle(ctx, sup, *end),
+                AfterAgent::Verifying(gate) => run.running.push(*gate),
+            }
         }
         if run.running.is_empty() {
             ctx.set_writer(WriterState::None, None);

@@ -1,0 +1,222 @@
+//! Acceptance contracts through the whole pipeline (G70, G71, G73, G74): sources, precedence,
+//! inference and every refusal naming its JSON path.
+
+use crate::plan;
+use serde_json::{Value, json};
+use sublaunch_contract::{AcceptanceLevel, AcceptancePlan, EvidenceKind, PlanError, parse_request};
+
+/// A chain of one step and one group of two tasks, for agents `worker` (a writer), `scout` (a
+/// reader) and `plain`; `extra` is merged over the request.
+fn request(extra: Value) -> Value {
+    let mut base = json!({
+        "cwd": "/code/repo",
+        "mode": "chain",
+        "agents": [
+            {"name": "worker", "acceptanceRole": "writer"},
+            {"name": "scout", "acceptanceRole": "read-only"},
+            {"name": "plain"}
+        ],
+        "steps": [
+            {"agent": "plain", "task": "a"},
+            {"parallel": [{"agent": "worker", "task": "b"}, {"agent": "scout", "task": "c"}]}
+        ]
+    });
+    if let (Some(base), Value::Object(extra)) = (base.as_object_mut(), extra) {
+        base.extend(extra);
+    }
+    base
+}
+
+fn planned(request: &Value) -> Result<Vec<Option<AcceptancePlan>>, PlanError> {
+    let request = parse_request(request.to_string().as_bytes())?;
+    Ok(plan(&request)?.steps.into_iter().map(|s| s.acceptance).collect())
+}
+
+fn refused(request: &Value) -> String {
+    match planned(request) {
+        Ok(plans) => panic!("planned {plans:?}"),
+        Err(e) => e.message,
+    }
+}
+
+#[test]
+fn g74_only_a_writer_role_infers_a_contract_and_it_is_only_shown() {
+    let plans = planned(&request(json!({}))).unwrap();
+    assert_eq!(plans[0], None, "no role: nothing inferred");
+    let writer = plans[1].as_ref().unwrap();
+    assert_eq!(writer.level, AcceptanceLevel::Checked);
+    assert!(!writer.explicit && writer.report);
+    assert_eq!(writer.origin, "agents[worker].acceptanceRole");
+    assert!(writer.evidence.contains(&EvidenceKind::NoStagedFiles));
+    assert_eq!(plans[2], None, "a reader has nothing inferred");
+}
+
+#[test]
+fn g73_the_most_specific_source_decides_and_false_turns_a_wider_one_off() {
+    let mut req = request(json!({"launch": {"gate": "make test"}}));
+    req["steps"][1]["parallel"][0]["acceptance"] = json!(false);
+    req["steps"][1]["acceptance"] = json!("attested");
+    let plans = planned(&req).unwrap();
+    let run = plans[0].as_ref().unwrap();
+    assert_eq!(
+        (run.level, run.verify[0].command.as_str()),
+        (AcceptanceLevel::Verified, "make test")
+    );
+    assert_eq!(run.origin, "launch.gate");
+    assert!(!run.report, "a gate asks for no report");
+    assert_eq!(plans[1], None, "the task's false wins over its group's and the run's");
+    let group = plans[2].as_ref().unwrap();
+    assert_eq!(
+        (group.level, group.origin.as_str()),
+        (AcceptanceLevel::Attested, "steps[1].acceptance")
+    );
+    assert!(group.explicit && group.report);
+}
+
+#[test]
+fn g71_an_object_is_checked_field_by_field() {
+    let mut req = request(json!({}));
+    req["steps"][0]["acceptance"] = json!({
+        "criteria": ["fix the bug", {"id": "scope", "must": "touch nothing else"}],
+        "evidence": ["changed-files", "tests-added", "changed-files"],
+        "verify": ["cargo test", {"id": "lint", "command": "cargo clippy", "timeout": "2m"}]
+    });
+    let plan = planned(&req).unwrap().remove(0).unwrap();
+    assert_eq!(
+        plan.level,
+        AcceptanceLevel::Verified,
+        "verify commands make it verified"
+    );
+    assert_eq!(plan.criteria[0].id, "c1");
+    assert_eq!(plan.criteria[1].id, "scope");
+    assert_eq!(
+        plan.evidence,
+        vec![EvidenceKind::ChangedFiles, EvidenceKind::TestsAdded]
+    );
+    assert_eq!(plan.verify[0].id, "verify-1");
+    assert_eq!(
+        (plan.verify[1].id.as_str(), plan.verify[1].timeout_ms),
+        ("lint", Some(120_000))
+    );
+}
+
+#[test]
+fn g71_meaningless_and_contradictory_contracts_are_refused_at_their_path() {
+    let cases = [
+        (json!("none"), "steps[0].acceptance", "reason"),
+        (json!(true), "steps[0].acceptance", "true is not a contract"),
+        (json!("verified"), "steps[0].acceptance", "verify"),
+        (json!("reviewed"), "steps[0].acceptance", "not a level"),
+        (json!("strict"), "steps[0].acceptance", "not a level"),
+        (json!({"level": "none"}), "steps[0].acceptance.reason", "why"),
+        (
+            json!({"level": "none", "reason": "docs only", "evidence": ["diff-summary"]}),
+            "steps[0].acceptance.level",
+            "asks for nothing",
+        ),
+        (
+            json!({"level": "checked", "verify": ["x"]}),
+            "steps[0].acceptance.level",
+            "verified",
+        ),
+        (
+            json!({"level": "verified"}),
+            "steps[0].acceptance.verify",
+            "at least one",
+        ),
+        (
+            json!({"evidence": ["tests"]}),
+            "steps[0].acceptance.evidence[0]",
+            "changed-files",
+        ),
+        (
+            json!({"verify": [{"command": "a"}, {"command": "b", "id": "verify-1"}]}),
+            "steps[0].acceptance.verify[1].id",
+            "twice",
+        ),
+        (
+            json!({"verify": [{"command": ""}]}),
+            "steps[0].acceptance.verify[0]",
+            "empty",
+        ),
+        (
+            json!({"verify": [{"command": "a", "timeout": "soon"}]}),
+            "steps[0].acceptance.verify[0].timeout",
+            "duration",
+        ),
+        (
+            json!({"criteria": [{"must": ""}]}),
+            "steps[0].acceptance.criteria[0]",
+            "what must hold",
+        ),
+        (
+            json!({"levle": "checked"}),
+            "steps[0].acceptance.levle",
+            "unknown field",
+        ),
+        (
+            json!({"review": {"agent": "scout"}}),
+            "steps[0].acceptance.review",
+            "not supported yet",
+        ),
+        (json!(3), "steps[0].acceptance", "a number"),
+    ];
+    for (acceptance, at, says) in cases {
+        let mut req = request(json!({}));
+        req["steps"][0]["acceptance"] = acceptance.clone();
+        let message = refused(&req);
+        assert!(message.contains(&format!("at {at}:")), "{acceptance}: {message}");
+        assert!(message.contains(says), "{acceptance}: {message}");
+    }
+}
+
+#[test]
+fn g70_a_gate_is_the_whole_contract() {
+    let mut req = request(json!({}));
+    req["steps"][0]["gate"] = json!("npm test");
+    req["steps"][0]["acceptance"] = json!("checked");
+    assert!(refused(&req).contains("at steps[0].gate: a gate is the whole acceptance contract"));
+    req["steps"][0]["acceptance"] = json!(false);
+    let plan = planned(&req).unwrap().remove(0).unwrap();
+    assert_eq!(
+        (plan.verify[0].id.as_str(), plan.level),
+        ("gate", AcceptanceLevel::Verified)
+    );
+    req["steps"][0]["gate"] = json!({"command": "npm test", "output": "json"});
+    assert!(refused(&req).contains("not supported yet"));
+    req["steps"][0]["gate"] = json!({"command": "  "});
+    assert!(refused(&req).contains("at steps[0].gate: the command is empty"));
+}
+
+#[test]
+fn g74_a_role_that_is_not_one_is_refused_naming_the_agent() {
+    let mut req = request(json!({}));
+    req["agents"][2]["acceptanceRole"] = json!("boss");
+    assert!(refused(&req).contains("at agents[plain].acceptanceRole: 'boss' is not a role"));
+}
+
+#[test]
+fn a_placed_step_can_only_be_attested() {
+    let req = json!({
+        "cwd": "/code/repo",
+        "mode": "single",
+        "agents": [{"name": "worker"}],
+        "machineCatalog": json!([{"id": "gpu", "label": "gpu", "target": "gpu-box"}]).to_string(),
+        "steps": [{"agent": "worker", "task": "t", "machine": "gpu", "cwd": "/srv/repo", "gate": "make"}]
+    });
+    let message = refused(&req);
+    assert!(message.contains("placed on another machine"), "{message}");
+}
+
+#[test]
+fn requests_without_acceptance_plan_as_before() {
+    let req = json!({
+        "cwd": "/code/repo",
+        "mode": "single",
+        "agents": [{"name": "plain"}],
+        "steps": [{"agent": "plain", "task": "t"}]
+    });
+    let request = parse_request(req.to_string().as_bytes()).unwrap();
+    let text = sublaunch_contract::render(&plan(&request));
+    assert!(!text.contains("acceptance"), "{text}");
+}

@@ -1,0 +1,344 @@
+//! Keeping a step's acceptance contract once its agent ended (G77, G78): the checks against
+//! git, then the verification commands one after another, each run like an agent — in a
+//! process tree of its own (contained in a PID namespace, in the step's OS sandbox when it
+//! has one), its output kept in `gate-<step>-<id>.log`, its time limit, the run's stop and
+//! timeout, the whole-tree kill and the X8 sweep — and memoised per tree state, so that the
+//! same command on an unchanged tree is not run twice in a run.
+
+use super::Supervisor;
+use crate::acceptance::tree::{self, Place, StartPoint, TreeError};
+use crate::adapter::{AgentCommand, TEXT_LINE_RETAIN, TextParser};
+use crate::context::Ctx;
+use crate::process::pipe::Pipe;
+use crate::process::reaper::ExitInfo;
+use crate::process::streams::OutputLog;
+use crate::step::acceptance as judged;
+use crate::step::child::{ChildIo, ChildRun};
+use crate::step::end::StepEnd;
+use crate::step::gate::Gate;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use sublaunch_protocol::records::acceptance::{TreeEvidence, VerifyResult, VerifyStatus};
+use sublaunch_protocol::records::config::{AcceptanceLevel, AcceptancePlan, AdapterId, VerifyCommand};
+use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
+
+/// How long a verification command may run when its contract gives no limit.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+
+/// Lines of a command's output kept for messages.
+const TAIL_LINES: usize = 20;
+
+/// What happens after a step's agent ended.
+#[derive(Debug)]
+pub enum AfterAgent {
+    /// The step's end is final.
+    Done(Box<StepEnd>),
+    /// A verification command runs; its end comes back through [`Supervisor::finish_gate`].
+    Verifying(Box<ChildRun>),
+}
+
+impl Supervisor {
+    /// Where git starts counting step `index`'s work: taken before its agent starts when its
+    /// contract checks the tree.
+    pub fn note_tree_start(&mut self, ctx: &Ctx, index: usize) {
+        let step = &ctx.cfg.steps[index];
+        if step
+            .acceptance
+            .as_ref()
+            .is_some_and(|plan| plan.level >= AcceptanceLevel::Checked || !plan.verify.is_empty())
+        {
+            let start = tree::start_point(place(ctx, index));
+            self.tree_starts.insert(index, start);
+        }
+    }
+
+    /// The agent of `end` ended: its checks, then its first verification command, if any.
+    pub fn start_acceptance(&mut self, ctx: &mut Ctx, mut end: StepEnd) -> AfterAgent {
+        let Some(plan) = ctx.cfg.steps[end.index].acceptance.clone() else {
+            return AfterAgent::Done(Box::new(end));
+        };
+        // Only an agent that finished well is judged; its own failure says enough.
+        if derive_terminal_state(&end.facts()) != RunState::Complete || end.validation.is_some() || end.budget.is_some()
+        {
+            return AfterAgent::Done(Box::new(end));
+        }
+        let record = end.acceptance.get_or_insert_with(|| judged::new_record(&plan));
+        if plan.level >= AcceptanceLevel::Checked {
+            let evidence = self.tree_evidence(ctx, end.index);
+            judged::judge_tree(record, &plan, evidence);
+        }
+        if plan.verify.is_empty() || !record.problems.is_empty() {
+            if !plan.verify.is_empty() {
+                record
+                    .problems
+                    .push("the verification commands were not run: the evidence was already short".into());
+            }
+            return AfterAgent::Done(Box::new(conclude(end, &plan)));
+        }
+        self.next_gate(ctx, end, plan, 0)
+    }
+
+    /// A verification command's child is done: its result, then the next command or the
+    /// verdict.
+    pub fn finish_gate(&mut self, ctx: &mut Ctx, mut child: ChildRun) -> AfterAgent {
+        let Some(gate) = child.gate.take() else {
+            return AfterAgent::Done(Box::new(self.finish_child(ctx, child)));
+        };
+        let Gate {
+            mut end,
+            plan,
+            at,
+            timed_out,
+            cwd,
+            tree_state,
+            log,
+            ..
+        } = *gate;
+        let command = &plan.verify[at];
+        let exit = self.reaper.exit_of(child.pid).cloned();
+        self.reaper.forget(child.pid);
+        crate::sandbox::step::remove_tmpdir(&ctx.cfg, end.index);
+        let tail = tail_of(&child.io.stdout_tail.bytes(), &child.io.stderr_tail.bytes());
+        let stopped = self.requests.ending().is_some();
+        let status = match &exit {
+            _ if timed_out => VerifyStatus::TimedOut,
+            _ if stopped => VerifyStatus::Stopped,
+            Some(ExitInfo { code: Some(0), .. }) => VerifyStatus::Passed,
+            _ => VerifyStatus::Failed,
+        };
+        let result = VerifyResult {
+            id: command.id.clone(),
+            command: command.command.clone(),
+            cwd,
+            status,
+            exit_code: exit.as_ref().and_then(|e| e.code),
+            signal: exit.as_ref().and_then(ExitInfo::signal_name),
+            duration_ms: sublaunch_protocol::os::clock::elapsed_ms(child.started, Instant::now()),
+            output_file: Some(ctx.paths.run.join(&log).to_string_lossy().into_owned()),
+            output_tail: tail,
+            error: None,
+            memoized: false,
+            tree_state,
+        };
+        if let Some(state) = &result.tree_state
+            && matches!(result.status, VerifyStatus::Passed | VerifyStatus::Failed)
+        {
+            self.verified
+                .insert(memo_key(&result.cwd, &result.command, state), result.clone());
+        }
+        // The run's stop (or timeout) during verification ends the step as it ends agents.
+        self.apply_requests_to(&mut end);
+        let failed = result.status != VerifyStatus::Passed;
+        end.acceptance
+            .get_or_insert_with(|| judged::new_record(&plan))
+            .verify
+            .push(result);
+        if failed || at + 1 >= plan.verify.len() || self.requests.ends_run() {
+            return AfterAgent::Done(Box::new(conclude(*end, &plan)));
+        }
+        self.next_gate(ctx, *end, plan, at + 1)
+    }
+
+    /// Runs `plan.verify[at..]` from the memo while it can, then starts the first one that
+    /// must really run.
+    fn next_gate(&mut self, ctx: &mut Ctx, mut end: StepEnd, plan: AcceptancePlan, mut at: usize) -> AfterAgent {
+        let index = end.index;
+        let cwd = ctx.cfg.step_cwd(index).to_owned();
+        while at < plan.verify.len() {
+            let command = plan.verify[at].clone();
+            let state = self.tree_state(ctx, index);
+            let remembered = state
+                .as_ref()
+                .and_then(|state| self.verified.get(&memo_key(&cwd, &command.command, state)))
+                .cloned();
+            if let Some(mut result) = remembered {
+                result.id.clone_from(&command.id);
+                result.memoized = true;
+                let failed = result.status != VerifyStatus::Passed;
+                record_of(&mut end, &plan).verify.push(result);
+                if failed {
+                    break;
+                }
+                at += 1;
+                continue;
+            }
+            match self.spawn_gate(ctx, &end, &command, &cwd) {
+                Ok((mut child, log)) => {
+                    let limit = command.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis);
+                    child.gate = Some(Box::new(Gate {
+                        end: Box::new(end),
+                        plan,
+                        at,
+                        deadline: Instant::now() + limit,
+                        timed_out: false,
+                        cwd,
+                        tree_state: state,
+                        log,
+                    }));
+                    return AfterAgent::Verifying(Box::new(child));
+                }
+                Err(error) => {
+                    record_of(&mut end, &plan).verify.push(VerifyResult {
+                        id: command.id.clone(),
+                        command: command.command.clone(),
+                        cwd: cwd.clone(),
+                        status: VerifyStatus::NotStarted,
+                        exit_code: None,
+                        signal: None,
+                        duration_ms: 0,
+                        output_file: None,
+                        output_tail: String::new(),
+                        error: Some(error),
+                        memoized: false,
+                        tree_state: state,
+                    });
+                    break;
+                }
+            }
+        }
+        AfterAgent::Done(Box::new(conclude(end, &plan)))
+    }
+
+    /// Starts `command` for the step of `end`; the child and its log's name.
+    fn spawn_gate(
+        &mut self,
+        ctx: &mut Ctx,
+        end: &StepEnd,
+        command: &VerifyCommand,
+        cwd: &str,
+    ) -> Result<(ChildRun, String), String> {
+        let index = end.index;
+        let sandbox =
+            crate::sandbox::step::prepare(&ctx.cfg, index, AdapterId::Shell, &ctx.paths.run, &ctx.paths.root)?;
+        let mut agent_command = AgentCommand {
+            argv: vec!["sh".into(), "-c".into(), "--".into(), command.command.clone()],
+            env: std::collections::BTreeMap::new(),
+            cwd: cwd.to_owned(),
+            stdin: None,
+            clear_env: false,
+            streamed_stdin: false,
+        };
+        if let Some(prepared) = &sandbox {
+            crate::sandbox::step::environment(&mut agent_command, prepared);
+        }
+        let policy = crate::step::spawn::ContainmentPolicy {
+            required: ctx.cfg.containment_required || sandbox.as_ref().is_some_and(|p| !p.applied.best_effort),
+            refuse: ctx.faults.refuse_containment(),
+            placed: false,
+            vendor_sandbox: false,
+        };
+        let spawned = crate::step::spawn::spawn(&agent_command, ctx.cfg.agent_umask, policy, sandbox.as_ref())
+            .map_err(|e| format!("cannot start sh: {e}"))?;
+        match spawned.init {
+            Some((init, status)) => self.reaper.watch_contained(spawned.pid, init, status),
+            None => self.reaper.watch(spawned.pid),
+        }
+        let log = gate_log_name(index, &command.id);
+        let io = ChildIo::new(
+            Pipe::new(spawned.stdout, TEXT_LINE_RETAIN),
+            Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
+            Box::new(TextParser),
+            OutputLog::open_named(self.run_dir(), &log, self.log_cap),
+        );
+        let started = Instant::now();
+        Ok((
+            ChildRun {
+                index,
+                agent: format!("{} gate {}", end.agent, command.id),
+                pid: spawned.pid,
+                started,
+                started_wall: ctx.now_wall(),
+                io,
+                exit_seen: None,
+                killer: None,
+                killer_done_at: None,
+                swept: None,
+                protocol: None,
+                cancel: None,
+                budget: None,
+                remote: None,
+                containment: spawned.containment,
+                host_pid: spawned.host_pid,
+                gate: None,
+            },
+            log,
+        ))
+    }
+
+    /// What git shows of step `index`'s work since its start.
+    fn tree_evidence(&self, ctx: &Ctx, index: usize) -> Result<Option<TreeEvidence>, String> {
+        let Some(start) = self.tree_starts.get(&index) else {
+            return Err("the step's start was not recorded".into());
+        };
+        let start = match start {
+            Ok(start) => start,
+            Err(TreeError::NotGit { .. }) => return Ok(None),
+            Err(error) => return Err(error.to_string()),
+        };
+        match tree::facts(place(ctx, index), start) {
+            Ok(facts) => Ok(Some(TreeEvidence {
+                changed_files: facts.changed_files,
+                staged_files: facts.staged_files,
+                tests_touched: facts.tests_touched,
+                insertions: facts.insertions,
+                deletions: facts.deletions,
+            })),
+            Err(TreeError::NotGit { .. }) => Ok(None),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    /// The state of step `index`'s tree now (`None`: not in git, or git could not say).
+    fn tree_state(&self, ctx: &Ctx, index: usize) -> Option<String> {
+        let start: &StartPoint = self.tree_starts.get(&index)?.as_ref().ok()?;
+        tree::facts(place(ctx, index), start).ok().map(|facts| facts.state_key)
+    }
+}
+
+/// The step's directory as git sees it: its managed worktree, or the user's checkout.
+fn place(ctx: &Ctx, index: usize) -> Place<'_> {
+    match &ctx.cfg.steps[index].worktree {
+        Some(worktree) => Place::Worktree(worktree),
+        None => Place::Checkout(Path::new(ctx.cfg.step_cwd(index))),
+    }
+}
+
+/// The end with its acceptance record concluded (G79).
+fn conclude(mut end: StepEnd, plan: &AcceptancePlan) -> StepEnd {
+    let record = end.acceptance.get_or_insert_with(|| judged::new_record(plan));
+    judged::judge_command_claims(record);
+    judged::conclude(record, plan);
+    end
+}
+
+/// The acceptance record of `end`, made when it has none yet.
+fn record_of<'e>(
+    end: &'e mut StepEnd,
+    plan: &AcceptancePlan,
+) -> &'e mut sublaunch_protocol::records::acceptance::AcceptanceRecord {
+    end.acceptance.get_or_insert_with(|| judged::new_record(plan))
+}
+
+/// `gate-<step>-<id>.log`.
+pub fn gate_log_name(index: usize, id: &str) -> String {
+    format!("gate-{index}-{id}.log")
+}
+
+fn memo_key(cwd: &str, command: &str, state: &str) -> String {
+    format!("{cwd}\0{command}\0{state}")
+}
+
+/// The last lines of a command's output, stdout then stderr.
+fn tail_of(stdout: &[u8], stderr: &[u8]) -> String {
+    let text = format!("{}{}", String::from_utf8_lossy(stdout), String::from_utf8_lossy(stderr));
+    let lines: Vec<&str> = text.trim_end().lines().collect();
+    let mut tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
+    if tail.len() > 2_000 {
+        let mut cut = tail.len() - 2_000;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail = tail[cut..].to_owned();
+    }
+    tail
+}

@@ -1,0 +1,384 @@
+//! Acceptance contracts (rules G70–G79) through the real CLI, real processes and real git:
+//! gates that pass, fail, hang and are stopped; reports that are valid, malformed or lie;
+//! checks against git; memoised verification; inferred contracts only shown; refusals before
+//! anything starts. The agents are `shell` steps that act as a coding agent would (write,
+//! commit, stage, print the report block).
+
+use serde_json::Value;
+use std::time::Duration;
+use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
+use sublaunch_tests::launch_harness::{Scratch, names_in, pid_alive, wait_for, wait_terminal};
+
+const LIMIT: Duration = Duration::from_secs(60);
+
+/// A scratch whose `work/` is a repository with one commit (`README`).
+fn repository(name: &str) -> Scratch {
+    let scratch = Scratch::new(name);
+    scratch.create_root();
+    let work = scratch.init_repo();
+    write(&work.join("README"), "hello\n");
+    git(&work, &["add", "-A"]);
+    git(&work, &["commit", "-qm", "base"]);
+    scratch
+}
+
+/// A user agent `name` that runs its task with `sh`, with `extra` frontmatter lines.
+fn shell_agent(scratch: &Scratch, name: &str, extra: &str) {
+    write(
+        &scratch.path().join(format!("home/.config/sublaunch/agents/{name}.md")),
+        &format!("---\nrunner:\n  type: external-cli\n  adapter: shell\n{extra}---\n"),
+    );
+}
+
+/// `sublaunch result ID --json` of an ended run, whatever its outcome.
+fn answer(scratch: &Scratch, run_id: &str) -> Value {
+    let output = scratch.cli(&["result", run_id, "--json"]).output().unwrap();
+    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output.stderr)))
+}
+
+/// The first step's `acceptance` record of a run's result.
+fn acceptance(scratch: &Scratch, run_id: &str) -> Value {
+    answer(scratch, run_id)["steps"][0]["acceptance"].clone()
+}
+
+/// A shell fragment printing an acceptance report block holding `json`.
+fn report(json: &str) -> String {
+    format!("printf '%s\\n' 'done.' '```acceptance-report' '{json}' '```'")
+}
+
+/// Processes whose command line holds `mark`.
+fn processes_with(mark: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+                && pid_alive(*pid)
+        })
+        .collect()
+}
+
+/// G70, G75, G78, G79: a gate that passes makes the step verified; one that fails fails the
+/// step with its exit code and output, and its log is kept.
+#[test]
+fn a_gate_decides_whether_the_step_completes() {
+    let scratch = repository("accept-gate");
+    let passed = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo made > made.txt; echo hi",
+            "--gate",
+            "test -f made.txt",
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert!(passed.status.success(), "{}", text(&passed.stderr));
+    assert_eq!(ok(&passed).trim(), "hi");
+    assert!(
+        text(&passed.stderr).contains("acceptance: verified"),
+        "{}",
+        text(&passed.stderr)
+    );
+    let record = acceptance(&scratch, &waited_run_id(&passed));
+    assert_eq!(record["status"], "verified", "{record}");
+    assert_eq!(record["verify"][0]["id"], "gate");
+    assert_eq!(record["verify"][0]["exitCode"], 0);
+
+    let failed = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo hi",
+            "--gate",
+            "echo 'tests: 3 failed' >&2; exit 3",
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    let run_id = waited_run_id(&failed);
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["status"], "rejected", "{record}");
+    assert_eq!(record["verify"][0]["status"], "failed");
+    assert_eq!(record["verify"][0]["exitCode"], 3);
+    let result = answer(&scratch, &run_id);
+    let error = result["steps"][0]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("was not accepted") && error.contains("exit 3"),
+        "{error}"
+    );
+    assert!(
+        error.contains("tests: 3 failed"),
+        "the output's tail is in the message: {error}"
+    );
+    let log = scratch.run_dir(&run_id).join("gate-0-gate.log");
+    assert!(std::fs::read_to_string(&log).unwrap().contains("tests: 3 failed"));
+    let status = ok(&scratch.cli(&["status", &run_id]).output().unwrap());
+    assert!(status.contains("accept   shell: rejected"), "{status}");
+}
+
+/// G78: a gate that hangs is stopped at its time limit with its whole tree, and the step
+/// fails saying so.
+#[test]
+fn a_hanging_gate_is_stopped_at_its_limit_with_its_tree() {
+    let scratch = repository("accept-hang");
+    let mark = format!("gate-hang-{}", std::process::id());
+    let chain = write(
+        &scratch.work().join("chain.yaml"),
+        &format!(
+            "steps:\n  - agent: shell\n    task: echo hi\n    gate: {{command: \"(setsid sleep 300 &); sleep 300 # {mark}\", timeout: 1s}}\n"
+        ),
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert_eq!(record["verify"][0]["status"], "timed-out", "{record}");
+    assert!(record["problems"][0].as_str().unwrap().contains("ran out of time"));
+    assert_eq!(processes_with(&mark), Vec::<u32>::new(), "the gate's tree outlived it");
+}
+
+/// G78: the run's stop reaches a running gate: the step ends stopped and nothing is left.
+#[test]
+fn a_stop_during_verification_stops_the_step_and_its_gate() {
+    let scratch = repository("accept-stop");
+    let mark = format!("gate-stop-{}", std::process::id());
+    let started = scratch.path().join("gate-started");
+    let gate = format!("touch {}; sleep 300 # {mark}", started.display());
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", "echo hi", "--gate", &gate])
+        .output()
+        .unwrap();
+    let run_id = ok(&output).lines().next().unwrap().trim().to_owned();
+    wait_for("the gate to start", LIMIT, || started.exists().then_some(()));
+    ok(&scratch.cli(&["stop", &run_id]).output().unwrap());
+    let status = wait_terminal(&scratch.run_dir(&run_id), LIMIT);
+    assert_eq!(status["state"], "stopped", "{status}");
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["verify"][0]["status"], "stopped", "{record}");
+    assert_eq!(processes_with(&mark), Vec::<u32>::new());
+}
+
+/// G78: the same gate on an unchanged tree runs once per run; a changed tree runs it again.
+#[test]
+fn an_unchanged_tree_is_not_verified_twice() {
+    let scratch = repository("accept-memo");
+    let count = scratch.path().join("count");
+    let chain = write(
+        &scratch.work().join(".git/info/chain.yaml"),
+        "steps:\n  - {agent: shell, task: 'echo one > one.txt'}\n  - {agent: shell, task: 'echo reads'}\n  - {agent: shell, task: 'echo two > two.txt'}\n",
+    );
+    let gate = format!("echo ran >> {}", count.display());
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap(), "--gate", &gate, "--wait"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let result = answer(&scratch, &waited_run_id(&output));
+    let memoized: Vec<bool> = (0..3)
+        .map(|i| {
+            result["steps"][i]["acceptance"]["verify"][0]["memoized"]
+                .as_bool()
+                .unwrap_or(false)
+        })
+        .collect();
+    assert_eq!(memoized, [false, true, false], "{result}");
+    assert_eq!(std::fs::read_to_string(&count).unwrap().lines().count(), 2);
+}
+
+/// G76, G79: an attested step's report is parsed and taken out of the answer; a malformed one
+/// fails the step naming the field; a missing one leaves the work claimed, not attested.
+#[test]
+fn reports_are_parsed_taken_out_of_the_answer_and_judged() {
+    let scratch = repository("accept-report");
+    let good = report(r#"{"criteriaSatisfied": [], "changedFiles": [], "residualRisks": ["none"]}"#);
+    let output = scratch
+        .cli(&[
+            "run", "--agent", "shell", "--task", &good, "--accept", "attested", "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert_eq!(ok(&output).trim(), "done.", "the block is gone from the answer");
+    let run_id = waited_run_id(&output);
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["status"], "attested", "{record}");
+    assert_eq!(record["report"]["residualRisks"][0], "none");
+    let log = std::fs::read_to_string(scratch.run_dir(&run_id).join("output-0.log")).unwrap();
+    assert!(log.contains("```acceptance-report"), "the log keeps the block");
+
+    let bad = report(r#"{"commandsRun": [{"command": "make", "result": "sort of"}]}"#);
+    let output = scratch
+        .cli(&[
+            "run", "--agent", "shell", "--task", &bad, "--accept", "attested", "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert_eq!(record["status"], "rejected", "{record}");
+    assert_eq!(
+        record["reportProblems"][0]["path"], "$.commandsRun[0].result",
+        "{record}"
+    );
+
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo no report",
+            "--accept",
+            "attested",
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert!(
+        record["problems"][0].as_str().unwrap().contains("no acceptance report"),
+        "{record}"
+    );
+}
+
+/// G77, G78: checked against git, a report naming a file the agent did not change, files
+/// left staged, and a claim that a failing command passed are each caught.
+#[test]
+fn claims_are_checked_against_git_and_the_runners_own_runs() {
+    let scratch = repository("accept-git");
+    let lies = format!(
+        "echo new > new.txt; git add new.txt; {}",
+        report(
+            r#"{"changedFiles": ["new.txt", "src/main.rs"], "commandsRun": [{"command": "exit 1", "result": "passed", "summary": "ok"}], "noStagedFiles": true}"#
+        )
+    );
+    let chain = write(
+        &scratch.path().join("lies.yaml"),
+        &format!(
+            "steps:\n  - agent: shell\n    task: {}\n    acceptance: {{level: checked, evidence: [changed-files, no-staged-files]}}\n",
+            serde_json::to_string(&lies).unwrap()
+        ),
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    let problems = record["problems"].to_string();
+    assert!(problems.contains("git shows unchanged: src/main.rs"), "{record}");
+    assert!(problems.contains("left staged: new.txt"), "{record}");
+    assert_eq!(record["tree"]["changedFiles"], serde_json::json!(["new.txt"]));
+
+    let claims = write(
+        &scratch.path().join("claims.yaml"),
+        &format!(
+            "steps:\n  - agent: shell\n    task: {}\n    acceptance: {{verify: ['exit 1']}}\n",
+            serde_json::to_string(&format!(
+                "echo x > x.txt; {}",
+                report(r#"{"changedFiles": ["x.txt"], "commandsRun": [{"command": "exit 1", "result": "passed", "summary": "all green"}]}"#)
+            ))
+            .unwrap()
+        ),
+    );
+    let output = scratch
+        .cli(&["run", "--chain", claims.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert!(
+        record["problems"]
+            .to_string()
+            .contains("the report says 'exit 1' passed"),
+        "{record}"
+    );
+}
+
+/// G74, G75: a writer role infers a checked contract that is shown and never fails the step;
+/// `--accept off` turns it off; a reader has none.
+#[test]
+fn an_inferred_contract_is_shown_and_never_fails_the_step() {
+    let scratch = repository("accept-infer");
+    shell_agent(&scratch, "writer", "acceptanceRole: writer\n");
+    shell_agent(&scratch, "reader", "acceptanceRole: read-only\n");
+    let output = scratch
+        .cli(&["run", "--agent", "writer", "--task", "echo no evidence", "--wait"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert_eq!(
+        (record["explicit"].as_bool(), record["status"].as_str()),
+        (Some(false), Some("rejected"))
+    );
+    assert!(
+        text(&output.stderr).contains("inferred, not enforced"),
+        "{}",
+        text(&output.stderr)
+    );
+    for (agent, accept) in [("writer", Some("off")), ("reader", None)] {
+        let mut args = vec!["run", "--agent", agent, "--task", "echo x", "--wait"];
+        if let Some(level) = accept {
+            args.extend(["--accept", level]);
+        }
+        let output = scratch.cli(&args).output().unwrap();
+        assert!(output.status.success());
+        assert_eq!(acceptance(&scratch, &waited_run_id(&output)), Value::Null);
+    }
+}
+
+/// G70, G71: meaningless contracts are refused before anything starts, naming the flag or
+/// the field; no run is made.
+#[test]
+fn meaningless_contracts_start_nothing() {
+    let scratch = repository("accept-refuse");
+    let output = scratch
+        .cli(&["run", "--agent", "shell", "--task", "x", "--accept", "verified"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        text(&output.stderr).contains("use --gate CMD"),
+        "{}",
+        text(&output.stderr)
+    );
+    let output = scratch
+        .cli(&[
+            "run", "--agent", "shell", "--task", "x", "--accept", "checked", "--gate", "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let chain = write(
+        &scratch.path().join("bad.yaml"),
+        "steps:\n  - agent: shell\n    task: x\n    acceptance: reviewed\n",
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let said = text(&output.stderr);
+    assert!(
+        said.contains("steps[0].acceptance") && said.contains("reviewed is not a level"),
+        "{said}"
+    );
+    let made: Vec<String> = names_in(&scratch.runs())
+        .into_iter()
+        .filter(|name| !name.starts_with('.'))
+        .collect();
+    assert_eq!(made, Vec::<String>::new(), "a refused contract made a run");
+}
