@@ -27,6 +27,7 @@ pub fn plan(
     agent: &Agent,
     launch: Option<&LaunchOptions>,
     placed: bool,
+    structured: bool,
 ) -> Result<Option<AcceptancePlan>, PlanError> {
     let role = role(agent)?;
     let group_path = child.path.split_once(".parallel[").map(|(step, _)| step.to_owned());
@@ -53,6 +54,13 @@ pub fn plan(
     let Some(contract) = contract.filter(|c| !c.is_inert() || c.reason.is_some()) else {
         return Ok(None);
     };
+    // G80: a typed gate gives the step its structured value, so the step has none of its own.
+    if structured && contract.verify.iter().any(|v| v.json) {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at {}: a typed gate (output: json) gives the step its structured value, and the step has an outputSchema; drop one of them.",
+            contract.origin
+        )));
+    }
     if placed && (contract.level >= AcceptanceLevel::Checked || !contract.verify.is_empty()) {
         return Err(PlanError::invalid_request(format!(
             "Invalid request at {}: a step placed on another machine can only be attested: its checks and verification commands run where the runner runs. Use level attested, or run the step here.",
@@ -414,20 +422,43 @@ fn gate_command(value: &Value, path: &str) -> Result<VerifyCommand, PlanError> {
         )));
     }
     let timeout_ms = fields.map(|f| timeout(f, path)).transpose()?.flatten();
-    if let Some(fields) = fields
-        && (fields.contains_key("output") || fields.contains_key("schema"))
-    {
-        return Err(PlanError::invalid_request(format!(
-            "Invalid request at {path}.output: typed gates (output: json) are not supported yet; use a plain gate command."
-        )));
-    }
+    let (json, schema) = match fields {
+        Some(fields) => typed(fields, path)?,
+        None => (false, None),
+    };
     Ok(VerifyCommand {
         id: "gate".to_owned(),
         command: command.to_owned(),
         timeout_ms,
-        json: false,
-        schema: None,
+        json,
+        schema,
     })
+}
+
+/// G80: a typed gate's `output: "json"` and its `schema` (which needs the output).
+fn typed(fields: &Map<String, Value>, path: &str) -> Result<(bool, Option<String>), PlanError> {
+    let json = match fields.get("output") {
+        None | Some(Value::Null) => false,
+        Some(Value::String(output)) if output == "json" => true,
+        Some(other) => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}.output: the only output a gate can have is \"json\", got {other}."
+            )));
+        }
+    };
+    let schema = match fields.get("schema") {
+        None | Some(Value::Null) => None,
+        Some(_) if !json => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}.schema: a schema checks a typed gate's output; add output: \"json\"."
+            )));
+        }
+        Some(schema) => {
+            crate::schema::check_gate_schema(schema, &format!("at {path}.schema"))?;
+            Some(schema.to_string())
+        }
+    };
+    Ok((json, schema))
 }
 
 /// `timeout` (seconds, or a duration like `90s`, `2m`, `1h`, `500ms`) or `timeoutMs`.

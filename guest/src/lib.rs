@@ -90,7 +90,13 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             sandbox.as_ref(),
             &mut warnings,
         )?;
-        let acceptance = acceptance::plan(child, agent, request.launch.as_ref(), machine.is_some())?;
+        let acceptance = acceptance::plan(
+            child,
+            agent,
+            request.launch.as_ref(),
+            machine.is_some(),
+            output_schema.is_some(),
+        )?;
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());

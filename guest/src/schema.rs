@@ -44,6 +44,11 @@ pub fn validate_all(children: &[Child<'_>], agents: &[&Agent]) -> Result<(), Pla
     Ok(())
 }
 
+/// A typed gate's schema (G80), checked as an output schema is; `place` says where it is.
+pub fn check_gate_schema(schema: &Value, place: &str) -> Result<(), PlanError> {
+    keywords::check(schema).map_err(|problem| invalid(place, &problem))
+}
+
 /// A step or task override: `false` opts out; anything else must be a valid schema object.
 fn validate_override(child: &Child<'_>, text: &str) -> Result<(), PlanError> {
     let place = format!("at {}.outputSchema", child.path);

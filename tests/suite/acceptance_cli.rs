@@ -125,6 +125,33 @@ fn a_gate_decides_whether_the_step_completes() {
     assert!(status.contains("accept   shell: rejected"), "{status}");
 }
 
+/// G70: a bare gate is its whole contract: it needs no report and no git repository.
+#[test]
+fn a_gate_runs_outside_git_too() {
+    let scratch = Scratch::new("accept-nogit");
+    scratch.create_root();
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo hi",
+            "--gate",
+            "test -d .",
+            "--wait",
+        ])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert_eq!(
+        (record["status"].as_str(), record.get("tree")),
+        (Some("verified"), None),
+        "{record}"
+    );
+}
+
 /// G78: a gate that hangs is stopped at its time limit with its whole tree, and the step
 /// fails saying so.
 #[test]
@@ -381,4 +408,42 @@ fn meaningless_contracts_start_nothing() {
         .filter(|name| !name.starts_with('.'))
         .collect();
     assert_eq!(made, Vec::<String>::new(), "a refused contract made a run");
+}
+
+/// G80: a typed gate's JSON output becomes the step's structured value, which a later step
+/// reads as `{outputs.NAME}`; output that breaks its schema fails the step naming the field.
+#[test]
+fn a_typed_gate_hands_its_json_to_later_steps() {
+    let scratch = repository("accept-typed");
+    let chain = |name: &str, printed: &str| {
+        write(
+            &scratch.path().join(format!("{name}.yaml")),
+            &format!(
+                "steps:\n  - agent: shell\n    task: echo measured\n    as: count\n    gate:\n      command: {}\n      output: json\n      schema: {{type: object, required: [files], properties: {{files: {{type: integer}}}}}}\n  - agent: shell\n    task: 'echo \"got {{outputs.count}}\"'\n",
+                serde_json::to_string(&format!("printf '%s' '{printed}'")).unwrap()
+            ),
+        )
+    };
+    let good = chain("good", r#"{"files": 3}"#);
+    let output = scratch
+        .cli(&["run", "--chain", good.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let result = answer(&scratch, &waited_run_id(&output));
+    assert_eq!(result["steps"][0]["structured"]["files"], 3, "{result}");
+    assert!(
+        result["steps"][1]["output"].as_str().unwrap().contains("\"files\": 3"),
+        "{result}"
+    );
+
+    let bad = chain("bad", r#"{"files": "three"}"#);
+    let output = scratch
+        .cli(&["run", "--chain", bad.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let record = acceptance(&scratch, &waited_run_id(&output));
+    assert_eq!(record["verify"][0]["status"], "failed", "{record}");
+    assert!(record["problems"][0].as_str().unwrap().contains("$.files"), "{record}");
 }

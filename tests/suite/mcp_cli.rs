@@ -416,6 +416,18 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
             json!({"tool": "run", "arguments": {"chain": {"steps": [{"agent": "claude", "task": "x"}, {"agent": "tool", "task": "x"}]}}}),
             vec!["agent 'tool' runs its task as shell code".into()],
         ),
+        // G70: a gate is shell code too, given as the run's or inside a chain's contract.
+        (
+            claude(json!({"gate": "touch PWNED"})),
+            vec!["acceptance: its acceptance contract runs shell commands (gate)".into()],
+        ),
+        (
+            json!({"tool": "run", "arguments": {"chain": {"steps": [{"agent": "claude", "task": "x", "acceptance": {"verify": ["touch PWNED"]}}]}}}),
+            vec![
+                "its acceptance contract runs shell commands (verify-1)".into(),
+                "--allow-shell".into(),
+            ],
+        ),
         (
             claude(json!({"cwd": "/"})),
             vec!["cwd: '/' leads to /, outside this server's root".into()],
@@ -549,6 +561,7 @@ fn a_client_cannot_leave_the_root_start_shell_code_or_pass_numbers_out_of_range(
             );
         }
     }
+    assert!(!work.join("PWNED").exists(), "a refused gate ran");
     // The server went on answering, and marks the agents it would refuse.
     let agents = &calls[cases.len()]["json"]["agents"];
     let allowed = |name: &str| {

@@ -761,3 +761,52 @@ fn read_only_claude_code_starts_none_of_the_users_mcp_servers_and_a_writer_still
     world.run_ok(&["--agent", "claude-writer", "--task", "write"]);
     assert!(started.exists(), "the writer did not start the user's MCP server");
 }
+
+/// G76, G78: the real CLIs are asked for the acceptance report (it is in what reached the
+/// API) and their reports are judged: Claude Code's valid one attests its work and leaves the
+/// answer, Codex's claim that a failing command passed is caught by the runner's own run, and
+/// pi's malformed one is refused naming the field.
+#[test]
+fn real_agents_are_asked_for_acceptance_reports_and_their_claims_are_judged() {
+    let world = World::new("real-accept");
+    let block = |json: &str| format!("Done.\n\n```acceptance-report\n{json}\n```\n");
+    world.claude.reply(Reply::text(block(
+        r#"{"criteriaSatisfied": [{"id": "c1", "status": "satisfied", "evidence": "read it"}], "residualRisks": ["none"]}"#,
+    )));
+    world.codex.reply(Reply::text(block(
+        r#"{"changedFiles": [], "commandsRun": [{"command": "exit 1", "result": "passed", "summary": "green"}]}"#,
+    )));
+    world.pi.reply(Reply::text(block(
+        r#"{"commandsRun": [{"command": "make", "result": "kind of"}]}"#,
+    )));
+    let group = write(
+        &world.scratch.path().join("accept.yaml"),
+        "mode: parallel\nsteps:\n  - {agent: claude, task: 'review {task}', acceptance: {level: attested, criteria: ['the parser is read']}}\n  - {agent: codex, task: 'fix {task}', acceptance: {verify: ['exit 1']}}\n  - {agent: pi, model: fake/fake-model, task: 'test {task}', acceptance: attested}\n",
+    );
+    let output = world.run(&["--chain", &group.to_string_lossy(), "--task", "the parser"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    for scope in [&world.claude, &world.codex, &world.pi] {
+        let asked = only_request(scope).body.to_string();
+        assert!(asked.contains("acceptance-report"), "{asked}");
+    }
+    assert!(
+        only_request(&world.claude)
+            .body
+            .to_string()
+            .contains("the parser is read")
+    );
+    let result = world.result(&run_id(&output));
+    let steps = &result["steps"];
+    assert_eq!(steps[0]["acceptance"]["status"], "attested", "{}", steps[0]);
+    assert_eq!(steps[0]["output"], "Done.", "the block left the answer");
+    let codex = &steps[1]["acceptance"];
+    assert_eq!(codex["status"], "rejected", "{codex}");
+    assert!(
+        codex["problems"]
+            .to_string()
+            .contains("the report says 'exit 1' passed"),
+        "{codex}"
+    );
+    let pi = &steps[2]["acceptance"];
+    assert_eq!(pi["reportProblems"][0]["path"], "$.commandsRun[0].result", "{pi}");
+}

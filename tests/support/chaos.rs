@@ -225,7 +225,10 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         // G78: a quarter of the single runs are verified by a gate, which the killer's SIGKILLs
         // and the observers' stops reach as they reach agents (its command line has the mark).
         if args[0] == "run" && args[1] == "--agent" && rng.below(4) == 0 {
-            args.extend(["--gate".into(), format!("sleep 0.{} # {}", 1 + rng.below(4), shared.mark)]);
+            args.extend([
+                "--gate".into(),
+                format!("sleep 0.{} # {}", 1 + rng.below(4), shared.mark),
+            ]);
             shared.count("gated");
         }
         // A third of the launches run in the OS sandbox: the same invariants hold for them.

@@ -182,8 +182,19 @@ fn g70_a_gate_is_the_whole_contract() {
         (plan.verify[0].id.as_str(), plan.level),
         ("gate", AcceptanceLevel::Verified)
     );
+    req["steps"][0]["gate"] = json!({"command": "npm test", "output": "json", "schema": {"type": "object"}});
+    let plan = planned(&req).unwrap().remove(0).unwrap();
+    assert!(plan.verify[0].json && plan.verify[0].schema.is_some(), "{plan:?}");
+    req["steps"][0]["gate"] = json!({"command": "npm test", "output": "text"});
+    assert!(refused(&req).contains("at steps[0].gate.output:"));
+    req["steps"][0]["gate"] = json!({"command": "npm test", "schema": {"type": "object"}});
+    assert!(refused(&req).contains("add output"));
+    req["steps"][0]["gate"] = json!({"command": "npm test", "output": "json", "schema": {"type": 7}});
+    assert!(refused(&req).contains("at steps[0].gate.schema"));
     req["steps"][0]["gate"] = json!({"command": "npm test", "output": "json"});
-    assert!(refused(&req).contains("not supported yet"));
+    req["steps"][0]["outputSchema"] = json!({"type": "object"});
+    assert!(refused(&req).contains("gives the step its structured value"));
+    req["steps"][0].as_object_mut().unwrap().remove("outputSchema");
     req["steps"][0]["gate"] = json!({"command": "  "});
     assert!(refused(&req).contains("at steps[0].gate: the command is empty"));
 }

@@ -289,6 +289,9 @@ pub fn conclude(record: &mut AcceptanceRecord, plan: &AcceptancePlan) {
             (VerifyStatus::TimedOut, ..) => "ran out of time".to_owned(),
             (VerifyStatus::Stopped, ..) => "was stopped with the run".to_owned(),
             (VerifyStatus::NotStarted, ..) => format!("could not start: {}", verify.error.clone().unwrap_or_default()),
+            (VerifyStatus::Failed, ..) if verify.error.is_some() => {
+                format!("exited 0, but: {}", verify.error.clone().unwrap_or_default())
+            }
             (_, Some(code), _) => format!("failed (exit {code})"),
             (_, None, Some(signal)) => format!("was killed by {signal}"),
             _ => "failed".to_owned(),

@@ -63,7 +63,9 @@ impl Supervisor {
             return AfterAgent::Done(Box::new(end));
         }
         let record = end.acceptance.get_or_insert_with(|| judged::new_record(&plan));
-        if plan.level >= AcceptanceLevel::Checked {
+        // A bare gate is its whole contract: its step is not checked against git (and may
+        // run outside a repository).
+        if plan.level >= AcceptanceLevel::Checked && plan.report {
             let evidence = self.tree_evidence(ctx, end.index);
             judged::judge_tree(record, &plan, evidence);
         }
@@ -100,12 +102,24 @@ impl Supervisor {
         crate::sandbox::step::remove_tmpdir(&ctx.cfg, end.index);
         let tail = tail_of(&child.io.stdout_tail.bytes(), &child.io.stderr_tail.bytes());
         let stopped = self.requests.ending().is_some();
-        let status = match &exit {
+        let mut status = match &exit {
             _ if timed_out => VerifyStatus::TimedOut,
             _ if stopped => VerifyStatus::Stopped,
             Some(ExitInfo { code: Some(0), .. }) => VerifyStatus::Passed,
             _ => VerifyStatus::Failed,
         };
+        // G80: a typed gate's output is the step's structured value, once it is the JSON its
+        // schema asks for.
+        let mut error = None;
+        if command.json && status == VerifyStatus::Passed {
+            match typed_output(&child, command) {
+                Ok(value) => end.structured = Some(value),
+                Err(why) => {
+                    status = VerifyStatus::Failed;
+                    error = Some(why);
+                }
+            }
+        }
         let result = VerifyResult {
             id: command.id.clone(),
             command: command.command.clone(),
@@ -116,11 +130,13 @@ impl Supervisor {
             duration_ms: sublaunch_protocol::os::clock::elapsed_ms(child.started, Instant::now()),
             output_file: Some(ctx.paths.run.join(&log).to_string_lossy().into_owned()),
             output_tail: tail,
-            error: None,
+            error,
             memoized: false,
             tree_state,
         };
+        // A typed gate's value is the step's, so it is never taken from the memo.
         if let Some(state) = &result.tree_state
+            && !command.json
             && matches!(result.status, VerifyStatus::Passed | VerifyStatus::Failed)
         {
             self.verified
@@ -149,6 +165,7 @@ impl Supervisor {
             let state = self.tree_state(ctx, index);
             let remembered = state
                 .as_ref()
+                .filter(|_| !command.json)
                 .and_then(|state| self.verified.get(&memo_key(&cwd, &command.command, state)))
                 .cloned();
             if let Some(mut result) = remembered {
@@ -293,6 +310,23 @@ impl Supervisor {
         let start: &StartPoint = self.tree_starts.get(&index)?.as_ref().ok()?;
         tree::facts(place(ctx, index), start).ok().map(|facts| facts.state_key)
     }
+}
+
+/// A typed gate's output, parsed and checked against its schema (G80).
+fn typed_output(child: &ChildRun, command: &VerifyCommand) -> Result<serde_json::Value, String> {
+    let stdout = child.io.stdout_tail.bytes();
+    if child.io.stdout.total() > stdout.len() as u64 {
+        return Err(format!(
+            "printed more than {} bytes; a typed gate's output is one JSON value",
+            stdout.len()
+        ));
+    }
+    let schema = match &command.schema {
+        Some(text) => serde_json::from_str(text).map_err(|e| format!("has a schema that is not JSON: {e}"))?,
+        None => serde_json::json!({}),
+    };
+    crate::step::validator::check(&String::from_utf8_lossy(&stdout), &schema)
+        .map_err(|e| e.message(&format!("the gate '{}'", command.id)))
 }
 
 /// The step's directory as git sees it: its managed worktree, or the user's checkout.
