@@ -7,7 +7,7 @@
 use serde_json::Value;
 use std::time::Duration;
 use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
-use sublaunch_tests::launch_harness::{Scratch, names_in, pid_alive, wait_for, wait_terminal};
+use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, pid_alive, wait_for, wait_terminal};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -194,6 +194,9 @@ fn a_stop_during_verification_stops_the_step_and_its_gate() {
     let record = acceptance(&scratch, &run_id);
     assert_eq!(record["verify"][0]["status"], "stopped", "{record}");
     assert_eq!(processes_with(&mark), Vec::<u32>::new());
+    let verifying = events_of(&scratch.run_dir(&run_id), "subagent.step.verifying");
+    assert_eq!(verifying.len(), 1, "{verifying:?}");
+    assert_eq!(verifying[0]["gate"], "gate");
 }
 
 /// G78: the same gate on an unchanged tree runs once per run; a changed tree runs it again.

@@ -181,6 +181,15 @@ impl Supervisor {
             }
             match self.spawn_gate(ctx, &end, &command, &cwd) {
                 Ok((mut child, log)) => {
+                    let event = sublaunch_protocol::records::events::step_verifying(
+                        ctx.now_wall(),
+                        &ctx.cfg.id,
+                        index,
+                        &command.id,
+                        &command.command,
+                        &log,
+                    );
+                    self.events.append(&end.with_position(event));
                     let limit = command.timeout_ms.map_or(DEFAULT_TIMEOUT, Duration::from_millis);
                     child.gate = Some(Box::new(Gate {
                         end: Box::new(end),

@@ -324,6 +324,17 @@ pub fn step_started(ts: u64, run_id: &str, step_index: usize, agent: &str) -> Ev
         .with("agent", agent)
 }
 
+/// `subagent.step.verifying`: step `step_index`'s agent ended and verification command `id`
+/// started (G78), its output in `log`.
+pub fn step_verifying(ts: u64, run_id: &str, step_index: usize, id: &str, command: &str, log: &str) -> Event {
+    Event::new("subagent.step.verifying", ts)
+        .with("runId", run_id)
+        .with("stepIndex", step_index)
+        .with("gate", id)
+        .with("command", command)
+        .with("outputFile", log)
+}
+
 /// `subagent.step.checkpoint`: the agent of step `step_index` was asked to wrap up, `ms`
 /// before the run's deadline.
 pub fn step_checkpoint(ts: u64, run_id: &str, step_index: usize, agent: &str, ms: u64) -> Event {
