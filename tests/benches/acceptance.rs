@@ -29,6 +29,18 @@ fn repository(dir: &Path, files: usize) {
     for i in 0..files {
         write(&dir.join(format!("src/m{}/f{i}.txt", i % 20)), &format!("line {i}\n"));
     }
+    // Files older than the index, as in a checkout of any age: git trusts their stat data
+    // instead of reading each one again (files written in the index's own second are
+    // "racily clean", and the runner's git never rewrites the index to settle them).
+    let aged = Command::new("sh")
+        .args([
+            "-c",
+            "find . -path ./.git -prune -o -type f -exec touch -d '2 minutes ago' {} +",
+        ])
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(aged.success());
     git(dir, &["add", "-A"]);
     git(
         dir,

@@ -42,10 +42,12 @@ impl Supervisor {
     /// contract checks the tree.
     pub fn note_tree_start(&mut self, ctx: &Ctx, index: usize) {
         let step = &ctx.cfg.steps[index];
+        let checked = |plan: &AcceptancePlan| plan.level >= AcceptanceLevel::Checked && plan.report;
+        let memoised = |plan: &AcceptancePlan| plan.verify.iter().any(|v| memo_worth(ctx, index, v));
         if step
             .acceptance
             .as_ref()
-            .is_some_and(|plan| plan.level >= AcceptanceLevel::Checked || !plan.verify.is_empty())
+            .is_some_and(|plan| checked(plan) || memoised(plan))
         {
             let start = tree::start_point(place(ctx, index));
             self.tree_starts.insert(index, start);
@@ -162,7 +164,13 @@ impl Supervisor {
         let cwd = ctx.cfg.step_cwd(index).to_owned();
         while at < plan.verify.len() {
             let command = plan.verify[at].clone();
-            let state = self.tree_state(ctx, index);
+            // The tree's state costs a few git commands: asked only when another step could
+            // take this command's end from the memo.
+            let state = if memo_worth(ctx, index, &command) {
+                self.tree_state(ctx, index)
+            } else {
+                None
+            };
             let remembered = state
                 .as_ref()
                 .filter(|_| !command.json)
@@ -336,6 +344,23 @@ fn typed_output(child: &ChildRun, command: &VerifyCommand) -> Result<serde_json:
     };
     crate::step::validator::check(&String::from_utf8_lossy(&stdout), &schema)
         .map_err(|e| e.message(&format!("the gate '{}'", command.id)))
+}
+
+/// Whether `command` of step `index` may be run again on the same tree in this run: another
+/// step in the same directory has the same command (a typed gate's value is never memoised).
+fn memo_worth(ctx: &Ctx, index: usize, command: &VerifyCommand) -> bool {
+    if command.json {
+        return false;
+    }
+    let cwd = ctx.cfg.step_cwd(index);
+    let same = |(i, step): &(usize, &sublaunch_protocol::records::config::StepConfig)| {
+        ctx.cfg.step_cwd(*i) == cwd
+            && step
+                .acceptance
+                .as_ref()
+                .is_some_and(|plan| plan.verify.iter().any(|v| !v.json && v.command == command.command))
+    };
+    ctx.cfg.steps.iter().enumerate().filter(same).count() > 1
 }
 
 /// The step's directory as git sees it: its managed worktree, or the user's checkout.
