@@ -7,7 +7,7 @@
 use serde_json::Value;
 use std::time::Duration;
 use sublaunch_tests::cli::{git, ok, text, waited_run_id, write};
-use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, pid_alive, wait_for, wait_terminal};
+use sublaunch_tests::launch_harness::{Scratch, events_of, names_in, processes_with, wait_for, wait_terminal};
 
 const LIMIT: Duration = Duration::from_secs(60);
 
@@ -30,34 +30,14 @@ fn shell_agent(scratch: &Scratch, name: &str, extra: &str) {
     );
 }
 
-/// `sublaunch result ID --json` of an ended run, whatever its outcome.
-fn answer(scratch: &Scratch, run_id: &str) -> Value {
-    let output = scratch.cli(&["result", run_id, "--json"]).output().unwrap();
-    serde_json::from_slice(&output.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&output.stderr)))
-}
-
 /// The first step's `acceptance` record of a run's result.
 fn acceptance(scratch: &Scratch, run_id: &str) -> Value {
-    answer(scratch, run_id)["steps"][0]["acceptance"].clone()
+    scratch.answer_json(run_id)["steps"][0]["acceptance"].clone()
 }
 
 /// A shell fragment printing an acceptance report block holding `json`.
 fn report(json: &str) -> String {
     format!("printf '%s\\n' 'done.' '```acceptance-report' '{json}' '```'")
-}
-
-/// Processes whose command line holds `mark`.
-fn processes_with(mark: &str) -> Vec<u32> {
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
-                && pid_alive(*pid)
-        })
-        .collect()
 }
 
 /// G70, G75, G78, G79: a gate that passes makes the step verified; one that fails fails the
@@ -109,7 +89,7 @@ fn a_gate_decides_whether_the_step_completes() {
     assert_eq!(record["status"], "rejected", "{record}");
     assert_eq!(record["verify"][0]["status"], "failed");
     assert_eq!(record["verify"][0]["exitCode"], 3);
-    let result = answer(&scratch, &run_id);
+    let result = scratch.answer_json(&run_id);
     let error = result["steps"][0]["error"].as_str().unwrap_or_default();
     assert!(
         error.contains("was not accepted") && error.contains("exit 3"),
@@ -214,7 +194,7 @@ fn an_unchanged_tree_is_not_verified_twice() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let result = answer(&scratch, &waited_run_id(&output));
+    let result = scratch.answer_json(&waited_run_id(&output));
     let memoized: Vec<bool> = (0..3)
         .map(|i| {
             result["steps"][i]["acceptance"]["verify"][0]["memoized"]
@@ -433,7 +413,7 @@ fn a_typed_gate_hands_its_json_to_later_steps() {
         .output()
         .unwrap();
     assert!(output.status.success(), "{}", text(&output.stderr));
-    let result = answer(&scratch, &waited_run_id(&output));
+    let result = scratch.answer_json(&waited_run_id(&output));
     assert_eq!(result["steps"][0]["structured"]["files"], 3, "{result}");
     assert!(
         result["steps"][1]["output"].as_str().unwrap().contains("\"files\": 3"),

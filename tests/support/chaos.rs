@@ -7,7 +7,7 @@
 //! `scripts/torture.sh` (long runs). A seed is printed so a failure replays the same choices
 //! (the timing of the machine still varies).
 
-use crate::launch_harness::{Scratch, pid_alive, processes_under, read_json, shims_under};
+use crate::launch_harness::{Scratch, pid_alive, processes_under, processes_with, read_json, shims_under};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -371,7 +371,7 @@ fn killer(shared: &Shared, mut rng: Rng) {
                 }
             }
             _ => {
-                let agents = agents_of(&shared.mark);
+                let agents = processes_with(&shared.mark);
                 if let Some(pid) = agents.get(rng.below(agents.len() as u64) as usize) {
                     if let Some(shim) = session_of(*pid) {
                         note_disturbed(shared, shim);
@@ -403,21 +403,6 @@ fn kill(pid: u32) {
 
 fn finish(child: Child) -> Option<std::process::Output> {
     child.wait_with_output().ok()
-}
-
-/// Live processes whose command line carries `mark`.
-fn agents_of(mark: &str) -> Vec<u32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
-                && pid_alive(*pid)
-        })
-        .collect()
 }
 
 /// The session id of `pid` (the shim's pid for an agent).
@@ -588,7 +573,7 @@ fn check(shared: &Shared) -> TortureReport {
             ));
         }
     }
-    for pid in agents_of(&shared.mark) {
+    for pid in processes_with(&shared.mark) {
         report.violations.push(format!("agent process {pid} still alive"));
     }
     for pid in shims_under(&scratch.root()) {

@@ -208,6 +208,17 @@ impl Scratch {
         .expect("result --json prints JSON")
     }
 
+    /// `sublaunch result ID --json` of an ended run, whatever its outcome (`result` exits 1
+    /// for a failed run and still prints its answer).
+    pub fn answer_json(&self, run_id: &str) -> Value {
+        let output = self
+            .cli(&["result", run_id, "--json"])
+            .output()
+            .expect("sublaunch result");
+        serde_json::from_slice(&output.stdout)
+            .unwrap_or_else(|e| panic!("result --json: {e}: {}", crate::cli::text(&output.stderr)))
+    }
+
     /// `sublaunch ARGS` (a shell-quoted argument string) run from a shell that set `umask`
     /// first, with [`Scratch::cli`]'s environment and directory: the CLI sees the umask a
     /// user's terminal would give it.
@@ -386,6 +397,21 @@ pub fn temp_files(dir: &Path) -> Vec<PathBuf> {
         }
     }
     out
+}
+
+/// Live processes whose command line carries `mark`.
+pub fn processes_with(mark: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| String::from_utf8_lossy(&c).contains(mark))
+                && pid_alive(*pid)
+        })
+        .collect()
 }
 
 /// Whether `pid` names a live process that is not a zombie. Where pid 1 never reaps orphans

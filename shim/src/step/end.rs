@@ -273,7 +273,7 @@ impl StepEnd {
         if let Some(reported) = &self.agent_failure {
             text = format!("{text}\n\n{reported}");
         }
-        let tail = stderr_excerpt(&self.stderr_tail);
+        let tail = excerpt(&self.stderr_tail);
         if !tail.is_empty() {
             text = format!("{text}\n\n{tail}");
         }
@@ -298,8 +298,8 @@ impl StepEnd {
     }
 }
 
-/// The last ≤ 20 lines / 2 000 chars of stderr.
-fn stderr_excerpt(tail: &[u8]) -> String {
+/// The last ≤ 20 lines / 2 000 chars of a process's output, for a failure message.
+pub fn excerpt(tail: &[u8]) -> String {
     let text = String::from_utf8_lossy(tail);
     let lines: Vec<&str> = text.trim_end().lines().collect();
     let mut excerpt = lines[lines.len().saturating_sub(20)..].join("\n");

@@ -25,9 +25,6 @@ use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
 /// How long a verification command may run when its contract gives no limit.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// Lines of a command's output kept for messages.
-const TAIL_LINES: usize = 20;
-
 /// What happens after a step's agent ended.
 #[derive(Debug)]
 pub enum AfterAgent {
@@ -102,7 +99,7 @@ impl Supervisor {
         let exit = self.reaper.exit_of(child.pid).cloned();
         self.reaper.forget(child.pid);
         crate::sandbox::step::remove_tmpdir(&ctx.cfg, end.index);
-        let tail = tail_of(&child.io.stdout_tail.bytes(), &child.io.stderr_tail.bytes());
+        let tail = crate::step::end::excerpt(&[child.io.stdout_tail.bytes(), child.io.stderr_tail.bytes()].concat());
         let stopped = self.requests.ending().is_some();
         let mut status = match &exit {
             _ if timed_out => VerifyStatus::TimedOut,
@@ -394,19 +391,4 @@ pub fn gate_log_name(index: usize, id: &str) -> String {
 
 fn memo_key(cwd: &str, command: &str, state: &str) -> String {
     format!("{cwd}\0{command}\0{state}")
-}
-
-/// The last lines of a command's output, stdout then stderr.
-fn tail_of(stdout: &[u8], stderr: &[u8]) -> String {
-    let text = format!("{}{}", String::from_utf8_lossy(stdout), String::from_utf8_lossy(stderr));
-    let lines: Vec<&str> = text.trim_end().lines().collect();
-    let mut tail = lines[lines.len().saturating_sub(TAIL_LINES)..].join("\n");
-    if tail.len() > 2_000 {
-        let mut cut = tail.len() - 2_000;
-        while !tail.is_char_boundary(cut) {
-            cut += 1;
-        }
-        tail = tail[cut..].to_owned();
-    }
-    tail
 }
