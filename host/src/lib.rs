@@ -13,13 +13,16 @@
 //! - [`launch`]: from a plan to a detached, committed run;
 //! - [`runs`]: everything about runs, for the CLI, the MCP server and embedders alike — the
 //!   one [`runs::RunRequest`] that describes a run, starting it, resuming one, the run store that reconciles runs nobody observes,
-//!   waiting, stopping, answers, the view listers print, and pruning runs and their worktrees.
+//!   waiting, stopping, answers, the view listers print, and pruning runs and their worktrees;
+//! - [`integrate`]: on top, the accepted work of a run's writers merged, gated and landed on
+//!   one branch.
 
 #![warn(missing_docs)]
 
 pub mod engine;
 pub mod environment;
 pub mod inputs;
+pub mod integrate;
 pub mod launch;
 pub mod request;
 pub mod runner_install;

@@ -25,6 +25,7 @@ mod faults_host_preflight;
 mod faults_host_revival;
 mod history_cli;
 mod hooks_cli;
+mod integrate_cli;
 mod launch_cli;
 mod launch_library;
 mod launch_stress;

@@ -31,7 +31,7 @@ pub(crate) fn drive(scratch: &Scratch, calls: Value) -> Value {
 
 /// Runs the SDK client through `calls` against `sublaunch mcp ARGS…` started in `cwd` with
 /// the scratch's environment and `env` on top.
-fn drive_server(scratch: &Scratch, args: &[&str], env: &[(&str, &str)], cwd: &Path, calls: Value) -> Value {
+pub(crate) fn drive_server(scratch: &Scratch, args: &[&str], env: &[(&str, &str)], cwd: &Path, calls: Value) -> Value {
     real_agents::require_installed();
     let mut server_env = server_env(scratch);
     for (key, value) in env {
@@ -121,7 +121,17 @@ fn an_mcp_client_runs_chains_and_groups_waits_reads_and_stops() {
         .map(|t| t["name"].as_str().unwrap())
         .collect();
     for tool in [
-        "run", "resume", "wait", "status", "list", "result", "logs", "stop", "agents", "models",
+        "run",
+        "resume",
+        "wait",
+        "status",
+        "list",
+        "result",
+        "logs",
+        "stop",
+        "agents",
+        "models",
+        "integrate",
     ] {
         assert!(tools.contains(&tool), "{tool} in {tools:?}");
     }

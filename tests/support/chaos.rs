@@ -78,6 +78,8 @@ struct Ledger {
     disturbed: Vec<String>,
     /// Every host process started (for the killer).
     hosts: Vec<u32>,
+    /// Runs of writers in worktrees that `integrate` was run (and killed) on.
+    integrated: Vec<String>,
 }
 
 struct Shared {
@@ -91,6 +93,12 @@ struct Shared {
     counts: Mutex<BTreeMap<String, usize>>,
     /// Where the project's completion hooks write which of them ran.
     hook_log: PathBuf,
+    /// A chain of writers in worktrees of `writers_repo`, for `integrate`.
+    writers: PathBuf,
+    /// The repository the writers work in.
+    writers_repo: PathBuf,
+    /// Where integration gates append the commit they passed.
+    verified: PathBuf,
 }
 
 impl Shared {
@@ -140,6 +148,8 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
     );
     scratch.init_repo();
     let hook_log = scratch.path().join("hooks.log");
+    let (writers, writers_repo) = writers_chain(&scratch);
+    let verified = scratch.path().join("verified.log");
     let shared = Arc::new(Shared {
         scratch,
         mark,
@@ -150,6 +160,9 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
         ledger: Mutex::new(Ledger::default()),
         counts: Mutex::new(BTreeMap::new()),
         hook_log,
+        writers,
+        writers_repo,
+        verified,
     });
     settings_with_hook(&shared, "approved");
     let _ = shared.cli(&["trust"]).output();
@@ -172,6 +185,10 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
     {
         let (shared, seed) = (shared.clone(), config.seed.wrapping_add(131));
         threads.push(std::thread::spawn(move || truster(&shared, Rng(seed | 1))));
+    }
+    {
+        let (shared, seed) = (shared.clone(), config.seed.wrapping_add(173));
+        threads.push(std::thread::spawn(move || integrator(&shared, Rng(seed | 1))));
     }
     while Instant::now() < deadline && shared.launched.load(Ordering::Relaxed) < config.runs {
         std::thread::sleep(Duration::from_millis(50));
@@ -260,6 +277,158 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         {
             shared.ledger.lock().unwrap().watched.push(id.to_owned());
         }
+    }
+}
+
+/// A repository of its own (`work/writers`, one commit) and a chain of three writers in
+/// worktrees there, each committing a file of its own.
+fn writers_chain(scratch: &Scratch) -> (PathBuf, PathBuf) {
+    let repo = scratch.work().join("writers");
+    crate::cli::write(&repo.join("README"), "base\n");
+    let git = |args: &[&str]| {
+        let status = Command::new("git")
+            .arg("-C")
+            .arg(&repo)
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+            .args(args)
+            .stdout(Stdio::null())
+            .status()
+            .expect("git");
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["add", "-A"]);
+    git(&["commit", "-qm", "base"]);
+    let task = |n: u32| {
+        format!(
+            "{{agent: shell, task: 'echo {n} > w{n}.txt && git add -A && git -c user.name=a -c user.email=a@example.invalid commit -qm w{n}'}}"
+        )
+    };
+    let chain = crate::cli::write(
+        &scratch.work().join("writers.yaml"),
+        &format!(
+            "cwd: writers\nsteps:\n  - worktree: true\n    parallel:\n      - {}\n      - {}\n      - {}\n",
+            task(1),
+            task(2),
+            task(3)
+        ),
+    );
+    (chain, repo)
+}
+
+/// G82: writers' runs, then `integrate` of each, SIGKILLed at random moments (in a gate,
+/// between merges) and run again; its gates carry the mark, so the killer and the final
+/// checks reach them, and append the commit they passed to `verified.log` only once passed.
+fn integrator(shared: &Shared, mut rng: Rng) {
+    while !shared.stop.load(Ordering::Relaxed) {
+        let chain = shared.writers.to_string_lossy().into_owned();
+        let Ok(output) = shared.cli(&["run", "--chain", &chain, "--wait"]).output() else {
+            continue;
+        };
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        // The run id is the first line of its own; notes (a project hook the trust thread
+        // just changed) may come before it.
+        let Some(id) = stderr
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty() && !l.contains(' '))
+        else {
+            continue;
+        };
+        shared.count("writer-runs");
+        shared.ledger.lock().unwrap().integrated.push(id.to_owned());
+        for _ in 0..1 + rng.below(3) {
+            let gate = format!(
+                "sleep 0.0{} && git rev-parse HEAD >> {} && : {}",
+                1 + rng.below(9),
+                shared.verified.display(),
+                shared.mark
+            );
+            let Ok(child) = shared.cli(&["integrate", id, "--gate", &gate]).spawn() else {
+                continue;
+            };
+            if rng.below(2) == 0 {
+                std::thread::sleep(Duration::from_millis(rng.below(250)));
+                kill(child.id());
+                shared.count("kills-integrate");
+            }
+            let _ = finish(child);
+            shared.count("integrations");
+        }
+    }
+}
+
+/// G82 after the torture: every integration branch is at a commit a gate passed, and one more
+/// integration of each run (not killed) works, leaving no scratch worktree behind.
+fn check_integrations(shared: &Shared, runs: &[String], report: &mut TortureReport) {
+    let repo = &shared.writers_repo;
+    let tip = |id: &str| {
+        let out = Command::new("git")
+            .arg("-C")
+            .arg(repo)
+            .args([
+                "rev-parse",
+                "--verify",
+                "--quiet",
+                &format!("refs/heads/sublaunch/{id}/integration"),
+            ])
+            .output()
+            .ok()?;
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    };
+    let verified = || std::fs::read_to_string(&shared.verified).unwrap_or_default();
+    for id in runs {
+        let gate = format!("git rev-parse HEAD >> {}", shared.verified.display());
+        for round in ["killed", "final"] {
+            if let Some(tip) = tip(id)
+                && !verified().lines().any(|l| l == tip)
+            {
+                report.violations.push(format!(
+                    "{id}: after the {round} integration its branch is at {tip}, which no gate passed"
+                ));
+            }
+            if round == "final" {
+                break;
+            }
+            let output = shared.cli(&["integrate", id, "--gate", &gate, "--json"]).output();
+            let answered = output
+                .as_ref()
+                .ok()
+                .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+                .is_some_and(|v| v["entries"].is_array());
+            // A writers' run that did not complete (its launch or its runner was killed: no
+            // result, or steps without worktrees) is refused with a reason, never reported on.
+            let complete = read_json(&shared.scratch.run_dir(id).join("status.json"))
+                .is_some_and(|status| status["state"] == "complete");
+            let refused = output.as_ref().is_ok_and(|o| {
+                o.status.code() == Some(1) && String::from_utf8_lossy(&o.stderr).starts_with("sublaunch integrate: ")
+            });
+            if !complete && refused {
+                report.add("integrations-refused", 1);
+            } else if !answered {
+                report.violations.push(format!(
+                    "{id}: integrate after the torture gave no report: {}",
+                    output
+                        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+                        .unwrap_or_default()
+                ));
+            }
+            report.add("integrations-checked", 1);
+        }
+    }
+    let listed = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["worktree", "list", "--porcelain"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    if listed.contains(".integrate-") {
+        report
+            .violations
+            .push(format!("a scratch worktree of an integration is left:\n{listed}"));
     }
 }
 
@@ -573,6 +742,7 @@ fn check(shared: &Shared) -> TortureReport {
             ));
         }
     }
+    check_integrations(shared, &ledger.integrated, &mut report);
     for pid in processes_with(&shared.mark) {
         report.violations.push(format!("agent process {pid} still alive"));
     }
@@ -654,6 +824,11 @@ fn check_files(dir: &Path, report: &mut TortureReport) {
         let mode = meta.permissions().mode() & 0o777;
         let name = entry.file_name().to_string_lossy().into_owned();
         if meta.is_dir() {
+            // Under `<root>/worktrees` are git checkouts made for agents (and for integration
+            // gates): the user's files, with git's modes. Only the records beside them are ours.
+            if dir.file_name().is_some_and(|n| n == "worktrees") {
+                continue;
+            }
             if mode != 0o700 {
                 report
                     .violations

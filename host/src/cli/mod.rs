@@ -25,6 +25,7 @@ mod columns;
 mod component;
 mod duration;
 mod generated;
+mod integrate;
 mod launching;
 mod list;
 mod logs;
@@ -98,6 +99,9 @@ enum Command {
     Prune(prune::Args),
     /// List the git worktrees made for runs, or remove those of ended runs (prune).
     Worktrees(worktrees::Args),
+    /// Merge the accepted work of a run's writers onto sublaunch/<run>/integration, each
+    /// merge gated, stopping at the first conflict or failed gate.
+    Integrate(integrate::Args),
     /// Serve the run tools over the Model Context Protocol on stdin/stdout, for coding agents.
     Mcp(mcp::Args),
     /// Trust a project's own configuration (.sublaunch/, .pi/) and approve the programs it
@@ -129,6 +133,7 @@ impl Cli {
             Command::Mcp(args) => mcp::run(args),
             Command::Prune(args) => prune::run(args),
             Command::Worktrees(args) => worktrees::run(args),
+            Command::Integrate(args) => integrate::run(args),
             Command::Trust(args) => trust::run(args),
             Command::Completions(args) => generated::completions(args),
             Command::Man(args) => generated::man(args),

@@ -70,6 +70,24 @@ impl Git {
         Ok(repository)
     }
 
+    /// Runs a command whose exit 1 is an answer (`merge-base --is-ancestor`, `merge-tree`
+    /// with conflicts): whether it exited 0, and its stdout; any other failure is an error.
+    pub fn run_status<S: AsRef<OsStr>>(&self, at: At<'_>, args: &[S]) -> Result<(bool, String), GitError> {
+        let mut git = command(&self.program, at);
+        git.args(args);
+        let dir = at.dir();
+        let output = git.stdin(Stdio::null()).output().map_err(|error| GitError::Spawn {
+            dir: dir.to_owned(),
+            error,
+        })?;
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        match output.status.code() {
+            Some(0) => Ok((true, stdout)),
+            Some(1) => Ok((false, stdout)),
+            _ => Err(failure(&output, dir, args)),
+        }
+    }
+
     /// Like [`Git::run`], but a failure is `None` (for questions whose "no" is a failure:
     /// `rev-parse --verify`, `show-ref`); a git that cannot start is still an error.
     pub fn ask<S: AsRef<OsStr>>(&self, at: At<'_>, args: &[S]) -> Result<Option<String>, GitError> {
@@ -90,8 +108,13 @@ fn finish<S: AsRef<OsStr>>(mut git: Command, dir: &Path, args: &[S]) -> Result<S
     if output.status.success() {
         return Ok(String::from_utf8_lossy(&output.stdout).into_owned());
     }
+    Err(failure(&output, dir, args))
+}
+
+/// The error of a git command that failed.
+fn failure<S: AsRef<OsStr>>(output: &std::process::Output, dir: &Path, args: &[S]) -> GitError {
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_owned();
-    Err(GitError::Failed {
+    GitError::Failed {
         command: args
             .iter()
             .map(|a| a.as_ref().to_string_lossy())
@@ -103,5 +126,5 @@ fn finish<S: AsRef<OsStr>>(mut git: Command, dir: &Path, args: &[S]) -> Result<S
         } else {
             stderr
         },
-    })
+    }
 }

@@ -4,8 +4,9 @@
 //! `<root>/worktrees/<run-id>/` (or a configured directory), in the same directory relative
 //! to the repository's top. [`plan`] checks everything before a launch writes anything,
 //! [`create`] makes them once the run id is chosen (and unmakes them for a launch that fails),
-//! [`prune`] lists them and removes those of ended runs. Nothing is merged for the user: the
-//! shim records, per step, the commits made and what was left uncommitted.
+//! [`prune`] lists them and removes those of ended runs. A run merges nothing (`sublaunch
+//! integrate` does, when asked): the shim records, per step, the commits made and what was
+//! left uncommitted.
 
 pub mod create;
 pub mod error;

@@ -42,7 +42,8 @@ pub struct RunParams {
     pub deadline_at: Option<String>,
     /// Run each step in its own git worktree on a new branch `sublaunch/<run-id>/<step>`,
     /// so that writers never collide with each other or with the user's checkout; the result
-    /// says which commits each step made there. Nothing is merged.
+    /// says which commits each step made there. Nothing is merged (the integrate tool does
+    /// that, when asked).
     #[serde(default)]
     pub worktree: bool,
     /// The commit or branch the worktrees start at (default: HEAD).
@@ -236,6 +237,30 @@ pub struct StopParams {
     /// How long to wait for the end to be recorded (default 15).
     #[serde(alias = "timeout_seconds")]
     pub timeout_seconds: Option<f64>,
+}
+
+/// `integrate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct IntegrateParams {
+    /// The ended run whose branches are integrated: its id or a unique prefix of it.
+    #[serde(alias = "run_id")]
+    pub run_id: String,
+    /// The revision the integration branch starts at when it does not exist yet (default: the
+    /// run's base commit).
+    pub onto: Option<String>,
+    /// A shell command run on the merged tree after each merge instead of the steps' own
+    /// verification commands (needs a server started with --allow-shell).
+    pub gate: Option<String>,
+    /// Run no gate at all.
+    #[serde(default, alias = "no_gate")]
+    pub no_gate: bool,
+    /// How long one gate command may run, in seconds (default 1800).
+    #[serde(alias = "gate_timeout_seconds")]
+    pub gate_timeout_seconds: Option<f64>,
+    /// Skip a branch that conflicts or fails the gate and try the rest (default: stop there).
+    #[serde(default, alias = "keep_going")]
+    pub keep_going: bool,
 }
 
 /// `list`.

@@ -101,3 +101,19 @@ pub fn models() -> Arc<JsonObject> {
         json!({"total": {"type": "integer"}, "models": {"type": "array", "items": {"type": "object"}}, "notes": notes()}),
     )
 }
+
+/// `integrate`: what landed on the integration branch, and why the rest did not.
+pub fn integration() -> Arc<JsonObject> {
+    object(
+        &["runId", "branch", "onto", "entries"],
+        json!({
+            "runId": run_id(),
+            "repository": {"type": "string"},
+            "branch": {"type": "string", "description": "The integration branch, sublaunch/<run>/integration."},
+            "onto": {"type": "string", "description": "The commit it is built on."},
+            "head": {"type": "string", "description": "Where it is now; absent when nothing landed."},
+            "entries": {"type": "array", "items": {"type": "object"}, "description": "A branch each, in step order: step, branch, commit and outcome (landed, already-landed, conflict, gate-failed, not-accepted, nothing-to-land, not-tried) with its details."},
+            "notes": notes(),
+        }),
+    )
+}

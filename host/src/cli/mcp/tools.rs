@@ -3,8 +3,8 @@
 //! command line prints.
 
 use super::params::{
-    self, AgentsParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams, StopParams,
-    WaitMode, WaitParams,
+    self, AgentsParams, IntegrateParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams,
+    StopParams, WaitMode, WaitParams,
 };
 use super::{Server, State};
 use rmcp::handler::server::wrapper::Parameters;
@@ -380,6 +380,56 @@ impl Server {
                     limit.as_secs_f64()
                 )),
             }
+        }
+        .await;
+        self.reply(outcome, Vec::new())
+    }
+
+    /// Integrates a run's branches.
+    #[tool(
+        description = "Merge the accepted work of an ended run's writers (steps with worktree=true) onto the branch sublaunch/<run>/integration: in step order, each branch checked for conflicts first and the merged tree gated (the steps' own verification commands, or gate), stopping at the first conflict or failed gate unless keepGoing. The branch moves only after its gate passed; the user's checkout is never touched. Returns each branch's outcome.",
+        output_schema = super::schemas::integration(),
+    )]
+    async fn integrate(&self, Parameters(params): Parameters<IntegrateParams>) -> ToolResult {
+        let outcome: Outcome = async {
+            let state = &self.state;
+            if let Some(gate) = &params.gate {
+                state.policy.check_gates("gate", &[gate.as_str()]).map_err(said)?;
+            }
+            if params.gate.is_some() && params.no_gate {
+                return Err("gate and noGate ask for opposite things: give one".to_owned());
+            }
+            let gate_timeout = params::seconds(params.gate_timeout_seconds, "gateTimeoutSeconds")
+                .map_err(said)?
+                .unwrap_or(sublaunch::integrate::gate::DEFAULT_TIMEOUT);
+            let (id, run) = state.open(&params.run_id)?;
+            // The repository the branches are in must be one this server may write.
+            if let Ok(payload) = read_result(&state.store, &id)
+                && let Ok(found) = sublaunch::integrate::Candidates::of(&payload)
+            {
+                state
+                    .policy
+                    .confine("the run's repository", &found.repository, &state.base)
+                    .map_err(said)?;
+            }
+            drop(run);
+            let git = sublaunch::worktrees::Git::find(&state.env, &state.base).map_err(said)?;
+            let options = sublaunch::integrate::IntegrateOptions {
+                onto: params.onto.clone(),
+                gate: match (&params.gate, params.no_gate) {
+                    (Some(command), _) => sublaunch::integrate::GateChoice::Command(command.clone()),
+                    (None, true) => sublaunch::integrate::GateChoice::None,
+                    (None, false) => sublaunch::integrate::GateChoice::Contracts,
+                },
+                gate_timeout,
+                keep_going: params.keep_going,
+                fast_forward: false,
+            };
+            let mut never = sublaunch::integrate::gate::Never;
+            let integration = sublaunch::integrate::integrate(&state.store, &git, &id, &options, &mut never)
+                .await
+                .map_err(said)?;
+            serde_json::to_value(&integration).map_err(said)
         }
         .await;
         self.reply(outcome, Vec::new())
