@@ -360,6 +360,32 @@ pub struct LaunchPlan {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "usage-budget"))]
     pub usage_budget: Option<crate::UsageBudget>,
+    /// The reviewer agents of the children whose contract has a review gate (G81), each
+    /// planned as any child is, so that the runner can start it without the host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reviewers: Vec<PlannedReviewer>,
+}
+
+/// The reviewer of one child (G81): planned as any child is (adapter, model, thinking,
+/// permissions, sandbox), never run as a step of the workflow; the runner starts it once the
+/// child's agent ended well and its checks and commands passed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct PlannedReviewer {
+    /// The flat index (in `steps`) of the child it reviews.
+    #[cfg_attr(feature = "wasmtime", component(name = "review-of"))]
+    pub review_of: u32,
+    /// The reviewer, planned as a child (its task is empty: the runner writes its prompt).
+    pub step: PlanStep,
 }
 
 impl LaunchPlan {
@@ -370,6 +396,7 @@ impl LaunchPlan {
             graph: None,
             warnings: Vec::new(),
             usage_budget: None,
+            reviewers: Vec::new(),
         }
     }
 }

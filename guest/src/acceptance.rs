@@ -7,7 +7,7 @@ use crate::children::Child;
 use serde_json::{Map, Value};
 use sublaunch_contract::{
     AcceptanceLevel, AcceptancePlan, AcceptanceRole, Agent, Criterion, EvidenceKind, LaunchOptions, PlanError,
-    VerifyCommand,
+    ReviewGate, VerifyCommand,
 };
 
 /// The longest a verification command may be given (a day).
@@ -58,6 +58,12 @@ pub fn plan(
     if structured && contract.verify.iter().any(|v| v.json) {
         return Err(PlanError::invalid_request(format!(
             "Invalid request at {}: a typed gate (output: json) gives the step its structured value, and the step has an outputSchema; drop one of them.",
+            contract.origin
+        )));
+    }
+    if placed && contract.review.is_some() {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at {}.review: a step placed on another machine cannot be reviewed: its reviewer reads the diff where the runner runs. Run the step here, or drop the review.",
             contract.origin
         )));
     }
@@ -182,11 +188,7 @@ fn object(fields: &Map<String, Value>, path: String) -> Result<AcceptancePlan, P
             KEYS.join(", ")
         )));
     }
-    if fields.contains_key("review") {
-        return Err(PlanError::invalid_request(format!(
-            "Invalid request at {path}.review: the review gate is not supported yet; run a reviewer as a later step of a chain."
-        )));
-    }
+    let review = review(fields.get("review"), &format!("{path}.review"))?;
     let criteria = criteria(fields.get("criteria"), &format!("{path}.criteria"))?;
     let evidence = evidence(fields.get("evidence"), &format!("{path}.evidence"))?;
     let verify = verify(fields.get("verify"), &format!("{path}.verify"))?;
@@ -243,15 +245,101 @@ fn object(fields: &Map<String, Value>, path: String) -> Result<AcceptancePlan, P
             "Invalid request at {level_path}: verify commands are run only at level verified, and the level is {level}; raise it to verified or drop the commands."
         )));
     }
+    // G81: the reviewer reads the step's diff from where git started counting its work, which
+    // only a checked contract records (and a step outside git cannot be checked).
+    if review.is_some() && level < AcceptanceLevel::Checked {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at {path}.review: a review reads the step's diff, which only a checked contract takes from git, and the level is {level}; raise it to checked or verified, or drop the review."
+        )));
+    }
     Ok(AcceptancePlan {
         report: level >= AcceptanceLevel::Attested,
         criteria,
         evidence,
         verify,
-        review: None,
+        review,
         reason,
         ..explicit(level, path)
     })
+}
+
+/// `review`: `{agent, required}` (G81); `required` defaults to true. Whether the agent exists
+/// is checked against the request's catalogue by [`check_reviewer`].
+fn review(value: Option<&Value>, path: &str) -> Result<Option<ReviewGate>, PlanError> {
+    let fields = match value {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Object(fields)) => fields,
+        Some(other) => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}: expected {{agent, required}}, got {}.",
+                kind_of(other)
+            )));
+        }
+    };
+    if let Some(key) = fields.keys().find(|k| !["agent", "required"].contains(&k.as_str())) {
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request at {path}.{key}: unknown field; a review has agent and required."
+        )));
+    }
+    let agent = match fields.get("agent") {
+        Some(Value::String(name)) if !name.trim().is_empty() => name.clone(),
+        None | Some(Value::Null) => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}.agent: a review names the agent that reviews."
+            )));
+        }
+        Some(other) => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}.agent: expected an agent's name, got {}.",
+                if other.is_string() {
+                    "an empty text"
+                } else {
+                    kind_of(other)
+                }
+            )));
+        }
+    };
+    let required = match fields.get("required") {
+        None | Some(Value::Null) => true,
+        Some(Value::Bool(required)) => *required,
+        Some(other) => {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {path}.required: expected true or false, got {}.",
+                kind_of(other)
+            )));
+        }
+    };
+    Ok(Some(ReviewGate { agent, required }))
+}
+
+/// G81: the reviewer of `contract` is an agent of the request's catalogue (`known`).
+pub fn check_reviewer<'a>(
+    contract: &AcceptancePlan,
+    known: impl Iterator<Item = &'a str> + Clone,
+) -> Result<(), PlanError> {
+    let Some(review) = &contract.review else {
+        return Ok(());
+    };
+    if known.clone().any(|name| name == review.agent) {
+        return Ok(());
+    }
+    let near = sublaunch_contract::nearest::nearest(&review.agent, known.clone())
+        .map(|near| format!(" Did you mean '{near}'?"))
+        .unwrap_or_default();
+    let names: Vec<&str> = known.collect();
+    Err(PlanError::new(
+        sublaunch_contract::ErrorCode::UnknownAgent,
+        format!(
+            "Unknown agent '{}' at {}.review.agent.{near} Known agents: {}.",
+            review.agent,
+            contract.origin,
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            }
+        ),
+    ))
 }
 
 /// A level name; `reviewed` is explained, not taken.

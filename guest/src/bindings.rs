@@ -422,6 +422,14 @@ impl From<c::LaunchPlan> for wit::LaunchPlan {
             }),
             warnings: p.warnings,
             usage_budget: p.usage_budget.map(Into::into),
+            reviewers: p
+                .reviewers
+                .into_iter()
+                .map(|r| wit::PlannedReviewer {
+                    review_of: r.review_of,
+                    step: r.step.into(),
+                })
+                .collect(),
         }
     }
 }

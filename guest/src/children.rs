@@ -137,7 +137,29 @@ pub struct Child<'r> {
     pub group_permissions: Option<&'r Permissions>,
 }
 
-impl Child<'_> {
+impl<'r> Child<'r> {
+    /// The reviewer of this child (G81): agent `agent` in the child's place (its directory,
+    /// worktree and sandbox), with no task (the runner writes its prompt), no reads, answer
+    /// file, budgets, permissions layer or contract of its own; `path` names its review gate.
+    pub fn reviewer(&self, agent: &'r str, path: String) -> Self {
+        Self {
+            position: self.position,
+            path,
+            fields: ChildFields {
+                agent,
+                task: "",
+                cwd: self.fields.cwd,
+                reads: Some(&[]),
+                sandbox: self.fields.sandbox,
+                group_sandbox: self.fields.group_sandbox,
+                ..ChildFields::default()
+            },
+            group_machine: None,
+            worktree: self.worktree,
+            group_permissions: None,
+        }
+    }
+
     /// The JSON path of one of the child's fields, e.g. `steps[0].thinking`.
     pub fn field_path(&self, field: &str) -> String {
         format!("{}.{field}", self.path)

@@ -37,7 +37,7 @@ mod workdir;
 mod bindings;
 
 use std::collections::BTreeMap;
-use sublaunch_contract::{Agent, ErrorCode, LaunchPlan, ModelEntry, PlanError, PlanRequest, PlanStep};
+use sublaunch_contract::{Agent, ErrorCode, LaunchPlan, ModelEntry, PlanError, PlanRequest, PlanStep, PlannedReviewer};
 
 pub use session::Session;
 
@@ -69,46 +69,141 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         schemas: request.launch.as_ref().and_then(|l| l.native_schemas) == Some(true),
         models: request.launch.as_ref().and_then(|l| l.native_models) == Some(true),
     };
-    let mut warnings = Vec::new();
+    let mut planner = Planner {
+        request,
+        models: &models,
+        parents: &parents,
+        workdirs: &workdirs,
+        placement: &mut placement,
+        launch_machine,
+        handed,
+        warnings: Vec::new(),
+    };
     let mut steps = Vec::with_capacity(children.len());
     for (child, &agent) in children.iter().zip(&agents) {
-        let output_schema = schema::effective(child, agent);
-        let requested = children::requested_machine(child, launch_machine, agent.machine.as_ref());
+        steps.push(planner.child(child, agent, false)?);
+    }
+    // 4a. Each reviewer (G81), planned as a child in its child's place, after every child so
+    // that plans without one are what they were.
+    let mut reviewers = Vec::new();
+    for (at, (child, step)) in children.iter().zip(&steps).enumerate() {
+        let Some(contract) = &step.acceptance else { continue };
+        acceptance::check_reviewer(contract, request.agents.iter().map(|a| a.name.as_str()))?;
+        let Some(review) = &contract.review else { continue };
+        let Some(agent) = request.agents.iter().find(|a| a.name == review.agent) else {
+            continue;
+        };
+        // A shell step's task is a script: the reviewer's prompt must never become one.
+        if matches!(
+            runner::adapter(agent),
+            Some(sublaunch_contract::AdapterId::Shell | sublaunch_contract::AdapterId::ExternalJob)
+        ) {
+            return Err(PlanError::invalid_request(format!(
+                "Invalid request at {}.review.agent: '{}' runs its task as a shell script; a reviewer reads a prompt: name an agent (or a command runner).",
+                contract.origin, agent.name
+            )));
+        }
+        let reviewer = child.reviewer(&agent.name, format!("{}.review", contract.origin));
+        let mut planned = planner.child(&reviewer, agent, true)?;
+        planned.step_index = step.step_index;
+        planned.task_index = step.task_index;
+        reviewers.push(PlannedReviewer {
+            review_of: index(at),
+            step: planned,
+        });
+    }
+    let warnings = planner.warnings;
+    // 4b. The run's budget and checkpoint, now that every child's runner and place are known.
+    let usage_budget = budgets::plan_run(request.launch.as_ref(), &children, &agents, &steps)?;
+    // 5. Graph projection (P-S5).
+    let graph = graph::project(request.mode, &steps);
+    Ok(LaunchPlan {
+        steps,
+        graph,
+        warnings,
+        usage_budget,
+        reviewers,
+    })
+}
+
+/// What planning one child needs of the whole request.
+struct Planner<'p, 'r> {
+    request: &'r PlanRequest,
+    models: &'p model::ModelSettings<'r>,
+    parents: &'p [ceilings::Parent<'r>],
+    workdirs: &'p workdir::Workdirs<'r>,
+    placement: &'p mut placement::Placement<'r>,
+    launch_machine: Option<&'r sublaunch_contract::LooseString>,
+    handed: runner::Handed,
+    warnings: Vec<String>,
+}
+
+impl<'r> Planner<'_, 'r> {
+    /// Plans one child (`reviewer`: the reviewer of a child, G81, which runs where its child
+    /// does, answers in text and has no contract of its own).
+    fn child(&mut self, child: &children::Child<'r>, agent: &'r Agent, reviewer: bool) -> Result<PlanStep, PlanError> {
+        let request = self.request;
+        let handed = self.handed;
+        let output_schema = if reviewer {
+            None
+        } else {
+            schema::effective(child, agent)
+        };
+        let requested = if reviewer {
+            None
+        } else {
+            children::requested_machine(child, self.launch_machine, agent.machine.as_ref())
+        };
         let machine = match requested {
-            Some(requested) => Some(placement.place(child, agent, requested, workdirs.remote_input(child))?),
+            Some(requested) => {
+                Some(
+                    self.placement
+                        .place(child, agent, requested, self.workdirs.remote_input(child))?,
+                )
+            }
             None => None,
         };
         runner::check_external_options(child, agent, output_schema.is_some(), handed)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
-        ceilings::check_child(&parents, child, agent, request.launch.as_ref())?;
-        let sandbox = sandbox::plan(request, child, agent, &parents, machine.is_some())?;
+        ceilings::check_child(self.parents, child, agent, request.launch.as_ref())?;
+        let sandbox = sandbox::plan(request, child, agent, self.parents, machine.is_some())?;
         let permissions = permissions::resolve(
             child,
             agent,
             request.launch.as_ref(),
-            &parents,
+            self.parents,
             sandbox.as_ref(),
-            &mut warnings,
+            &mut self.warnings,
         )?;
-        let acceptance = acceptance::plan(
-            child,
-            agent,
-            request.launch.as_ref(),
-            machine.is_some(),
-            output_schema.is_some(),
-        )?;
+        let acceptance = if reviewer {
+            None
+        } else {
+            acceptance::plan(
+                child,
+                agent,
+                request.launch.as_ref(),
+                machine.is_some(),
+                output_schema.is_some(),
+            )?
+        };
         let budgets = budgets::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
         let model = if let Some(cli) = cli.filter(|_| runner::takes_step_model(agent, handed)) {
-            cli_model::plan(child, agent, cli, models.effective_ceiling(agent)?, &mut warnings)?
+            cli_model::plan(
+                child,
+                agent,
+                cli,
+                self.models.effective_ceiling(agent)?,
+                &mut self.warnings,
+            )?
         } else if runner::is_external(agent) {
             model::ModelPlan::default()
         } else {
-            models.plan_child(child, agent, &mut warnings)?
+            self.models.plan_child(child, agent, &mut self.warnings)?
         };
         let thinking_ceiling = ceilings::check_model(
-            &parents,
+            self.parents,
             child,
             agent,
             model.model.as_deref(),
@@ -118,11 +213,11 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
         let (cwd, requested_cwd) = match &machine {
             Some(machine) => (machine.cwd.clone(), machine.cwd.clone()),
             None => {
-                let local = workdirs.local(child);
+                let local = self.workdirs.local(child);
                 (local.cwd, local.requested_cwd)
             }
         };
-        steps.push(PlanStep {
+        Ok(PlanStep {
             agent: agent.name.clone(),
             step_index: index(child.position.step_index()),
             task_index: child.position.task_index().map(index),
@@ -153,18 +248,8 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             permissions,
             sandbox,
             acceptance,
-        });
+        })
     }
-    // 4b. The run's budget and checkpoint, now that every child's runner and place are known.
-    let usage_budget = budgets::plan_run(request.launch.as_ref(), &children, &agents, &steps)?;
-    // 5. Graph projection (P-S5).
-    let graph = graph::project(request.mode, &steps);
-    Ok(LaunchPlan {
-        steps,
-        graph,
-        warnings,
-        usage_budget,
-    })
 }
 
 /// Plans from PlanRequest JSON and returns the document `sublaunch plan` prints for a plan.

@@ -430,3 +430,134 @@ fn a_typed_gate_hands_its_json_to_later_steps() {
     assert_eq!(record["verify"][0]["status"], "failed", "{record}");
     assert!(record["problems"][0].as_str().unwrap().contains("$.files"), "{record}");
 }
+
+/// A reviewer agent `name` (a command runner, the way a reviewer CLI is driven): `script` is
+/// run with `sh`, the prompt in `$SUBLAUNCH_PROMPT`.
+fn reviewer_agent(scratch: &Scratch, name: &str, script: &str) {
+    let path = write(&scratch.path().join(format!("{name}.sh")), script);
+    write(
+        &scratch.path().join(format!("home/.config/sublaunch/agents/{name}.md")),
+        &format!(
+            "---\nrunner:\n  type: command\n  command: [sh, {}]\n---\n",
+            serde_json::to_string(&path.to_string_lossy()).unwrap()
+        ),
+    );
+}
+
+/// A reviewer script that fails unless its prompt shows the step's diff and task, then
+/// prints `findings` as its review-findings block.
+fn reviewing(findings: &str) -> String {
+    format!(
+        "case \"$SUBLAUNCH_PROMPT\" in *'+made by the step'*) ;; *) echo 'no diff in the prompt'; exit 9;; esac\n\
+         case \"$SUBLAUNCH_PROMPT\" in *'review-findings'*) ;; *) echo 'no block asked for'; exit 9;; esac\n\
+         printf '%s\\n' 'Reviewed.' '```review-findings' '{findings}' '```'\n"
+    )
+}
+
+/// Runs a chain of one `shell` step that writes `made.txt` (uncommitted) and reports it, its
+/// contract `checked` with a review by `critic` (`required` as given).
+fn reviewed_run(scratch: &Scratch, file: &str, required: bool) -> (std::process::Output, String) {
+    let task = format!(
+        "echo 'made by the step' > made.txt; {}",
+        report(r#"{"changedFiles": ["made.txt"]}"#)
+    );
+    let chain = write(
+        &scratch.path().join(file),
+        &format!(
+            "steps:\n  - agent: shell\n    task: {}\n    acceptance: {{level: checked, evidence: [changed-files], review: {{agent: critic, required: {required}}}}}\n",
+            serde_json::to_string(&task).unwrap()
+        ),
+    );
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
+        .output()
+        .unwrap();
+    let run_id = waited_run_id(&output);
+    (output, run_id)
+}
+
+/// G81: a reviewer's blocking finding rejects the step when the review is required (the
+/// finding in the result and on the terminal); when it is not, it is only shown; a review
+/// that accepts makes the work `reviewed`. The reviewer sees the step's uncommitted diff.
+#[test]
+fn a_required_review_decides_and_an_optional_one_is_only_shown() {
+    let scratch = repository("accept-review");
+    reviewer_agent(
+        &scratch,
+        "critic",
+        &reviewing(
+            r#"{"findings": [{"severity": "blocking", "file": "made.txt", "message": "the file says nothing useful"}], "verdict": "reject"}"#,
+        ),
+    );
+    let (output, run_id) = reviewed_run(&scratch, "required.yaml", true);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(
+        text(&output.stderr).contains("the file says nothing useful"),
+        "the finding is shown: {}",
+        text(&output.stderr)
+    );
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["status"], "rejected", "{record}");
+    assert_eq!(record["review"]["status"], "rejected", "{record}");
+    assert_eq!(record["review"]["agent"], "critic");
+    assert_eq!(record["review"]["findings"][0]["file"], "made.txt", "{record}");
+    assert_eq!(record["review"]["findings"][0]["severity"], "blocking");
+    assert!(record["problems"].to_string().contains("review by critic"), "{record}");
+    let log = record["review"]["outputFile"].as_str().unwrap();
+    assert!(
+        std::fs::read_to_string(log).unwrap().contains("Reviewed."),
+        "the reviewer's log is kept"
+    );
+    let answer = scratch.answer_json(&run_id);
+    assert_ne!(answer["steps"][0]["status"], "complete", "{answer}");
+
+    let (output, run_id) = reviewed_run(&scratch, "optional.yaml", false);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(
+        record["status"], "checked",
+        "an optional review is only shown: {record}"
+    );
+    assert_eq!(record["review"]["status"], "rejected", "{record}");
+    assert!(
+        text(&output.stderr).contains("review by critic (not required)"),
+        "{}",
+        text(&output.stderr)
+    );
+
+    reviewer_agent(
+        &scratch,
+        "critic",
+        &reviewing(r#"{"findings": [{"severity": "minor", "message": "could say more"}], "verdict": "accept"}"#),
+    );
+    let (output, run_id) = reviewed_run(&scratch, "passes.yaml", true);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["status"], "reviewed", "{record}");
+    assert_eq!(record["review"]["verdict"], "accept", "{record}");
+    assert_eq!(record["review"]["findings"][0]["message"], "could say more");
+}
+
+/// G81: a required review whose reviewer fails, or ends without a usable block, rejects the
+/// step with a problem saying so; it never hangs and never passes.
+#[test]
+fn a_reviewer_without_a_verdict_rejects_a_required_review() {
+    let scratch = repository("accept-review-fails");
+    let cases = [
+        ("echo 'crashed' >&2; exit 3", "the reviewer failed (exit 3)"),
+        ("echo 'looks fine to me'", "no review-findings block"),
+        (
+            "printf '%s\\n' '```review-findings' '{\"findings\": [], \"verdict\": \"perhaps\"}' '```'",
+            "$.verdict",
+        ),
+    ];
+    for (i, (script, says)) in cases.into_iter().enumerate() {
+        reviewer_agent(&scratch, "critic", script);
+        let (output, run_id) = reviewed_run(&scratch, &format!("case-{i}.yaml"), true);
+        assert_eq!(output.status.code(), Some(1), "{script}: {}", text(&output.stderr));
+        let record = acceptance(&scratch, &run_id);
+        assert_eq!(record["status"], "rejected", "{script}: {record}");
+        assert_eq!(record["review"]["status"], "failed", "{script}: {record}");
+        assert!(record["problems"].to_string().contains(says), "{script}: {record}");
+    }
+}

@@ -154,11 +154,6 @@ fn g71_meaningless_and_contradictory_contracts_are_refused_at_their_path() {
             "steps[0].acceptance.levle",
             "unknown field",
         ),
-        (
-            json!({"review": {"agent": "scout"}}),
-            "steps[0].acceptance.review",
-            "not supported yet",
-        ),
         (json!(3), "steps[0].acceptance", "a number"),
     ];
     for (acceptance, at, says) in cases {
@@ -230,4 +225,131 @@ fn requests_without_acceptance_plan_as_before() {
     let request = parse_request(req.to_string().as_bytes()).unwrap();
     let text = sublaunch_contract::render(&plan(&request));
     assert!(!text.contains("acceptance"), "{text}");
+}
+
+/// G81: a review names an agent of the catalogue; its own fields, its level and the agent's
+/// runner are checked, each refusal naming its path.
+#[test]
+fn g81_a_review_is_checked_field_by_field() {
+    let cases = [
+        (
+            json!({"review": {"agnt": "scout"}}),
+            "steps[1].acceptance.review.agnt",
+            "unknown field",
+        ),
+        (
+            json!({"review": {}}),
+            "steps[1].acceptance.review.agent",
+            "names the agent",
+        ),
+        (
+            json!({"review": {"agent": " "}}),
+            "steps[1].acceptance.review.agent",
+            "an empty text",
+        ),
+        (
+            json!({"review": {"agent": 3}}),
+            "steps[1].acceptance.review.agent",
+            "a number",
+        ),
+        (
+            json!({"review": {"agent": "scout", "required": "yes"}}),
+            "steps[1].acceptance.review.required",
+            "true or false",
+        ),
+        (json!({"review": "scout"}), "steps[1].acceptance.review", "a text"),
+        (
+            json!({"level": "attested", "review": {"agent": "scout"}}),
+            "steps[1].acceptance.review",
+            "raise it to checked",
+        ),
+        (
+            json!({"level": "none", "reason": "docs", "review": {"agent": "scout"}}),
+            "steps[1].acceptance.level",
+            "asks for nothing",
+        ),
+        (
+            json!({"review": {"agent": "shell"}}),
+            "steps[1].acceptance.review.agent",
+            "shell script",
+        ),
+    ];
+    for (acceptance, at, says) in cases {
+        let mut req = request(json!({}));
+        req["agents"]
+            .as_array_mut()
+            .unwrap()
+            .push(json!({"name": "shell", "runner": {"type": "external-cli", "adapter": "shell"}}));
+        req["steps"][1]["acceptance"] = acceptance.clone();
+        let message = refused(&req);
+        assert!(message.contains(&format!("at {at}")), "{acceptance}: {message}");
+        assert!(message.contains(says), "{acceptance}: {message}");
+    }
+    let mut req = request(json!({}));
+    req["steps"][0]["acceptance"] = json!({"review": {"agent": "scot"}});
+    let request = parse_request(req.to_string().as_bytes()).unwrap();
+    let error = plan(&request).unwrap_err();
+    assert_eq!(error.code, sublaunch_contract::ErrorCode::UnknownAgent);
+    assert!(
+        error.message.contains("at steps[0].acceptance.review.agent") && error.message.contains("Did you mean 'scout'"),
+        "{}",
+        error.message
+    );
+}
+
+/// G81: the reviewer is planned as a child in its child's place (its agent's own model,
+/// the child's directory, no task, no contract), marked with the child it reviews; the
+/// review defaults to required, and plans without one have no reviewers.
+#[test]
+fn g81_the_reviewer_is_planned_as_a_child_of_its_own() {
+    let mut req = request(json!({}));
+    req["agents"][1]["model"] = json!("openai/gpt-5");
+    req["steps"][1]["parallel"][0]["acceptance"] = json!({"review": {"agent": "scout"}});
+    req["steps"][1]["parallel"][0]["cwd"] = json!("sub");
+    req["steps"][0]["acceptance"] = json!({"level": "checked", "review": {"agent": "plain", "required": false}});
+    let request = parse_request(req.to_string().as_bytes()).unwrap();
+    let planned = plan(&request).unwrap();
+    assert_eq!(planned.steps.len(), 3, "a reviewer is no step of the workflow");
+    let review = planned.steps[1].acceptance.as_ref().unwrap().review.as_ref().unwrap();
+    assert_eq!((review.agent.as_str(), review.required), ("scout", true));
+    let first = planned.steps[0].acceptance.as_ref().unwrap().review.as_ref().unwrap();
+    assert!(!first.required);
+    let reviewers: Vec<(u32, &str)> = planned
+        .reviewers
+        .iter()
+        .map(|r| (r.review_of, r.step.agent.as_str()))
+        .collect();
+    assert_eq!(reviewers, [(0, "plain"), (1, "scout")]);
+    let scout = &planned.reviewers[1].step;
+    assert_eq!(scout.cwd, planned.steps[1].cwd, "it runs where its child does");
+    assert_eq!(scout.cwd, "/code/repo/sub");
+    assert_eq!((scout.step_index, scout.task_index), (1, Some(0)));
+    assert_eq!(scout.task, "");
+    assert!(scout.acceptance.is_none() && !scout.structured);
+    assert!(scout.model.as_deref().is_some_and(|m| m.contains("gpt-5")), "{scout:?}");
+
+    let plain = parse_request(request_json_without_review().to_string().as_bytes()).unwrap();
+    let text = sublaunch_contract::render(&plan(&plain));
+    assert!(!text.contains("reviewers"), "{text}");
+}
+
+fn request_json_without_review() -> Value {
+    request(json!({}))
+}
+
+#[test]
+fn g81_a_placed_step_cannot_be_reviewed() {
+    let req = json!({
+        "cwd": "/code/repo",
+        "mode": "single",
+        "agents": [{"name": "worker"}, {"name": "critic"}],
+        "machineCatalog": json!([{"id": "gpu", "label": "gpu", "target": "gpu-box"}]).to_string(),
+        "steps": [{"agent": "worker", "task": "t", "machine": "gpu", "cwd": "/srv/repo",
+                   "acceptance": {"review": {"agent": "critic"}}}]
+    });
+    let message = refused(&req);
+    assert!(
+        message.contains("at steps[0].acceptance.review: a step placed on another machine cannot be reviewed"),
+        "{message}"
+    );
 }

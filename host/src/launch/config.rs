@@ -152,6 +152,14 @@ pub fn runner_steps(
             if let Some(continuation) = &launch.continuation {
                 continue_conversation(&mut config, plan.steps.len(), continuation)?;
             }
+            // G81: the step's reviewer, configured as any step is, carried by its step.
+            if let Some(reviewer) = plan.reviewers.iter().find(|r| r.review_of as usize == index) {
+                let agent = find_agent(&launch.agents, &reviewer.step.agent);
+                let mut reviewer = step_config(index, &reviewer.step, agent, &table)?;
+                // The runner writes the reviewer's prompt; it runs in its step's directory.
+                reviewer.cwd.clone_from(&config.cwd);
+                config.reviewer = Some(Box::new(reviewer));
+            }
             Ok(config)
         })
         .collect()

@@ -147,6 +147,11 @@ pub(crate) fn resolve(steps: &mut [StepConfig], env: &crate::Environment) -> Res
         let base = step.cwd.clone().unwrap_or_default();
         let who = label(step);
         super::pi_resources::resolve(step, env, &who)?;
+        // G81: a reviewer loads its pi resources as any step does (it reads nothing else).
+        if let Some(reviewer) = step.reviewer.as_deref_mut() {
+            let who = format!("{who} (its reviewer {})", reviewer.agent.as_deref().unwrap_or("?"));
+            super::pi_resources::resolve(reviewer, env, &who)?;
+        }
         if step.placement.is_none() {
             let mut resolved = Vec::with_capacity(step.reads.len());
             for read in &step.reads {

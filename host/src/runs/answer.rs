@@ -161,7 +161,8 @@ pub fn sandbox_summaries(payload: &ResultPayload) -> Vec<String> {
 }
 
 /// One line per step whose acceptance contract was kept (G79), for a person: how far its
-/// evidence went, what is short, and each verification command's end.
+/// evidence went, what is short, each verification command's end, and its review's findings
+/// (G81).
 pub fn acceptance_summaries(payload: &ResultPayload) -> Vec<String> {
     payload
         .results
@@ -186,6 +187,21 @@ pub fn acceptance_summaries(payload: &ResultPayload) -> Vec<String> {
                         .unwrap_or_default(),
                     verify.duration_ms
                 ));
+            }
+            // G81: the review, and each thing it found.
+            if let Some(review) = &record.review {
+                line.push_str(&format!("\n  {}", review.summary()));
+                for finding in &review.findings {
+                    let severity = serde_json::to_value(finding.severity)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default();
+                    let file = finding.file.as_deref().map(|f| format!(" {f}:")).unwrap_or_default();
+                    line.push_str(&format!("\n    {severity}{file} {}", finding.message));
+                }
+                if let Some(output) = &review.output_file {
+                    line.push_str(&format!("\n    reviewer output: {output}"));
+                }
             }
             Some(line)
         })

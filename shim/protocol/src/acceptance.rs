@@ -3,3 +3,4 @@
 //! guesses at the agent's answer on its own.
 
 pub mod report;
+pub mod review;

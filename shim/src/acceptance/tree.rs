@@ -180,6 +180,76 @@ pub fn facts(place: Place<'_>, start: &StartPoint) -> Result<TreeFacts, TreeErro
     })
 }
 
+/// The step's diff for its reviewer (G81), at most `cap` bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// The patch from the start commit to the working tree (commits since, uncommitted
+    /// changes), then each untracked file as a new file.
+    pub text: String,
+    /// The patch was longer than `cap` and was cut there.
+    pub cut: bool,
+}
+
+/// What changed at `place` since `start` as a patch, cut at `cap` bytes: the commits made
+/// since and what is left uncommitted (`git diff <start>`), then the untracked files that are
+/// not ignored, each shown whole as a new file.
+pub fn diff(place: Place<'_>, start: &StartPoint, cap: usize) -> Result<Diff, TreeError> {
+    let located = Located::find(place)?;
+    let mut empty_tree = None;
+    let base = match &start.head {
+        Some(head) if is_oid(head) => head.clone(),
+        Some(head) => {
+            return Err(located.failed("reading the start point", format!("{head:?} is no commit id")));
+        }
+        None => located.empty_tree(&mut empty_tree)?,
+    };
+    let mut args = vec!["diff", "--patch"];
+    args.extend(DIFF);
+    args.push(base.as_str());
+    let mut text = located.git("git diff (the step's work)", &args)?;
+    let status = Status::read(&located)?;
+    let top = located.top()?;
+    for path in &status.untracked {
+        if text.len() > cap {
+            break;
+        }
+        let name = String::from_utf8_lossy(path);
+        let mut content = Vec::new();
+        // Only a regular file is shown (a link's target or a directory is named): the agent
+        // may have left anything there.
+        let opened = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+            .open(top.join(OsStr::from_bytes(path)));
+        let regular = match opened {
+            Ok(file) if file.metadata().is_ok_and(|m| m.is_file()) => {
+                let limit = u64::try_from(cap.saturating_sub(text.len()) + 1).unwrap_or(u64::MAX);
+                file.take(limit).read_to_end(&mut content).is_ok()
+            }
+            _ => false,
+        };
+        text.extend_from_slice(format!("diff --git a/{name} b/{name}\nnew file (untracked)\n").as_bytes());
+        if regular {
+            text.extend_from_slice(format!("--- /dev/null\n+++ b/{name}\n").as_bytes());
+            for line in String::from_utf8_lossy(&content).lines() {
+                text.extend_from_slice(format!("+{line}\n").as_bytes());
+            }
+        } else {
+            text.extend_from_slice(b"(not a regular file; not shown)\n");
+        }
+    }
+    let cut = text.len() > cap;
+    let mut text = String::from_utf8_lossy(&text).into_owned();
+    if cut {
+        let mut end = cap.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    Ok(Diff { text, cut })
+}
+
 /// Whether the repository-relative `path` looks like a test: a directory (or the file)
 /// named `test`, `tests`, `spec` or `__tests__`, or a file named `test_*`, `*_test.*`,
 /// `*.test.*`, `*.spec.*` or `*_spec.*` (names compared as written, case and all).

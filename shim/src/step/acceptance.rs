@@ -7,7 +7,7 @@ use crate::step::end::StepEnd;
 use serde_json::Value;
 use sublaunch_protocol::acceptance::report::{self, AcceptanceReport, CommandResult, CriterionStatus};
 use sublaunch_protocol::records::acceptance::{
-    AcceptanceRecord, CheckStatus, EvidenceStatus, RuntimeCheck, TreeEvidence, VerifyStatus,
+    AcceptanceRecord, CheckStatus, EvidenceStatus, ReviewStatus, RuntimeCheck, TreeEvidence, VerifyStatus,
 };
 use sublaunch_protocol::records::config::{AcceptanceLevel, AcceptancePlan, EvidenceKind};
 
@@ -59,6 +59,7 @@ pub fn new_record(plan: &AcceptancePlan) -> AcceptanceRecord {
         checks: Vec::new(),
         tree: None,
         verify: Vec::new(),
+        review: None,
     }
 }
 
@@ -300,6 +301,82 @@ pub fn conclude(record: &mut AcceptanceRecord, plan: &AcceptancePlan) {
         if !record.problems.contains(&problem) {
             record.problems.push(problem);
         }
+    }
+}
+
+/// The reviewer's prompt (G81): what it reviews (the step's task and the contract's
+/// criteria), the step's diff (`cut`: it was longer and was cut), that it changes nothing,
+/// and the block it must end with.
+pub fn review_prompt(plan: &AcceptancePlan, task: &str, diff: &str, cut: bool) -> String {
+    let mut lines = vec![
+        "# Review".to_owned(),
+        "Review the work another agent did for the task below. Read the diff and, where it helps, the files in this directory; change nothing.".to_owned(),
+        String::new(),
+        "## The task it was given".to_owned(),
+        task.to_owned(),
+        String::new(),
+        "## What the work must meet".to_owned(),
+    ];
+    if plan.criteria.is_empty() {
+        lines.push("- it does what the task asks, correctly and completely".to_owned());
+    } else {
+        lines.extend(plan.criteria.iter().map(|c| format!("- {}: {}", c.id, c.must)));
+    }
+    lines.push(String::new());
+    lines.push("## The diff of its work (from where it started, uncommitted and untracked files included)".to_owned());
+    if diff.trim().is_empty() {
+        lines.push("(git shows no change)".to_owned());
+    } else {
+        lines.push("```diff".to_owned());
+        lines.push(diff.trim_end().to_owned());
+        lines.push("```".to_owned());
+    }
+    if cut {
+        lines.push("(The diff was longer and was cut here; read the files for the rest.)".to_owned());
+    }
+    lines.push(String::new());
+    lines.push(
+        "End your answer with a fenced block tagged review-findings holding this JSON: one entry per finding (severity blocking: the work must not be accepted as it is; minor: worth fixing, not blocking), file optional, and the verdict accept or reject:".to_owned(),
+    );
+    lines.push(sublaunch_protocol::acceptance::review::prompt_shape());
+    lines.join("\n")
+}
+
+/// The evidence status with the review (G81), once the level's own is known: a review that
+/// passed makes the work `reviewed`; a required one that rejected it, or could not give a
+/// verdict, rejects it; a required one that never ran leaves it `review-required`. A review
+/// that is not required is only shown.
+pub fn judge_review(record: &mut AcceptanceRecord, plan: &AcceptancePlan) {
+    let Some(gate) = &plan.review else { return };
+    if record.status == EvidenceStatus::Rejected {
+        return;
+    }
+    match &record.review {
+        Some(review) if review.status == ReviewStatus::Passed => record.status = EvidenceStatus::Reviewed,
+        // Stopped with the run: the review was asked for and has not run to its end.
+        Some(review) if review.status == ReviewStatus::Stopped && gate.required => {
+            record.status = EvidenceStatus::ReviewRequired;
+            let problem = review.summary();
+            if !record.problems.contains(&problem) {
+                record.problems.push(problem);
+            }
+        }
+        Some(review) if gate.required => {
+            record.status = EvidenceStatus::Rejected;
+            let problem = review.summary();
+            if !record.problems.contains(&problem) {
+                record.problems.push(problem);
+            }
+        }
+        Some(_) => {}
+        None if gate.required => {
+            record.status = EvidenceStatus::ReviewRequired;
+            let problem = format!("the required review by {} was not run", gate.agent);
+            if !record.problems.contains(&problem) {
+                record.problems.push(problem);
+            }
+        }
+        None => {}
     }
 }
 

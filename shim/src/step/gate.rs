@@ -1,4 +1,5 @@
-//! A verification command running for a step whose agent ended (G78): the step's end waits
+//! A verification command (G78), or the step's reviewer (G81), running for a step whose agent
+//! ended: the step's end waits
 //! in it for its verdict while the supervisor drives the command like an agent
 //! (`supervise::verify`).
 
@@ -26,6 +27,19 @@ pub struct Gate {
     pub tree_state: Option<String>,
     /// Its output file, in the run directory.
     pub log: String,
+    /// It is not a verification command but the step's reviewer (G81).
+    pub review: Option<ReviewRun>,
+}
+
+/// The reviewer running for a step (G81).
+#[derive(Debug)]
+pub struct ReviewRun {
+    /// The reviewer agent.
+    pub agent: String,
+    /// Whether its verdict decides the step.
+    pub required: bool,
+    /// The diff it was shown was cut.
+    pub diff_cut: bool,
 }
 
 /// Whether the ladder of a verification command is due: it ran out of time (checked on each

@@ -3,11 +3,13 @@
 //! process tree of its own (contained in a PID namespace, in the step's OS sandbox when it
 //! has one), its output kept in `gate-<step>-<id>.log`, its time limit, the run's stop and
 //! timeout, the whole-tree kill and the X8 sweep — and memoised per tree state, so that the
-//! same command on an unchanged tree is not run twice in a run.
+//! same command on an unchanged tree is not run twice in a run. Then, when the contract has
+//! a review gate and all that passed, the reviewer agent (G81), started and supervised the
+//! same way, its `review-findings` block deciding a required review.
 
 use super::Supervisor;
 use crate::acceptance::tree::{self, Place, StartPoint, TreeError};
-use crate::adapter::{AgentCommand, TEXT_LINE_RETAIN, TextParser};
+use crate::adapter::{self, AgentCommand, LiveOptions, StepInput, TEXT_LINE_RETAIN, TextParser};
 use crate::context::Ctx;
 use crate::process::pipe::Pipe;
 use crate::process::reaper::ExitInfo;
@@ -15,15 +17,19 @@ use crate::process::streams::OutputLog;
 use crate::step::acceptance as judged;
 use crate::step::child::{ChildIo, ChildRun};
 use crate::step::end::StepEnd;
-use crate::step::gate::Gate;
+use crate::step::gate::{Gate, ReviewRun};
 use std::path::Path;
 use std::time::{Duration, Instant};
-use sublaunch_protocol::records::acceptance::{TreeEvidence, VerifyResult, VerifyStatus};
+use sublaunch_protocol::records::acceptance::{
+    EvidenceStatus, ReviewRecord, ReviewStatus, TreeEvidence, VerifyResult, VerifyStatus,
+};
 use sublaunch_protocol::records::config::{AcceptanceLevel, AcceptancePlan, AdapterId, VerifyCommand};
 use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
 
-/// How long a verification command may run when its contract gives no limit.
+/// How long a verification command, or a reviewer, may run when its contract gives no limit.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
+/// The most of the step's diff its reviewer is shown (G81); a longer one is cut, saying so.
+pub const REVIEW_DIFF_CAP: usize = 200 * 1024;
 
 /// What happens after a step's agent ended.
 #[derive(Debug)]
@@ -74,7 +80,7 @@ impl Supervisor {
                     .problems
                     .push("the verification commands were not run: the evidence was already short".into());
             }
-            return AfterAgent::Done(Box::new(conclude(end, &plan)));
+            return self.review_or_conclude(ctx, end, plan);
         }
         self.next_gate(ctx, end, plan, 0)
     }
@@ -85,6 +91,9 @@ impl Supervisor {
         let Some(gate) = child.gate.take() else {
             return AfterAgent::Done(Box::new(self.finish_child(ctx, child)));
         };
+        if gate.review.is_some() {
+            return self.finish_review(ctx, child, *gate);
+        }
         let Gate {
             mut end,
             plan,
@@ -149,7 +158,7 @@ impl Supervisor {
             .verify
             .push(result);
         if failed || at + 1 >= plan.verify.len() || self.requests.ends_run() {
-            return AfterAgent::Done(Box::new(conclude(*end, &plan)));
+            return self.review_or_conclude(ctx, *end, plan);
         }
         self.next_gate(ctx, *end, plan, at + 1)
     }
@@ -205,6 +214,7 @@ impl Supervisor {
                         cwd,
                         tree_state: state,
                         log,
+                        review: None,
                     }));
                     return AfterAgent::Verifying(Box::new(child));
                 }
@@ -227,7 +237,242 @@ impl Supervisor {
                 }
             }
         }
-        AfterAgent::Done(Box::new(conclude(end, &plan)))
+        self.review_or_conclude(ctx, end, plan)
+    }
+
+    /// The checks and commands are done: the reviewer starts when the contract has one and
+    /// they passed (G81); otherwise the verdict.
+    fn review_or_conclude(&mut self, ctx: &mut Ctx, mut end: StepEnd, plan: AcceptancePlan) -> AfterAgent {
+        let Some(gate) = plan.review.clone() else {
+            return AfterAgent::Done(Box::new(conclude(end, &plan)));
+        };
+        let record = record_of(&mut end, &plan);
+        judged::judge_command_claims(record);
+        judged::conclude(record, &plan);
+        // A rejected step needs no review; a run that ends starts nothing more.
+        if record.status == EvidenceStatus::Rejected || self.requests.ends_run() {
+            return AfterAgent::Done(Box::new(conclude(end, &plan)));
+        }
+        match self.spawn_reviewer(ctx, &end, &plan) {
+            Ok((mut child, log, diff_cut)) => {
+                let event = sublaunch_protocol::records::events::step_verifying(
+                    ctx.now_wall(),
+                    &ctx.cfg.id,
+                    end.index,
+                    "review",
+                    &format!("review by {}", gate.agent),
+                    &log,
+                );
+                self.events.append(&end.with_position(event));
+                let cwd = ctx.cfg.step_cwd(end.index).to_owned();
+                child.gate = Some(Box::new(Gate {
+                    end: Box::new(end),
+                    plan,
+                    at: 0,
+                    deadline: Instant::now() + DEFAULT_TIMEOUT,
+                    timed_out: false,
+                    cwd,
+                    tree_state: None,
+                    log,
+                    review: Some(ReviewRun {
+                        agent: gate.agent,
+                        required: gate.required,
+                        diff_cut,
+                    }),
+                }));
+                AfterAgent::Verifying(Box::new(child))
+            }
+            Err(error) => {
+                record_of(&mut end, &plan).review = Some(ReviewRecord {
+                    agent: gate.agent,
+                    required: gate.required,
+                    status: ReviewStatus::NotStarted,
+                    verdict: None,
+                    findings: Vec::new(),
+                    findings_problems: Vec::new(),
+                    error: Some(format!("the reviewer could not start: {error}")),
+                    output_file: None,
+                    exit_code: None,
+                    signal: None,
+                    duration_ms: 0,
+                    diff_cut: false,
+                });
+                AfterAgent::Done(Box::new(conclude(end, &plan)))
+            }
+        }
+    }
+
+    /// Starts the reviewer of the step of `end` (G81) in the step's directory and sandbox,
+    /// told the task, the criteria and the diff; the child, its log's name and whether the
+    /// diff was cut.
+    fn spawn_reviewer(
+        &mut self,
+        ctx: &mut Ctx,
+        end: &StepEnd,
+        plan: &AcceptancePlan,
+    ) -> Result<(ChildRun, String, bool), String> {
+        let index = end.index;
+        let step = ctx.cfg.steps[index].clone();
+        let reviewer = step
+            .reviewer
+            .as_deref()
+            .ok_or("the runner's configuration has no reviewer for the step")?;
+        let adapter = reviewer.adapter.as_ref().map_or(AdapterId::Shell, |spec| spec.id);
+        // A shell step's task is a script: the prompt must never become one.
+        if matches!(adapter, AdapterId::Shell | AdapterId::ExternalJob) {
+            return Err(format!(
+                "its adapter ({adapter}) runs its task as a script, not as a prompt"
+            ));
+        }
+        let start = match self.tree_starts.get(&index) {
+            Some(Ok(start)) => start.clone(),
+            Some(Err(error)) => return Err(format!("the step's diff cannot be read: {error}")),
+            None => return Err("the step's start was not recorded".into()),
+        };
+        let diff = tree::diff(place(ctx, index), &start, REVIEW_DIFF_CAP)
+            .map_err(|e| format!("the step's diff cannot be read: {e}"))?;
+        let task = judged::review_prompt(plan, step.task.as_deref().unwrap_or_default(), &diff.text, diff.cut);
+        let cwd = ctx.cfg.step_cwd(index).to_owned();
+        let input = StepInput {
+            // The reviewer's own files (system prompt, session) never meet its step's.
+            index: ctx.cfg.steps.len() + index,
+            step: reviewer,
+            spec: reviewer.adapter.as_ref(),
+            task: &task,
+            script_values: None,
+            cwd: &cwd,
+            run: self.book.run(),
+            live: LiveOptions {
+                cost_cap_usd: None,
+                streamed_input: false,
+                project_config: ctx.cfg.project_config,
+            },
+        };
+        let parser = adapter::parser(adapter, &input);
+        let mut command = adapter::command(adapter, &input)
+            .and_then(|command| adapter::check_argv(&command.argv).map(|()| command))?;
+        let sandbox = crate::sandbox::step::prepare(&ctx.cfg, index, adapter, &ctx.paths.run, &ctx.paths.root)?;
+        if let Some(prepared) = &sandbox {
+            crate::sandbox::step::environment(&mut command, prepared);
+        }
+        let policy = crate::step::spawn::ContainmentPolicy {
+            required: ctx.cfg.containment_required || sandbox.as_ref().is_some_and(|p| !p.applied.best_effort),
+            refuse: ctx.faults.refuse_containment(),
+            placed: false,
+            vendor_sandbox: crate::adapter::codex::uses_own_sandbox(adapter, reviewer),
+        };
+        let program = command.argv.first().cloned().unwrap_or_default();
+        let spawned = crate::step::spawn::spawn(&command, ctx.cfg.agent_umask, policy, sandbox.as_ref())
+            .map_err(|e| format!("cannot start '{program}': {e}"))?;
+        match spawned.init {
+            Some((init, status)) => self.reaper.watch_contained(spawned.pid, init, status),
+            None => self.reaper.watch(spawned.pid),
+        }
+        let log = review_log_name(index);
+        let io = ChildIo::new(
+            Pipe::new(spawned.stdout, parser.line_retain_limit()),
+            Pipe::new(spawned.stderr, TEXT_LINE_RETAIN),
+            parser,
+            OutputLog::open_named(self.run_dir(), &log, self.log_cap),
+        );
+        Ok((
+            ChildRun {
+                index,
+                agent: format!("{} review by {}", end.agent, reviewer.agent.as_deref().unwrap_or("?")),
+                pid: spawned.pid,
+                started: Instant::now(),
+                started_wall: ctx.now_wall(),
+                io,
+                exit_seen: None,
+                killer: None,
+                killer_done_at: None,
+                swept: None,
+                protocol: None,
+                cancel: None,
+                budget: None,
+                remote: None,
+                containment: spawned.containment,
+                host_pid: spawned.host_pid,
+                gate: None,
+            },
+            log,
+            diff.cut,
+        ))
+    }
+
+    /// The reviewer's child is done (G81): its findings, or why it gave none, then the
+    /// verdict.
+    fn finish_review(&mut self, ctx: &mut Ctx, mut child: ChildRun, gate: Gate) -> AfterAgent {
+        let Gate {
+            mut end,
+            plan,
+            timed_out,
+            log,
+            review,
+            ..
+        } = gate;
+        let Some(review) = review else {
+            return AfterAgent::Done(Box::new(conclude(*end, &plan)));
+        };
+        let exit = self.reaper.exit_of(child.pid).cloned();
+        self.reaper.forget(child.pid);
+        crate::sandbox::step::remove_tmpdir(&ctx.cfg, end.index);
+        let stopped = self.requests.ending().is_some();
+        let tail = child.io.stdout_tail.bytes();
+        let tail_cut = child.io.stdout.total() > tail.len() as u64;
+        let extracted = child.io.parser.finish(&tail, tail_cut);
+        let mut record = ReviewRecord {
+            agent: review.agent,
+            required: review.required,
+            status: ReviewStatus::Failed,
+            verdict: None,
+            findings: Vec::new(),
+            findings_problems: Vec::new(),
+            error: None,
+            output_file: Some(ctx.paths.run.join(&log).to_string_lossy().into_owned()),
+            exit_code: exit.as_ref().and_then(|e| e.code),
+            signal: exit.as_ref().and_then(ExitInfo::signal_name),
+            duration_ms: sublaunch_protocol::os::clock::elapsed_ms(child.started, Instant::now()),
+            diff_cut: review.diff_cut,
+        };
+        let how = match (&record.exit_code, &record.signal) {
+            (Some(code), _) => format!("exit {code}"),
+            (None, Some(signal)) => format!("killed by {signal}"),
+            _ => "no exit status".to_owned(),
+        };
+        let error = if timed_out {
+            Some(format!("the reviewer ran out of time ({how})"))
+        } else if stopped {
+            record.status = ReviewStatus::Stopped;
+            Some("the reviewer was stopped with the run".to_owned())
+        } else if record.exit_code != Some(0) {
+            Some(format!("the reviewer failed ({how})"))
+        } else if let Some(failure) = &extracted.failure {
+            Some(format!("the reviewer failed: {failure}"))
+        } else {
+            match sublaunch_protocol::acceptance::review::extract(&extracted.output) {
+                None => Some("the reviewer's answer has no review-findings block".to_owned()),
+                Some(Err(problems)) => {
+                    let first = problems.first().map(ToString::to_string).unwrap_or_default();
+                    record.findings_problems = problems;
+                    Some(format!("the reviewer's review-findings block is unusable ({first})"))
+                }
+                Some(Ok(findings)) => {
+                    record.status = if findings.passes() {
+                        ReviewStatus::Passed
+                    } else {
+                        ReviewStatus::Rejected
+                    };
+                    record.verdict = Some(findings.verdict);
+                    record.findings = findings.findings;
+                    None
+                }
+            }
+        };
+        record.error = error;
+        self.apply_requests_to(&mut end);
+        record_of(&mut end, &plan).review = Some(record);
+        AfterAgent::Done(Box::new(conclude(*end, &plan)))
     }
 
     /// Starts `command` for the step of `end`; the child and its log's name.
@@ -373,6 +618,7 @@ fn conclude(mut end: StepEnd, plan: &AcceptancePlan) -> StepEnd {
     let record = end.acceptance.get_or_insert_with(|| judged::new_record(plan));
     judged::judge_command_claims(record);
     judged::conclude(record, plan);
+    judged::judge_review(record, plan);
     end
 }
 
@@ -382,6 +628,11 @@ fn record_of<'e>(
     plan: &AcceptancePlan,
 ) -> &'e mut sublaunch_protocol::records::acceptance::AcceptanceRecord {
     end.acceptance.get_or_insert_with(|| judged::new_record(plan))
+}
+
+/// `review-<step>.log`: the reviewer's output (G81).
+pub fn review_log_name(index: usize) -> String {
+    format!("review-{index}.log")
 }
 
 /// `gate-<step>-<id>.log`.

@@ -65,6 +65,7 @@ mod component {
                 graph: None,
                 warnings: Vec::new(),
                 usage_budget: None,
+                reviewers: Vec::new(),
             })
         }
 

@@ -41,6 +41,7 @@ fn plan(steps: Vec<PlanStep>) -> LaunchPlan {
         graph: None,
         warnings: vec![],
         usage_budget: None,
+        reviewers: vec![],
     }
 }
 

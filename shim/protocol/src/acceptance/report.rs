@@ -203,7 +203,7 @@ pub fn parse_value(value: &Value) -> Result<AcceptanceReport, Vec<Diagnostic>> {
 /// Takes every `acceptance-report` block out of an agent's answer and parses the last one:
 /// the answer that is kept reads as if the agent had not been asked.
 pub fn extract(text: &str) -> Extracted {
-    let blocks = find_blocks(text);
+    let blocks = find_blocks(text, &["acceptance-report", "acceptance_report"]);
     let Some(last) = blocks.last() else {
         return Extracted {
             output: text.to_owned(),
@@ -276,7 +276,7 @@ impl Problems {
     }
 }
 
-fn diagnostic(path: String, message: String) -> Diagnostic {
+pub(crate) fn diagnostic(path: String, message: String) -> Diagnostic {
     Diagnostic { path, message }
 }
 
@@ -567,7 +567,7 @@ fn non_blank(text: &str) -> Option<String> {
 }
 
 /// What a value is, for messages.
-fn kind(value: &Value) -> &'static str {
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "a boolean",
@@ -612,15 +612,16 @@ fn quoted(text: &str) -> String {
     out
 }
 
-/// One acceptance-report block of the answer, as byte ranges of whole lines.
+/// One fenced block of the answer (an acceptance report, review findings), as byte ranges
+/// of whole lines.
 #[derive(Debug)]
-struct Block {
+pub(crate) struct Block {
     /// From the opening fence's line to the closing fence's line, both included.
-    whole: std::ops::Range<usize>,
+    pub(crate) whole: std::ops::Range<usize>,
     /// The lines between the fences.
-    body: std::ops::Range<usize>,
+    pub(crate) body: std::ops::Range<usize>,
     /// Whether it had a closing fence (otherwise it runs to the end of the text).
-    closed: bool,
+    pub(crate) closed: bool,
 }
 
 /// An opening code fence (CommonMark 4.5).
@@ -630,16 +631,17 @@ struct Fence {
     report: bool,
 }
 
-/// The acceptance-report blocks of `text`, in order. Every fenced block is followed, so that a
-/// report fence shown inside another code block stays what it is: text.
-fn find_blocks(text: &str) -> Vec<Block> {
+/// The blocks of `text` whose fence is named one of `names` (case aside), in order. Every
+/// fenced block is followed, so that such a fence shown inside another code block stays what
+/// it is: text.
+pub(crate) fn find_blocks(text: &str, names: &[&str]) -> Vec<Block> {
     let mut blocks = Vec::new();
     let mut open: Option<(Fence, usize, usize)> = None;
     let mut start = 0;
     for line in text.split_inclusive('\n') {
         let end = start + line.len();
         match &open {
-            None => open = opening_fence(line).map(|fence| (fence, start, end)),
+            None => open = opening_fence(line, names).map(|fence| (fence, start, end)),
             Some((fence, first, body)) => {
                 if closes(line, fence) {
                     if fence.report {
@@ -691,7 +693,7 @@ fn marker_run(line: &str) -> Option<(u8, usize, &str)> {
     Some((marker, len, rest.get(len..)?))
 }
 
-fn opening_fence(line: &str) -> Option<Fence> {
+fn opening_fence(line: &str, names: &[&str]) -> Option<Fence> {
     let (marker, len, info) = marker_run(line)?;
     if len < 3 || (marker == b'`' && info.contains('`')) {
         return None;
@@ -700,7 +702,7 @@ fn opening_fence(line: &str) -> Option<Fence> {
     Some(Fence {
         marker,
         len,
-        report: word.eq_ignore_ascii_case("acceptance-report") || word.eq_ignore_ascii_case("acceptance_report"),
+        report: names.iter().any(|name| word.eq_ignore_ascii_case(name)),
     })
 }
 

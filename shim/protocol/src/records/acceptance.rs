@@ -4,6 +4,7 @@
 //! `acceptance`.
 
 use crate::acceptance::report::{AcceptanceReport, Diagnostic};
+use crate::acceptance::review::{Finding, Verdict};
 use serde::{Deserialize, Serialize};
 use sublaunch_contract::AcceptanceLevel;
 
@@ -19,7 +20,12 @@ pub enum EvidenceStatus {
     Checked,
     /// Every verification command passed when the runner ran it.
     Verified,
-    /// Something asked for is missing or false, a check or a command failed.
+    /// The level was reached, and the review asked for has not passed or not run (G81).
+    ReviewRequired,
+    /// The level was reached and the reviewer accepted the work (G81).
+    Reviewed,
+    /// Something asked for is missing or false, a check or a command failed, or a required
+    /// review rejected the work or could not run.
     Rejected,
 }
 
@@ -31,6 +37,8 @@ impl EvidenceStatus {
             Self::Attested => "attested",
             Self::Checked => "checked",
             Self::Verified => "verified",
+            Self::ReviewRequired => "review-required",
+            Self::Reviewed => "reviewed",
             Self::Rejected => "rejected",
         }
     }
@@ -131,6 +139,90 @@ pub struct TreeEvidence {
     pub deletions: u64,
 }
 
+/// How the review of a step ended (G81).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ReviewStatus {
+    /// The reviewer accepted the work and found nothing blocking.
+    Passed,
+    /// It rejected the work, or found something blocking.
+    Rejected,
+    /// It ended without a usable verdict: it failed, was killed, ran out of time, or gave no
+    /// well-formed `review-findings` block.
+    Failed,
+    /// The run was stopped while it ran.
+    Stopped,
+    /// It could not be started.
+    NotStarted,
+}
+
+/// What the reviewer of a step said, and how its process ended (G81).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReviewRecord {
+    /// The reviewer agent.
+    pub agent: String,
+    /// Whether its verdict decides the step (otherwise it is only shown).
+    pub required: bool,
+    /// How it ended.
+    pub status: ReviewStatus,
+    /// Its verdict, when its block parsed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<Verdict>,
+    /// What it found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings: Vec<Finding>,
+    /// What is wrong with its block, field by field.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub findings_problems: Vec<Diagnostic>,
+    /// Why it has no usable verdict, in words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The file its output is kept in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<String>,
+    /// Its exit code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// The signal that ended it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<String>,
+    /// How long it ran.
+    pub duration_ms: u64,
+    /// The diff it was shown was cut to fit its prompt.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub diff_cut: bool,
+}
+
+impl ReviewRecord {
+    /// One line for people: `review by critic: 1 blocking finding (src/a.rs: broken)`.
+    pub fn summary(&self) -> String {
+        let blocking: Vec<&Finding> = self
+            .findings
+            .iter()
+            .filter(|f| f.severity == crate::acceptance::review::Severity::Blocking)
+            .collect();
+        let how = match self.status {
+            ReviewStatus::Passed => format!("accepted ({} finding(s), none blocking)", self.findings.len()),
+            ReviewStatus::Rejected => match blocking.first() {
+                Some(first) => format!(
+                    "{} blocking finding(s), first: {}{}",
+                    blocking.len(),
+                    first.file.as_deref().map(|f| format!("{f}: ")).unwrap_or_default(),
+                    first.message
+                ),
+                None => "rejected the work".to_owned(),
+            },
+            ReviewStatus::Failed | ReviewStatus::Stopped | ReviewStatus::NotStarted => self
+                .error
+                .clone()
+                .unwrap_or_else(|| "did not end with a verdict".to_owned()),
+        };
+        let shown = if self.required { "" } else { " (not required)" };
+        format!("review by {}{shown}: {how}", self.agent)
+    }
+}
+
 /// `acceptance` of a step: the contract kept, what was found, and the verdict.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -161,13 +253,18 @@ pub struct AcceptanceRecord {
     /// The verification commands, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub verify: Vec<VerifyResult>,
+    /// The review (G81), once its reviewer ran or could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub review: Option<ReviewRecord>,
 }
 
 impl AcceptanceRecord {
     /// Whether the evidence reached the level asked for.
     pub fn reached(&self) -> bool {
         let rank = match self.status {
-            EvidenceStatus::Rejected => return false,
+            EvidenceStatus::Rejected | EvidenceStatus::ReviewRequired => return false,
+            // A reviewer runs only once the level was reached.
+            EvidenceStatus::Reviewed => return true,
             EvidenceStatus::Claimed => AcceptanceLevel::None,
             EvidenceStatus::Attested => AcceptanceLevel::Attested,
             EvidenceStatus::Checked => AcceptanceLevel::Checked,
@@ -181,7 +278,8 @@ impl AcceptanceRecord {
         self.explicit && !self.reached()
     }
 
-    /// One line for people: `verified (gate passed)`, `rejected: gate failed (exit 1)`.
+    /// One line for people: `verified (gate passed)`, `rejected: gate failed (exit 1)`,
+    /// `checked; review by critic (not required): 1 blocking finding(s), first: …`.
     pub fn summary(&self) -> String {
         let mut line = self.status.as_str().to_owned();
         if !self.explicit {
@@ -192,6 +290,14 @@ impl AcceptanceRecord {
             if self.problems.len() > 1 {
                 line = format!("{line} (+{} more)", self.problems.len() - 1);
             }
+        }
+        // A review that decided nothing (not required, or it passed) is still shown.
+        if let Some(review) = self
+            .review
+            .as_ref()
+            .filter(|r| !r.required || r.status == ReviewStatus::Passed)
+        {
+            line = format!("{line}; {}", review.summary());
         }
         line
     }

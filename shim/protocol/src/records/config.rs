@@ -98,6 +98,10 @@ pub struct StepConfig {
     pub sandbox: Option<crate::records::sandbox::SandboxPlan>,
     /// The acceptance contract the runner keeps once the agent ended (G73).
     pub acceptance: Option<sublaunch_contract::AcceptancePlan>,
+    /// The reviewer the contract's review gate names (G81), configured as any step is; the
+    /// runner starts it in this step's directory once the step's checks and commands passed,
+    /// and never runs it as a step of the workflow.
+    pub reviewer: Option<Box<StepConfig>>,
 }
 
 /// The managed git worktree a step runs in (created by the host before the launch): the
