@@ -59,7 +59,18 @@ fn main() {
     let repo = scratch.init_repo();
     write(&repo.join("README"), "base\n");
     git(&repo, &["add", "-A"]);
-    git(&repo, &["-c", "user.name=b", "-c", "user.email=b@example.invalid", "commit", "-qm", "base"]);
+    git(
+        &repo,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@example.invalid",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    );
     let by_hand = scratch.path().join("by-hand");
     println!("| writers | case | median | × floor | per writer |\n|---|---|---|---|---|");
     for count in WRITERS {
@@ -67,11 +78,23 @@ fn main() {
         let integration = format!("sublaunch/{id}/integration");
         let floor = || {
             let started = Instant::now();
-            git(&repo, &["worktree", "add", "-q", "--detach", by_hand.to_str().unwrap(), "HEAD"]);
+            git(
+                &repo,
+                &["worktree", "add", "-q", "--detach", by_hand.to_str().unwrap(), "HEAD"],
+            );
             for branch in &branches {
                 git(
                     &by_hand,
-                    &["-c", "user.name=b", "-c", "user.email=b@example.invalid", "merge", "-q", "--no-edit", branch],
+                    &[
+                        "-c",
+                        "user.name=b",
+                        "-c",
+                        "user.email=b@example.invalid",
+                        "merge",
+                        "-q",
+                        "--no-edit",
+                        branch,
+                    ],
                 );
             }
             git(&repo, &["worktree", "remove", "--force", by_hand.to_str().unwrap()]);

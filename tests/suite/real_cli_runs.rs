@@ -810,3 +810,65 @@ fn real_agents_are_asked_for_acceptance_reports_and_their_claims_are_judged() {
     let pi = &steps[2]["acceptance"];
     assert_eq!(pi["reportProblems"][0]["path"], "$.commandsRun[0].result", "{pi}");
 }
+
+/// G81: real CLIs as reviewers. Claude Code is handed the step's uncommitted diff and its
+/// blocking finding rejects the step; Codex's review that accepts makes the work `reviewed`.
+#[test]
+fn real_agents_review_a_steps_diff_and_their_findings_decide() {
+    let world = World::new("real-review");
+    let work = world.scratch.work();
+    write(&work.join("README"), "base\n");
+    sublaunch_tests::cli::git(&work, &["add", "-A"]);
+    sublaunch_tests::cli::git(
+        &work,
+        &[
+            "-c",
+            "user.name=b",
+            "-c",
+            "user.email=b@example.invalid",
+            "commit",
+            "-qm",
+            "base",
+        ],
+    );
+    let findings = |json: &str| format!("Read the diff.\n\n```review-findings\n{json}\n```\n");
+    world.claude.reply(Reply::text(findings(
+        r#"{"findings": [{"severity": "blocking", "file": "made.txt", "message": "the file is a placeholder"}], "verdict": "reject"}"#,
+    )));
+    world
+        .codex
+        .reply(Reply::text(findings(r#"{"findings": [], "verdict": "accept"}"#)));
+    let chain = |reviewer: &str| {
+        let task = "echo 'made by the step' > made.txt; printf '%s\\n' 'done.' '```acceptance-report' '{\"changedFiles\": [\"made.txt\"]}' '```'";
+        write(
+            &world.scratch.path().join(format!("review-{reviewer}.yaml")),
+            &format!(
+                "steps:\n  - agent: shell\n    task: {}\n    acceptance: {{level: checked, evidence: [changed-files], review: {{agent: {reviewer}}}}}\n",
+                serde_json::to_string(task).unwrap()
+            ),
+        )
+    };
+    let output = world.run(&["--chain", &chain("claude").to_string_lossy()]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let asked = only_request(&world.claude).body.to_string();
+    assert!(asked.contains("+made by the step"), "the reviewer saw no diff: {asked}");
+    assert!(asked.contains("review-findings"), "{asked}");
+    let step = &world.result(&run_id(&output))["steps"][0];
+    assert_eq!(step["acceptance"]["status"], "rejected", "{step}");
+    assert_eq!(
+        step["acceptance"]["review"]["findings"][0]["message"],
+        "the file is a placeholder"
+    );
+
+    std::fs::remove_file(work.join("made.txt")).unwrap();
+    let output = world.run(&["--chain", &chain("codex").to_string_lossy()]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        only_request(&world.codex)
+            .body
+            .to_string()
+            .contains("+made by the step")
+    );
+    let step = &world.result(&run_id(&output))["steps"][0];
+    assert_eq!(step["acceptance"]["status"], "reviewed", "{step}");
+}

@@ -265,8 +265,8 @@ fn g81_a_review_is_checked_field_by_field() {
         ),
         (
             json!({"level": "none", "reason": "docs", "review": {"agent": "scout"}}),
-            "steps[1].acceptance.level",
-            "asks for nothing",
+            "steps[1].acceptance.review",
+            "the level is none",
         ),
         (
             json!({"review": {"agent": "shell"}}),
