@@ -454,20 +454,25 @@ fn reviewing(findings: &str) -> String {
     )
 }
 
-/// Runs a chain of one `shell` step that writes `made.txt` (uncommitted) and reports it, its
+/// A chain file of one `shell` step that writes `made.txt` (uncommitted) and reports it, its
 /// contract `checked` with a review by `critic` (`required` as given).
-fn reviewed_run(scratch: &Scratch, file: &str, required: bool) -> (std::process::Output, String) {
+fn reviewed_chain(scratch: &Scratch, file: &str, required: bool) -> std::path::PathBuf {
     let task = format!(
         "echo 'made by the step' > made.txt; {}",
         report(r#"{"changedFiles": ["made.txt"]}"#)
     );
-    let chain = write(
+    write(
         &scratch.path().join(file),
         &format!(
             "steps:\n  - agent: shell\n    task: {}\n    acceptance: {{level: checked, evidence: [changed-files], review: {{agent: critic, required: {required}}}}}\n",
             serde_json::to_string(&task).unwrap()
         ),
-    );
+    )
+}
+
+/// Runs [`reviewed_chain`] to its end: the output and the run id.
+fn reviewed_run(scratch: &Scratch, file: &str, required: bool) -> (std::process::Output, String) {
+    let chain = reviewed_chain(scratch, file, required);
     let output = scratch
         .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
         .output()
@@ -560,4 +565,38 @@ fn a_reviewer_without_a_verdict_rejects_a_required_review() {
         assert_eq!(record["review"]["status"], "failed", "{script}: {record}");
         assert!(record["problems"].to_string().contains(says), "{script}: {record}");
     }
+}
+
+/// G81, G78: the run's stop reaches a reviewer that is still reading: the run ends stopped,
+/// the review is recorded as stopped (never passed), and nothing of the reviewer is left.
+#[test]
+fn a_stop_during_a_review_stops_the_reviewer_and_passes_nothing() {
+    let scratch = repository("accept-review-stop");
+    let mark = format!("critic-hangs-{}", std::process::id());
+    let started = scratch.path().join("review-started");
+    reviewer_agent(
+        &scratch,
+        "critic",
+        // The mark in a shell's command line, which waits for its sleep.
+        &format!("sh -c 'touch {}; sleep 300; : {mark}'\n", started.display()),
+    );
+    let chain = reviewed_chain(&scratch, "stopped.yaml", true);
+    let output = scratch
+        .cli(&["run", "--chain", chain.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let run_id = ok(&output).lines().next().unwrap().trim().to_owned();
+    wait_for("the reviewer to start", LIMIT, || started.exists().then_some(()));
+    assert!(!processes_with(&mark).is_empty(), "the reviewer runs");
+    ok(&scratch.cli(&["stop", &run_id]).output().unwrap());
+    let status = wait_terminal(&scratch.run_dir(&run_id), LIMIT);
+    assert_eq!(status["state"], "stopped", "{status}");
+    let record = acceptance(&scratch, &run_id);
+    assert_eq!(record["review"]["status"], "stopped", "{record}");
+    assert_ne!(record["status"], "reviewed", "{record}");
+    assert_eq!(
+        processes_with(&mark),
+        Vec::<u32>::new(),
+        "the reviewer outlived the stop"
+    );
 }

@@ -55,6 +55,11 @@ fn torture_no_run_stuck_no_wrong_proof_no_orphaned_agent() {
         report.counts
     );
     assert!(
+        report.counts.get("reviews-passed").copied().unwrap_or(0) > 0,
+        "no step was reviewed: {:?}",
+        report.counts
+    );
+    assert!(
         report.counts.get("integrations-checked").copied().unwrap_or(0) > 0,
         "no writers' work was integrated: {:?}",
         report.counts

@@ -99,6 +99,8 @@ struct Shared {
     writers_repo: PathBuf,
     /// Where integration gates append the commit they passed.
     verified: PathBuf,
+    /// A chain of one step in `writers_repo` whose checked contract a reviewer agent reviews.
+    reviewed: PathBuf,
 }
 
 impl Shared {
@@ -150,6 +152,7 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
     let hook_log = scratch.path().join("hooks.log");
     let (writers, writers_repo) = writers_chain(&scratch);
     let verified = scratch.path().join("verified.log");
+    let reviewed = reviewed_chain(&scratch, &mark);
     let shared = Arc::new(Shared {
         scratch,
         mark,
@@ -163,6 +166,7 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
         writers,
         writers_repo,
         verified,
+        reviewed,
     });
     settings_with_hook(&shared, "approved");
     let _ = shared.cli(&["trust"]).output();
@@ -229,7 +233,15 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
                 );
                 vec!["run".into(), "--agent".into(), "shell".into(), "--task".into(), inner]
             }
-            5 | 6 => vec!["run".into(), "--chain".into(), chain.into_owned()],
+            5 => vec!["run".into(), "--chain".into(), chain.into_owned()],
+            6 => {
+                shared.count("reviewed");
+                vec![
+                    "run".into(),
+                    "--chain".into(),
+                    shared.reviewed.to_string_lossy().into_owned(),
+                ]
+            }
             7 | 8 => vec!["run".into(), "--chain".into(), parallel.into_owned()],
             _ => match shared.run_ids().get(rng.below(64) as usize) {
                 Some(source) => vec!["resume".into(), source.clone()],
@@ -314,6 +326,38 @@ fn writers_chain(scratch: &Scratch) -> (PathBuf, PathBuf) {
         ),
     );
     (chain, repo)
+}
+
+/// G81: a chain of one shell step in the writers' repository, its contract `checked` and
+/// reviewed (required) by `chaos-critic`, a command agent that takes a moment and then
+/// accepts; the reviewer's shell carries the mark, so the killer and the stops reach it.
+fn reviewed_chain(scratch: &Scratch, mark: &str) -> PathBuf {
+    // The mark is in the script's name, so in the reviewer's command line.
+    let critic = crate::cli::write(
+        &scratch.path().join(format!("chaos-critic-{mark}.sh")),
+        r#"sleep 0.1
+printf '%s\n' '```review-findings' '{"findings": [], "verdict": "accept"}' '```'
+"#,
+    );
+    crate::cli::write(
+        &scratch.path().join("home/.config/sublaunch/agents/chaos-critic.md"),
+        &format!(
+            "---\nrunner:\n  type: command\n  command: [sh, {}]\n---\n",
+            critic.display()
+        ),
+    );
+    let task =
+        format!(r#"sleep 0.1; printf '%s\n' done '```acceptance-report' '{{"changedFiles": []}}' '```' # {mark}"#);
+    crate::cli::write(
+        &scratch.work().join("reviewed.json"),
+        &serde_json::json!({
+            "cwd": "writers",
+            "steps": [{"agent": "shell", "task": task, "acceptance": {
+                "level": "checked", "evidence": ["changed-files"], "review": {"agent": "chaos-critic"}
+            }}]
+        })
+        .to_string(),
+    )
 }
 
 /// G82: writers' runs, then `integrate` of each, SIGKILLed at random moments (in a gate,
@@ -733,6 +777,24 @@ fn check(shared: &Shared) -> TortureReport {
             report
                 .violations
                 .push(format!("{id}: active-run marker left for a {state} run"));
+        }
+        // G81: a step whose required review did not pass (stopped, killed, never run) never
+        // makes a run complete.
+        if state == "complete"
+            && let Some(result) = read_json(&scratch.results().join(format!("{id}.json")))
+        {
+            for step in result["results"].as_array().into_iter().flatten() {
+                let acceptance = &step["acceptance"];
+                if acceptance["review"].is_object() && acceptance["status"] != "reviewed" {
+                    report.violations.push(format!(
+                        "{id}: complete, yet its review is {} and its acceptance {}",
+                        acceptance["review"]["status"], acceptance["status"]
+                    ));
+                }
+                if acceptance["review"]["status"] == "passed" {
+                    report.add("reviews-passed", 1);
+                }
+            }
         }
         let never_committed = proof_state == "not-started";
         if never_committed && scratch.results().join(format!("{id}.json")).exists() {

@@ -190,17 +190,24 @@ pub fn acceptance_summaries(payload: &ResultPayload) -> Vec<String> {
             }
             // G81: the review, and each thing it found.
             if let Some(review) = &record.review {
-                line.push_str(&format!("\n  {}", review.summary()));
+                // The step's line already says it when the review decided nothing or passed.
+                let headline = review.summary();
+                let indent = if line.contains(&headline) {
+                    "  "
+                } else {
+                    line.push_str(&format!("\n  {headline}"));
+                    "    "
+                };
                 for finding in &review.findings {
                     let severity = serde_json::to_value(finding.severity)
                         .ok()
                         .and_then(|v| v.as_str().map(str::to_owned))
                         .unwrap_or_default();
                     let file = finding.file.as_deref().map(|f| format!(" {f}:")).unwrap_or_default();
-                    line.push_str(&format!("\n    {severity}{file} {}", finding.message));
+                    line.push_str(&format!("\n{indent}{severity}{file} {}", finding.message));
                 }
                 if let Some(output) = &review.output_file {
-                    line.push_str(&format!("\n    reviewer output: {output}"));
+                    line.push_str(&format!("\n{indent}reviewer output: {output}"));
                 }
             }
             Some(line)
