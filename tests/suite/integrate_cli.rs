@@ -126,6 +126,12 @@ fn of_three_writers_where_two_conflict_and_one_breaks_the_tests_exactly_the_good
         "{said}"
     );
     assert!(said.contains("not tried"), "{said}");
+    assert!(
+        said.contains(&format!(
+            "to resolve a conflict by hand: git switch {branch} && git merge sublaunch/{id}/1-2"
+        )),
+        "{said}"
+    );
     let landed = tip(&work, &branch).expect("the integration branch exists");
     assert_eq!(show(&work, &landed, "feature-a.txt").as_deref(), Some("a\n"));
     assert!(show(&work, &landed, "notes.txt").unwrap().contains("by A"));

@@ -99,6 +99,18 @@ impl Integration {
                 (false, _) => format!("not fast-forwarded: {}", ff.reason.as_deref().unwrap_or("")),
             });
         }
+        // What a person does next with a conflict: integrate never resolves one for them.
+        if let (Some(first), Some(_)) = (
+            self.entries
+                .iter()
+                .find(|e| matches!(e.outcome, Outcome::Conflict { .. })),
+            &self.head,
+        ) {
+            lines.push(format!(
+                "to resolve a conflict by hand: git switch {} && git merge {}",
+                self.branch, first.branch
+            ));
+        }
         lines
     }
 }
