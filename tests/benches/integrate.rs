@@ -59,18 +59,7 @@ fn main() {
     let repo = scratch.init_repo();
     write(&repo.join("README"), "base\n");
     git(&repo, &["add", "-A"]);
-    git(
-        &repo,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@example.invalid",
-            "commit",
-            "-qm",
-            "base",
-        ],
-    );
+    git(&repo, &["commit", "-qm", "base"]);
     let by_hand = scratch.path().join("by-hand");
     println!("| writers | case | median | × floor | per writer |\n|---|---|---|---|---|");
     for count in WRITERS {
@@ -83,19 +72,7 @@ fn main() {
                 &["worktree", "add", "-q", "--detach", by_hand.to_str().unwrap(), "HEAD"],
             );
             for branch in &branches {
-                git(
-                    &by_hand,
-                    &[
-                        "-c",
-                        "user.name=b",
-                        "-c",
-                        "user.email=b@example.invalid",
-                        "merge",
-                        "-q",
-                        "--no-edit",
-                        branch,
-                    ],
-                );
+                git(&by_hand, &["merge", "-q", "--no-edit", branch]);
             }
             git(&repo, &["worktree", "remove", "--force", by_hand.to_str().unwrap()]);
             started.elapsed()

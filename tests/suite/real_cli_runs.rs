@@ -819,18 +819,7 @@ fn real_agents_review_a_steps_diff_and_their_findings_decide() {
     let work = world.scratch.work();
     write(&work.join("README"), "base\n");
     sublaunch_tests::cli::git(&work, &["add", "-A"]);
-    sublaunch_tests::cli::git(
-        &work,
-        &[
-            "-c",
-            "user.name=b",
-            "-c",
-            "user.email=b@example.invalid",
-            "commit",
-            "-qm",
-            "base",
-        ],
-    );
+    sublaunch_tests::cli::git(&work, &["commit", "-qm", "base"]);
     let findings = |json: &str| format!("Read the diff.\n\n```review-findings\n{json}\n```\n");
     world.claude.reply(Reply::text(findings(
         r#"{"findings": [{"severity": "blocking", "file": "made.txt", "message": "the file is a placeholder"}], "verdict": "reject"}"#,

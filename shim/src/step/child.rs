@@ -117,6 +117,39 @@ pub struct ChildRun {
 }
 
 impl ChildRun {
+    /// A child just spawned: nothing about its end known yet, no stop aimed at it alone.
+    #[allow(clippy::too_many_arguments)]
+    pub fn started(
+        index: usize,
+        agent: String,
+        pid: u32,
+        started_wall: u64,
+        io: ChildIo,
+        remote: Option<RemoteChild>,
+        containment: crate::process::namespace::Containment,
+        host_pid: u32,
+    ) -> Self {
+        Self {
+            index,
+            agent,
+            pid,
+            started: Instant::now(),
+            started_wall,
+            io,
+            exit_seen: None,
+            killer: None,
+            killer_done_at: None,
+            swept: None,
+            protocol: None,
+            cancel: None,
+            budget: None,
+            remote,
+            containment,
+            host_pid,
+            gate: None,
+        }
+    }
+
     /// Whether everything about this agent is settled: reaped, pipes closed, group verified
     /// and swept.
     pub fn is_done(&self) -> bool {

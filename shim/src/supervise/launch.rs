@@ -160,25 +160,19 @@ impl Supervisor {
         io.input = spawned
             .stdin
             .map(|fd| AgentInput::new(fd, first_input.unwrap_or_default()));
-        Ok(ChildRun {
+        let mut child = ChildRun::started(
             index,
-            agent: end.agent,
+            end.agent,
             pid,
-            started,
-            started_wall: end.started_wall,
+            end.started_wall,
             io,
-            exit_seen: None,
-            killer: None,
-            killer_done_at: None,
-            swept: None,
-            protocol: None,
-            cancel: None,
-            budget: None,
             remote,
             containment,
-            host_pid: spawned.host_pid,
-            gate: None,
-        })
+            spawned.host_pid,
+        );
+        // Its time counts from before the spawn, as its step's does.
+        child.started = started;
+        Ok(child)
     }
 
     fn step_running(&mut self, ctx: &Ctx, index: usize, wall: u64) {

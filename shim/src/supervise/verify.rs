@@ -376,25 +376,16 @@ impl Supervisor {
             OutputLog::open_named(self.run_dir(), &log, self.log_cap),
         );
         Ok((
-            ChildRun {
+            ChildRun::started(
                 index,
-                agent: format!("{} review by {}", end.agent, reviewer.agent.as_deref().unwrap_or("?")),
-                pid: spawned.pid,
-                started: Instant::now(),
-                started_wall: ctx.now_wall(),
+                format!("{} review by {}", end.agent, reviewer.agent.as_deref().unwrap_or("?")),
+                spawned.pid,
+                ctx.now_wall(),
                 io,
-                exit_seen: None,
-                killer: None,
-                killer_done_at: None,
-                swept: None,
-                protocol: None,
-                cancel: None,
-                budget: None,
-                remote: None,
-                containment: spawned.containment,
-                host_pid: spawned.host_pid,
-                gate: None,
-            },
+                None,
+                spawned.containment,
+                spawned.host_pid,
+            ),
             log,
             diff.cut,
         ))
@@ -516,27 +507,17 @@ impl Supervisor {
             Box::new(TextParser),
             OutputLog::open_named(self.run_dir(), &log, self.log_cap),
         );
-        let started = Instant::now();
         Ok((
-            ChildRun {
+            ChildRun::started(
                 index,
-                agent: format!("{} gate {}", end.agent, command.id),
-                pid: spawned.pid,
-                started,
-                started_wall: ctx.now_wall(),
+                format!("{} gate {}", end.agent, command.id),
+                spawned.pid,
+                ctx.now_wall(),
                 io,
-                exit_seen: None,
-                killer: None,
-                killer_done_at: None,
-                swept: None,
-                protocol: None,
-                cancel: None,
-                budget: None,
-                remote: None,
-                containment: spawned.containment,
-                host_pid: spawned.host_pid,
-                gate: None,
-            },
+                None,
+                spawned.containment,
+                spawned.host_pid,
+            ),
             log,
         ))
     }
