@@ -308,6 +308,29 @@ fn an_integration_stopped_or_killed_in_a_gate_leaves_the_branch_at_the_last_veri
     assert_eq!(show(&work, &head, "b.txt").as_deref(), Some("b\n"));
 }
 
+/// An integration SIGKILLed inside `git worktree add` leaves its scratch worktree registered
+/// and locked ("initializing"), with or without its directory; the next integration clears
+/// it before anything else (G82).
+#[test]
+fn a_scratch_worktree_left_locked_by_a_killed_integration_is_cleared_by_the_next() {
+    let scratch = repository("integrate-locked-scratch");
+    let work = scratch.work();
+    let id = writers(&scratch, &[format!("echo a > a.txt && {}", commit("a"))], json!({}));
+    let left = scratch.root().join("worktrees").join(format!(".integrate-{id}"));
+    for keep_directory in [true, false] {
+        let path = left.to_str().unwrap();
+        git(&work, &["worktree", "add", "--detach", "--no-checkout", path, "HEAD"]);
+        git(&work, &["worktree", "lock", "--reason", "initializing", path]);
+        if !keep_directory {
+            std::fs::remove_dir_all(&left).unwrap();
+        }
+        let next = integrate(&scratch, &[&id, "--no-gate", "--json"]);
+        assert!(next.status.success(), "{}", text(&next.stderr));
+        let worktrees = git(&work, &["worktree", "list", "--porcelain"]);
+        assert!(!worktrees.contains(".integrate-"), "{worktrees}");
+    }
+}
+
 #[test]
 fn bad_requests_are_refused_with_what_and_where() {
     let scratch = repository("integrate-refusals");

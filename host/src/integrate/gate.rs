@@ -85,6 +85,9 @@ impl Scratch {
     ) -> Result<PathBuf, GitError> {
         let path = Self::path_of(store, run_id)?;
         let at = At::Repository(repository);
+        // An integration killed inside `git worktree add` leaves the worktree locked
+        // ("initializing"): neither `remove --force` nor `prune` touches a locked one.
+        let _ = git.run(at, &["worktree".as_ref(), "unlock".as_ref(), path.as_os_str()]);
         if path.exists() {
             let _ = git.run(
                 at,
