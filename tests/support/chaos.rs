@@ -443,9 +443,12 @@ fn check_integrations(shared: &Shared, runs: &[String], report: &mut TortureRepo
                 .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
                 .is_some_and(|v| v["entries"].is_array());
             // A writers' run that did not complete (its launch or its runner was killed: no
-            // result, or steps without worktrees) is refused with a reason, never reported on.
+            // result, or steps without worktrees) is refused with a reason, never reported on;
+            // so is one whose runner was killed between its final status and its result (S5
+            // writes the status first).
             let complete = read_json(&shared.scratch.run_dir(id).join("status.json"))
-                .is_some_and(|status| status["state"] == "complete");
+                .is_some_and(|status| status["state"] == "complete")
+                && shared.scratch.results().join(format!("{id}.json")).exists();
             let refused = output.as_ref().is_ok_and(|o| {
                 o.status.code() == Some(1) && String::from_utf8_lossy(&o.stderr).starts_with("sublaunch integrate: ")
             });

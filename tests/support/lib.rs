@@ -8,6 +8,7 @@ pub mod launch_harness;
 pub mod mcp_session;
 pub mod model_server;
 pub mod real_agents;
+pub mod slurm;
 pub mod sshd;
 pub mod stop_flag;
 pub mod vectors;
