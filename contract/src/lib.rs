@@ -33,7 +33,8 @@ pub use error::{ErrorCode, PlanError};
 pub use loose::{LooseString, LooseStrings, ThinkingSetting};
 pub use permissions::{PermissionMode, PermissionSupport, Permissions, ResolvedPermissions, Rule, RuleError};
 pub use plan::{
-    Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, PlannedReviewer, ThinkingLevel,
+    ClusterRef, Graph, GraphNode, GraphStep, LaunchPlan, MachineRef, ModelOrigin, PlanStep, PlannedReviewer,
+    ThinkingLevel,
 };
 pub use request::{
     Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel, PlanRequest, Runner, Step, Task,

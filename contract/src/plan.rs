@@ -243,6 +243,55 @@ pub struct PlanStep {
     /// (rule G73); absent when nothing is asked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub acceptance: Option<crate::AcceptancePlan>,
+    /// The cluster the child runs on as a batch job (rule J1); absent when it runs here or on
+    /// a saved machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterRef>,
+}
+
+/// A cluster placement (rules J1–J4): the engine, and what the job is submitted with; an
+/// option left out is the cluster's own default.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[cfg_attr(
+    feature = "wasmtime",
+    derive(
+        wasmtime::component::ComponentType,
+        wasmtime::component::Lift,
+        wasmtime::component::Lower
+    ),
+    component(record)
+)]
+pub struct ClusterRef {
+    /// Always `slurm`.
+    pub engine: String,
+    /// The name the child asked for: `slurm`, `slurm:PARTITION`, or a cluster named in
+    /// settings.
+    pub name: String,
+    /// The partition (`--partition`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition: Option<String>,
+    /// The account charged (`--account`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account: Option<String>,
+    /// The quality of service (`--qos`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub qos: Option<String>,
+    /// The job's time limit in minutes (`--time`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "time-limit-minutes"))]
+    pub time_limit_minutes: Option<u32>,
+    /// CPUs for the job (`--cpus-per-task`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<u32>,
+    /// Memory for the job, in Slurm's notation (`--mem`: `512M`, `8G`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// The directory every node sees, where the runner travels with the job; absent: the
+    /// state root, which must then be shared.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "wasmtime", component(name = "shared-dir"))]
+    pub shared_dir: Option<String>,
 }
 
 /// One child in the workflow graph.
@@ -435,6 +484,7 @@ impl PlanStep {
             checkpoint_before_deadline_ms: None,
             permissions: None,
             acceptance: None,
+            cluster: None,
             sandbox: None,
         }
     }

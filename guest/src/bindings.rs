@@ -400,6 +400,17 @@ impl From<c::PlanStep> for wit::PlanStep {
             }),
             sandbox: s.sandbox.map(Into::into),
             acceptance: s.acceptance.map(Into::into),
+            cluster: s.cluster.map(|c| wit::ClusterRef {
+                engine: c.engine,
+                name: c.name,
+                partition: c.partition,
+                account: c.account,
+                qos: c.qos,
+                time_limit_minutes: c.time_limit_minutes,
+                cpus: c.cpus,
+                memory: c.memory,
+                shared_dir: c.shared_dir,
+            }),
         }
     }
 }

@@ -112,6 +112,7 @@ fn plan_with(request: &PlanRequest, registry: Option<&[ModelEntry]>) -> Result<L
             step: planned,
         });
     }
+    placement::check_one_cluster(&children, &steps)?;
     let warnings = planner.warnings;
     // 4b. The run's budget and checkpoint, now that every child's runner and place are known.
     let usage_budget = budgets::plan_run(request.launch.as_ref(), &children, &agents, &steps)?;
@@ -154,7 +155,7 @@ impl<'r> Planner<'_, 'r> {
         } else {
             children::requested_machine(child, self.launch_machine, agent.machine.as_ref())
         };
-        let machine = match requested {
+        let placed = match requested {
             Some(requested) => {
                 Some(
                     self.placement
@@ -162,6 +163,13 @@ impl<'r> Planner<'_, 'r> {
                 )
             }
             None => None,
+        };
+        // A cluster job runs the child with a runner of its own, in the same directories the
+        // nodes share: for everything but the submission it is a local child (J1).
+        let (machine, cluster) = match placed {
+            Some(placement::Placed::Machine(machine)) => (Some(machine), None),
+            Some(placement::Placed::Cluster(cluster)) => (None, Some(cluster)),
+            None => (None, None),
         };
         runner::check_external_options(child, agent, output_schema.is_some(), handed)?;
         let io = step_io::plan(child, agent, machine.as_ref())?;
@@ -248,6 +256,7 @@ impl<'r> Planner<'_, 'r> {
             permissions,
             sandbox,
             acceptance,
+            cluster,
         })
     }
 }

@@ -8,6 +8,7 @@
 //! per plan (P16).
 
 mod catalog;
+mod cluster;
 mod gate;
 mod machine_settings;
 mod remote_cwd;
@@ -19,8 +20,18 @@ mod tests;
 
 use crate::children::Child;
 use catalog::{Catalog, Machine};
+use cluster::Clusters;
 use machine_settings::Settings;
-use sublaunch_contract::{Agent, LooseString, MachineRef, PlanError, PlanRequest};
+use sublaunch_contract::{Agent, ClusterRef, LooseString, MachineRef, PlanError, PlanRequest};
+
+/// Where a placed child runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Placed {
+    /// On a saved Herdr machine, over ssh (P14).
+    Machine(MachineRef),
+    /// As a batch job of a cluster (J1).
+    Cluster(ClusterRef),
+}
 
 /// The Herdr session that a machine reference leaves out (P14).
 const DEFAULT_SESSION: &str = "default";
@@ -32,6 +43,8 @@ pub struct Placement<'r> {
     catalog: Option<Result<Catalog, PlanError>>,
     /// The parsed settings scopes; filled by the first child that reaches them.
     settings: Option<Settings>,
+    /// The clusters the settings name; filled by the first placed child (J2).
+    clusters: Option<Clusters>,
 }
 
 impl<'r> Placement<'r> {
@@ -41,24 +54,32 @@ impl<'r> Placement<'r> {
             request,
             catalog: None,
             settings: None,
+            clusters: None,
         }
     }
 
     /// Places one child on the machine it requested (rules P2–P15) and returns its machine
-    /// reference (P14). `requested` is the machine value of L2/L3, `remote_cwd` the child's
-    /// remote cwd input of L5/L6.
+    /// reference (P14), or on the cluster it named (J1–J3). `requested` is the machine value of
+    /// L2/L3, `remote_cwd` the child's remote cwd input of L5/L6.
     pub fn place(
         &mut self,
         child: &Child<'r>,
         agent: &'r Agent,
         requested: &'r LooseString,
         remote_cwd: Option<&'r str>,
-    ) -> Result<MachineRef, PlanError> {
+    ) -> Result<Placed, PlanError> {
         let location = child.position.describe();
         let machine = requested_text(requested, &location)?;
         gate::check(child, agent, machine, self.request.platform.as_deref())?;
         let selector = selector::parse(machine, &location)?;
         let request = self.request;
+        // J1: a cluster is named before the catalog is read; a cluster needs no catalog.
+        let clusters = self
+            .clusters
+            .get_or_insert_with(|| Clusters::new(request.machine_settings.as_ref()));
+        if let Some(cluster) = clusters.resolve(selector, &location)? {
+            return Ok(Placed::Cluster(cluster));
+        }
         let catalog = self
             .catalog
             .get_or_insert_with(|| Catalog::load(request.machine_catalog.as_ref()))
@@ -73,7 +94,7 @@ impl<'r> Placement<'r> {
         let candidate = remote_cwd::resolve(remote_cwd, root.as_deref(), chosen.display_name())?;
         let target = ssh_target::check(&chosen.target, selector)?;
         let cwd = remote_cwd::validate(&candidate, selector)?;
-        Ok(machine_ref(chosen, target, cwd))
+        Ok(Placed::Machine(machine_ref(chosen, target, cwd)))
     }
 }
 
@@ -99,4 +120,33 @@ fn machine_ref(machine: &Machine, target: &str, cwd: String) -> MachineRef {
         session: machine.session.clone().filter(|session| session != DEFAULT_SESSION),
         cwd,
     }
+}
+
+/// J3: a run goes to a cluster as a whole (its runner is the job): when any child is on a
+/// cluster, every child is, on the same one with the same options.
+pub fn check_one_cluster(children: &[Child<'_>], steps: &[sublaunch_contract::PlanStep]) -> Result<(), PlanError> {
+    let Some((first_child, first)) = children
+        .iter()
+        .zip(steps)
+        .find_map(|(child, step)| step.cluster.as_ref().map(|c| (child, c)))
+    else {
+        return Ok(());
+    };
+    for (child, step) in children.iter().zip(steps) {
+        if step.cluster.as_ref() == Some(first) {
+            continue;
+        }
+        let other = match (&step.cluster, &step.machine) {
+            (Some(cluster), _) => format!("on cluster '{}' with other options", cluster.name),
+            (None, Some(machine)) => format!("on machine '{}'", machine.id),
+            (None, None) => "here".to_owned(),
+        };
+        return Err(PlanError::invalid_request(format!(
+            "Invalid request: {} runs on cluster '{}' but {} runs {other}; a run is submitted to one cluster as a whole, so place every step there or launch the steps as separate runs.",
+            first_child.position.describe(),
+            first.name,
+            child.position.describe(),
+        )));
+    }
+    Ok(())
 }

@@ -169,26 +169,56 @@ pub async fn build_steps(mode: Mode, steps: Vec<Step>, spec: &RunSpec, inputs: &
     Ok(request)
 }
 
-/// Whether any step, task, the launch or a referenced agent names a machine.
+/// Whether any step, task, the launch or a referenced agent names a saved machine: a
+/// machine value that is not a cluster's name (`slurm`, `slurm:PARTITION`, or a key of
+/// `subagents.clusters` in either settings scope, J1), which the planner places without the
+/// catalog.
 pub fn can_place(request: &PlanRequest) -> bool {
-    let launch = request.launch.as_ref().is_some_and(|l| l.machine.is_some());
+    let clusters = settings_clusters(request);
+    let saved = |value: Option<&LooseString>| {
+        value.is_some_and(|value| {
+            value.as_text().is_none_or(|text| {
+                let name = text.trim();
+                name != "slurm" && !name.starts_with("slurm:") && !clusters.iter().any(|c| c == name)
+            })
+        })
+    };
+    let launch = saved(request.launch.as_ref().and_then(|l| l.machine.as_ref()));
     let referenced = |name: &str| {
         request
             .agents
             .iter()
             .find(|a| a.name == name)
-            .is_some_and(|a| a.machine.is_some())
+            .is_some_and(|a| saved(a.machine.as_ref()))
     };
     let steps = request.steps.iter().any(|step| {
-        step.machine.is_some()
+        saved(step.machine.as_ref())
             || step.agent.as_deref().is_some_and(referenced)
             || step
                 .parallel
                 .iter()
                 .flatten()
-                .any(|t| t.machine.is_some() || referenced(&t.agent))
+                .any(|t| saved(t.machine.as_ref()) || referenced(&t.agent))
     });
     launch || steps
+}
+
+/// The names of the clusters either settings scope declares (`subagents.clusters`).
+fn settings_clusters(request: &PlanRequest) -> Vec<String> {
+    let Some(settings) = &request.machine_settings else {
+        return Vec::new();
+    };
+    [&settings.user, &settings.project]
+        .into_iter()
+        .flatten()
+        .filter_map(|text| serde_json::from_str::<serde_json::Value>(text).ok())
+        .flat_map(|value| {
+            value["subagents"]["clusters"]
+                .as_object()
+                .map(|clusters| clusters.keys().cloned().collect::<Vec<_>>())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The planner's view of an agent, with its settings ceiling

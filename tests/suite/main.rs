@@ -10,6 +10,7 @@ mod bad_inputs;
 mod capacity_cli;
 mod chains_cli;
 mod chaos;
+mod cluster_cli;
 mod containment;
 mod conventions_cli;
 mod crash_truth;

@@ -49,7 +49,8 @@ pub struct Args {
     /// Highest thinking level allowed, on top of the settings' ceilings.
     #[arg(long, value_name = "LEVEL")]
     max_thinking: Option<String>,
-    /// Run on this saved Herdr machine.
+    /// Run on this saved Herdr machine, or on a cluster (`slurm`, `slurm:PARTITION`, or a
+    /// cluster named in settings).
     #[arg(long)]
     machine: Option<String>,
     /// Working directory (a directory on the machine when --machine is given).

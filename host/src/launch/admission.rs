@@ -25,6 +25,19 @@ pub enum AdmissionError {
         /// The machine's id.
         machine: String,
     },
+    /// A step is placed on a cluster, and this build plans cluster placements but does not
+    /// submit them yet (J4).
+    #[error(
+        "step {index} ('{agent}') is placed on cluster '{cluster}', and this version of sublaunch plans cluster placements but cannot submit them yet.\nRun it here or on a saved machine; `sublaunch plan` shows the placement."
+    )]
+    ClusterNotSubmitted {
+        /// The step's index in the plan.
+        index: usize,
+        /// Its agent.
+        agent: String,
+        /// The cluster's name as the step asked for it.
+        cluster: String,
+    },
     /// Steps are placed on a machine and the ssh client is missing.
     #[error("steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
     NoSsh(MissingProgram),
@@ -40,6 +53,14 @@ pub enum AdmissionError {
 pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), AdmissionError> {
     let path = env.var("PATH");
     let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
+    // J4: nothing runs locally in place of the cluster the plan names.
+    if let Some((index, step)) = plan.steps.iter().enumerate().find(|(_, s)| s.cluster.is_some()) {
+        return Err(AdmissionError::ClusterNotSubmitted {
+            index,
+            agent: step.agent.clone(),
+            cluster: step.cluster.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
+        });
+    }
     for (index, step) in plan.steps.iter().enumerate() {
         let (Some(machine), Some(agent)) = (&step.machine, agent_of(&step.agent)) else {
             continue;
