@@ -6,26 +6,14 @@
 
 use serde_json::{Value, json};
 use std::io::Write;
-use std::process::{Command, Output, Stdio};
-use sublaunch_tests::bin;
+use std::process::{Command, Stdio};
 use sublaunch_tests::cli::text;
 use sublaunch_tests::launch_harness::Scratch;
 use sublaunch_tests::slurm::SlurmCluster;
 
 fn planned(request: &Value) -> (Option<i32>, Value) {
     let cache = tempfile::tempdir().unwrap();
-    let mut child = Command::new(bin("sublaunch"))
-        .arg("plan")
-        .env("SUBLAUNCH_CACHE_DIR", cache.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    let _ = input.write_all(request.to_string().as_bytes());
-    drop(input);
-    let output: Output = child.wait_with_output().unwrap();
+    let output = super::plan_cli::plan_with(&[], request.to_string().as_bytes(), cache.path());
     let document = serde_json::from_slice(&output.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
     (output.status.code(), document)
@@ -99,27 +87,9 @@ fn j3_a_run_split_between_a_cluster_and_anywhere_else_is_refused() {
 #[test]
 fn j4_a_launch_on_a_cluster_is_refused_before_anything_is_written() {
     let scratch = Scratch::new("cluster-refused");
-    for args in [
-        vec![
-            "run",
-            "--agent",
-            "shell",
-            "--task",
-            "echo hi",
-            "--machine",
-            "slurm:debug",
-        ],
-        vec![
-            "run",
-            "--agent",
-            "shell",
-            "--task",
-            "echo hi",
-            "--machine",
-            "slurm",
-            "--dry-run",
-        ],
-    ] {
+    let launch = ["run", "--agent", "shell", "--task", "echo hi", "--machine"];
+    for place in [&["slurm:debug"][..], &["slurm", "--dry-run"]] {
+        let args: Vec<&str> = launch.iter().chain(place).copied().collect();
         let output = scratch.cli(&args).output().unwrap();
         assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
         let stderr = text(&output.stderr);

@@ -14,7 +14,7 @@ fn plan(stdin: &[u8], cache: &std::path::Path) -> Output {
 }
 
 /// Runs `sublaunch plan ARGS` with `stdin` and a private component cache.
-fn plan_with(args: &[&str], stdin: &[u8], cache: &std::path::Path) -> Output {
+pub(crate) fn plan_with(args: &[&str], stdin: &[u8], cache: &std::path::Path) -> Output {
     let mut child = Command::new(bin("sublaunch"))
         .arg("plan")
         .args(args)

@@ -17,6 +17,7 @@
 //! `.ci/run` installs slurm-wlm and munge; without `/usr/sbin/slurmctld` these tests fail
 //! with a message saying so.
 
+use crate::sshd::free_port;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -317,12 +318,4 @@ fn spawn_kept(mut command: Command) -> Child {
     rx.recv()
         .expect("the daemons' thread answers")
         .unwrap_or_else(|e| panic!("starting a Slurm daemon: {e}"))
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
