@@ -19,6 +19,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod engine;
 pub mod environment;
 pub mod inputs;

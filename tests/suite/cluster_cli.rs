@@ -7,6 +7,7 @@
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::{Command, Stdio};
+use sublaunch::cluster::slurm::{ExitCode, JobRecord, JobState};
 use sublaunch_tests::cli::text;
 use sublaunch_tests::launch_harness::Scratch;
 use sublaunch_tests::slurm::SlurmCluster;
@@ -100,8 +101,9 @@ fn j4_a_launch_on_a_cluster_is_refused_before_anything_is_written() {
     assert_eq!(text(&listed.stdout).trim(), "[]", "{}", text(&listed.stderr));
 }
 
-/// The test cluster runs real jobs: a job's exit code, its state while the controller knows
-/// it, and its line in the job-completion log, which outlives the controller's memory.
+/// The test cluster runs real jobs, and the host reads them (J5): a job's exit code, its state
+/// while the controller knows it, and its line in the job-completion log, which outlives the
+/// controller's memory.
 #[test]
 fn the_test_cluster_runs_a_job_to_its_recorded_end() {
     let cluster = SlurmCluster::shared();
@@ -150,15 +152,15 @@ fn the_test_cluster_runs_a_job_to_its_recorded_end() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     assert_eq!(state, "FAILED");
+    // J5: what the host reads of the job, from the controller and from the completion log.
     let shown = text(&cluster.command("scontrol", &["show", "job", "-o", &job]).stdout);
-    assert!(shown.contains("ExitCode=3:0"), "{shown}");
+    let record = JobRecord::parse(&shown).unwrap_or_else(|| panic!("unreadable: {shown}"));
+    assert_eq!(record.state, JobState::Failed, "{shown}");
+    assert_eq!(record.exit_code, Some(ExitCode { status: 3, signal: 0 }), "{shown}");
+    assert_eq!(record.reason.as_deref(), Some("NonZeroExitCode"), "{shown}");
+    assert_eq!(record.node_list.as_deref(), Some(cluster.node()), "{shown}");
     let completions = std::fs::read_to_string(cluster.jobcomp()).unwrap();
-    let line = completions
-        .lines()
-        .rfind(|l| l.starts_with(&format!("JobId={job} ")))
+    let ended = JobRecord::last_completion(&completions, &job)
         .unwrap_or_else(|| panic!("no completion line for {job}: {completions}"));
-    assert!(
-        line.contains("JobState=FAILED") && line.contains("ExitCode=3:0"),
-        "{line}"
-    );
+    assert_eq!((ended.state, ended.exit_code), (JobState::Failed, record.exit_code));
 }
