@@ -6,10 +6,9 @@
 use crate::environment::Environment;
 use crate::inputs::agents::locate_program;
 use std::ffi::OsStr;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use sublaunch_protocol::git::{At, LocateError, Repository};
+use sublaunch_protocol::git::{At, LocateError, Repository, command};
 
 /// A git command that did not succeed.
 #[derive(Debug, thiserror::Error)]
@@ -98,22 +97,6 @@ impl Git {
             Err(e) => Err(e),
         }
     }
-}
-
-/// git set up to run at `at`, killed if this process dies first: a SIGKILLed `sublaunch`
-/// leaves no git behind to race the next command over the same repository (a half-made
-/// worktree, an index lock).
-fn command(program: &Path, at: At<'_>) -> Command {
-    let mut git = sublaunch_protocol::git::command(program, at);
-    // SAFETY: prctl(PR_SET_PDEATHSIG) is async-signal-safe and touches no memory of the
-    // parent; the spawning thread waits for git, so the signal follows this process's death.
-    unsafe {
-        git.pre_exec(|| {
-            rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))
-                .map_err(std::io::Error::from)
-        });
-    }
-    git
 }
 
 /// Runs `git` (whose arguments end with `args`, for messages) in `dir`; its stdout.
