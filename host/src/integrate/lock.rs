@@ -72,11 +72,28 @@ impl Drop for Lock {
     }
 }
 
-/// Kills what is left of a gate's process group.
+/// Kills what is left of a gate's process group, and waits (at most 5 s) until each of them
+/// has exited: the caller goes on as if nothing of the gate ran any more.
 pub fn kill_group(group: GateGroup) {
+    use rustix::process::{Pid, PidfdFlags, Signal, kill_process, pidfd_open};
+    let mut exits = Vec::new();
     for pid in procinfo::group_members(group.pgid, group.session, group.since) {
-        if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        let Some(pid) = Pid::from_raw(pid as i32) else { continue };
+        // The pidfd first: it keeps naming this process, and becomes readable when it exits.
+        let exit = pidfd_open(pid, PidfdFlags::empty()).ok();
+        if kill_process(pid, Signal::KILL).is_ok()
+            && let Some(exit) = exit
+        {
+            exits.push(exit);
         }
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    for exit in exits {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let Ok(timeout) = rustix::event::Timespec::try_from(left) else {
+            break;
+        };
+        let mut fds = [rustix::event::PollFd::new(&exit, rustix::event::PollFlags::IN)];
+        let _ = rustix::event::poll(&mut fds, Some(&timeout));
     }
 }
