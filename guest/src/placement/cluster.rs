@@ -84,6 +84,7 @@ impl Clusters {
             return Ok(None);
         }
         let mut fields = Map::new();
+        let mut scopes = std::collections::BTreeMap::new();
         for (scope, entry) in [("User settings", user), ("Project settings", project)] {
             let Some(entry) = entry else { continue };
             let Value::Object(entry) = entry else {
@@ -106,19 +107,22 @@ impl Clusters {
                     ));
                 }
                 fields.insert(key.clone(), value.clone());
+                scopes.insert(key.clone(), scope);
             }
         }
         let entry = Entry {
             selector,
             fields: &fields,
+            scopes: &scopes,
         };
         let engine = entry.text("engine")?;
         if let Some(engine) = engine.as_deref()
             && engine != SLURM
         {
-            return Err(entry.error(&format!(
-                "'clusters.{selector}.engine' is '{engine}'; the engine sublaunch submits to is slurm"
-            )));
+            return Err(entry.error(
+                "engine",
+                &format!("'clusters.{selector}.engine' is '{engine}'; the engine sublaunch submits to is slurm"),
+            ));
         }
         Ok(Some(ClusterRef {
             engine: SLURM.to_owned(),
@@ -171,11 +175,13 @@ impl Scope {
 struct Entry<'e> {
     selector: &'e str,
     fields: &'e Map<String, Value>,
+    /// Which scope each field came from, so an error names the file to fix.
+    scopes: &'e std::collections::BTreeMap<String, &'static str>,
 }
 
 impl Entry<'_> {
-    fn error(&self, what: &str) -> PlanError {
-        settings_error("Settings", what)
+    fn error(&self, field: &str, what: &str) -> PlanError {
+        settings_error(self.scopes.get(field).copied().unwrap_or("Settings"), what)
     }
 
     fn path(&self, field: &str) -> String {
@@ -188,11 +194,14 @@ impl Entry<'_> {
             Some(Value::String(text)) if !jsstr::has_control(text) && !jsstr::trim(text).is_empty() => {
                 Ok(Some(jsstr::trim(text).to_owned()))
             }
-            Some(other) => Err(self.error(&format!(
-                "{} must be a non-empty string without control characters, got {}",
-                self.path(field),
-                json_kind(other)
-            ))),
+            Some(other) => Err(self.error(
+                field,
+                &format!(
+                    "{} must be a non-empty string without control characters, got {}",
+                    self.path(field),
+                    json_kind(other)
+                ),
+            )),
         }
     }
 
@@ -201,14 +210,14 @@ impl Entry<'_> {
         let Some(text) = self.text(field)? else { return Ok(None) };
         check_name(&text, field)
             .map(Some)
-            .map_err(|problem| self.error(&format!("{} {problem}", self.path(field))))
+            .map_err(|problem| self.error(field, &format!("{} {problem}", self.path(field))))
     }
 
     /// `time`: whole minutes, or Slurm's `MM:SS`, `HH:MM:SS`, `D-HH`, `D-HH:MM`, `D-HH:MM:SS`;
     /// seconds round up to the next minute, as Slurm rounds them.
     fn minutes(&self) -> Result<Option<u32>, PlanError> {
         let refuse = || {
-            self.error(&format!(
+            self.error("time", &format!(
                 "{} must be a number of minutes or a time such as \"90\", \"1:30:00\" or \"2-00:00:00\", at least a minute and at most a year",
                 self.path("time")
             ))
@@ -234,10 +243,13 @@ impl Entry<'_> {
                 .and_then(|n| u32::try_from(n).ok())
                 .map(Some)
                 .ok_or_else(|| {
-                    self.error(&format!(
-                        "{} must be a whole number of CPUs from 1 to {MAX_CPUS}, got {value}",
-                        self.path("cpus")
-                    ))
+                    self.error(
+                        "cpus",
+                        &format!(
+                            "{} must be a whole number of CPUs from 1 to {MAX_CPUS}, got {value}",
+                            self.path("cpus")
+                        ),
+                    )
                 }),
         }
     }
@@ -253,11 +265,14 @@ impl Entry<'_> {
             && digits.bytes().all(|b| b.is_ascii_digit())
             && digits.bytes().any(|b| b != b'0');
         if !valid {
-            return Err(self.error(&format!(
-                "{} must be an amount such as \"512M\" or \"8G\", got {}",
-                self.path("memory"),
-                jsstr::json_quote(&text)
-            )));
+            return Err(self.error(
+                "memory",
+                &format!(
+                    "{} must be an amount such as \"512M\" or \"8G\", got {}",
+                    self.path("memory"),
+                    jsstr::json_quote(&text)
+                ),
+            ));
         }
         Ok(Some(text))
     }
@@ -267,11 +282,14 @@ impl Entry<'_> {
             return Ok(None);
         };
         if !text.starts_with('/') {
-            return Err(self.error(&format!(
-                "{} must be an absolute path every node sees, got {}",
-                self.path("sharedDir"),
-                jsstr::json_quote(&text)
-            )));
+            return Err(self.error(
+                "sharedDir",
+                &format!(
+                    "{} must be an absolute path every node sees, got {}",
+                    self.path("sharedDir"),
+                    jsstr::json_quote(&text)
+                ),
+            ));
         }
         Ok(Some(text))
     }
@@ -414,6 +432,21 @@ mod tests {
             error.message
         };
         assert!(refused(json!({"partiton": "gpu"})).contains("unknown field 'partiton'"));
+        assert!(
+            refused(json!({"time": 0})).starts_with("User settings: "),
+            "the file to fix is named"
+        );
+        let project = clusters(
+            json!({"subagents": {"clusters": {"lab": {"cpus": 2}}}}),
+            Some(json!({"subagents": {"clusters": {"lab": {"cpus": 0}}}})),
+        );
+        assert!(
+            project
+                .resolve("lab", "step 1")
+                .unwrap_err()
+                .message
+                .starts_with("Project settings: ")
+        );
         assert!(refused(json!({"engine": "kubernetes"})).contains("engine"));
         assert!(refused(json!({"time": 0})).contains("'clusters.lab.time'"));
         assert!(refused(json!({"time": "1:2:3:4"})).contains("'clusters.lab.time'"));

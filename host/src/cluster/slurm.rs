@@ -248,9 +248,10 @@ impl JobRecord {
     /// The last record of `job_id` in a job-completion log's text (a requeued job has
     /// several; the last is its end).
     pub fn last_completion(log: &str, job_id: &str) -> Option<Self> {
+        let prefix = format!("JobId={job_id} ");
         log.lines()
             .rev()
-            .filter(|line| line.starts_with(&format!("JobId={job_id} ")))
+            .filter(|line| line.starts_with(&prefix))
             .find_map(Self::parse)
     }
 }
