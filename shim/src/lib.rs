@@ -64,6 +64,23 @@ pub fn main() -> i32 {
     for note in &prepared.notes {
         eprintln!("sublaunch-shim: {note}");
     }
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let source = invocation::source(&args, std::env::var_os(invocation::RUNNER_CONFIG_ENV));
+    // J7: a cluster job starts with no environment of its own; it takes the runner's from its
+    // configuration before anything reads the environment.
+    let scheduled = match &source {
+        invocation::Source::Scheduled(_) => match invocation::read(&source) {
+            Ok(cfg) => {
+                adopt_job_environment(&cfg);
+                Some(cfg)
+            }
+            Err(e) => {
+                exit::report(&e.to_string());
+                return exit::INVALID_CONFIG;
+            }
+        },
+        _ => None,
+    };
     let pid = std::process::id();
     let mut faults = match faults::Faults::from_env() {
         Ok(faults) => faults,
@@ -90,9 +107,11 @@ pub fn main() -> i32 {
         exit::report(&PreCommitError::Signal(signal).message());
         return exit::HANDSHAKE_FAILED;
     }
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    let source = invocation::source(&args, std::env::var_os(invocation::RUNNER_CONFIG_ENV));
-    let cfg = match invocation::read(&source) {
+    let read = match scheduled {
+        Some(cfg) => Ok(cfg),
+        None => invocation::read(&source),
+    };
+    let cfg = match read {
         Ok(cfg) => cfg,
         Err(e) => {
             exit::report(&e.to_string());
@@ -126,7 +145,14 @@ pub fn main() -> i32 {
     if let Fired::Stopped(signal) = ctx.fire(ShimPoint::AfterConfig) {
         return handshake::fail(&mut ctx, &PreCommitError::Signal(signal));
     }
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_committed(&mut ctx)));
+    let scheduled = source.is_scheduled();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        if scheduled {
+            run_scheduled(&mut ctx)
+        } else {
+            run_committed(&mut ctx)
+        }
+    }));
     match outcome {
         Ok(code) => code,
         Err(_) => {
@@ -147,5 +173,58 @@ fn run_committed(ctx: &mut Ctx) -> i32 {
         Fired::Stopped(signal) => Some(signal),
         Fired::Continue => None,
     };
+    if stop.is_none()
+        && let Some(cluster) = ctx.cfg.cluster.clone()
+    {
+        return run::cluster::hand_over(ctx, &cluster);
+    }
     run::after_commit::after_commit(ctx, stop)
+}
+
+/// J7: a cluster job's runner: the run was committed by the runner that submitted the job;
+/// this one claims it (unless it ended while queued), takes the revival lease again, and runs
+/// it as any runner does after the commit.
+fn run_scheduled(ctx: &mut Ctx) -> i32 {
+    use run::cluster::ClaimRefused;
+    match run::cluster::claim(ctx) {
+        Ok(()) => {}
+        Err(ClaimRefused::Ended(state)) => {
+            eprintln!("sublaunch-shim: the run ended ({state}) before its job started; nothing to do");
+            return exit::HANDED_OVER;
+        }
+        Err(ClaimRefused::Unwritable(why)) => {
+            exit::report(&format!("cannot claim the run: {why}"));
+            return exit::RECORDING_FAILED;
+        }
+    }
+    if ctx.cfg.revival_lease.is_some()
+        && let Err(error) = handshake::acquire_lease(ctx)
+    {
+        return run::after_commit::committed_startup_failure(ctx, &error.message());
+    }
+    run::after_commit::after_commit(ctx, None)
+}
+
+/// Replaces this process's environment with the one the runner that submitted the job had.
+fn adopt_job_environment(cfg: &sublaunch_protocol::records::config::RunnerConfig) {
+    let Some(environment) = cfg.cluster.as_ref().and_then(|c| c.environment.as_ref()) else {
+        return;
+    };
+    let slurm: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os()
+        .filter(|(key, _)| key.to_string_lossy().starts_with("SLURM_"))
+        .collect();
+    // SAFETY: called at the start of `main`, before any thread exists; nothing reads the
+    // environment concurrently.
+    unsafe {
+        for (key, _) in std::env::vars_os() {
+            std::env::remove_var(key);
+        }
+        for (key, value) in environment {
+            std::env::set_var(key, value);
+        }
+        // The job's own facts (its id, its node) stay.
+        for (key, value) in slurm {
+            std::env::set_var(key, value);
+        }
+    }
 }

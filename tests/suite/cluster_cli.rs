@@ -85,20 +85,72 @@ fn j3_a_run_split_between_a_cluster_and_anywhere_else_is_refused() {
     }
 }
 
+/// The id of a run `run --json` printed.
+fn run_id_of(output: &std::process::Output) -> String {
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    printed["runId"].as_str().unwrap().to_owned()
+}
+
+/// J6, J7: a run on the cluster is submitted as a job whose runner runs it on the node: `run`
+/// returns once Slurm accepted it, the status names the job, and `wait` gets its answer.
 #[test]
-fn j4_a_launch_on_a_cluster_is_refused_before_anything_is_written() {
-    let scratch = Scratch::new("cluster-refused");
-    let launch = ["run", "--agent", "shell", "--task", "echo hi", "--machine"];
-    for place in [&["slurm:debug"][..], &["slurm", "--dry-run"]] {
-        let args: Vec<&str> = launch.iter().chain(place).copied().collect();
-        let output = scratch.cli(&args).output().unwrap();
-        assert_eq!(output.status.code(), Some(2), "{}", text(&output.stderr));
-        let stderr = text(&output.stderr);
-        assert!(stderr.contains("placed on cluster"), "{stderr}");
-        assert!(!stderr.contains("Herdr"), "a cluster needs no Herdr catalog: {stderr}");
-    }
-    let listed = scratch.cli(&["list", "--all", "--json"]).output().unwrap();
-    assert_eq!(text(&listed.stdout).trim(), "[]", "{}", text(&listed.stderr));
+fn j6_j7_a_run_on_slurm_is_a_job_that_runs_it_and_returns_its_answer() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-run");
+    let launched = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo from the node",
+            "--machine",
+            "slurm:debug",
+            "--json",
+        ])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        launched.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&launched.stderr),
+        cluster.logs()
+    );
+    let run_id = run_id_of(&launched);
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(&run_id)).unwrap();
+    let job = status["cluster"]["jobId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{status}"))
+        .to_owned();
+    assert_eq!(status["cluster"]["name"], "slurm:debug", "{status}");
+    let waited = scratch
+        .cli(&["wait", &run_id, "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        waited.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&waited.stderr),
+        text(&waited.stdout)
+    );
+    let result = scratch.answer_json(&run_id);
+    assert!(result.to_string().contains("from the node"), "{result}");
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(&run_id)).unwrap();
+    assert_eq!(status["state"], "complete", "{status}");
+    assert_eq!(status["cluster"]["node"], cluster.node(), "{status}");
+    assert!(
+        matches!(
+            cluster.job_state(&job).as_deref(),
+            Some("COMPLETED" | "COMPLETING") | None
+        ),
+        "{:?}",
+        cluster.job_state(&job)
+    );
 }
 
 /// The test cluster runs real jobs, and the host reads them (J5): a job's exit code, its state
@@ -163,4 +215,197 @@ fn the_test_cluster_runs_a_job_to_its_recorded_end() {
     let ended = JobRecord::last_completion(&completions, &job)
         .unwrap_or_else(|| panic!("no completion line for {job}: {completions}"));
     assert_eq!((ended.state, ended.exit_code), (JobState::Failed, record.exit_code));
+}
+
+/// Launches `task` with the shell agent on `cluster`'s `partition`; the run id and its job id.
+fn launch_on(scratch: &Scratch, cluster: &SlurmCluster, partition: &str, task: &str) -> (String, String) {
+    let place = format!("slurm:{partition}");
+    let launched = scratch
+        .cli(&["run", "--agent", "shell", "--task", task, "--machine", &place, "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert_eq!(
+        launched.status.code(),
+        Some(0),
+        "{}\n{}",
+        text(&launched.stderr),
+        cluster.logs()
+    );
+    let printed: Value = serde_json::from_slice(&launched.stdout).unwrap();
+    let job = printed["jobId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{printed}"))
+        .to_owned();
+    (printed["runId"].as_str().unwrap().to_owned(), job)
+}
+
+/// Waits until the run's runner started on the node (the run claimed, state `running`).
+fn wait_running_on_node(scratch: &Scratch, run_id: &str) -> Value {
+    let dir = scratch.run_dir(run_id);
+    sublaunch_tests::launch_harness::wait_for("the job's runner to claim the run", LIMIT, || {
+        let status = sublaunch_tests::launch_harness::status(&dir)?;
+        let claimed = status["cluster"]["node"].is_string() && status["state"] == "running";
+        let agent_started = status["steps"][0]["status"] == "running";
+        (claimed && agent_started).then_some(status)
+    })
+}
+
+/// How long a job may take to start, run a short task or be observed ended.
+const LIMIT: std::time::Duration = std::time::Duration::from_secs(90);
+
+/// `sublaunch wait RUN --json`, after which the run is terminal: its exit code and status.
+fn waited(scratch: &Scratch, cluster: &SlurmCluster, run_id: &str) -> (Option<i32>, Value) {
+    let output = scratch
+        .cli(&["wait", run_id, "--timeout", "90s", "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(run_id)).unwrap();
+    assert!(
+        sublaunch_tests::launch_harness::is_terminal(status["state"].as_str().unwrap_or("")),
+        "{status}\n{}",
+        text(&output.stderr)
+    );
+    (output.status.code(), status)
+}
+
+/// The run's proof once a listing finalized it with the engine's evidence (J8).
+fn finalized_proof(scratch: &Scratch, cluster: &SlurmCluster, run_id: &str) -> Value {
+    let proof = scratch.run_dir(run_id).join("process-terminal.json");
+    sublaunch_tests::launch_harness::wait_for("the proof with the engine's evidence", LIMIT, || {
+        let listed = scratch.cli(&["list", "--json"]).envs(cluster.env()).output().unwrap();
+        assert!(listed.status.success(), "{}", text(&listed.stderr));
+        let proof = sublaunch_tests::launch_harness::read_json(&proof)?;
+        (proof["state"] != "pending").then_some(proof)
+    })
+}
+
+/// J8: however Slurm kills a job, its run ends. `scancel --signal=KILL` on a job that runs no
+/// steps of its own cancels it (Slurm sends its runner SIGTERM first), so the runner ends its
+/// agent and records `stopped`. `scancel --batch --signal=KILL` kills the runner outright: it
+/// records nothing, its agent dies with it, and the run ends `failed` with the engine's state,
+/// exit and node in the failure; in both, the proof keeps the engine's evidence.
+#[test]
+fn j8_a_job_killed_by_slurm_ends_its_run_with_the_engines_evidence() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-killed");
+    for (how, state) in [
+        (&["--signal=KILL"][..], "stopped"),
+        (&["--batch", "--signal=KILL"], "failed"),
+    ] {
+        let (run_id, job) = launch_on(&scratch, cluster, "debug", "echo started; sleep 300");
+        let status = wait_running_on_node(&scratch, &run_id);
+        let agent = status["steps"][0]["externalProcess"]["pid"].as_u64();
+        let args: Vec<&str> = how.iter().copied().chain([job.as_str()]).collect();
+        let killed = cluster.command("scancel", &args);
+        assert!(killed.status.success(), "{}", text(&killed.stderr));
+        let (code, status) = waited(&scratch, cluster, &run_id);
+        assert_ne!(code, Some(0), "{status}");
+        assert_eq!(status["state"], state, "{how:?}: {status}");
+        if state == "failed" {
+            let error = status["error"].as_str().unwrap();
+            let node = format!("on node {}", cluster.node());
+            assert!(
+                error.starts_with(&format!("Slurm job {job} ended FAILED"))
+                    && error.contains(&node)
+                    && error.contains("exit 0:9"),
+                "{error}"
+            );
+        }
+        let proof = finalized_proof(&scratch, cluster, &run_id);
+        assert_eq!(proof["cluster"]["jobId"], job.as_str(), "{proof}");
+        assert_eq!(proof["cluster"]["source"], "scontrol", "{proof}");
+        if let Some(pid) = agent {
+            assert!(
+                !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+                "the agent {pid} outlived its job"
+            );
+        }
+    }
+}
+
+/// J6: a job Slurm refuses (an unknown partition) fails the launch with Slurm's reason, and
+/// the run records it; nothing runs.
+#[test]
+fn j6_a_job_slurm_refuses_fails_the_launch_with_slurms_reason() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-refused");
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "echo never",
+            "--machine",
+            "slurm:nosuch",
+            "--json",
+        ])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stdout));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("could not be submitted")
+            && stderr.contains("Slurm refused the job")
+            && stderr.contains("partition"),
+        "{stderr}"
+    );
+    let listed = scratch.cli(&["list", "--all", "--json"]).output().unwrap();
+    let runs: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(runs[0]["state"], "failed", "{runs}");
+    assert!(
+        runs[0]["error"].as_str().unwrap().contains("Slurm refused the job"),
+        "{runs}"
+    );
+}
+
+/// J7, J9: a job waiting in Slurm's queue shows as `queued` with Slurm's reason in `list` and
+/// `status`; `stop` cancels it and records `stopped` although its runner never started; a
+/// running job is stopped through its runner, which ends the agent and records `stopped`.
+#[test]
+fn j7_j9_queued_jobs_show_slurms_reason_and_stop_ends_queued_and_running_jobs() {
+    let cluster = SlurmCluster::private();
+    let scratch = Scratch::new("cluster-stop");
+    let (running, _) = launch_on(&scratch, &cluster, "debug", "echo started; sleep 300");
+    let status = wait_running_on_node(&scratch, &running);
+    let agent = status["steps"][0]["externalProcess"]["pid"].as_u64();
+    let down = cluster.command("scontrol", &["update", "PartitionName=debug", "State=DOWN"]);
+    assert!(down.status.success(), "{}", text(&down.stderr));
+    let (queued, job) = launch_on(&scratch, &cluster, "debug", "echo never");
+    let listed = sublaunch_tests::launch_harness::wait_for("Slurm's reason in list", LIMIT, || {
+        let listed = scratch.cli(&["list"]).envs(cluster.env()).output().unwrap();
+        let table = text(&listed.stdout);
+        table.contains("queued (slurm: PartitionDown)").then_some(table)
+    });
+    assert!(listed.contains(&queued), "{listed}");
+    let status = scratch
+        .cli(&["status", &queued, "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    let status: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(status["queueReason"], "PartitionDown", "{status}");
+    let stopped = scratch.cli(&["stop", &queued]).envs(cluster.env()).output().unwrap();
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    assert!(text(&stopped.stdout).contains("stopped"), "{}", text(&stopped.stdout));
+    assert!(
+        matches!(cluster.job_state(&job).as_deref(), Some("CANCELLED") | None),
+        "{:?}",
+        cluster.job_state(&job)
+    );
+    let stopped = scratch.cli(&["stop", &running]).envs(cluster.env()).output().unwrap();
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(&running)).unwrap();
+    assert_eq!(status["state"], "stopped", "{status}");
+    if let Some(pid) = agent {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the agent {pid} outlived the stop"
+        );
+    }
+    let proof = finalized_proof(&scratch, &cluster, &queued);
+    assert_eq!(proof["cluster"]["state"], "CANCELLED", "{proof}");
 }

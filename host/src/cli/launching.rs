@@ -16,6 +16,8 @@ use std::time::Duration;
 use sublaunch::launch::error::{CwdError, LaunchError};
 use sublaunch::launch::{self, Launch, LaunchFailure, LaunchHandle, LaunchOptions, LaunchStage};
 use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::records::proof::ProcessTerminal;
 use sublaunch_protocol::records::status::RunState;
 
 /// The session id the CLI launches under.
@@ -60,12 +62,24 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
             );
             return ExitCode::FAILURE;
         }
+        // J6: a run on a cluster is launched once the engine accepted its job.
+        let job = match launched.handle.handed_over().await {
+            Ok(job) => job,
+            Err(e) => {
+                eprintln!(
+                    "sublaunch {command}: the run '{}' could not be submitted: {e}",
+                    launched.run_id
+                );
+                return ExitCode::FAILURE;
+            }
+        };
         if !presentation.wait {
             if presentation.json {
-                say!(
-                    "{}",
-                    json!({"runId": launched.run_id, "runDir": launched.run_dir, "pid": launched.pid})
-                );
+                let mut printed = json!({"runId": launched.run_id, "runDir": launched.run_dir, "pid": launched.pid});
+                if let Some(job) = &job {
+                    printed["jobId"] = json!(job.job_id);
+                }
+                say!("{printed}");
             } else {
                 say!("{}", launched.run_id);
             }
@@ -90,13 +104,24 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
                 () = watch => unreachable!("progress follows until the run ends"),
             }
         };
-        let finished = match finished {
+        let mut finished = match finished {
             Ok(finished) => finished,
             Err(e) => {
                 eprintln!("sublaunch {command}: {e}");
                 return ExitCode::FAILURE;
             }
         };
+        if finished.handed_over.is_some() {
+            // J6: the run goes on as a cluster job; its end comes from its records and the
+            // engine, as for any run this process did not spawn.
+            match wait_for_job(command, &launched.run_dir, &mut progress).await {
+                Ok((status, proof)) => {
+                    finished.status = Some(status);
+                    finished.proof = proof;
+                }
+                Err(code) => return code,
+            }
+        }
         let snapshot = match &mut progress {
             Some(progress) => Some(progress.finish().await),
             None => None,
@@ -148,6 +173,36 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
         }
         super::runs::outcome_code(state.as_ref())
     })
+}
+
+/// Waits until a run handed to a cluster job is terminal (its progress shown meanwhile):
+/// its status and proof then.
+async fn wait_for_job(
+    command: &str,
+    run_dir: &std::path::Path,
+    progress: &mut Option<Progress>,
+) -> Result<(sublaunch_protocol::records::status::Status, ProcessTerminal), ExitCode> {
+    let store = Arc::new(super::runs::open_store(command)?);
+    let run = Arc::new(Dir::open(run_dir).map_err(|e| super::runs::fail(command, e))?);
+    let watch = async {
+        match progress {
+            Some(progress) => progress.follow().await,
+            None => std::future::pending().await,
+        }
+    };
+    let ended = launch::tokio::select! {
+        ended = sublaunch::runs::wait::wait_terminal(&store, &run, None) => ended,
+        () = watch => unreachable!("progress follows until the run ends"),
+    };
+    let sublaunch::runs::wait::WaitEnd::Terminal(status) = ended else {
+        unreachable!("a wait without a limit ends with the run");
+    };
+    let proof = run
+        .read_doc::<ProcessTerminal>(names::PROCESS_TERMINAL)
+        .ok()
+        .and_then(|doc| doc.present())
+        .unwrap_or_default();
+    Ok((*status, proof))
 }
 
 /// Prints why the launch failed as `sublaunch <command>: …`. A run whose runner started

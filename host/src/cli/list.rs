@@ -92,7 +92,7 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch list: warning: {warning}");
     }
     if args.all {
-        let mut out = Output::new(args.json, queue_places(&store));
+        let mut out = Output::new(args.json, queue_places(&store), store.queue_reasons());
         let now = now_ms();
         let filter = HistoryFilter {
             state: args.state,
@@ -124,7 +124,7 @@ pub fn run(args: Args) -> ExitCode {
         Ok(ids) => ids,
         Err(e) => return fail("list", e),
     };
-    let mut out = Output::new(args.json, queue_places(&store));
+    let mut out = Output::new(args.json, queue_places(&store), store.queue_reasons());
     let mut rows = Vec::new();
     for id in ids {
         if let Ok(Some(run)) = store.run_dir(&id) {
@@ -214,6 +214,8 @@ fn queue_places(store: &sublaunch::runs::RunStore) -> HashMap<String, usize> {
 struct Output {
     json: bool,
     places: HashMap<String, usize>,
+    /// Why each queued cluster job waits, by job id.
+    reasons: std::collections::BTreeMap<String, String>,
     /// JSON runs printed so far.
     printed: usize,
     table: Vec<[String; 6]>,
@@ -221,10 +223,11 @@ struct Output {
 }
 
 impl Output {
-    fn new(json: bool, places: HashMap<String, usize>) -> Self {
+    fn new(json: bool, places: HashMap<String, usize>, reasons: std::collections::BTreeMap<String, String>) -> Self {
         Self {
             json,
             places,
+            reasons,
             printed: 0,
             table: Vec::new(),
             now: now_ms(),
@@ -242,7 +245,7 @@ impl Output {
     fn row(&mut self, id: &str, run: &sublaunch_protocol::files::dir::Dir, status: Option<&Status>) {
         let place = self.place(id, status);
         if self.json {
-            let mut view = RunView::new(id, run, status);
+            let mut view = RunView::new(id, run, status).with_queue_reason(&self.reasons);
             view.queue_position = place;
             let pretty = serde_json::to_string_pretty(&view.to_json()).unwrap_or_default();
             // An element of a pretty array: after `[` or `,`, on its own lines, indented by two.
@@ -252,10 +255,14 @@ impl Output {
             self.printed += 1;
             return;
         }
+        let reason = status
+            .and_then(|s| s.cluster.as_ref())
+            .and_then(|job| self.reasons.get(&job.job_id))
+            .map(String::as_str);
         self.table.push(match status {
             Some(s) if s.state == Some(RunState::Queued) => [
                 id.to_owned(),
-                state_with_place(s, place),
+                state_with_place(s, place, reason),
                 agents(s),
                 steps_done(s),
                 "-".into(),
@@ -263,7 +270,7 @@ impl Output {
             ],
             Some(s) => [
                 id.to_owned(),
-                state_with_place(s, place),
+                state_with_place(s, place, reason),
                 agents(s),
                 steps_done(s),
                 s.started_at.map(iso8601_utc).unwrap_or_default(),

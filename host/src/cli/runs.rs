@@ -141,10 +141,16 @@ pub fn state_name(status: &Status) -> &str {
     status.state.as_ref().map_or("unknown", RunState::as_str)
 }
 
-/// `queued (2nd)` for a run waiting for capacity at that place, else the state.
-pub fn state_with_place(status: &Status, place: Option<usize>) -> String {
-    match place {
-        Some(place) if status.state == Some(RunState::Queued) => format!("queued ({})", ordinal(place)),
+/// `queued (2nd)` for a run waiting for capacity at that place, `queued (slurm: Priority)`
+/// for one waiting in a cluster's queue for that reason, else the state.
+pub fn state_with_place(status: &Status, place: Option<usize>, reason: Option<&str>) -> String {
+    let queued = status.state == Some(RunState::Queued);
+    match (place, reason) {
+        (Some(place), _) if queued => format!("queued ({})", ordinal(place)),
+        (None, Some(reason)) if queued => {
+            let engine = status.cluster.as_ref().map_or("cluster", |job| job.engine.as_str());
+            format!("queued ({engine}: {reason})")
+        }
         _ => state_name(status).to_owned(),
     }
 }

@@ -39,6 +39,15 @@ pub fn run(args: Args) -> ExitCode {
         eprintln!("sublaunch status: warning: {warning}");
     }
     let queued = status_of(&run).is_some_and(|s| s.state == Some(RunState::Queued));
+    // J7: a run queued on a cluster waits for the engine's reason.
+    let reason = status_of(&run)
+        .filter(|_| queued)
+        .and_then(|s| s.cluster)
+        .filter(|job| !job.job_id.is_empty())
+        .and_then(|job| match store.look_at_job(&job) {
+            sublaunch::cluster::engine::JobLook::Queued { reason } => reason,
+            _ => None,
+        });
     let place = queued
         .then(|| store.queue_positions().ok()?.get(&run_id).copied())
         .flatten();
@@ -52,6 +61,9 @@ pub fn run(args: Args) -> ExitCode {
                 if let (Some(object), Some(place)) = (value.as_object_mut(), place) {
                     object.insert("queuePosition".into(), place.into());
                 }
+                if let (Some(object), Some(reason)) = (value.as_object_mut(), &reason) {
+                    object.insert("queueReason".into(), reason.clone().into());
+                }
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
             }
@@ -63,6 +75,9 @@ pub fn run(args: Args) -> ExitCode {
             say!("{}", describe(&run_id, &run, &status, now_ms(), Paint::stdout()));
             if let Some(place) = place {
                 say!("queue    {} in line for a capacity slot", super::runs::ordinal(place));
+            }
+            if let (Some(reason), Some(job)) = (&reason, &status.cluster) {
+                say!("queue    waiting in {} as job {}: {reason}", job.name, job.job_id);
             }
             ExitCode::SUCCESS
         }

@@ -10,7 +10,7 @@ use super::terminal_text::for_terminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
-use sublaunch::runs::{WaitEnd, wait_terminal};
+use sublaunch::runs::{WaitEnd, stop_and_wait};
 use sublaunch_protocol::records::status::RunState;
 
 /// How long `stop` waits by default: the shim's SIGTERM grace and SIGKILL wait (X4) with room.
@@ -48,13 +48,12 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let written = sublaunch::runs::request_stop(&run, &run_id, "sublaunch-cli", &super::environment());
-    if let Err(e) = written {
-        return Err(fail("stop", format_args!("cannot request the stop of '{run_id}': {e}")));
-    }
     let runtime = async_runtime("stop")?;
     let (store, run) = (Arc::new(store), Arc::new(run));
-    Ok(match runtime.block_on(wait_terminal(&store, &run, Some(limit))) {
+    let env = super::environment();
+    let ended = runtime.block_on(stop_and_wait(&store, &run, &run_id, "sublaunch-cli", &env, limit));
+    let ended = ended.map_err(|e| fail("stop", format_args!("cannot request the stop of '{run_id}': {e}")))?;
+    Ok(match ended {
         WaitEnd::Terminal(status) => {
             // A run that ended otherwise than by this stop says how (a dead runner, and the
             // agent processes it left that were ended).

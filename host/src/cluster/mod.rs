@@ -1,6 +1,10 @@
-//! Cluster engines a run can be placed on (rules J1–J4). The planner decides the placement
-//! (`ClusterRef` in the plan); this module reads what the engine says about a job. Slurm is
-//! the one engine; `docs/design/clusters.md` describes how the launch path uses it and how a
-//! Kubernetes provider would plug in beside it.
+//! Cluster engines a run can be placed on (rules J1–J9). The planner decides the placement
+//! (`ClusterRef` in the plan); the runner hands the run to the engine as a job; this module is
+//! how the host asks the engine about those jobs ([`engine::Engine`]) and reads what it says
+//! ([`slurm`]). Slurm is the one engine; `docs/design/clusters.md` describes how a Kubernetes
+//! provider would plug in beside it.
 
+pub mod command;
+pub mod engine;
 pub mod slurm;
+pub mod slurm_engine;

@@ -25,19 +25,11 @@ pub enum AdmissionError {
         /// The machine's id.
         machine: String,
     },
-    /// A step is placed on a cluster, and this build plans cluster placements but does not
-    /// submit them yet (J4).
+    /// Steps are placed on a Slurm cluster and `sbatch` is missing (J6).
     #[error(
-        "step {index} ('{agent}') is placed on cluster '{cluster}', and this version of sublaunch plans cluster placements but cannot submit them yet.\nRun it here or on a saved machine; `sublaunch plan` shows the placement."
+        "steps placed on a Slurm cluster are submitted with sbatch, and {0}.\nInstall Slurm's client commands (Debian and Ubuntu: `apt install slurm-client`)."
     )]
-    ClusterNotSubmitted {
-        /// The step's index in the plan.
-        index: usize,
-        /// Its agent.
-        agent: String,
-        /// The cluster's name as the step asked for it.
-        cluster: String,
-    },
+    NoSbatch(MissingProgram),
     /// Steps are placed on a machine and the ssh client is missing.
     #[error("steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
     NoSsh(MissingProgram),
@@ -53,13 +45,11 @@ pub enum AdmissionError {
 pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), AdmissionError> {
     let path = env.var("PATH");
     let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
-    // J4: nothing runs locally in place of the cluster the plan names.
-    if let Some((index, step)) = plan.steps.iter().enumerate().find(|(_, s)| s.cluster.is_some()) {
-        return Err(AdmissionError::ClusterNotSubmitted {
-            index,
-            agent: step.agent.clone(),
-            cluster: step.cluster.as_ref().map(|c| c.name.clone()).unwrap_or_default(),
-        });
+    // J6: the run is submitted from here; its agents' programs are on the nodes.
+    if let Some(step) = plan.steps.iter().find(|s| s.cluster.is_some())
+        && let Err(missing) = locate_program("sbatch", Path::new(&step.cwd), path)
+    {
+        return Err(AdmissionError::NoSbatch(missing));
     }
     for (index, step) in plan.steps.iter().enumerate() {
         let (Some(machine), Some(agent)) = (&step.machine, agent_of(&step.agent)) else {
@@ -81,8 +71,8 @@ pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Resul
         return Err(AdmissionError::NoSsh(missing));
     }
     let mut problems: Vec<String> = Vec::new();
-    // A placed step's program must exist on its machine, not here.
-    for step in plan.steps.iter().filter(|s| s.machine.is_none()) {
+    // A placed step's program must exist on its machine (or the cluster's nodes), not here.
+    for step in plan.steps.iter().filter(|s| s.machine.is_none() && s.cluster.is_none()) {
         let Some(program) = agent_of(&step.agent).and_then(|a| a.runner.program()) else {
             continue;
         };

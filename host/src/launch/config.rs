@@ -343,6 +343,8 @@ pub(crate) struct ConfigInputs<'a> {
     pub cwd: String,
     pub async_dir: String,
     pub agent_umask: Option<u32>,
+    /// J6: the cluster the runner hands the run to.
+    pub cluster: Option<sublaunch_protocol::records::cluster::ClusterSubmission>,
 }
 
 /// H4/H5: the configuration object; a fresh launch's barrier token is its instance id.
@@ -375,12 +377,17 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         agent_umask: inputs.agent_umask.map(|mask| mask & 0o777),
         workflow: workflow_config(&launch.workflow),
         on_end: launch.on_end.clone(),
-        max_active: launch.limits.max_active.map(std::num::NonZeroU32::get),
+        // J6: a cluster run's capacity queue is the engine's.
+        max_active: (inputs.cluster.is_none())
+            .then_some(launch.limits.max_active)
+            .flatten()
+            .map(std::num::NonZeroU32::get),
         usage_budget: launch.plan.usage_budget.clone(),
         checkpoint_before_deadline_ms: launch.plan.steps.iter().find_map(|s| s.checkpoint_before_deadline_ms),
         project_config: launch.project_config,
         // G44: the integrator turns this on when a sandbox is asked for.
         containment_required: false,
+        cluster: inputs.cluster,
     }
 }
 

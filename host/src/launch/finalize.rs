@@ -34,6 +34,9 @@ pub struct Finished {
     pub status: Option<Status>,
     /// Non-fatal problems.
     pub warnings: Vec<String>,
+    /// J6: the runner handed the run to this cluster job and exited; the job records the
+    /// run, and its end is observed through the engine (the proof stays pending here).
+    pub handed_over: Option<sublaunch_protocol::records::cluster::ClusterJob>,
 }
 
 /// Whether the shim left commit evidence: its `subagent.run.started` line, or the proceed file
@@ -45,6 +48,9 @@ pub(crate) fn commit_evidence(run: &sublaunch_protocol::files::dir::Dir, run_id:
 /// H20 then S7.
 pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit) -> Finished {
     let mut warnings = Vec::new();
+    if let Some(handed) = handed_over(ctx, exit).await {
+        return handed;
+    }
     let startup_failure = died_before_commit(ctx, exit).await;
     if let Some(error) = &startup_failure
         && let sublaunch_protocol::records::status::StartupFailureOutcome::Failed(e) =
@@ -71,6 +77,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
             exit: runner,
             lease_probe: &lease_probe,
             session_file_exists: &session_file_exists,
+            cluster: None,
         };
         let index = context.index().ok();
         let mut outcome = proof::finalize(&run, &finalize_context, index.as_ref(), context.policy)?;
@@ -139,6 +146,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
                 startup_failure,
                 status,
                 warnings,
+                handed_over: None,
             }
         }
         Err(e) => {
@@ -157,9 +165,41 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
                 startup_failure,
                 status: None,
                 warnings,
+                handed_over: None,
             }
         }
     }
+}
+
+/// J6: a runner that handed its run to a cluster job exited 0 leaving the run to the job:
+/// nothing is finalized from this exit (the job may be running, or writing its end records).
+async fn handed_over(ctx: &Arc<RunContext>, exit: &RunnerExit) -> Option<Finished> {
+    let context = ctx.clone();
+    let status = blocking(move || Ok(read_status(&context.run).ok().and_then(ReadDoc::present)))
+        .await
+        .ok()
+        .flatten()?;
+    let job = status.cluster.clone().filter(|job| !job.job_id.is_empty())?;
+    let context = ctx.clone();
+    let proof = blocking(move || {
+        Ok(context
+            .run
+            .read_doc::<ProcessTerminal>(names::PROCESS_TERMINAL)?
+            .present())
+    })
+    .await
+    .ok()
+    .flatten()
+    .unwrap_or_else(|| ProcessTerminal::pending(&ctx.run_id, &ctx.runner_process_instance_id));
+    Some(Finished {
+        exit: exit.clone(),
+        proof,
+        emitted: false,
+        startup_failure: None,
+        status: Some(status),
+        warnings: Vec::new(),
+        handed_over: Some(job),
+    })
 }
 
 /// H20: the proceed file is still there and no `subagent.run.started` line exists → the shim

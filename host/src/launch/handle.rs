@@ -5,6 +5,7 @@ use super::finalize::Finished;
 use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
+use sublaunch_protocol::records::cluster::ClusterJob;
 use tokio::sync::watch;
 
 /// Whether the shim has committed the run (K7, K14 `committed`).
@@ -47,6 +48,8 @@ pub struct LaunchHandle {
     pub(crate) commit: watch::Receiver<CommitState>,
     pub(crate) finished: watch::Receiver<Option<Finished>>,
     pub(crate) commit_timeout: Duration,
+    /// J6: the run is placed on a cluster (its runner hands it over after the commit).
+    pub(crate) on_cluster: bool,
 }
 
 impl fmt::Debug for LaunchHandle {
@@ -97,6 +100,23 @@ impl LaunchHandle {
         match result {
             Ok(value) => value.clone().ok_or(Abandoned),
             Err(_) => Err(Abandoned),
+        }
+    }
+
+    /// J6: for a run placed on a cluster, waits until its runner handed it to the engine (it
+    /// exits right after the engine accepted the job): the job, or the run's failure when the
+    /// engine refused it. `Ok(None)` at once for a run that stays here.
+    pub async fn handed_over(&self) -> Result<Option<ClusterJob>, String> {
+        if !self.on_cluster {
+            return Ok(None);
+        }
+        let finished = self.finished().await.map_err(|e| e.to_string())?;
+        match finished.handed_over {
+            Some(job) => Ok(Some(job)),
+            None => Err(finished
+                .status
+                .and_then(|status| status.error)
+                .unwrap_or_else(|| "the runner ended without handing the run to the cluster".to_owned())),
         }
     }
 

@@ -29,6 +29,7 @@
 pub mod admission;
 mod blocking;
 mod bookkeeping;
+mod cluster;
 pub mod completion_hook;
 pub mod config;
 mod context;

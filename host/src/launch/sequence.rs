@@ -185,6 +185,7 @@ fn supervise(
         commit: commit_rx,
         finished: finished_rx,
         commit_timeout,
+        on_cluster: ctx.launch.plan.steps.iter().any(|s| s.cluster.is_some()),
     };
     (handle, settled_tx)
 }
@@ -294,6 +295,7 @@ async fn spawn_runner(
 ) -> Result<(RunnerConfig, spawn::Spawned, Option<HostDoorbell>), LaunchError> {
     let steps = steps_in_place(ctx, worktree_plan, setup, &options.environment).await?;
     let (launch, run_id) = (&ctx.launch, &ctx.run_id);
+    let cluster = super::cluster::submission(&launch.plan, &options.environment, &setup.shim, &setup.cwd)?;
     let config = runner_config(ConfigInputs {
         launch,
         run_id,
@@ -303,6 +305,7 @@ async fn spawn_runner(
         cwd: setup.cwd.clone(),
         async_dir: ctx.run.path().to_string_lossy().into_owned(),
         agent_umask: options.agent_umask,
+        cluster,
     });
     let record = PlanRecord {
         version: 1,
@@ -421,7 +424,10 @@ async fn pre_commit(
     config: &RunnerConfig,
     options: &LaunchOptions,
 ) -> Result<(), LaunchError> {
-    if !bookkeeping::take_ticket(ctx, runner).await? {
+    // J6: a cluster run waits in the engine's queue, which is its capacity queue; it takes no
+    // slot here.
+    let on_cluster = config.cluster.is_some();
+    if !on_cluster && !bookkeeping::take_ticket(ctx, runner).await? {
         status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
     bookkeeping::initial_status(ctx, status).await?;

@@ -30,7 +30,7 @@ pub use history::{HistoryFilter, Listed, Page};
 pub use request::{RunRequest, Work};
 pub use resume::{ResumeError, ResumeRequest, Resumed, resume};
 pub use run_ids::{RunIdError, resolve_run_id};
-pub use stop::request_stop;
+pub use stop::{request_stop, stop_and_wait};
 pub use store::RunStore;
 pub use view::RunView;
 pub use wait::{Look, WaitEnd, look, look_and_watch, wait_terminal};

@@ -35,6 +35,8 @@ use sublaunch_protocol::records::status::{Change, RunState, Status, modify_statu
 use sublaunch_protocol::records::unfinalized::{self, UnfinalizedRuns};
 use sublaunch_protocol::sweep::{stamp_due, sweep_root_if_due};
 
+mod cluster;
+
 /// The runs under one root, seen by a process that did not spawn them.
 pub struct RunStore {
     root: TrustedRoot,
@@ -44,6 +46,9 @@ pub struct RunStore {
     own_namespace: Option<String>,
     hooks: Arc<dyn LaunchHooks>,
     hook_runner: HookRunner,
+    /// J7: the engine asked about runs handed to a cluster.
+    engine: Arc<dyn crate::cluster::engine::Engine>,
+    job_looks: std::sync::Mutex<cluster::JobLooks>,
 }
 
 impl RunStore {
@@ -64,6 +69,10 @@ impl RunStore {
             own_namespace: procinfo::pid_namespace_scope(),
             hooks: Arc::new(NoHooks),
             hook_runner: HookRunner::new(layout.root(), None, env.clone(), Vec::new()),
+            engine: Arc::new(crate::cluster::slurm_engine::Slurm::new(
+                env.var("PATH").map(std::ffi::OsStr::to_owned),
+            )),
+            job_looks: std::sync::Mutex::default(),
         })
     }
 
@@ -138,7 +147,7 @@ impl RunStore {
 
     /// S13 and the dead-launcher repair for one run; returns the non-fatal problems.
     pub fn reconcile_run(&self, run: &Dir) -> Vec<String> {
-        let mut warnings = Vec::new();
+        let mut warnings = self.settle_cluster_run(run);
         if let Err(e) = self.repair_unspawned(run) {
             warnings.push(e.to_string());
         }
@@ -191,6 +200,9 @@ impl RunStore {
     /// the once-marker, so it runs at most once.
     fn fire_completion_hook(&self, run: &Dir) -> Vec<String> {
         let runner_gone = |status: &Status| {
+            if status.cluster.is_some() {
+                return cluster::cluster_runner_gone(status);
+            }
             let Some(pid) = status.pid else { return false };
             if let (Some(theirs), Some(ours)) = (status.pid_namespace_scope.as_deref(), self.own_namespace.as_deref())
                 && theirs != ours
@@ -304,6 +316,8 @@ impl RunStore {
         }
         ids.sort();
         ids.dedup();
+        // J7: one question to the engine for every cluster job among them.
+        self.look_at_jobs_of(&ids);
         for id in ids {
             if validate_run_id(&id).is_err() {
                 continue;
@@ -437,7 +451,8 @@ impl RunStore {
 /// A host in another pid namespace than this lister's (G45) is not judged: its pid names
 /// another process here.
 fn launcher_died(oracle: &dyn Processes, status: &Status, own_namespace: Option<&str>) -> bool {
-    if status.state != Some(RunState::Queued) || status.pid.is_some() {
+    // J7: a run handed to a cluster waits in the engine's queue, with no process here.
+    if status.state != Some(RunState::Queued) || status.pid.is_some() || status.cluster.is_some() {
         return false;
     }
     if let (Some(theirs), Some(ours)) = (status.pid_namespace_scope.as_deref(), own_namespace)

@@ -5,6 +5,7 @@ use serde::Serialize;
 use serde_json::Value;
 use std::path::PathBuf;
 use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::cluster::ClusterJob;
 use sublaunch_protocol::records::status::{RunState, Status};
 use sublaunch_protocol::records::usage::Usage;
 
@@ -28,6 +29,10 @@ pub struct RunView {
     /// The place of a queued run in the capacity queue (1 = next), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_position: Option<usize>,
+    /// J7: why a run queued on a cluster waits, as its engine says (`Priority`,
+    /// `Resources`, …), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_reason: Option<String>,
     /// An ended run's answer ([`super::answer_json`]), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
@@ -51,9 +56,20 @@ pub struct StatusView {
     pub process_terminal: Option<Value>,
     /// The tokens and cost the run's agents reported.
     pub usage: Option<Usage>,
+    /// J6: the cluster job the run was handed to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterJob>,
 }
 
 impl RunView {
+    /// The engine's reason the run's cluster job waits, from `reasons` by job id.
+    pub fn with_queue_reason(mut self, reasons: &std::collections::BTreeMap<String, String>) -> Self {
+        let queued = self.state.as_deref() == Some("queued");
+        let job = self.status.as_ref().and_then(|s| s.cluster.as_ref());
+        self.queue_reason = job.filter(|_| queued).and_then(|job| reasons.get(&job.job_id).cloned());
+        self
+    }
+
     /// The view of run `run_id` in `run`, from its status (`None`: none could be read).
     pub fn new(run_id: &str, run: &Dir, status: Option<&Status>) -> Self {
         Self {
@@ -62,6 +78,7 @@ impl RunView {
             state: status.map(|s| s.state.as_ref().map_or("unknown", RunState::as_str).to_owned()),
             status: status.map(StatusView::new),
             queue_position: None,
+            queue_reason: None,
             result: None,
         }
     }
@@ -83,6 +100,7 @@ impl StatusView {
             error: status.error.clone(),
             process_terminal: status.process_terminal.as_ref().and_then(|p| p.get("state")).cloned(),
             usage: status.usage(),
+            cluster: status.cluster.clone(),
         }
     }
 }

@@ -17,6 +17,8 @@ use std::time::Duration;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::os::processes::{Processes, RealProcesses};
 use sublaunch_protocol::procinfo::Liveness;
+use sublaunch_protocol::procinfo::hostname;
+use sublaunch_protocol::records::cluster::ClusterJob;
 use sublaunch_protocol::records::status::Status;
 
 /// How a wait ended.
@@ -98,6 +100,9 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
             shim: None,
         };
     };
+    if let Some(job) = status.cluster.clone().filter(|job| !job.job_id.is_empty()) {
+        return look_at_cluster_run(store, run, status, &job);
+    }
     if status.is_terminal() {
         return match still_recording(store, run, &status) {
             None => Look {
@@ -122,6 +127,55 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
     Look { terminal: None, shim }
 }
 
+/// J7: a run handed to a cluster is judged by its job, which the engine reports: it ended
+/// once its records say so and its result is published (or the job is gone), or once the
+/// engine says the job ended (then it is reconciled with the engine's evidence first). Its
+/// runner's pid is watched only when it runs on this host.
+fn look_at_cluster_run(store: &RunStore, run: &Dir, status: Status, job: &ClusterJob) -> Look {
+    let here = job.node.as_deref() == Some(hostname().as_str());
+    let shim = shim_of(&status).filter(|_| here);
+    if status.is_terminal() {
+        let published = result_published(store, run, &status);
+        if published || !store.look_at_job(job).is_alive() {
+            return Look {
+                terminal: Some(Box::new(status)),
+                shim: None,
+            };
+        }
+        return Look { terminal: None, shim };
+    }
+    if !store.look_at_job(job).is_alive() {
+        store.reconcile_run(run);
+        return Look {
+            terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
+            shim: None,
+        };
+    }
+    Look { terminal: None, shim }
+}
+
+/// Whether the run's result is in `<results>` (then fsynced there, as [`still_recording`]
+/// explains).
+fn result_published(store: &RunStore, run: &Dir, status: &Status) -> bool {
+    let Some(run_id) = status
+        .run_id
+        .clone()
+        .or_else(|| Some(run.path().file_name()?.to_str()?.to_owned()))
+    else {
+        return false;
+    };
+    let results = store.root().results();
+    match results.stat(&format!("{run_id}.json")) {
+        Ok(Some(_)) => {
+            if let Err(e) = results.sync() {
+                log::warn!("cannot fsync {}: {e}", results.path().display());
+            }
+            true
+        }
+        Ok(None) | Err(_) => false,
+    }
+}
+
 /// The shim, while it still records the end its terminal status announced: `None` once the
 /// end records are durable. The shim publishes the result after the status, the indexes and
 /// the terminal-run entry (each durable when its write returns), renaming it into `<results>`
@@ -134,20 +188,7 @@ fn still_recording(store: &RunStore, run: &Dir, status: &Status) -> Option<(u32,
     if RealProcesses.liveness(pid, identity.as_deref()) != Liveness::Alive {
         return None;
     }
-    let run_id = status
-        .run_id
-        .clone()
-        .or_else(|| Some(run.path().file_name()?.to_str()?.to_owned()))?;
-    let results = store.root().results();
-    match results.stat(&format!("{run_id}.json")) {
-        Ok(Some(_)) => {
-            if let Err(e) = results.sync() {
-                log::warn!("cannot fsync {}: {e}", results.path().display());
-            }
-            None
-        }
-        Ok(None) | Err(_) => Some((pid, identity)),
-    }
+    (!result_published(store, run, status)).then_some((pid, identity))
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@
 
 pub mod acceptance;
 pub mod capacity;
+pub mod cluster;
 pub mod config;
 pub mod events;
 pub mod handshake;

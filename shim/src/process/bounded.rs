@@ -15,15 +15,31 @@ pub struct Finished {
     pub status: ExitStatus,
     /// Everything it wrote to stdout.
     pub stdout: Vec<u8>,
+    /// Everything it wrote to stderr, when asked for ([`run_capturing`]).
+    pub stderr: Vec<u8>,
 }
 
 /// Runs `command` with `stdin` (or `/dev/null`), stdout captured and stderr discarded; the
 /// error says why it did not finish within `deadline`.
-pub fn run(mut command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> Result<Finished, String> {
+pub fn run(command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> Result<Finished, String> {
+    run_helper(command, stdin, deadline, false)
+}
+
+/// [`run`] with stderr captured too (a helper whose complaint is worth quoting).
+pub fn run_capturing(command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> Result<Finished, String> {
+    run_helper(command, stdin, deadline, true)
+}
+
+fn run_helper(
+    mut command: Command,
+    stdin: Option<Vec<u8>>,
+    deadline: Duration,
+    capture_stderr: bool,
+) -> Result<Finished, String> {
     command
         .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
-        .stderr(Stdio::null());
+        .stderr(if capture_stderr { Stdio::piped() } else { Stdio::null() });
     let mut child = crate::process::signals::unblocked(|| command.spawn()).map_err(|e| format!("cannot start: {e}"))?;
     let pidfd = i32::try_from(child.id())
         .ok()
@@ -34,6 +50,14 @@ pub fn run(mut command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> 
         std::thread::spawn(move || pipe.write_all(&bytes));
     }
     let mut stdout = child.stdout.take().ok_or("has no stdout")?;
+    // Read on its own thread, so a helper filling its stderr pipe never blocks on it.
+    let stderr = child.stderr.take().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut err = Vec::new();
+            let _ = pipe.read_to_end(&mut err);
+            err
+        })
+    });
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let mut out = Vec::new();
@@ -51,5 +75,6 @@ pub fn run(mut command: Command, stdin: Option<Vec<u8>>, deadline: Duration) -> 
     };
     let (status, stdout, read) = ended.map_err(|e| format!("cannot be waited for: {e}"))?;
     read.map_err(|e| format!("output cannot be read: {e}"))?;
-    Ok(Finished { status, stdout })
+    let stderr = stderr.and_then(|reader| reader.join().ok()).unwrap_or_default();
+    Ok(Finished { status, stdout, stderr })
 }

@@ -2,6 +2,8 @@
 
 /// The run was supervised and recorded (whatever the agent's outcome).
 pub const RECORDED: i32 = 0;
+/// J6: the run was handed to a cluster job, which records it.
+pub const HANDED_OVER: i32 = 0;
 /// A failure after commit prevented recording (status and result both failed), a committed
 /// startup failure (R16), or the test parent vanished (R4).
 pub const RECORDING_FAILED: i32 = 1;

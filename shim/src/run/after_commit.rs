@@ -195,7 +195,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
 /// R16: `status.json` failed with `Subagent runner startup failed: <cause>`, not-started proof,
 /// zero-writer candidate (never overwriting a terminal status), lease released, the completion
 /// hook, exit 1.
-fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
+pub(crate) fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
     let message = format!("Subagent runner startup failed: {cause}");
     if let Ok(run) = ctx.open_run() {
         ctx.persist_startup_failure(&run, &message, true);

@@ -210,6 +210,7 @@ impl Root {
             checkpoint_before_deadline_ms: None,
             project_config: Default::default(),
             containment_required: spec.containment_required,
+            cluster: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();
@@ -661,6 +662,7 @@ impl Launched {
             },
             lease_probe: &probe,
             session_file_exists: &exists,
+            cluster: None,
         };
         let runs = Dir::open(&self.root.join("runs")).unwrap();
         let index = ActiveRunIndex::new(&runs, policy).unwrap();

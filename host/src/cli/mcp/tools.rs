@@ -20,9 +20,7 @@ use sublaunch::inputs::chain::{ChainStep, parse_chain_file};
 use sublaunch::launch::{self, Caller};
 use sublaunch::runs::ResumeRequest;
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
-use sublaunch::runs::{
-    AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result, wait_terminal,
-};
+use sublaunch::runs::{AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::status::Status;
 
@@ -67,7 +65,7 @@ impl State {
 
     /// The view of a run, with its answer once it ended.
     fn describe(&self, id: &str, run: &Dir, status: Option<&Status>) -> RunView {
-        let mut view = RunView::new(id, run, status);
+        let mut view = RunView::new(id, run, status).with_queue_reason(&self.store.queue_reasons());
         view.result = read_result(&self.store, id).ok().map(|payload| answer_json(&payload));
         view
     }
@@ -365,9 +363,11 @@ impl Server {
                 ended["alreadyEnded"] = json!(true);
                 return Ok(ended);
             }
-            sublaunch::runs::request_stop(&run, &id, MCP_SESSION_ID, &self.state.env)
-                .map_err(|e| format!("cannot request the stop of '{id}': {e}"))?;
-            match wait_terminal(&self.state.store, &run, Some(limit)).await {
+            let ended =
+                sublaunch::runs::stop_and_wait(&self.state.store, &run, &id, MCP_SESSION_ID, &self.state.env, limit)
+                    .await
+                    .map_err(|e| format!("cannot request the stop of '{id}': {e}"))?;
+            match ended {
                 WaitEnd::Terminal(status) => {
                     let mut ended = self.state.describe(&id, &run, Some(&status));
                     if let Ok(payload) = settled_result(&self.state.store, &id, &run).await {
@@ -694,6 +694,12 @@ impl Server {
         if let Err(e) = launched.handle.committed().await {
             return Err(format!("the run '{}' did not start: {e}", launched.run_id));
         }
+        // J6: a run on a cluster is launched once the engine accepted its job.
+        let job = launched
+            .handle
+            .handed_over()
+            .await
+            .map_err(|e| format!("the run '{}' could not be submitted: {e}", launched.run_id))?;
         let run_id = launched.run_id.clone();
         let run_dir = launched.run_dir.clone();
         // The server observes the end of what it started (an `observed` proof) for as long as
@@ -703,7 +709,11 @@ impl Server {
             let _ = handle.finished().await;
         });
         if !wait {
-            return Ok(json!({"runId": run_id, "runDir": run_dir}));
+            let mut started = json!({"runId": run_id, "runDir": run_dir});
+            if let Some(job) = job {
+                started["jobId"] = json!(job.job_id);
+            }
+            return Ok(started);
         }
         let opened = state.open(&run_id)?;
         let mut waited = self.wait_for(vec![opened], WaitMode::All, None, meta, peer).await;
@@ -822,8 +832,10 @@ fn list_every_run(store: &sublaunch::runs::RunStore, params: ListParams) -> Outc
         cursor,
     };
     let mut runs = Vec::new();
+    let reasons = store.queue_reasons();
     let next = sublaunch::runs::history::list_all(store, &filter, &page, |listed| {
-        runs.push(RunView::new(&listed.run_id, &listed.run, listed.status.as_ref()).to_json());
+        let view = RunView::new(&listed.run_id, &listed.run, listed.status.as_ref()).with_queue_reason(&reasons);
+        runs.push(view.to_json());
     })
     .map_err(|e| format!("cannot list runs: {e}"))?;
     Ok(json!({"runs": runs, "nextCursor": next.map(|cursor| cursor.to_string())}))

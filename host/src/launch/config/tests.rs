@@ -213,6 +213,7 @@ fn h4_fresh_launches_get_a_barrier_token_revivals_do_not() {
         cwd: "/w".into(),
         async_dir: "/r/runs/r-1".into(),
         agent_umask: Some(0o022),
+        cluster: None,
     };
     let fresh = runner_config(inputs(&fresh_launch));
     assert_eq!(fresh.launch_barrier_token.as_deref(), Some("uuid"));

@@ -52,6 +52,9 @@ pub mod names {
     pub const PROCESS_TERMINAL_CANDIDATE: &str = "process-terminal-candidate.json";
     /// `<run>/launcher-close.json` (H21).
     pub const LAUNCHER_CLOSE: &str = "launcher-close.json";
+    /// `<run>/scheduled-runner.json`: the configuration a cluster job's runner starts from
+    /// (J6; private, it holds tokens; consumed when read).
+    pub const SCHEDULED_RUNNER_CONFIG: &str = "scheduled-runner.json";
     /// `<run>/runner.stdout.log`.
     pub const RUNNER_STDOUT_LOG: &str = "runner.stdout.log";
     /// `<run>/runner.stderr.log`.

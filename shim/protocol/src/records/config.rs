@@ -214,6 +214,8 @@ pub struct RunnerConfig {
     /// false). The launch sets it when a sandbox is asked for.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub containment_required: bool,
+    /// J6: the cluster the runner hands the run to, as a job of its engine, once committed.
+    pub cluster: Option<crate::records::cluster::ClusterSubmission>,
 }
 
 /// Whether agents load their own configuration from the project they run in (pi's `.pi/`

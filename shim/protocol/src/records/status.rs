@@ -201,6 +201,10 @@ pub struct Status {
     /// That host's start identity (X3).
     #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
     pub launch_host_start_identity: Option<String>,
+    /// J6: the cluster job the run was handed to; while it is set, the engine, not a pid,
+    /// says whether the runner lives.
+    #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
+    pub cluster: Option<crate::records::cluster::ClusterJob>,
     /// Fields of other writers.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

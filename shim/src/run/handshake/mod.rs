@@ -112,7 +112,7 @@ fn revival(ctx: &mut Ctx) -> Result<(), PreCommitError> {
 }
 
 /// R6a: takes the session lease; its token is T of the revival handshake.
-fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
+pub(crate) fn acquire_lease(ctx: &mut Ctx) -> Result<String, PreCommitError> {
     let Some(revival) = ctx.cfg.revival_lease.clone() else {
         return Err(PreCommitError::Failed("Runner revival lease is missing.".into()));
     };

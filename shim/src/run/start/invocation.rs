@@ -1,7 +1,7 @@
 //! R1/R2: where the runner configuration comes from and how it is validated.
 //!
 //! `sublaunch-shim <cfgPath>`, else `$SUBLAUNCH_RUNNER_CONFIG`, else the configuration on stdin
-//! until EOF. A file is unlinked right after it is read (it holds tokens), valid or not.
+//! until EOF; `sublaunch-shim --scheduled <cfgPath>` is a cluster job's start (J7). A file is unlinked right after it is read (it holds tokens), valid or not.
 //! Validation is `sublaunch_protocol::records::config::parse_runner_config` (R2 messages, no value
 //! echoed); the caller turns an error into exit 2 with `Subagent runner error: …`.
 
@@ -19,10 +19,22 @@ pub enum Source {
     File(PathBuf),
     /// Standard input until EOF.
     Stdin,
+    /// A cluster job's start: the run is committed, its records exist (J7).
+    Scheduled(PathBuf),
+}
+
+impl Source {
+    /// Whether this start is a cluster job's.
+    pub fn is_scheduled(&self) -> bool {
+        matches!(self, Self::Scheduled(_))
+    }
 }
 
 /// R1: the first argument, else `$SUBLAUNCH_RUNNER_CONFIG`, else stdin.
 pub fn source(args: &[std::ffi::OsString], env: Option<std::ffi::OsString>) -> Source {
+    if args.get(1).is_some_and(|a| a == crate::run::cluster::SCHEDULED_ARG) {
+        return Source::Scheduled(args.get(2).map(PathBuf::from).unwrap_or_default());
+    }
     match args.get(1) {
         Some(path) if !path.is_empty() => Source::File(PathBuf::from(path)),
         _ => match env.filter(|v| !v.is_empty()) {
@@ -35,7 +47,7 @@ pub fn source(args: &[std::ffi::OsString], env: Option<std::ffi::OsString>) -> S
 /// Reads and validates the configuration (R1, R2).
 pub fn read(source: &Source) -> Result<RunnerConfig, ConfigError> {
     match source {
-        Source::File(path) => read_runner_config_file(path),
+        Source::File(path) | Source::Scheduled(path) => read_runner_config_file(path),
         Source::Stdin => {
             let mut bytes = Vec::new();
             std::io::stdin()
@@ -65,5 +77,9 @@ mod tests {
         );
         assert_eq!(source(&args(&["shim"]), Some("".into())), Source::Stdin);
         assert_eq!(source(&args(&["shim"]), None), Source::Stdin);
+        assert_eq!(
+            source(&args(&["shim", "--scheduled", "/c.json"]), Some("/b.json".into())),
+            Source::Scheduled("/c.json".into())
+        );
     }
 }

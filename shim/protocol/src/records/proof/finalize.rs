@@ -42,6 +42,8 @@ pub struct FinalizeContext<'a> {
     pub lease_probe: &'a dyn Fn(&str) -> LeaseProbe,
     /// Whether a session file exists (for `resumeDisposition`).
     pub session_file_exists: &'a dyn Fn(&str) -> bool,
+    /// J8: the engine's word on a cluster job's end, kept in the proof.
+    pub cluster: Option<crate::records::cluster::ClusterEvidence>,
 }
 
 /// The verdict on an existing `process-terminal.json` (S7 step 1).
@@ -310,12 +312,13 @@ pub fn finalize(
             })
         });
     let status = read_status(run).ok().and_then(ReadDoc::present);
-    let proof = decide(
+    let mut proof = decide(
         &candidate,
         status.as_ref().and_then(|s| s.state.as_ref()),
         run.path(),
         ctx,
     );
+    proof.cluster = ctx.cluster.clone().map(Box::new);
     // The proof and the status overlay share one fsync of the run directory, at the end (A4).
     let durability = policy.for_kind(DocKind::FinalProof);
     if let Err(e) = run.write_doc(names::PROCESS_TERMINAL, &proof, durability.staged()) {

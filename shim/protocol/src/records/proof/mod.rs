@@ -219,6 +219,8 @@ pub struct ProcessTerminal {
     pub resume_disposition: Option<ResumeDisposition>,
     /// Revival runs: the canonical session outcome.
     pub canonical_session: Option<CanonicalSession>,
+    /// J8: a cluster run's end as the engine reported it.
+    pub cluster: Option<Box<crate::records::cluster::ClusterEvidence>>,
     /// Fields of other writers.
     #[serde(flatten)]
     pub extra: Map<String, Value>,

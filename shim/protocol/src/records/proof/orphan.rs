@@ -62,6 +62,11 @@ pub fn decide_orphan(
     if request.spawned_here {
         return OrphanDecision::NotOrphan("this process observes the runner");
     }
+    // J7: a run handed to a cluster lives while its job does; its pid (on a node) is not
+    // judged here, the engine is asked instead (the host's cluster observer).
+    if status.cluster.is_some() {
+        return OrphanDecision::NotOrphan("the cluster engine observes the runner");
+    }
     let Some(pid) = status.pid else {
         return OrphanDecision::NotOrphan("the status has no pid");
     };

@@ -42,6 +42,7 @@ fn ctx<'a>(
         exit,
         lease_probe: lease,
         session_file_exists: exists,
+        cluster: None,
     }
 }
 
