@@ -83,7 +83,13 @@ impl World {
 
     /// `sublaunch ARGS` with the CLIs' environment.
     pub(crate) fn sublaunch(&self, args: &[&str]) -> Output {
+        self.sublaunch_with(args, &[])
+    }
+
+    /// `sublaunch ARGS` with the CLIs' environment and `extra`.
+    pub(crate) fn sublaunch_with(&self, args: &[&str], extra: &[(&str, PathBuf)]) -> Output {
         let mut command = self.scratch.cli(args);
+        command.envs(extra.iter().map(|(k, v)| (k, v)));
         for agent in &self.agents {
             for (key, value) in &agent.env {
                 if key != "HOME" {
@@ -860,4 +866,73 @@ fn real_agents_review_a_steps_diff_and_their_findings_decide() {
     );
     let step = &world.result(&run_id(&output))["steps"][0];
     assert_eq!(step["acceptance"]["status"], "reviewed", "{step}");
+}
+
+/// J6, J7: the real CLIs run as Slurm jobs: a chain from Claude Code to Codex to pi, each step
+/// on the cluster's node, reaches the fake model server from there, passes `{previous}` on and
+/// brings the answer, the logs and each step's usage back as a local run does; a parallel
+/// group of the three runs in one job.
+#[test]
+fn the_real_clis_run_as_slurm_jobs_and_their_answers_and_usage_come_back() {
+    let cluster = sublaunch_tests::slurm::SlurmCluster::shared();
+    let world = World::new("real-slurm");
+    world.claude.reply(Reply::text("alpha on the node").usage(11, 3, 0, 0));
+    world.codex.reply(Reply::text("beta on the node"));
+    world.pi.reply(Reply::text("gamma on the node"));
+    let chain = write(
+        &world.scratch.work().join("chain.yaml"),
+        "steps:\n  - {agent: claude, machine: 'slurm:debug', task: 'first: {task}'}\n  - {agent: codex, machine: 'slurm:debug', task: 'second: {previous}'}\n  - {agent: pi, machine: 'slurm:debug', model: fake/fake-model, task: 'third: {previous}'}\n",
+    );
+    let registry = world.registry.to_string_lossy().into_owned();
+    let chain = chain.to_string_lossy().into_owned();
+    let args = [
+        "run",
+        "--chain",
+        &chain,
+        "--task",
+        "the solver",
+        "--wait",
+        "--json",
+        "--models",
+        &registry,
+    ];
+    let output = world.sublaunch_with(&args, &cluster.env());
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    assert_eq!(printed["state"], "complete", "{printed}\n{}", text(&output.stderr));
+    let id = printed["runId"].as_str().unwrap();
+    let status = sublaunch_tests::launch_harness::status(&world.scratch.run_dir(id)).unwrap();
+    assert_eq!(status["cluster"]["node"], cluster.node(), "{status}");
+    let result = world.result(id);
+    assert_eq!(result["answer"], "gamma on the node", "{result}");
+    assert_eq!(tokens(&result["steps"][0]["usage"]), usage(11, 3, 0, 0), "{result}");
+    assert!(
+        only_request(&world.codex)
+            .body
+            .to_string()
+            .contains("second: alpha on the node")
+    );
+    assert!(
+        only_request(&world.pi)
+            .body
+            .to_string()
+            .contains("third: beta on the node")
+    );
+    let logs = ok(&world.sublaunch_with(&["logs", id], &cluster.env()));
+    assert!(logs.lines().any(|line| line == "[3 pi] gamma on the node"), "{logs}");
+
+    world.claude.reply(Reply::text("one"));
+    world.codex.reply(Reply::text("two"));
+    world.pi.reply(Reply::text("three"));
+    let group = write(
+        &world.scratch.work().join("group.yaml"),
+        "mode: parallel\nsteps:\n  - {agent: claude, machine: 'slurm:debug', task: 'a {task}'}\n  - {agent: codex, machine: 'slurm:debug', task: 'b {task}'}\n  - {agent: pi, machine: 'slurm:debug', model: fake/fake-model, task: 'c {task}'}\n",
+    );
+    let group = group.to_string_lossy().into_owned();
+    let args = ["run", "--chain", &group, "--task", "x", "--wait", "--models", &registry];
+    let output = world.sublaunch_with(&args, &cluster.env());
+    assert_eq!(
+        ok(&output),
+        "=== 1.1 claude ===\none\n\n=== 1.2 codex ===\ntwo\n\n=== 1.3 pi ===\nthree\n"
+    );
 }

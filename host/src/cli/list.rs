@@ -214,7 +214,7 @@ fn queue_places(store: &sublaunch::runs::RunStore) -> HashMap<String, usize> {
 struct Output {
     json: bool,
     places: HashMap<String, usize>,
-    /// Why each queued cluster job waits, by job id.
+    /// Why each queued cluster job waits, by job id (J7).
     reasons: std::collections::BTreeMap<String, String>,
     /// JSON runs printed so far.
     printed: usize,

@@ -51,6 +51,7 @@ fn stop(args: &Args) -> Result<ExitCode, ExitCode> {
     let runtime = async_runtime("stop")?;
     let (store, run) = (Arc::new(store), Arc::new(run));
     let env = super::environment();
+    // J9: a run on a cluster is stopped through its engine as well.
     let ended = runtime.block_on(stop_and_wait(&store, &run, &run_id, "sublaunch-cli", &env, limit));
     let ended = ended.map_err(|e| fail("stop", format_args!("cannot request the stop of '{run_id}': {e}")))?;
     Ok(match ended {

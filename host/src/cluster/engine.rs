@@ -1,4 +1,4 @@
-//! The seam a cluster engine plugs into (J7–J9): what the host asks of an engine about jobs
+//! The seam a cluster engine plugs into (J7, J9): what the host asks of an engine about jobs
 //! it did not start itself — how they are (batched: one question for any number of jobs),
 //! and to cancel one. Slurm ([`super::slurm_engine::Slurm`]) is the one engine; a Kubernetes
 //! provider would answer the same questions (see `docs/design/clusters.md`).

@@ -1,4 +1,4 @@
-//! Slurm as an [`Engine`] (J7–J9): `squeue -t all` for any number of jobs at once (without
+//! Slurm as an [`Engine`] (J7, J8, J9): `squeue -t all` for any number of jobs at once (without
 //! `-t all` an ended job is silently left out), `scontrol show job -o` for the evidence of a
 //! job that ended, the job-completion log for a job the controller already forgot, `scancel`
 //! to cancel. Every command gets the configuration the job was submitted with.

@@ -45,7 +45,7 @@ pub enum AdmissionError {
 pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), AdmissionError> {
     let path = env.var("PATH");
     let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
-    // J6: the run is submitted from here; its agents' programs are on the nodes.
+    // J4: the run is submitted from here (J6); its agents' programs are on the nodes.
     if let Some(step) = plan.steps.iter().find(|s| s.cluster.is_some())
         && let Err(missing) = locate_program("sbatch", Path::new(&step.cwd), path)
     {

@@ -22,6 +22,7 @@ pub(crate) fn submission(
     let Some(place) = plan.steps.iter().find_map(|s| s.cluster.clone()) else {
         return Ok(None);
     };
+    // J4: admission checked it; looked up again, as the environment is what the runner gets.
     let sbatch = locate_program("sbatch", Path::new(cwd), env.var("PATH"))
         .map_err(|missing| LaunchError::Admission(super::admission::AdmissionError::NoSbatch(missing)))?;
     let runner = match &place.shared_dir {

@@ -171,7 +171,7 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
     }
 }
 
-/// J6: a runner that handed its run to a cluster job exited 0 leaving the run to the job:
+/// J6, J8: a runner that handed its run to a cluster job exited 0 leaving the run to the job:
 /// nothing is finalized from this exit (the job may be running, or writing its end records).
 async fn handed_over(ctx: &Arc<RunContext>, exit: &RunnerExit) -> Option<Finished> {
     let context = ctx.clone();

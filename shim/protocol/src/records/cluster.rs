@@ -1,4 +1,4 @@
-//! A run handed to a cluster engine (J6–J9): what the runner needs to submit itself as a job
+//! A run handed to a cluster engine (J6, J7, J8): what the runner needs to submit itself as a job
 //! ([`ClusterSubmission`], in the runner configuration), the job it became ([`ClusterJob`], in
 //! `status.json`), and the engine's word on how that job ended ([`ClusterEvidence`], in the
 //! proof). The runner is the job: while Slurm holds it, nothing of the run runs here.
