@@ -219,9 +219,13 @@ fn the_test_cluster_runs_a_job_to_its_recorded_end() {
 
 /// Launches `task` with the shell agent on `cluster`'s `partition`; the run id and its job id.
 fn launch_on(scratch: &Scratch, cluster: &SlurmCluster, partition: &str, task: &str) -> (String, String) {
-    let place = format!("slurm:{partition}");
+    launch_on_machine(scratch, cluster, &format!("slurm:{partition}"), task)
+}
+
+/// Launches `task` with the shell agent with `--machine place`; the run id and its job id.
+fn launch_on_machine(scratch: &Scratch, cluster: &SlurmCluster, place: &str, task: &str) -> (String, String) {
     let launched = scratch
-        .cli(&["run", "--agent", "shell", "--task", task, "--machine", &place, "--json"])
+        .cli(&["run", "--agent", "shell", "--task", task, "--machine", place, "--json"])
         .envs(cluster.env())
         .output()
         .unwrap();
@@ -408,4 +412,221 @@ fn j7_j9_queued_jobs_show_slurms_reason_and_stop_ends_queued_and_running_jobs() 
     }
     let proof = finalized_proof(&scratch, &cluster, &queued);
     assert_eq!(proof["cluster"]["state"], "CANCELLED", "{proof}");
+}
+
+/// J10: a run whose cluster job reaches its time limit (`time` in the cluster's settings) is
+/// warned by Slurm before the limit and ends itself timed out, naming the job's limit; its
+/// agent is ended, not left for Slurm to kill.
+#[test]
+fn j10_a_job_at_its_time_limit_ends_its_run_timed_out_naming_the_limit() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-time-limit");
+    sublaunch_tests::cli::write(
+        &scratch.path().join("home/.config/sublaunch/settings.json"),
+        r#"{"subagents": {"clusters": {"short": {"engine": "slurm", "partition": "debug", "time": "1"}}}}"#,
+    );
+    let (run_id, _) = launch_on_machine(&scratch, cluster, "short", "echo started; sleep 600");
+    let status = wait_running_on_node(&scratch, &run_id);
+    let agent = status["steps"][0]["externalProcess"]["pid"].as_u64();
+    let (code, status) = waited(&scratch, cluster, &run_id);
+    assert_ne!(code, Some(0), "{status}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("timed out") && error.contains("the cluster job's time limit of 1 min"),
+        "{status}"
+    );
+    if let Some(pid) = agent {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the agent {pid} outlived the limit"
+        );
+    }
+}
+
+/// SIGKILL to `pid` (gone already: nothing to do).
+fn kill(pid: i32) {
+    if let Some(pid) = rustix::process::Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    }
+}
+
+/// Kills with SIGKILL every process whose command line mentions `needle`.
+fn kill_matching(needle: &str) {
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        if String::from_utf8_lossy(&cmdline).contains(needle) {
+            kill(pid);
+        }
+    }
+}
+
+/// J8: a node that dies under a running job — its `slurmd` killed, the node set down, the
+/// job's processes gone with it — ends the run `failed` with Slurm's `NODE_FAIL` and the node
+/// in its failure; no run stays `running`.
+#[test]
+fn j8_a_node_that_dies_under_a_job_ends_its_run_failed_naming_the_node() {
+    let cluster = SlurmCluster::private();
+    let scratch = Scratch::new("cluster-node-fail");
+    let (run_id, job) = launch_on(&scratch, &cluster, "debug", "echo started; sleep 600");
+    wait_running_on_node(&scratch, &run_id);
+    let pids = cluster.job_pids(&job);
+    assert!(!pids.is_empty(), "scontrol listpids {job} named no process");
+    cluster.kill_node_daemon();
+    let node = format!("NodeName={}", cluster.node());
+    let down = cluster.command("scontrol", &["update", &node, "State=DOWN", "Reason=sublaunch-test"]);
+    assert!(down.status.success(), "{}", text(&down.stderr));
+    kill_matching(&format!("slurmstepd: [{job}."));
+    for pid in pids {
+        kill(pid as i32);
+    }
+    let (code, status) = waited(&scratch, &cluster, &run_id);
+    assert_eq!(code, Some(1), "{status}");
+    assert_eq!(status["state"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap();
+    assert!(
+        error.starts_with(&format!("Slurm job {job} ended NODE_FAIL")) && error.contains(cluster.node()),
+        "{error}"
+    );
+    let proof = finalized_proof(&scratch, &cluster, &run_id);
+    assert_eq!(proof["cluster"]["state"], "NODE_FAIL", "{proof}");
+}
+
+/// J7, J8: a job that ended while nobody looked and that the controller has since forgotten
+/// (a launching machine that was off for a while) is found in the job-completion log: its run
+/// ends with that evidence, never stays `running`.
+#[test]
+fn j8_a_job_the_controller_forgot_is_read_from_the_completion_log() {
+    let cluster = SlurmCluster::private_with(&[("MinJobAge", "2")]);
+    let scratch = Scratch::new("cluster-purged");
+    let (run_id, job) = launch_on(&scratch, &cluster, "debug", "echo started; sleep 600");
+    wait_running_on_node(&scratch, &run_id);
+    let killed = cluster.command("scancel", &["--batch", "--signal=KILL", &job]);
+    assert!(killed.status.success(), "{}", text(&killed.stderr));
+    sublaunch_tests::launch_harness::wait_for("the controller to forget the job", LIMIT, || {
+        let shown = cluster.command("scontrol", &["show", "job", &job]);
+        (!shown.status.success() && text(&shown.stderr).contains("Invalid job id")).then_some(())
+    });
+    let (code, status) = waited(&scratch, &cluster, &run_id);
+    assert_eq!(code, Some(1), "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Slurm job {job} ended FAILED")),
+        "{status}"
+    );
+    let proof = finalized_proof(&scratch, &cluster, &run_id);
+    assert_eq!(proof["cluster"]["source"], "jobcomp", "{proof}");
+}
+
+/// The launching process is killed while its run waits on the cluster and a new one takes
+/// over: the job goes on, and `wait` from the new process gets its end. Listers running all
+/// the while never see a run end twice or end otherwise than as its runner recorded it.
+#[test]
+fn a_launcher_killed_mid_run_loses_nothing_and_listers_racing_the_end_agree() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-launcher-killed");
+    let mut waiting = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            "sleep 3; echo survived",
+            "--machine",
+            "slurm:debug",
+            "--wait",
+        ])
+        .envs(cluster.env())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = scratch.runs();
+    let run_id = sublaunch_tests::launch_harness::wait_for("the run's directory", LIMIT, || {
+        std::fs::read_dir(&runs)
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .find(|name| name.starts_with("shell-"))
+    });
+    wait_running_on_node(&scratch, &run_id);
+    waiting.kill().unwrap();
+    waiting.wait().unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let listers: Vec<_> = (0..2)
+        .map(|_| {
+            let (stop, env, cli) = (stop.clone(), cluster.env(), scratch.cli(&["list", "--all", "--json"]));
+            let program = cli.get_program().to_owned();
+            let args: Vec<_> = cli.get_args().map(ToOwned::to_owned).collect();
+            let base: Vec<_> = cli
+                .get_envs()
+                .filter_map(|(k, v)| Some((k.to_owned(), v?.to_owned())))
+                .collect();
+            let cwd = cli.get_current_dir().map(ToOwned::to_owned);
+            std::thread::spawn(move || {
+                let mut states = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let mut list = Command::new(&program);
+                    list.args(&args)
+                        .env_clear()
+                        .envs(base.iter().cloned())
+                        .envs(env.clone());
+                    if let Some(cwd) = &cwd {
+                        list.current_dir(cwd);
+                    }
+                    let output = list.output().unwrap();
+                    if let Ok(runs) = serde_json::from_slice::<Value>(&output.stdout) {
+                        states.extend(runs.as_array().into_iter().flatten().map(|r| r["state"].clone()));
+                    }
+                }
+                states
+            })
+        })
+        .collect();
+    let (code, status) = waited(&scratch, cluster, &run_id);
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(code, Some(0), "{status}");
+    assert_eq!(status["state"], "complete", "{status}");
+    assert!(scratch.answer_json(&run_id).to_string().contains("survived"));
+    for lister in listers {
+        let seen = lister.join().unwrap();
+        let ended: Vec<_> = seen
+            .iter()
+            .filter(|s| !matches!(s.as_str(), Some("queued" | "running")))
+            .collect();
+        assert!(ended.iter().all(|s| s.as_str() == Some("complete")), "{seen:?}");
+    }
+    let proof = finalized_proof(&scratch, cluster, &run_id);
+    assert_eq!(proof["state"], "observed", "{proof}");
+    assert_eq!(proof["cluster"]["state"], "COMPLETED", "{proof}");
+}
+
+/// A parallel group of 8 runs as one job on the cluster, its tasks side by side on the node.
+#[test]
+fn a_parallel_group_of_8_runs_as_one_job() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-group");
+    let tasks: Vec<String> = (1..=8)
+        .map(|i| format!("  - {{agent: shell, machine: 'slurm:debug', task: 'echo task {i}'}}"))
+        .collect();
+    let chain = scratch.work().join("group.yaml");
+    sublaunch_tests::cli::write(&chain, &format!("mode: parallel\nsteps:\n{}\n", tasks.join("\n")));
+    let output = scratch
+        .cli(&["run", "--chain", &chain.to_string_lossy(), "--wait", "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    assert_eq!(printed["state"], "complete", "{printed}");
+    let answer = printed["result"].to_string();
+    for i in 1..=8 {
+        assert!(answer.contains(&format!("task {i}")), "{answer}");
+    }
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(printed["runId"].as_str().unwrap())).unwrap();
+    assert!(status["cluster"]["jobId"].is_string(), "{status}");
 }

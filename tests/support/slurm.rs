@@ -48,18 +48,24 @@ impl SlurmCluster {
     /// The cluster shared by every test of this binary, started on first use.
     pub fn shared() -> &'static SlurmCluster {
         static SHARED: OnceLock<SlurmCluster> = OnceLock::new();
-        SHARED.get_or_init(|| Self::start(1))
+        SHARED.get_or_init(|| Self::start(1, &[]))
     }
 
     /// A cluster of its own, for a test that changes the cluster's state.
     pub fn private() -> SlurmCluster {
+        Self::private_with(&[])
+    }
+
+    /// A cluster of its own whose `slurm.conf` sets each `(key, value)` of `settings` instead
+    /// of the default (`("MinJobAge", "2")`: ended jobs are forgotten within seconds).
+    pub fn private_with(settings: &[(&str, &str)]) -> SlurmCluster {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2);
-        Self::start(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed))
+        Self::start(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), settings)
     }
 
     /// Starts cluster number `index` (its job ids start at `index * 100000 + 1`, so ids never
     /// coincide across the clusters of one test binary).
-    fn start(index: u32) -> SlurmCluster {
+    fn start(index: u32, settings: &[(&str, &str)]) -> SlurmCluster {
         for daemon in [SLURMCTLD, SLURMD, MUNGED] {
             assert!(
                 Path::new(daemon).is_file(),
@@ -107,6 +113,16 @@ impl SlurmCluster {
             dir = dir.path().display(),
             first = index * 100_000 + 1,
         );
+        let config: String = config
+            .lines()
+            .map(|line| {
+                let key = line.split('=').next().unwrap_or_default();
+                match settings.iter().find(|(k, _)| *k == key) {
+                    Some((k, v)) => format!("{k}={v}\n"),
+                    None => format!("{line}\n"),
+                }
+            })
+            .collect();
         std::fs::write(path("slurm.conf"), config).unwrap();
         std::fs::set_permissions(path("slurm.conf"), std::fs::Permissions::from_mode(0o644)).unwrap();
         let cluster = SlurmCluster {
@@ -169,6 +185,25 @@ impl SlurmCluster {
         let output = self.command("squeue", &["-h", "-t", "all", "-j", job, "-o", "%T"]);
         let state = String::from_utf8_lossy(&output.stdout).trim().to_owned();
         (output.status.success() && !state.is_empty()).then_some(state)
+    }
+
+    /// Kills the node's daemon (`slurmd`) as a crash would: the jobs' processes stay.
+    pub fn kill_node_daemon(&self) {
+        let mut daemons = self.daemons.lock().unwrap();
+        if let Some(slurmd) = daemons.get_mut(1) {
+            let _ = slurmd.kill();
+            let _ = slurmd.wait();
+        }
+    }
+
+    /// The pids of a job's processes on the node (`scontrol listpids`).
+    pub fn job_pids(&self, job: &str) -> Vec<u32> {
+        let output = self.command("scontrol", &["listpids", job]);
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().next()?.parse().ok())
+            .collect()
     }
 
     /// The daemons' logs, for a failure message.

@@ -1,6 +1,6 @@
 //! Signal handling without a signal fd (R3, X9, H9).
 //!
-//! The handled signals (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGUSR2`, `SIGCHLD`) get a handler that
+//! The handled signals (`SIGTERM`, `SIGINT`, `SIGHUP`, `SIGUSR1`, `SIGUSR2`, `SIGCHLD`) get a handler that
 //! only counts them in an atomic. They are *blocked* while the shim works and delivered only
 //! inside [`wait`], which is `ppoll(2)` with an empty signal mask — the race-free pselect
 //! pattern: a signal that arrives while the shim checks a file stays pending and interrupts the
@@ -15,7 +15,14 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 /// The signals the shim handles.
-pub const HANDLED: [i32; 5] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGUSR2, libc::SIGCHLD];
+pub const HANDLED: [i32; 6] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGUSR1,
+    libc::SIGUSR2,
+    libc::SIGCHLD,
+];
 
 /// Signals that mean "stop" (X9): before commit R7, after commit a stop request.
 pub const STOP_SIGNALS: [i32; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];

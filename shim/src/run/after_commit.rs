@@ -189,6 +189,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         checkpoint: ctx.cfg.checkpoint_before_deadline_ms.filter(|_| deadline.is_some()),
         tree_starts: std::collections::BTreeMap::new(),
         verified: std::collections::BTreeMap::new(),
+        job_time_limit: ctx.cfg.cluster.as_ref().and_then(|c| c.place.time_limit_minutes),
     })
 }
 

@@ -22,6 +22,10 @@ use sublaunch_protocol::records::status::{Change, RunState, modify_status};
 /// The argument that starts a runner as a cluster job.
 pub const SCHEDULED_ARG: &str = "--scheduled";
 
+/// How long before a job's time limit its runner is sent SIGUSR1 (J10): time to end the
+/// agents gracefully and record the run. Slurm may send it up to a minute earlier.
+const TIME_LIMIT_WARNING_SECS: u32 = 30;
+
 /// How long `sbatch` may take to answer.
 const SUBMIT_DEADLINE: Duration = Duration::from_secs(60);
 
@@ -87,6 +91,8 @@ fn submit(ctx: &Ctx, cluster: &ClusterSubmission, config: &std::path::Path) -> R
         // Nothing of this environment goes into the engine's records; the job's runner
         // takes it from its private configuration.
         "--export=NONE".to_owned(),
+        // J10: the runner is warned before the time limit, to end the run itself.
+        format!("--signal=B:USR1@{TIME_LIMIT_WARNING_SECS}"),
     ];
     let options = [
         ("--partition", place.partition.clone()),

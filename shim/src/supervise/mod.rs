@@ -82,6 +82,8 @@ pub struct Supervisor {
     >,
     /// Verification commands that ended, by directory, command and tree state (G78).
     pub verified: std::collections::BTreeMap<String, sublaunch_protocol::records::acceptance::VerifyResult>,
+    /// J10: the cluster job's time limit in minutes, when the run is one.
+    pub job_time_limit: Option<u32>,
 }
 
 impl Supervisor {
@@ -96,7 +98,13 @@ impl Supervisor {
             || sublaunch_protocol::os::clock::elapsed_ms(self.started, Instant::now()),
             |(_, ms)| ms,
         );
-        format!("Subagent timed out after {ms}ms.")
+        match self.job_time_limit.filter(|_| self.requests.at_job_time_limit()) {
+            // J10: the job's limit, not the run's own, ended it.
+            Some(minutes) => {
+                format!("Subagent timed out after {ms}ms: the cluster job's time limit of {minutes} min was reached.")
+            }
+            None => format!("Subagent timed out after {ms}ms."),
+        }
     }
 
     /// Takes what the control inbox holds (when `woken`, or on its safety poll) and the

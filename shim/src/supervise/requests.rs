@@ -1,4 +1,5 @@
-//! What is asked of the run while it runs: stop signals and SIGUSR2 (X9), the control inbox
+//! What is asked of the run while it runs: stop signals and SIGUSR2 (X9), SIGUSR1 (a cluster
+//! job's time limit is near, J10), the control inbox
 //! (R12) and the deadline each become a typed [`Request`]; [`Requests`] keeps what arrived,
 //! and [`Requests::ending`] says how it ends the run. The supervisor and the capacity wait
 //! ([`super::queue`]) take requests the same way.
@@ -67,6 +68,8 @@ pub struct Requests {
     stop: Option<String>,
     timed_out: bool,
     interrupted: bool,
+    /// J10: the timeout is the cluster engine's warning that the job's time limit is near.
+    at_job_time_limit: bool,
 }
 
 impl Requests {
@@ -104,6 +107,13 @@ impl Requests {
         if received.count(libc::SIGUSR2) > 0 {
             self.receive(Request::Interrupt);
         }
+        // J10: only a cluster engine sends it (`sbatch --signal=B:USR1@…`), before the job's
+        // time limit; the run then ends as at its own deadline, while its agents can still
+        // be ended gracefully and its end recorded.
+        if received.count(libc::SIGUSR1) > 0 {
+            self.at_job_time_limit = true;
+            self.receive(Request::Timeout);
+        }
         escalation
     }
 
@@ -115,6 +125,12 @@ impl Requests {
         }
         self.timed_out |= other.timed_out;
         self.interrupted |= other.interrupted;
+        self.at_job_time_limit |= other.at_job_time_limit;
+    }
+
+    /// Whether the timeout came from the cluster job's time limit (J10).
+    pub fn at_job_time_limit(&self) -> bool {
+        self.at_job_time_limit
     }
 
     /// How the run ends, if a request ends it.
