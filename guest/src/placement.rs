@@ -122,8 +122,9 @@ fn machine_ref(machine: &Machine, target: &str, cwd: String) -> MachineRef {
     }
 }
 
-/// J3: a run goes to a cluster as a whole (its runner is the job): when any child is on a
-/// cluster, every child is, on the same one with the same options.
+/// J3: a run uses one cluster with one set of options: every child on a cluster is on the
+/// same one. A run wholly on it goes there as a whole (its runner is the job); one with
+/// children elsewhere stays here and runs its cluster children through `srun` (J11).
 pub fn check_one_cluster(children: &[Child<'_>], steps: &[sublaunch_contract::PlanStep]) -> Result<(), PlanError> {
     let Some((first_child, first)) = children
         .iter()
@@ -132,17 +133,19 @@ pub fn check_one_cluster(children: &[Child<'_>], steps: &[sublaunch_contract::Pl
     else {
         return Ok(());
     };
+    // J11: steps elsewhere make a run that stays here, its cluster steps run through `srun`.
     for (child, step) in children.iter().zip(steps) {
-        if step.cluster.as_ref() == Some(first) {
+        let Some(cluster) = &step.cluster else { continue };
+        if cluster == first {
             continue;
         }
-        let other = match (&step.cluster, &step.machine) {
-            (Some(cluster), _) => format!("on cluster '{}' with other options", cluster.name),
-            (None, Some(machine)) => format!("on machine '{}'", machine.id),
-            (None, None) => "here".to_owned(),
+        let other = if cluster.name == first.name {
+            format!("on cluster '{}' with other options", cluster.name)
+        } else {
+            format!("on cluster '{}'", cluster.name)
         };
         return Err(PlanError::invalid_request(format!(
-            "Invalid request: {} runs on cluster '{}' but {} runs {other}; a run is submitted to one cluster as a whole, so place every step there or launch the steps as separate runs.",
+            "Invalid request: {} runs on cluster '{}' but {} runs {other}; a run uses one cluster with one set of options, so launch the steps as separate runs.",
             first_child.position.describe(),
             first.name,
             child.position.describe(),

@@ -69,20 +69,25 @@ fn j1_j2_clusters_are_planned_with_their_options_and_no_catalog() {
 }
 
 #[test]
-fn j3_a_run_split_between_a_cluster_and_anywhere_else_is_refused() {
-    for second in [
-        json!({"agent": "w", "task": "u"}),
-        json!({"agent": "w", "task": "u", "machine": "slurm:other"}),
-    ] {
-        let (code, refused) = planned(&request(
-            json!([{"agent": "w", "task": "t", "machine": "slurm:debug"}, second]),
-            json!({}),
-        ));
-        assert_eq!(code, Some(1), "{refused}");
-        let message = refused["error"]["message"].as_str().unwrap();
-        assert!(message.contains("one cluster as a whole"), "{message}");
-        assert!(message.contains("step 2"), "{message}");
-    }
+fn j3_a_run_uses_one_cluster_with_one_set_of_options() {
+    let (code, plan) = planned(&request(
+        json!([{"agent": "w", "task": "t", "machine": "slurm:debug"}, {"agent": "w", "task": "u"}]),
+        json!({}),
+    ));
+    assert_eq!(
+        code,
+        Some(0),
+        "a chain may mix steps here with cluster steps (J11): {plan}"
+    );
+    assert!(plan["steps"][1]["cluster"].is_null(), "{plan}");
+    let (code, refused) = planned(&request(
+        json!([{"agent": "w", "task": "t", "machine": "slurm:debug"}, {"agent": "w", "task": "u", "machine": "slurm:other"}]),
+        json!({}),
+    ));
+    assert_eq!(code, Some(1), "{refused}");
+    let message = refused["error"]["message"].as_str().unwrap();
+    assert!(message.contains("a run uses one cluster"), "{message}");
+    assert!(message.contains("step 2"), "{message}");
 }
 
 /// The id of a run `run --json` printed.
@@ -629,4 +634,86 @@ fn a_parallel_group_of_8_runs_as_one_job() {
     }
     let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(printed["runId"].as_str().unwrap())).unwrap();
     assert!(status["cluster"]["jobId"].is_string(), "{status}");
+}
+
+/// J11: a chain whose middle step runs on the cluster and whose other steps run here: the
+/// run's runner stays here and runs the cluster step through `srun` on the node (it sees its
+/// Slurm job), `{previous}` passes through it both ways, and nothing of its job is left.
+#[test]
+fn j11_a_chain_runs_its_steps_here_and_on_slurm_passing_previous_through() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-mixed");
+    let chain = scratch.work().join("mixed.yaml");
+    sublaunch_tests::cli::write(
+        &chain,
+        "steps:\n  - {agent: shell, task: 'echo here first'}\n  - {agent: shell, machine: 'slurm:debug', task: 'echo \"job $SLURM_JOB_ID on $(hostname) saw: {previous}\"'}\n  - {agent: shell, task: 'echo \"back here with: {previous}\"'}\n",
+    );
+    let output = scratch
+        .cli(&["run", "--chain", &chain.to_string_lossy(), "--wait", "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    assert_eq!(printed["state"], "complete", "{printed}\n{}", text(&output.stderr));
+    let answer = printed["result"].to_string();
+    let job = answer
+        .split("job ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the cluster step saw no Slurm job: {answer}"))
+        .to_owned();
+    assert!(job.chars().all(|c| c.is_ascii_digit()) && !job.is_empty(), "{answer}");
+    assert!(
+        answer.contains(&format!("back here with: job {job} on")) && answer.contains("saw: here first"),
+        "{answer}"
+    );
+    let run_id = printed["runId"].as_str().unwrap();
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(run_id)).unwrap();
+    assert!(status["cluster"].is_null(), "the run stayed here: {status}");
+    let shown = cluster.command("scontrol", &["show", "job", "--oneliner", &job]);
+    let shown = text(&shown.stdout);
+    assert!(shown.contains(&format!("JobName=sl-{run_id}-1 ")), "{shown}");
+}
+
+/// J11: `stop` of a chain whose cluster step runs reaches the agent on the node through
+/// `srun`, and the step's job ends with it.
+#[test]
+fn j11_stop_ends_a_cluster_step_of_a_run_that_stays_here() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::new("cluster-mixed-stop");
+    let chain = scratch.work().join("mixed.yaml");
+    sublaunch_tests::cli::write(
+        &chain,
+        "steps:\n  - {agent: shell, task: 'echo here first'}\n  - {agent: shell, machine: 'slurm:debug', task: 'echo started; sleep 600'}\n",
+    );
+    let launched = scratch
+        .cli(&["run", "--chain", &chain.to_string_lossy(), "--json"])
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    assert!(launched.status.success(), "{}", text(&launched.stderr));
+    let run_id = run_id_of(&launched);
+    let job_name = format!("sl-{run_id}-1");
+    let job = sublaunch_tests::launch_harness::wait_for("the cluster step's job to run", LIMIT, || {
+        let listed = cluster.command(
+            "squeue",
+            &[
+                "--noheader",
+                "--states=RUNNING",
+                &format!("--name={job_name}"),
+                "--format=%i",
+            ],
+        );
+        let id = text(&listed.stdout).trim().to_owned();
+        (!id.is_empty()).then_some(id)
+    });
+    let stopped = scratch.cli(&["stop", &run_id]).envs(cluster.env()).output().unwrap();
+    assert!(stopped.status.success(), "{}", text(&stopped.stderr));
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(&run_id)).unwrap();
+    assert_eq!(status["state"], "stopped", "{status}");
+    sublaunch_tests::launch_harness::wait_for("the step's job to end", LIMIT, || {
+        let state = cluster.job_state(&job);
+        (!matches!(state.as_deref(), Some("RUNNING" | "PENDING" | "COMPLETING"))).then_some(())
+    });
 }

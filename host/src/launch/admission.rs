@@ -25,11 +25,11 @@ pub enum AdmissionError {
         /// The machine's id.
         machine: String,
     },
-    /// Steps are placed on a Slurm cluster and `sbatch` is missing (J6).
+    /// Steps are placed on a Slurm cluster and a Slurm command is missing (J6, J11).
     #[error(
-        "steps placed on a Slurm cluster are submitted with sbatch, and {0}.\nInstall Slurm's client commands (Debian and Ubuntu: `apt install slurm-client`)."
+        "steps placed on a Slurm cluster are run with Slurm's commands, and {0}.\nInstall Slurm's client commands (Debian and Ubuntu: `apt install slurm-client`)."
     )]
-    NoSbatch(MissingProgram),
+    NoSlurm(MissingProgram),
     /// Steps are placed on a machine and the ssh client is missing.
     #[error("steps placed on a machine run through ssh, and {0}.\nInstall the OpenSSH client.")]
     NoSsh(MissingProgram),
@@ -45,11 +45,16 @@ pub enum AdmissionError {
 pub fn admit(plan: &LaunchPlan, agents: &[AgentDef], env: &Environment) -> Result<(), AdmissionError> {
     let path = env.var("PATH");
     let agent_of = |name: &str| agents.iter().find(|a| a.name() == name);
-    // J4: the run is submitted from here (J6); its agents' programs are on the nodes.
-    if let Some(step) = plan.steps.iter().find(|s| s.cluster.is_some())
-        && let Err(missing) = locate_program("sbatch", Path::new(&step.cwd), path)
-    {
-        return Err(AdmissionError::NoSbatch(missing));
+    // J4: the run is submitted from here (J6), or its cluster steps are (J11, `srun`); its
+    // agents' programs are on the nodes.
+    if let Some(step) = plan.steps.iter().find(|s| s.cluster.is_some()) {
+        let whole = plan.steps.iter().all(|s| s.cluster.is_some());
+        let needed: &[&str] = if whole { &["sbatch"] } else { &["srun", "scancel"] };
+        for program in needed {
+            if let Err(missing) = locate_program(program, Path::new(&step.cwd), path) {
+                return Err(AdmissionError::NoSlurm(missing));
+            }
+        }
     }
     for (index, step) in plan.steps.iter().enumerate() {
         let (Some(machine), Some(agent)) = (&step.machine, agent_of(&step.agent)) else {

@@ -48,7 +48,7 @@ pub struct LaunchHandle {
     pub(crate) commit: watch::Receiver<CommitState>,
     pub(crate) finished: watch::Receiver<Option<Finished>>,
     pub(crate) commit_timeout: Duration,
-    /// J6: the run is placed on a cluster (its runner hands it over after the commit).
+    /// J6: the run is placed wholly on a cluster (its runner hands it over after the commit).
     pub(crate) on_cluster: bool,
 }
 

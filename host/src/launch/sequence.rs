@@ -185,7 +185,7 @@ fn supervise(
         commit: commit_rx,
         finished: finished_rx,
         commit_timeout,
-        on_cluster: ctx.launch.plan.steps.iter().any(|s| s.cluster.is_some()),
+        on_cluster: ctx.launch.plan.steps.iter().all(|s| s.cluster.is_some()),
     };
     (handle, settled_tx)
 }
@@ -293,8 +293,9 @@ async fn spawn_runner(
     setup: &Setup,
     options: &LaunchOptions,
 ) -> Result<(RunnerConfig, spawn::Spawned, Option<HostDoorbell>), LaunchError> {
-    let steps = steps_in_place(ctx, worktree_plan, setup, &options.environment).await?;
+    let mut steps = steps_in_place(ctx, worktree_plan, setup, &options.environment).await?;
     let (launch, run_id) = (&ctx.launch, &ctx.run_id);
+    super::cluster::place_steps(&launch.plan, &mut steps, &options.environment, &setup.cwd)?;
     let cluster = super::cluster::submission(&launch.plan, &options.environment, &setup.shim, &setup.cwd)?;
     let config = runner_config(ConfigInputs {
         launch,

@@ -332,6 +332,7 @@ impl RunStore {
                 Err(e) => warnings.push(e.to_string()),
             }
         }
+        self.end_pass();
     }
 
     /// A root without the index (made by an older version, or before any launch): every run

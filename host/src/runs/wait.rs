@@ -35,6 +35,8 @@ pub struct Look {
     pub terminal: Option<Box<Status>>,
     /// The live shim to watch: pid and start identity.
     pub shim: Option<(u32, Option<String>)>,
+    /// J7: the run was handed to a cluster: its engine is asked again soon.
+    pub on_engine: bool,
 }
 
 /// Waits until the run in `run` is terminal, at most `limit`.
@@ -78,6 +80,9 @@ pub async fn look_and_watch(store: &Arc<RunStore>, run: &Arc<Dir>, watcher: &mut
     if let Some((pid, identity)) = &seen.shim {
         watcher.watch_pid(*pid, identity.as_deref());
     }
+    if seen.on_engine {
+        watcher.poll_engine();
+    }
     seen.terminal
 }
 
@@ -90,6 +95,7 @@ pub async fn look(store: &Arc<RunStore>, run: &Arc<Dir>) -> Look {
         .unwrap_or(Look {
             terminal: None,
             shim: None,
+            on_engine: false,
         })
 }
 
@@ -98,6 +104,7 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
         return Look {
             terminal: None,
             shim: None,
+            on_engine: false,
         };
     };
     if let Some(job) = status.cluster.clone().filter(|job| !job.job_id.is_empty()) {
@@ -108,8 +115,13 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
             None => Look {
                 terminal: Some(Box::new(status)),
                 shim: None,
+                on_engine: false,
             },
-            shim => Look { terminal: None, shim },
+            shim => Look {
+                terminal: None,
+                shim,
+                on_engine: false,
+            },
         };
     }
     let shim = shim_of(&status);
@@ -122,9 +134,14 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
         return Look {
             terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
             shim: None,
+            on_engine: false,
         };
     }
-    Look { terminal: None, shim }
+    Look {
+        terminal: None,
+        shim,
+        on_engine: false,
+    }
 }
 
 /// J7: a run handed to a cluster is judged by its job, which the engine reports: it ended
@@ -140,18 +157,28 @@ fn look_at_cluster_run(store: &RunStore, run: &Dir, status: Status, job: &Cluste
             return Look {
                 terminal: Some(Box::new(status)),
                 shim: None,
+                on_engine: false,
             };
         }
-        return Look { terminal: None, shim };
+        return Look {
+            terminal: None,
+            shim,
+            on_engine: true,
+        };
     }
     if !store.look_at_job(job).is_alive() {
         store.reconcile_run(run);
         return Look {
             terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
             shim: None,
+            on_engine: false,
         };
     }
-    Look { terminal: None, shim }
+    Look {
+        terminal: None,
+        shim,
+        on_engine: true,
+    }
 }
 
 /// Whether the run's result is in `<results>` (then fsynced there, as [`still_recording`]

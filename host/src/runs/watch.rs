@@ -20,7 +20,13 @@ pub struct RunWatcher {
     shim: Option<AsyncFd<OwnedFd>>,
     watched_pid: Option<u32>,
     backoff: PollBackoff,
+    /// J7: how often a run whose job only its engine can report on is looked at.
+    engine_tick: Option<Duration>,
 }
+
+/// How often the engine is asked about a run handed to a cluster while someone waits for it:
+/// an end nothing records (a job killed outright, a node lost) is seen this soon.
+const ENGINE_TICK: Duration = Duration::from_millis(250);
 
 impl RunWatcher {
     /// Watches `run_dir` (file creations, renames and writes).
@@ -41,7 +47,13 @@ impl RunWatcher {
             shim: None,
             watched_pid: None,
             backoff: PollBackoff::default(),
+            engine_tick: None,
         }
+    }
+
+    /// J7: also wakes up often enough to ask the cluster engine how the run's job is.
+    pub fn poll_engine(&mut self) {
+        self.engine_tick = Some(ENGINE_TICK);
     }
 
     /// Also wakes up when process `pid` (with start identity `identity`) exits.
@@ -73,6 +85,7 @@ impl RunWatcher {
         } else {
             self.backoff.next().unwrap_or(SAFETY_TICK)
         };
+        let tick = self.engine_tick.map_or(tick, |engine| engine.min(tick));
         let inotify = &self.inotify;
         let shim = &mut self.shim;
         tokio::select! {

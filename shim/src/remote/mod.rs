@@ -9,11 +9,13 @@
 //!   the rest to the adapter's own parser;
 //! * [`stop::stop_remote`] ends the remote process group when the run is stopped;
 //! * [`hint::failure_hint`] names the likely cause of a failure (unreachable machine, unknown
-//!   host key, missing directory or CLI …).
+//!   host key, missing directory or CLI …);
+//! * [`srun`] runs a step of a run that stays here on a cluster's node instead (J11).
 
 pub mod hint;
 pub mod parser;
 pub mod script;
+pub mod srun;
 pub mod stop;
 
 use crate::adapter::{ARG_LIMIT, AgentCommand};

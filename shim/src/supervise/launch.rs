@@ -93,6 +93,15 @@ impl Supervisor {
         let parser = adapter::parser(adapter, &input);
         let built =
             adapter::command(adapter, &input).and_then(|command| adapter::check_argv(&command.argv).map(|()| command));
+        // J11: a cluster step of a run that stays here runs through `srun`.
+        let built = match (built, &step.cluster) {
+            (Ok(command), Some(cluster)) => Ok(crate::remote::srun::wrap(
+                command,
+                cluster,
+                &crate::remote::srun::job_name(&ctx.cfg.id, index),
+            )),
+            (built, _) => built,
+        };
         let (built, parser, remote) = match (built, step.placement.clone()) {
             (Ok(command), Some(placement)) => match crate::remote::place(command, placement, adapter, parser) {
                 Ok((command, parser, remote)) => (Ok(command), parser, Some(remote)),

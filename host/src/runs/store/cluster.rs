@@ -4,8 +4,9 @@
 //! with the engine's evidence (state, exit code and signal, reason, node), and a run whose
 //! records are still active marked failed with that evidence.
 //!
-//! Looks are batched: [`RunStore::look_at_jobs`] asks the engine once for every job a listing
-//! is about to judge, and each run's reconciliation then reads that answer while it is fresh.
+//! Looks are batched: a full pass asks the engine once for every job it is about to judge
+//! ([`RunStore::look_at_jobs_of`]), and each run's reconciliation in that pass reads that
+//! answer; outside a pass an answer serves for a second.
 
 use super::RunStore;
 use crate::cluster::engine::JobLook;
@@ -21,12 +22,17 @@ use sublaunch_protocol::records::lease::SessionLeases;
 use sublaunch_protocol::records::proof::{self, FinalizeContext, LeaseProbe, ProcessTerminal, RunnerInstance};
 use sublaunch_protocol::records::status::{Status, read_status};
 
-/// How long an answer of the engine is used for the runs of one listing.
+/// How long an answer of the engine is used outside a pass.
 const FRESH: Duration = Duration::from_secs(1);
+/// How long an answer is kept at all (for the queue reasons a listing shows).
+const KEPT: Duration = Duration::from_secs(60);
 
-/// Answers of the engine, by job id, with when they were given.
+/// Answers of the engine, by job id.
 #[derive(Default)]
 pub(crate) struct JobLooks {
+    /// The answers of the pass under way, used whatever their age.
+    pass: Option<BTreeMap<String, JobLook>>,
+    /// Every answer, with when it was given.
     looks: BTreeMap<String, (Instant, JobLook)>,
 }
 
@@ -44,7 +50,7 @@ impl RunStore {
         let looks = self.engine.look(jobs);
         if let Ok(mut cache) = self.job_looks.lock() {
             let now = Instant::now();
-            cache.looks.retain(|_, (at, _)| now.duration_since(*at) < FRESH);
+            cache.looks.retain(|_, (at, _)| now.duration_since(*at) < KEPT);
             for (id, look) in &looks {
                 cache.looks.insert(id.clone(), (now, look.clone()));
             }
@@ -52,8 +58,8 @@ impl RunStore {
         looks
     }
 
-    /// Asks the engine at once about the jobs of the runs `ids` that were handed to a cluster
-    /// and are not settled.
+    /// Starts a pass over the runs `ids`: asks the engine at once about the jobs of those
+    /// that were handed to a cluster, and keeps the answers until [`Self::end_pass`].
     pub(super) fn look_at_jobs_of(&self, ids: &[String]) {
         let jobs: Vec<ClusterJob> = ids
             .iter()
@@ -63,7 +69,17 @@ impl RunStore {
             .filter(|job| !job.job_id.is_empty())
             .collect();
         let jobs: Vec<&ClusterJob> = jobs.iter().collect();
-        self.look_at_jobs(&jobs);
+        let looks = self.look_at_jobs(&jobs);
+        if let Ok(mut cache) = self.job_looks.lock() {
+            cache.pass = Some(looks);
+        }
+    }
+
+    /// Ends the pass [`Self::look_at_jobs_of`] started.
+    pub(super) fn end_pass(&self) {
+        if let Ok(mut cache) = self.job_looks.lock() {
+            cache.pass = None;
+        }
     }
 
     /// The engine's reason each queued job of the last looks waits for, by job id
@@ -84,11 +100,15 @@ impl RunStore {
 
     /// How `job` is: a fresh answer of this listing, else the engine's.
     pub fn look_at_job(&self, job: &ClusterJob) -> JobLook {
-        if let Ok(cache) = self.job_looks.lock()
-            && let Some((at, look)) = cache.looks.get(&job.job_id)
-            && at.elapsed() < FRESH
-        {
-            return look.clone();
+        if let Ok(cache) = self.job_looks.lock() {
+            if let Some(look) = cache.pass.as_ref().and_then(|pass| pass.get(&job.job_id)) {
+                return look.clone();
+            }
+            if let Some((at, look)) = cache.looks.get(&job.job_id)
+                && at.elapsed() < FRESH
+            {
+                return look.clone();
+            }
         }
         self.look_at_jobs(&[job])
             .remove(&job.job_id)

@@ -1,4 +1,4 @@
-//! A run handed to a cluster engine (J6, J7, J8): what the runner needs to submit itself as a job
+//! A run handed to a cluster engine (J6, J7, J8, J11): what the runner needs to submit itself as a job
 //! ([`ClusterSubmission`], in the runner configuration), the job it became ([`ClusterJob`], in
 //! `status.json`), and the engine's word on how that job ended ([`ClusterEvidence`], in the
 //! proof). The runner is the job: while Slurm holds it, nothing of the run runs here.
@@ -32,6 +32,22 @@ pub struct ClusterSubmission {
     /// over; the job is submitted with no environment of its own, so nothing of it reaches
     /// the engine's records).
     pub environment: Option<BTreeMap<String, String>>,
+}
+
+/// A step of a run that stays here, run on a cluster's node through `srun` (J11): the run's
+/// other steps run here, so its runner stays here too and waits for the step's job.
+#[serde_with_macros::skip_serializing_none]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterStep {
+    /// The placement the planner decided.
+    pub place: ClusterRef,
+    /// The absolute path of `srun` on the launching machine.
+    pub srun: String,
+    /// The absolute path of `scancel` there, to end the step's job when `srun` could not.
+    pub scancel: String,
+    /// The Slurm configuration the launching machine uses (`SLURM_CONF`).
+    pub conf: Option<String>,
 }
 
 /// The job a run became (`status.json` `cluster`).

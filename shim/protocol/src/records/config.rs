@@ -102,6 +102,8 @@ pub struct StepConfig {
     /// runner starts it in this step's directory once the step's checks and commands passed,
     /// and never runs it as a step of the workflow.
     pub reviewer: Option<Box<StepConfig>>,
+    /// J11: the cluster this step of a run that stays here runs on, through `srun`.
+    pub cluster: Option<crate::records::cluster::ClusterStep>,
 }
 
 /// The managed git worktree a step runs in (created by the host before the launch): the

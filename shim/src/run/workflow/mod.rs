@@ -203,6 +203,10 @@ impl GroupRun {
     /// Takes one child's end: failFast, and closing it at once unless it may be the run's
     /// last (no task runs or waits to start).
     fn settle(&mut self, ctx: &mut Ctx, sup: &mut Supervisor, mut end: StepEnd) {
+        // J11: nothing of a cluster step outlives it, even when its `srun` was killed.
+        if let Some(cluster) = ctx.cfg.steps.get(end.index).and_then(|s| s.cluster.as_ref()) {
+            crate::remote::srun::end_job(cluster, &crate::remote::srun::job_name(&ctx.cfg.id, end.index));
+        }
         let failed = end.state() == RunState::Failed && end.cancel.is_none();
         if failed && self.fail_fast && self.cancelled_by.is_none() {
             let label = end.label();
