@@ -70,13 +70,18 @@ impl<'r> Placement<'r> {
     ) -> Result<Placed, PlanError> {
         let location = child.position.describe();
         let machine = requested_text(requested, &location)?;
-        gate::check(child, agent, machine, self.request.platform.as_deref())?;
-        let selector = selector::parse(machine, &location)?;
         let request = self.request;
         // J1: a cluster is named before the catalog is read; a cluster needs no catalog.
         let clusters = self
             .clusters
             .get_or_insert_with(|| Clusters::new(request.machine_settings.as_ref()));
+        // J12: a cluster's nodes share the file system the worktree is made on.
+        let on_cluster = selector::parse(machine, &location)
+            .ok()
+            .and_then(|selector| clusters.resolve(selector, &location).ok().flatten())
+            .is_some();
+        gate::check(child, agent, machine, request.platform.as_deref(), on_cluster)?;
+        let selector = selector::parse(machine, &location)?;
         if let Some(cluster) = clusters.resolve(selector, &location)? {
             return Ok(Placed::Cluster(cluster));
         }

@@ -717,3 +717,47 @@ fn j11_stop_ends_a_cluster_step_of_a_run_that_stays_here() {
         (!matches!(state.as_deref(), Some("RUNNING" | "PENDING" | "COMPLETING"))).then_some(())
     });
 }
+
+/// J12: a writer on the cluster works in its managed worktree, made here on the file system
+/// the nodes share: its commit comes back as the step's branch, with its base, as for a
+/// local writer.
+#[test]
+fn j12_a_writer_on_the_cluster_commits_on_its_worktrees_branch() {
+    let cluster = SlurmCluster::shared();
+    let scratch = Scratch::trusting("cluster-writer");
+    let repo = scratch.init_repo();
+    sublaunch_tests::cli::write(&repo.join("README"), "base\n");
+    sublaunch_tests::cli::git(&repo, &["add", "-A"]);
+    sublaunch_tests::cli::git(&repo, &["commit", "-qm", "base"]);
+    let task = "echo from the node > made.txt && git add -A && git -c user.name=w -c user.email=w@example.invalid commit -qm 'made on the node'";
+    let output = scratch
+        .cli(&[
+            "run",
+            "--agent",
+            "shell",
+            "--task",
+            task,
+            "--worktree",
+            "--machine",
+            "slurm:debug",
+            "--wait",
+            "--json",
+        ])
+        .current_dir(&repo)
+        .envs(cluster.env())
+        .output()
+        .unwrap();
+    let printed: Value = serde_json::from_slice(&output.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", text(&output.stdout), text(&output.stderr)));
+    assert_eq!(printed["state"], "complete", "{printed}\n{}", text(&output.stderr));
+    let run_id = printed["runId"].as_str().unwrap();
+    let result = scratch.result_json(run_id);
+    let worktree = &result["steps"][0]["worktree"];
+    assert_eq!(worktree["commitCount"], 1, "{result}");
+    assert_eq!(worktree["commits"][0]["subject"], "made on the node", "{result}");
+    let branch = worktree["branch"].as_str().unwrap();
+    let shown = sublaunch_tests::cli::git(&repo, &["show", &format!("{branch}:made.txt")]);
+    assert_eq!(shown.trim(), "from the node");
+    let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(run_id)).unwrap();
+    assert_eq!(status["cluster"]["node"], cluster.node(), "{status}");
+}

@@ -22,8 +22,15 @@ const WINDOWS_PLATFORMS: [&str; 2] = ["windows", "win32"];
 
 /// Refuses a child that cannot be placed (P2 steps 1–4, in that order): a runner that is
 /// neither native nor external-cli, an external-cli adapter sublaunch does not own, a managed
-/// worktree, or a Windows host. `machine` is the requested value as given (untrimmed).
-pub fn check(child: &Child<'_>, agent: &Agent, machine: &str, platform: Option<&str>) -> Result<(), PlanError> {
+/// worktree (J12: not on a cluster, whose nodes share the file system the worktree is made
+/// on), or a Windows host. `machine` is the requested value as given (untrimmed).
+pub fn check(
+    child: &Child<'_>,
+    agent: &Agent,
+    machine: &str,
+    platform: Option<&str>,
+    on_cluster: bool,
+) -> Result<(), PlanError> {
     let refuse = |reason: String| {
         Err(PlanError::new(
             ErrorCode::MachineRunnerUnsupported,
@@ -52,7 +59,7 @@ pub fn check(child: &Child<'_>, agent: &Agent, machine: &str, platform: Option<&
             ));
         }
     }
-    if child.worktree {
+    if child.worktree && !on_cluster {
         return refuse(
             "a managed worktree is a local git checkout and cannot be combined with a machine; \
              drop worktree or the machine"
@@ -133,19 +140,21 @@ mod tests {
                     ..Agent::default()
                 },
                 "m",
-                None
+                None,
+                false
             )
             .is_ok()
         );
-        assert!(check(&child(false), &agent(None, None), "m", None).is_ok());
-        assert!(check(&child(false), &agent(Some("native"), None), "m", None).is_ok());
+        assert!(check(&child(false), &agent(None, None), "m", None, false).is_ok());
+        assert!(check(&child(false), &agent(Some("native"), None), "m", None, false).is_ok());
         for id in code_owned_adapters() {
             assert!(
                 check(
                     &child(false),
                     &agent(Some("external-cli"), Some(id)),
                     "m",
-                    Some("linux")
+                    Some("linux"),
+                    false
                 )
                 .is_ok()
             );
@@ -154,14 +163,26 @@ mod tests {
 
     #[test]
     fn p2_step1_other_runner_types_are_named() {
-        let message = refusal(check(&child(false), &agent(Some("external-job"), None), "  m ", None));
+        let message = refusal(check(
+            &child(false),
+            &agent(Some("external-job"), None),
+            "  m ",
+            None,
+            false,
+        ));
         assert!(message.contains("'a'") && message.contains("'  m '") && message.contains("external-job"));
     }
 
     #[test]
     fn p2_step2_generic_external_cli_lists_every_adapter() {
         for adapter in [None, Some("gemini-agent"), Some("Claude-Code")] {
-            let message = refusal(check(&child(false), &agent(Some("external-cli"), adapter), "m", None));
+            let message = refusal(check(
+                &child(false),
+                &agent(Some("external-cli"), adapter),
+                "m",
+                None,
+                false,
+            ));
             assert!(message.contains("generic external-cli"));
             for id in code_owned_adapters() {
                 assert!(message.contains(id), "{message} lacks {id}");
@@ -172,11 +193,13 @@ mod tests {
     #[test]
     fn p2_step_order_runner_then_worktree_then_windows() {
         let job = agent(Some("external-job"), None);
-        assert!(refusal(check(&child(true), &job, "m", Some("windows"))).contains("external-job"));
+        assert!(refusal(check(&child(true), &job, "m", Some("windows"), false)).contains("external-job"));
         let native = agent(None, None);
-        assert!(refusal(check(&child(true), &native, "m", Some("windows"))).contains("worktree"));
-        assert!(refusal(check(&child(false), &native, "m", Some("windows"))).contains("Windows"));
-        assert!(refusal(check(&child(false), &native, "m", Some("win32"))).contains("Windows"));
-        assert!(check(&child(false), &native, "m", Some("darwin")).is_ok());
+        assert!(refusal(check(&child(true), &native, "m", Some("windows"), false)).contains("worktree"));
+        // J12: a cluster's nodes share the worktree's file system.
+        assert!(check(&child(true), &native, "slurm", None, true).is_ok());
+        assert!(refusal(check(&child(false), &native, "m", Some("windows"), false)).contains("Windows"));
+        assert!(refusal(check(&child(false), &native, "m", Some("win32"), false)).contains("Windows"));
+        assert!(check(&child(false), &native, "m", Some("darwin"), false).is_ok());
     }
 }
