@@ -761,3 +761,39 @@ fn j12_a_writer_on_the_cluster_commits_on_its_worktrees_branch() {
     let status = sublaunch_tests::launch_harness::status(&scratch.run_dir(run_id)).unwrap();
     assert_eq!(status["cluster"]["node"], cluster.node(), "{status}");
 }
+
+/// J8: a job over its memory limit (`memory` in the cluster's settings) is killed by Slurm's
+/// memory enforcement, runner and agent alike; the run ends `failed` with the engine's state
+/// and signal, and Slurm's own words in the runner's log tail, never `running`.
+#[test]
+fn j8_a_job_over_its_memory_limit_ends_its_run_failed() {
+    let cluster = SlurmCluster::private_with(&[
+        ("JobAcctGatherParams", "OverMemoryKill"),
+        ("JobAcctGatherFrequency", "task=1"),
+    ]);
+    let scratch = Scratch::new("cluster-memory");
+    sublaunch_tests::cli::write(
+        &scratch.path().join("home/.config/sublaunch/settings.json"),
+        r#"{"subagents": {"clusters": {"small": {"engine": "slurm", "partition": "debug", "memory": "64M"}}}}"#,
+    );
+    let task = "echo started; python3 -c 'import time; x = bytearray(400 * 1024 * 1024); time.sleep(600)'";
+    let (run_id, job) = launch_on_machine(&scratch, &cluster, "small", task);
+    let (code, status) = waited(&scratch, &cluster, &run_id);
+    assert_ne!(code, Some(0), "{status}");
+    assert_eq!(status["state"], "failed", "{status}");
+    let error = status["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(&format!("Slurm job {job} ended FAILED")) && error.contains("exceeded memory limit"),
+        "{status}"
+    );
+    let proof = finalized_proof(&scratch, &cluster, &run_id);
+    assert_eq!(proof["cluster"]["jobId"], job.as_str(), "{proof}");
+    assert!(
+        matches!(
+            proof["cluster"]["state"].as_str(),
+            Some("FAILED" | "OUT_OF_MEMORY" | "CANCELLED")
+        ),
+        "{proof}\n{}",
+        cluster.logs()
+    );
+}

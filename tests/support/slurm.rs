@@ -57,7 +57,8 @@ impl SlurmCluster {
     }
 
     /// A cluster of its own whose `slurm.conf` sets each `(key, value)` of `settings` instead
-    /// of the default (`("MinJobAge", "2")`: ended jobs are forgotten within seconds).
+    /// of the default, or in addition to the defaults (`("MinJobAge", "2")`: ended jobs are
+    /// forgotten within seconds).
     pub fn private_with(settings: &[(&str, &str)]) -> SlurmCluster {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2);
         Self::start(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), settings)
@@ -113,7 +114,7 @@ impl SlurmCluster {
             dir = dir.path().display(),
             first = index * 100_000 + 1,
         );
-        let config: String = config
+        let mut config: String = config
             .lines()
             .map(|line| {
                 let key = line.split('=').next().unwrap_or_default();
@@ -123,6 +124,11 @@ impl SlurmCluster {
                 }
             })
             .collect();
+        for (key, value) in settings {
+            if !config.lines().any(|line| line.starts_with(&format!("{key}="))) {
+                config.push_str(&format!("{key}={value}\n"));
+            }
+        }
         std::fs::write(path("slurm.conf"), config).unwrap();
         std::fs::set_permissions(path("slurm.conf"), std::fs::Permissions::from_mode(0o644)).unwrap();
         let cluster = SlurmCluster {
