@@ -60,6 +60,11 @@ fn torture_no_run_stuck_no_wrong_proof_no_orphaned_agent() {
         report.counts
     );
     assert!(
+        report.counts.get("on-cluster").copied().unwrap_or(0) > 0,
+        "no run was a Slurm job: {:?}",
+        report.counts
+    );
+    assert!(
         report.counts.get("integrations-checked").copied().unwrap_or(0) > 0,
         "no writers' work was integrated: {:?}",
         report.counts

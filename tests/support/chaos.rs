@@ -101,6 +101,8 @@ struct Shared {
     verified: PathBuf,
     /// A chain of one step in `writers_repo` whose checked contract a reviewer agent reviews.
     reviewed: PathBuf,
+    /// The test Slurm cluster's configuration: some single runs are its jobs.
+    slurm_conf: PathBuf,
 }
 
 impl Shared {
@@ -110,7 +112,10 @@ impl Shared {
 
     fn cli(&self, args: &[&str]) -> Command {
         let mut command = self.scratch.cli(args);
-        command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        command
+            .env("SLURM_CONF", &self.slurm_conf)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
         command
     }
 
@@ -153,6 +158,7 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
     let (writers, writers_repo) = writers_chain(&scratch);
     let verified = scratch.path().join("verified.log");
     let reviewed = reviewed_chain(&scratch, &mark);
+    let slurm_conf = crate::slurm::SlurmCluster::shared().conf();
     let shared = Arc::new(Shared {
         scratch,
         mark,
@@ -167,6 +173,7 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
         writers_repo,
         verified,
         reviewed,
+        slurm_conf,
     });
     settings_with_hook(&shared, "approved");
     let _ = shared.cli(&["trust"]).output();
@@ -250,6 +257,13 @@ fn launcher(shared: &Shared, mut rng: Rng, runs: usize, deadline: Instant) {
         };
         if wait {
             args.push("--wait".into());
+        }
+        // J6–J9: a quarter of the single runs are jobs of the test Slurm cluster: the
+        // killer's SIGKILLs reach their agents on the node and the hosts that launched them,
+        // the observers stop them, and every one must end as any run does.
+        if args[0] == "run" && args[1] == "--agent" && rng.below(4) == 0 {
+            args.extend(["--machine".into(), "slurm:debug".into()]);
+            shared.count("on-cluster");
         }
         // G78: a quarter of the single runs are verified by a gate, which the killer's SIGKILLs
         // and the observers' stops reach as they reach agents (its command line has the mark).
