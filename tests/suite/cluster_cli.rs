@@ -797,3 +797,92 @@ fn j8_a_job_over_its_memory_limit_ends_its_run_failed() {
         cluster.logs()
     );
 }
+
+/// J8: a job preempted by a job of a higher-priority partition (preemption by cancel) ends
+/// its run: Slurm ends the runner with SIGTERM, the runner ends its agent and records the
+/// stop, and the proof keeps `PREEMPTED`.
+#[test]
+fn j8_a_preempted_job_ends_its_run_with_preempted_in_its_proof() {
+    let cluster = SlurmCluster::private_with_lines(
+        &[("PreemptType", "preempt/partition_prio"), ("PreemptMode", "CANCEL")],
+        &[
+            "PartitionName=lo Nodes={node} MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=1 PreemptMode=CANCEL",
+            "PartitionName=hi Nodes={node} MaxTime=INFINITE State=UP OverSubscribe=NO PriorityTier=5 PreemptMode=OFF",
+        ],
+    );
+    let scratch = Scratch::new("cluster-preempted");
+    let cpus = cluster_cpus(&cluster);
+    sublaunch_tests::cli::write(
+        &scratch.path().join("home/.config/sublaunch/settings.json"),
+        &format!(
+            r#"{{"subagents": {{"clusters": {{"low": {{"engine": "slurm", "partition": "lo", "cpus": {cpus}}}}}}}}}"#
+        ),
+    );
+    let (run_id, job) = launch_on_machine(&scratch, &cluster, "low", "echo started; sleep 600");
+    let status = wait_running_on_node(&scratch, &run_id);
+    let agent = status["steps"][0]["externalProcess"]["pid"].as_u64();
+    let urgent = cluster.command(
+        "sbatch",
+        &[
+            "--partition=hi",
+            &format!("--cpus-per-task={cpus}"),
+            "--output=/dev/null",
+            "--wrap=sleep 1",
+        ],
+    );
+    assert!(urgent.status.success(), "{}", text(&urgent.stderr));
+    let (code, status) = waited(&scratch, &cluster, &run_id);
+    assert_ne!(code, Some(0), "{status}");
+    assert_ne!(status["state"], "running", "{status}");
+    let proof = finalized_proof(&scratch, &cluster, &run_id);
+    assert_eq!(proof["cluster"]["jobId"], job.as_str(), "{proof}");
+    assert_eq!(proof["cluster"]["state"], "PREEMPTED", "{proof}\n{}", cluster.logs());
+    if let Some(pid) = agent {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the agent {pid} outlived its job"
+        );
+    }
+}
+
+/// The node's CPUs, as Slurm counts them.
+fn cluster_cpus(cluster: &SlurmCluster) -> String {
+    let shown = cluster.command("sinfo", &["--noheader", "--Node", "--format=%c"]);
+    text(&shown.stdout).lines().next().unwrap_or("1").trim().to_owned()
+}
+
+/// J8: a queued job that can no longer start before its deadline is ended by Slurm
+/// (`DEADLINE`): its run, whose runner never started, ends `failed` with that evidence.
+#[test]
+fn j8_a_queued_job_past_its_deadline_ends_its_run_failed() {
+    let cluster = SlurmCluster::private();
+    let scratch = Scratch::new("cluster-deadline");
+    sublaunch_tests::cli::write(
+        &scratch.path().join("home/.config/sublaunch/settings.json"),
+        r#"{"subagents": {"clusters": {"minute": {"engine": "slurm", "partition": "debug", "time": "1"}}}}"#,
+    );
+    let down = cluster.command("scontrol", &["update", "PartitionName=debug", "State=DOWN"]);
+    assert!(down.status.success(), "{}", text(&down.stderr));
+    let (run_id, job) = launch_on_machine(&scratch, &cluster, "minute", "echo never");
+    // A deadline 70 s away leaves room for the job's one minute now, and none 11 s later.
+    let set = std::time::Instant::now();
+    let deadline = cluster.command("scontrol", &["update", &format!("JobId={job}"), "Deadline=now+70"]);
+    assert!(deadline.status.success(), "{}", text(&deadline.stderr));
+    sublaunch_tests::launch_harness::wait_for("the deadline to come too close", LIMIT, || {
+        (set.elapsed() > std::time::Duration::from_secs(11)).then_some(())
+    });
+    let up = cluster.command("scontrol", &["update", "PartitionName=debug", "State=UP"]);
+    assert!(up.status.success(), "{}", text(&up.stderr));
+    let (code, status) = waited(&scratch, &cluster, &run_id);
+    assert_eq!(code, Some(1), "{status}");
+    assert_eq!(status["state"], "failed", "{status}");
+    assert!(
+        status["error"]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("Slurm job {job} ended DEADLINE")),
+        "{status}"
+    );
+    let proof = finalized_proof(&scratch, &cluster, &run_id);
+    assert_eq!(proof["cluster"]["state"], "DEADLINE", "{proof}");
+}

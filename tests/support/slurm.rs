@@ -48,7 +48,7 @@ impl SlurmCluster {
     /// The cluster shared by every test of this binary, started on first use.
     pub fn shared() -> &'static SlurmCluster {
         static SHARED: OnceLock<SlurmCluster> = OnceLock::new();
-        SHARED.get_or_init(|| Self::start(1, &[]))
+        SHARED.get_or_init(|| Self::start(1, &[], &[]))
     }
 
     /// A cluster of its own, for a test that changes the cluster's state.
@@ -60,13 +60,19 @@ impl SlurmCluster {
     /// of the default, or in addition to the defaults (`("MinJobAge", "2")`: ended jobs are
     /// forgotten within seconds).
     pub fn private_with(settings: &[(&str, &str)]) -> SlurmCluster {
+        Self::private_with_lines(settings, &[])
+    }
+
+    /// [`SlurmCluster::private_with`], and `lines` added to `slurm.conf` as they are, with
+    /// `{node}` replaced by the node's name (more partitions, for instance).
+    pub fn private_with_lines(settings: &[(&str, &str)], lines: &[&str]) -> SlurmCluster {
         static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(2);
-        Self::start(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), settings)
+        Self::start(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed), settings, lines)
     }
 
     /// Starts cluster number `index` (its job ids start at `index * 100000 + 1`, so ids never
     /// coincide across the clusters of one test binary).
-    fn start(index: u32, settings: &[(&str, &str)]) -> SlurmCluster {
+    fn start(index: u32, settings: &[(&str, &str)], lines: &[&str]) -> SlurmCluster {
         for daemon in [SLURMCTLD, SLURMD, MUNGED] {
             assert!(
                 Path::new(daemon).is_file(),
@@ -128,6 +134,10 @@ impl SlurmCluster {
             if !config.lines().any(|line| line.starts_with(&format!("{key}="))) {
                 config.push_str(&format!("{key}={value}\n"));
             }
+        }
+        for line in lines {
+            config.push_str(&line.replace("{node}", &node));
+            config.push('\n');
         }
         std::fs::write(path("slurm.conf"), config).unwrap();
         std::fs::set_permissions(path("slurm.conf"), std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -232,7 +242,8 @@ impl SlurmCluster {
         loop {
             let output = self.command("sinfo", &["-h", "-N", "-n", &self.node, "-o", "%T"]);
             let state = String::from_utf8_lossy(&output.stdout).trim().to_owned();
-            if state == "idle" || state == "mixed" {
+            // One line per partition the node is in.
+            if !state.is_empty() && state.lines().all(|line| matches!(line.trim(), "idle" | "mixed")) {
                 return;
             }
             assert!(
