@@ -39,6 +39,27 @@ pub struct Look {
     pub on_engine: bool,
 }
 
+impl Look {
+    /// The run after reconciling it (its runner is gone): terminal, or nothing to watch.
+    fn reconciled(store: &RunStore, run: &Dir) -> Self {
+        store.reconcile_run(run);
+        Self {
+            terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
+            shim: None,
+            on_engine: false,
+        }
+    }
+
+    /// A run still going: its shim to watch, and whether its engine is asked again soon.
+    fn waiting(shim: Option<(u32, Option<String>)>, on_engine: bool) -> Self {
+        Self {
+            terminal: None,
+            shim,
+            on_engine,
+        }
+    }
+}
+
 /// Waits until the run in `run` is terminal, at most `limit`.
 pub async fn wait_terminal(store: &Arc<RunStore>, run: &Arc<Dir>, limit: Option<Duration>) -> WaitEnd {
     let mut watcher = RunWatcher::new(run.path());
@@ -130,18 +151,9 @@ fn look_now(store: &RunStore, run: &Dir) -> Look {
         None => true,
     };
     if dead {
-        store.reconcile_run(run);
-        return Look {
-            terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
-            shim: None,
-            on_engine: false,
-        };
+        return Look::reconciled(store, run);
     }
-    Look {
-        terminal: None,
-        shim,
-        on_engine: false,
-    }
+    Look::waiting(shim, false)
 }
 
 /// J7: a run handed to a cluster is judged by its job, which the engine reports: it ended
@@ -160,25 +172,12 @@ fn look_at_cluster_run(store: &RunStore, run: &Dir, status: Status, job: &Cluste
                 on_engine: false,
             };
         }
-        return Look {
-            terminal: None,
-            shim,
-            on_engine: true,
-        };
+        return Look::waiting(shim, true);
     }
     if !store.look_at_job(job).is_alive() {
-        store.reconcile_run(run);
-        return Look {
-            terminal: status_of(run).filter(Status::is_terminal).map(Box::new),
-            shim: None,
-            on_engine: false,
-        };
+        return Look::reconciled(store, run);
     }
-    Look {
-        terminal: None,
-        shim,
-        on_engine: true,
-    }
+    Look::waiting(shim, true)
 }
 
 /// Whether the run's result is in `<results>` (then fsynced there, as [`still_recording`]

@@ -31,19 +31,7 @@ pub fn wrap(mut command: AgentCommand, step: &ClusterStep, job_name: &str) -> Ag
         // The agent's environment, as a local agent has it.
         "--export=ALL".to_owned(),
     ];
-    let options = [
-        ("--partition", place.partition.clone()),
-        ("--account", place.account.clone()),
-        ("--qos", place.qos.clone()),
-        ("--time", place.time_limit_minutes.map(|m| m.to_string())),
-        ("--cpus-per-task", place.cpus.map(|c| c.to_string())),
-        ("--mem", place.memory.clone()),
-    ];
-    argv.extend(
-        options
-            .into_iter()
-            .filter_map(|(flag, value)| Some(format!("{flag}={}", value?))),
-    );
+    argv.extend(sublaunch_protocol::records::cluster::job_options(place));
     argv.push("--".to_owned());
     argv.append(&mut command.argv);
     command.argv = argv;

@@ -94,19 +94,7 @@ fn submit(ctx: &Ctx, cluster: &ClusterSubmission, config: &std::path::Path) -> R
         // J10: the runner is warned before the time limit, to end the run itself.
         format!("--signal=B:USR1@{TIME_LIMIT_WARNING_SECS}"),
     ];
-    let options = [
-        ("--partition", place.partition.clone()),
-        ("--account", place.account.clone()),
-        ("--qos", place.qos.clone()),
-        ("--time", place.time_limit_minutes.map(|m| m.to_string())),
-        ("--cpus-per-task", place.cpus.map(|c| c.to_string())),
-        ("--mem", place.memory.clone()),
-    ];
-    args.extend(
-        options
-            .into_iter()
-            .filter_map(|(flag, value)| Some(format!("{flag}={}", value?))),
-    );
+    args.extend(sublaunch_protocol::records::cluster::job_options(place));
     let script = format!(
         "#!/bin/sh\nexec {} {SCHEDULED_ARG} {}\n",
         quote(&cluster.runner),

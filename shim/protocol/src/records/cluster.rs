@@ -14,6 +14,22 @@ pub const SLURM_RESTART_COUNT_ENV: &str = "SLURM_RESTART_COUNT";
 /// The environment variable that names the Slurm configuration every Slurm command reads.
 pub const SLURM_CONF_ENV: &str = "SLURM_CONF";
 
+/// The options a job gets from its placement (`--partition=gpu`, `--time=90`, …); one left
+/// out of the placement is the cluster's default.
+pub fn job_options(place: &ClusterRef) -> Vec<String> {
+    [
+        ("--partition", place.partition.clone()),
+        ("--account", place.account.clone()),
+        ("--qos", place.qos.clone()),
+        ("--time", place.time_limit_minutes.map(|m| m.to_string())),
+        ("--cpus-per-task", place.cpus.map(|c| c.to_string())),
+        ("--mem", place.memory.clone()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, value)| Some(format!("{flag}={}", value?)))
+    .collect()
+}
+
 /// How the runner submits itself (in the runner configuration, written by the host).
 #[serde_with_macros::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
