@@ -417,6 +417,10 @@ fn j7_j9_queued_jobs_show_slurms_reason_and_stop_ends_queued_and_running_jobs() 
     }
     let proof = finalized_proof(&scratch, &cluster, &queued);
     assert_eq!(proof["cluster"]["state"], "CANCELLED", "{proof}");
+    // The job never started: its configuration, which holds the runner's environment, goes
+    // with the run's end.
+    let left = scratch.run_dir(&queued).join("scheduled-runner.json");
+    assert!(!left.exists(), "{} was left behind", left.display());
 }
 
 /// J10: a run whose cluster job reaches its time limit (`time` in the cluster's settings) is

@@ -35,15 +35,8 @@ impl Slurm {
         if let Some(conf) = conf {
             env.push((SLURM_CONF_ENV, conf.into()));
         }
-        let program = self
-            .path
-            .as_deref()
-            .and_then(|path| {
-                std::env::split_paths(path)
-                    .map(|dir| dir.join(program))
-                    .find(|candidate| candidate.is_file())
-            })
-            .map_or_else(|| program.to_owned(), |found| found.to_string_lossy().into_owned());
+        let program = crate::inputs::agents::locate_program(program, std::path::Path::new("/"), self.path.as_deref())
+            .map_or_else(|_| program.to_owned(), |found| found.to_string_lossy().into_owned());
         command::run(&program, args, &env, DEADLINE)
     }
 

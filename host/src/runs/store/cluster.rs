@@ -187,6 +187,15 @@ impl RunStore {
                 Err(e) => warnings.push(format!("Failed to mark the run failed: {e}")),
             }
         }
+        // The end is final: the run sheds its scratch files, among them the configuration
+        // of a job that never started (it holds the runner's environment).
+        let terminal = read_status(run)
+            .ok()
+            .and_then(ReadDoc::present)
+            .is_some_and(|s| s.is_terminal());
+        if outcome.proof.state.is_final() && terminal {
+            proof::shed_after_end(run, &mut warnings);
+        }
         if outcome.should_emit()
             && let Some(run_id) = run.path().file_name().and_then(|n| n.to_str())
         {
@@ -204,8 +213,7 @@ impl RunStore {
 pub(super) fn cluster_runner_gone(status: &Status) -> bool {
     status
         .process_terminal
-        .as_ref()
-        .and_then(|p| p.get("state"))
-        .and_then(serde_json::Value::as_str)
-        .is_some_and(|state| matches!(state, "observed" | "unknown"))
+        .clone()
+        .and_then(|proof| serde_json::from_value::<ProcessTerminal>(proof).ok())
+        .is_some_and(|proof| proof.state.is_final())
 }

@@ -11,6 +11,9 @@
 //!   when the run has a completion hook (`hook.json`): a hook fired by a host after the end
 //!   writes its helper's stderr there.
 //!
+//! - `scheduled-runner.json`: the configuration of a cluster job that never started (J8). It
+//!   holds the runner's environment, tokens included, and no job will read it any more.
+//!
 //! Kept even when empty: `output-<n>.log`, which the result names (`outputFile`).
 
 use crate::files::dir::Dir;
@@ -28,6 +31,9 @@ pub fn shed_scratch(run: &Dir) -> io::Result<Vec<&'static str>> {
     let mut removed = Vec::new();
     if run.remove_empty_dir(names::CONTROL_DIR)? {
         removed.push(names::CONTROL_DIR);
+    }
+    if run.unlink_claim(names::SCHEDULED_RUNNER_CONFIG)? {
+        removed.push(names::SCHEDULED_RUNNER_CONFIG);
     }
     if run.stat(hook::SPEC_FILE)?.is_none() {
         for log in RUNNER_LOGS {
