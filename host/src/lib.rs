@@ -28,6 +28,7 @@ pub mod launch;
 pub mod request;
 pub mod runner_install;
 pub mod runs;
+pub mod usage;
 pub mod worktrees;
 
 pub use engine::limits::Limits;

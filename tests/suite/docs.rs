@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The id families: two-part prefixes first, so `P-H5` is not read as `H5`.
 const PREFIXES: [&str; 4] = ["M-I", "P-I", "P-H", "P-S"];
-const LETTERS: &str = "ACDEFGHIJKLMNPQRSTWX";
+const LETTERS: &str = "ACDEFGHIJKLMNPQRSTUWX";
 
 /// The rule ids in `text`: a family prefix and one or two digits, standing alone (not part of
 /// a longer word such as `E2BIG` or `sha256`).

@@ -57,5 +57,6 @@ mod step_io_cli;
 mod step_lines_cli;
 mod trust_cli;
 mod unfinalized_cli;
+mod usage_cli;
 mod wait_many_cli;
 mod worktrees_cli;

@@ -44,6 +44,7 @@ mod stop;
 mod task_input;
 mod terminal_text;
 mod trust;
+mod usage;
 mod wait;
 mod worktrees;
 
@@ -97,6 +98,9 @@ enum Command {
     Resume(resume::Args),
     /// Remove ended runs (all, or those older than a duration or in given states).
     Prune(prune::Args),
+    /// Show what the runs spent (tokens and cost) by day, week, month, agent, model,
+    /// provider, machine, run or run tree, from the usage ledger.
+    Usage(usage::Args),
     /// List the git worktrees made for runs, or remove those of ended runs (prune).
     Worktrees(worktrees::Args),
     /// Merge the accepted work of a run's writers onto sublaunch/<run>/integration, each
@@ -132,6 +136,7 @@ impl Cli {
             Command::Resume(args) => resume::run(args),
             Command::Mcp(args) => mcp::run(args),
             Command::Prune(args) => prune::run(args),
+            Command::Usage(args) => usage::run(args),
             Command::Worktrees(args) => worktrees::run(args),
             Command::Integrate(args) => integrate::run(args),
             Command::Trust(args) => trust::run(args),

@@ -388,6 +388,7 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         // G44: the integrator turns this on when a sandbox is asked for.
         containment_required: false,
         cluster: inputs.cluster,
+        parent_run_id: launch.launched_from.as_ref().map(|from| from.run_id.clone()),
     }
 }
 

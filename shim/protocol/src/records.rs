@@ -14,6 +14,7 @@ pub mod history;
 pub mod hook;
 pub mod index;
 pub mod lease;
+pub mod ledger;
 pub mod proof;
 pub mod results;
 pub mod run_id_index;

@@ -211,6 +211,7 @@ impl Root {
             project_config: Default::default(),
             containment_required: spec.containment_required,
             cluster: None,
+            parent_run_id: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

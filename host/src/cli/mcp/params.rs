@@ -263,6 +263,21 @@ pub struct IntegrateParams {
     pub keep_going: bool,
 }
 
+/// `usage`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct UsageParams {
+    /// From this local date (2026-12-01) or this long ago (7d, 12h); default: today and the
+    /// 29 days before.
+    pub since: Option<String>,
+    /// Up to this local date (the day itself left out) or this long ago; default: now.
+    pub until: Option<String>,
+    /// Group by day (default), week, month, agent, model, provider, machine, run or tree.
+    pub by: Option<String>,
+    /// Only this run (its full id) and the runs launched from inside it.
+    pub tree: Option<String>,
+}
+
 /// `list`.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]

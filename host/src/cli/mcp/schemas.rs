@@ -102,6 +102,21 @@ pub fn models() -> Arc<JsonObject> {
     )
 }
 
+/// `usage`: what the runs spent, per group and in all.
+pub fn usage() -> Arc<JsonObject> {
+    let totals = json!({"type": "object", "description": "steps, inputTokens, outputTokens, cacheReadTokens, cacheWriteTokens, totalTokens, costUsd (absent: unknown) and stepsWithoutCost."});
+    object(
+        &["by", "groups", "total", "damaged"],
+        json!({
+            "by": {"type": "string"},
+            "groups": {"type": "array", "items": totals, "description": "A group each (its key: the day, agent, run …), in key order."},
+            "total": totals,
+            "damaged": {"type": "integer", "description": "Ledger lines left out as damaged (a write cut short by a power loss)."},
+            "notes": notes(),
+        }),
+    )
+}
+
 /// `integrate`: what landed on the integration branch, and why the rest did not.
 pub fn integration() -> Arc<JsonObject> {
     object(

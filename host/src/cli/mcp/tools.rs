@@ -4,7 +4,7 @@
 
 use super::params::{
     self, AgentsParams, IntegrateParams, ListParams, LogsParams, ModelsParams, ResumeParams, RunIdParams, RunParams,
-    StopParams, WaitMode, WaitParams,
+    StopParams, UsageParams, WaitMode, WaitParams,
 };
 use super::{Server, State};
 use rmcp::handler::server::wrapper::Parameters;
@@ -300,6 +300,16 @@ impl Server {
         } else {
             list_active_runs(store)
         };
+        self.reply(outcome, Vec::new())
+    }
+
+    /// What runs spent.
+    #[tool(
+        description = "What the runs of this state root spent, from the usage ledger: tokens and cost per group over a period, grouped by day (default), week, month, agent, model, provider, machine, run or tree (a run and every run launched from inside it). a group without costUsd is one whose steps reported no cost (unknown, not zero); stepsWithoutCost counts the steps whose cost is unknown. Runs removed by prune still count.",
+        output_schema = super::schemas::usage(),
+    )]
+    async fn usage(&self, Parameters(params): Parameters<UsageParams>) -> ToolResult {
+        let outcome = usage_summary(&self.state.store, params);
         self.reply(outcome, Vec::new())
     }
 
@@ -786,6 +796,27 @@ impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         Server::config()
     }
+}
+
+/// The `usage` tool's answer.
+fn usage_summary(store: &sublaunch::runs::RunStore, params: UsageParams) -> Outcome {
+    use clap::ValueEnum;
+    let by = match params.by.as_deref() {
+        None => sublaunch::usage::Grouping::Day,
+        Some(name) => sublaunch::usage::Grouping::from_str(name, true).map_err(|_| {
+            format!("by: {name} is not a grouping (day, week, month, agent, model, provider, machine, run, tree)")
+        })?,
+    };
+    let query = crate::cli::usage::query(
+        params.since.as_deref(),
+        params.until.as_deref(),
+        by,
+        params.tree,
+        crate::cli::runs::now_ms(),
+    )?;
+    let summary = sublaunch::usage::summarize(store.root().layout().root(), &query)
+        .map_err(|e| format!("cannot read the usage ledger: {e}"))?;
+    serde_json::to_value(summary).map_err(said)
 }
 
 /// The active runs, oldest first.

@@ -218,6 +218,9 @@ pub struct RunnerConfig {
     pub containment_required: bool,
     /// J6: the cluster the runner hands the run to, as a job of its engine, once committed.
     pub cluster: Option<crate::records::cluster::ClusterSubmission>,
+    /// The run an agent of which launched this one (its nearest parent run), recorded with
+    /// the run's spend in the usage ledger so that a run tree's spend can be summed.
+    pub parent_run_id: Option<String>,
 }
 
 /// Whether agents load their own configuration from the project they run in (pi's `.pi/`

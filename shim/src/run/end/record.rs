@@ -115,6 +115,7 @@ fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
 /// Closes a step whose end is not the run's last: status and `subagent.step.<outcome>`.
 pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
     apply_step(sup, end);
+    super::ledger::record_step(ctx, end);
     sup.book.status.last_update = Some(ctx.now_wall());
     sup.book.update();
     if end.ran() {
@@ -174,6 +175,9 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());
     for end in ends {
         apply_step(sup, end);
+        if !end.closed {
+            super::ledger::record_step(ctx, end);
+        }
     }
 
     // 1. Terminal status (durable), then the index (I4, I7).

@@ -1,0 +1,317 @@
+//! The usage ledger (U1, U2): every step's tokens and cost, kept across runs in
+//! `<root>/usage/<YYYY-MM>.ledger` (the UTC month of the entry), so that what was spent can be
+//! summed over days and months without reading run directories (which `prune` removes).
+//!
+//! A ledger file is a sequence of lines `<crc32 as 8 hex digits> <entry JSON>\n`, each
+//! appended with one `write` to a file opened `O_APPEND` (appenders never interleave), then
+//! fsynced. A power loss can leave the last line cut short or its bytes zeroed: a reader skips
+//! every line whose checksum does not match, and an appender that finds the file not ending
+//! in a newline starts its line with one, so a torn line never swallows the next entry. The
+//! last entry may be lost; the file is never unreadable.
+
+use crate::os::clock::civil_from_days;
+use crate::records::usage::Usage;
+use serde::{Deserialize, Serialize};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// `<root>/usage`.
+pub const LEDGER_DIR: &str = "usage";
+
+/// The extension of a month's file.
+const EXTENSION: &str = "ledger";
+
+/// What one step spent, as recorded when it ended.
+#[serde_with_macros::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LedgerEntry {
+    /// When the step ended (epoch ms).
+    pub at: u64,
+    /// The run.
+    pub run: String,
+    /// The run this run was launched from (by an agent of that run), when any.
+    pub parent: Option<String>,
+    /// The step's flat index in its run.
+    pub step: u32,
+    /// The agent.
+    pub agent: Option<String>,
+    /// The model as planned (or as the agent reported it, when it reported one).
+    pub model: Option<String>,
+    /// The provider the model was called at (`anthropic`, `openai`, a pi provider).
+    pub provider: Option<String>,
+    /// The machine the step ran on, when it was placed on one (absent: this machine).
+    pub machine: Option<String>,
+    /// What the agent reported.
+    pub usage: Usage,
+}
+
+/// The ledger of one state root.
+#[derive(Clone, Debug)]
+pub struct Ledger {
+    dir: PathBuf,
+}
+
+/// The entries read from the ledger, and how many lines were skipped as damaged.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LedgerRead {
+    /// The entries, in file order (months ascending).
+    pub entries: Vec<LedgerEntry>,
+    /// Lines whose checksum or JSON was wrong (a torn last write), left out.
+    pub damaged: usize,
+}
+
+impl Ledger {
+    /// The ledger under `<root>`.
+    pub fn under(root: &Path) -> Self {
+        Self {
+            dir: root.join(LEDGER_DIR),
+        }
+    }
+
+    /// `<root>/usage`.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The file of the UTC month of `epoch_ms`: `2026-12.ledger`.
+    pub fn month_file(&self, epoch_ms: u64) -> PathBuf {
+        let (year, month) = month_of(epoch_ms);
+        self.dir.join(format!("{year:04}-{month:02}.{EXTENSION}"))
+    }
+
+    /// Appends `entry` durably (the line written with one `write`, then fsynced); creates
+    /// the directory (0700) and the month's file (0600) when missing.
+    pub fn append(&self, entry: &LedgerEntry) -> io::Result<()> {
+        self.ensure_dir()?;
+        let path = self.month_file(entry.at);
+        // Readable too: the last byte is checked before the append.
+        let file = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)?;
+        let mut line = Vec::with_capacity(256);
+        if !ends_with_newline(&file)? {
+            line.push(b'\n');
+        }
+        line.extend_from_slice(&encode(entry));
+        (&file).write_all(&line)?;
+        file.sync_data()
+    }
+
+    /// Creates `<root>/usage` (0700) when missing; refuses a symbolic link or a file there.
+    fn ensure_dir(&self) -> io::Result<()> {
+        use std::os::unix::fs::DirBuilderExt;
+        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e),
+        }
+        if std::fs::symlink_metadata(&self.dir)?.is_dir() {
+            Ok(())
+        } else {
+            Err(io::Error::other(format!("{} is not a directory", self.dir.display())))
+        }
+    }
+
+    /// Every entry whose time is in `from..to` (epoch ms), reading only the months that
+    /// range touches.
+    pub fn read(&self, from: u64, to: u64) -> io::Result<LedgerRead> {
+        let mut read = LedgerRead::default();
+        let mut files: Vec<(u64, PathBuf)> = match std::fs::read_dir(&self.dir) {
+            Ok(dir) => dir
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    let month = parse_month_name(&name)?;
+                    Some((month, e.path()))
+                })
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(read),
+            Err(e) => return Err(e),
+        };
+        files.sort();
+        let (first, last) = (month_key(from), month_key(to.saturating_sub(1)));
+        for (month, path) in files {
+            if month < first || month > last {
+                continue;
+            }
+            let bytes = match std::fs::read(&path) {
+                Ok(bytes) => bytes,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(e),
+            };
+            decode_into(&bytes, from, to, &mut read);
+        }
+        Ok(read)
+    }
+}
+
+fn ends_with_newline(file: &File) -> io::Result<bool> {
+    let len = file.metadata()?.len();
+    if len == 0 {
+        return Ok(true);
+    }
+    let mut last = [0u8; 1];
+    file.read_exact_at(&mut last, len - 1)?;
+    Ok(last[0] == b'\n')
+}
+
+/// One ledger line: checksum, space, JSON, newline.
+pub fn encode(entry: &LedgerEntry) -> Vec<u8> {
+    let json = serde_json::to_vec(entry).unwrap_or_default();
+    let mut line = format!("{:08x} ", crc32fast::hash(&json)).into_bytes();
+    line.extend_from_slice(&json);
+    line.push(b'\n');
+    line
+}
+
+/// Adds the entries of one file's bytes in `from..to` to `read`.
+fn decode_into(bytes: &[u8], from: u64, to: u64, read: &mut LedgerRead) {
+    for line in bytes.split(|b| *b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        match decode(line) {
+            Some(entry) if entry.at >= from && entry.at < to => read.entries.push(entry),
+            Some(_) => {}
+            None => read.damaged += 1,
+        }
+    }
+}
+
+/// One line (without its newline), when its checksum and JSON are right.
+fn decode(line: &[u8]) -> Option<LedgerEntry> {
+    let (sum, json) = (line.get(..8)?, line.get(9..)?);
+    if line.get(8) != Some(&b' ') {
+        return None;
+    }
+    let sum = u32::from_str_radix(std::str::from_utf8(sum).ok()?, 16).ok()?;
+    if crc32fast::hash(json) != sum {
+        return None;
+    }
+    serde_json::from_slice(json).ok()
+}
+
+/// (year, month) of epoch ms, UTC.
+fn month_of(epoch_ms: u64) -> (i64, u32) {
+    let days = i64::try_from(epoch_ms / 86_400_000).unwrap_or(i64::MAX);
+    let (year, month, _) = civil_from_days(days);
+    (year, month)
+}
+
+/// A sortable month number: `year * 12 + month - 1`.
+fn month_key(epoch_ms: u64) -> u64 {
+    let (year, month) = month_of(epoch_ms);
+    u64::try_from(year * 12 + i64::from(month) - 1).unwrap_or(0)
+}
+
+/// The month key of `2026-12.ledger`.
+fn parse_month_name(name: &str) -> Option<u64> {
+    let stem = name.strip_suffix(EXTENSION)?.strip_suffix('.')?;
+    let (year, month) = stem.split_once('-')?;
+    let (year, month): (u64, u64) = (year.parse().ok()?, month.parse().ok()?);
+    (year >= 1970 && (1..=12).contains(&month) && stem.len() == 7).then(|| year * 12 + month - 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEC_5: u64 = 1_796_504_212_669;
+
+    fn entry(at: u64, run: &str, tokens: u64) -> LedgerEntry {
+        LedgerEntry {
+            at,
+            run: run.to_owned(),
+            agent: Some("worker".to_owned()),
+            usage: Usage {
+                input_tokens: tokens,
+                cost_usd: Some(0.01),
+                ..Usage::default()
+            },
+            ..LedgerEntry::default()
+        }
+    }
+
+    #[test]
+    fn entries_come_back_by_month_and_range() {
+        let root = tempfile::tempdir().unwrap();
+        let ledger = Ledger::under(root.path());
+        let nov = DEC_5 - 10 * 86_400_000;
+        for (at, run) in [(nov, "a"), (DEC_5, "b"), (DEC_5 + 1, "c")] {
+            ledger.append(&entry(at, run, 5)).unwrap();
+        }
+        assert!(ledger.dir().join("2026-11.ledger").is_file());
+        assert!(ledger.dir().join("2026-12.ledger").is_file());
+        let all = ledger.read(0, u64::MAX).unwrap();
+        let runs: Vec<&str> = all.entries.iter().map(|e| e.run.as_str()).collect();
+        assert_eq!(runs, ["a", "b", "c"]);
+        let december = ledger.read(DEC_5, DEC_5 + 1).unwrap();
+        assert_eq!(december.entries, vec![entry(DEC_5, "b", 5)]);
+        assert_eq!(december.damaged, 0);
+    }
+
+    #[test]
+    fn a_torn_or_zeroed_last_line_loses_only_that_entry() {
+        let root = tempfile::tempdir().unwrap();
+        let ledger = Ledger::under(root.path());
+        ledger.append(&entry(DEC_5, "a", 1)).unwrap();
+        ledger.append(&entry(DEC_5, "b", 2)).unwrap();
+        let path = ledger.month_file(DEC_5);
+        let bytes = std::fs::read(&path).unwrap();
+        // Every cut of the last line (a power loss mid-write) leaves the first entry readable,
+        // and the next append is readable too. (Only its newline lost, the line is whole.)
+        let first_len = bytes.iter().position(|b| *b == b'\n').unwrap() + 1;
+        for cut in first_len..bytes.len() - 1 {
+            std::fs::write(&path, &bytes[..cut]).unwrap();
+            let read = ledger.read(0, u64::MAX).unwrap();
+            assert_eq!(read.entries, vec![entry(DEC_5, "a", 1)], "cut at {cut}");
+            ledger.append(&entry(DEC_5, "c", 3)).unwrap();
+            let runs: Vec<String> = ledger
+                .read(0, u64::MAX)
+                .unwrap()
+                .entries
+                .into_iter()
+                .map(|e| e.run)
+                .collect();
+            assert_eq!(runs, ["a", "c"], "cut at {cut}");
+        }
+        // Zeros where the last line was (a file whose size was committed before its data).
+        let mut zeroed = bytes.clone();
+        zeroed[first_len..].fill(0);
+        std::fs::write(&path, &zeroed).unwrap();
+        let read = ledger.read(0, u64::MAX).unwrap();
+        assert_eq!(read.entries.len(), 1);
+        assert_eq!(read.damaged, 1);
+    }
+
+    #[test]
+    fn a_flipped_byte_is_caught_by_the_checksum() {
+        let mut line = encode(&entry(DEC_5, "a", 10));
+        line.pop();
+        assert!(decode(&line).is_some());
+        let digit = line.iter().rposition(|b| *b == b'1').unwrap();
+        line[digit] = b'9';
+        assert!(decode(&line).is_none());
+    }
+
+    #[test]
+    fn only_month_files_are_read() {
+        assert_eq!(parse_month_name("2026-12.ledger"), Some(2026 * 12 + 11));
+        for name in [
+            "2026-13.ledger",
+            "2026-1.ledger",
+            "x.ledger",
+            "2026-12.ledger.tmp",
+            "lock",
+        ] {
+            assert_eq!(parse_month_name(name), None, "{name}");
+        }
+    }
+}
