@@ -40,6 +40,7 @@ mod plan_cli;
 mod planner_session;
 mod progress_cli;
 mod prune_cli;
+mod rate_limits_cli;
 mod real_agents;
 mod real_cli_limits;
 mod real_cli_permissions;

@@ -71,8 +71,15 @@ pub struct Reply {
 enum ReplyKind {
     Text(String),
     Json(Value),
-    ToolCall { name: String, input: Value },
-    Error { status: u16, message: String },
+    ToolCall {
+        name: String,
+        input: Value,
+    },
+    Error {
+        status: u16,
+        message: String,
+        retry_after_s: Option<u64>,
+    },
     DropStream,
 }
 
@@ -115,6 +122,7 @@ impl Reply {
             kind: ReplyKind::Error {
                 status,
                 message: message.into(),
+                retry_after_s: None,
             },
             usage: Usage::default(),
         }
@@ -127,6 +135,14 @@ impl Reply {
             kind: ReplyKind::DropStream,
             usage: Usage::default(),
         }
+    }
+
+    /// The same error with a `Retry-After: <seconds>` header, as a provider's rate limit sends.
+    pub fn retry_after(mut self, seconds: u64) -> Reply {
+        if let ReplyKind::Error { retry_after_s, .. } = &mut self.kind {
+            *retry_after_s = Some(seconds);
+        }
+        self
     }
 
     /// The same reply with these token counts.
@@ -228,6 +244,10 @@ struct ScopeState {
     replies: VecDeque<Reply>,
     default: Option<Reply>,
     requests: Vec<Request>,
+    /// Main requests before this instant get this reply (a provider's rate limit).
+    limited: Option<(std::time::Instant, Reply)>,
+    /// How many requests got it.
+    refused: usize,
 }
 
 type Scopes = Arc<Mutex<HashMap<String, Arc<Mutex<ScopeState>>>>>;
@@ -331,6 +351,18 @@ impl Scope {
     pub fn set_default(&self, reply: Reply) -> &Self {
         self.state.lock().unwrap().default = Some(reply);
         self
+    }
+
+    /// Answers every main request with `reply` (a 429, say) for `window` from now, the
+    /// scripted replies waiting behind it, as a provider's rate limit does.
+    pub fn limit_for(&self, window: Duration, reply: Reply) -> &Self {
+        self.state.lock().unwrap().limited = Some((std::time::Instant::now() + window, reply));
+        self
+    }
+
+    /// How many main requests the limit of [`Scope::limit_for`] refused.
+    pub fn refused(&self) -> usize {
+        self.state.lock().unwrap().refused
     }
 
     /// How many scripted replies are still queued.
@@ -520,8 +552,19 @@ fn handle(raw: RawRequest, scopes: &Scopes, out: &mut TcpStream) -> std::io::Res
     let reply = {
         let mut s = state.lock().unwrap();
         s.requests.push(request.clone());
-        let scripted = if main { s.replies.pop_front() } else { None };
-        scripted
+        let limited = s
+            .limited
+            .as_ref()
+            .filter(|(until, _)| main && std::time::Instant::now() < *until)
+            .map(|(_, reply)| reply.clone());
+        s.refused += usize::from(limited.is_some());
+        let scripted = if main && limited.is_none() {
+            s.replies.pop_front()
+        } else {
+            None
+        };
+        limited
+            .or(scripted)
             .or_else(|| s.default.clone())
             .unwrap_or_else(|| Reply::text("ok"))
     };
@@ -557,10 +600,16 @@ fn reason(status: u16) -> &'static str {
 }
 
 fn respond_json(out: &mut TcpStream, status: u16, body: &Value) -> std::io::Result<bool> {
+    respond_error(out, status, body, None)
+}
+
+/// A JSON response, with `Retry-After` when given (a rate limit's).
+fn respond_error(out: &mut TcpStream, status: u16, body: &Value, retry_after_s: Option<u64>) -> std::io::Result<bool> {
     let body = body.to_string();
+    let retry_after = retry_after_s.map_or_else(String::new, |s| format!("retry-after: {s}\r\n"));
     write!(
         out,
-        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_fake{}\r\nx-request-id: req_fake{}\r\n\r\n{body}",
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nrequest-id: req_fake{}\r\nx-request-id: req_fake{}\r\n{retry_after}\r\n{body}",
         reason(status),
         body.len(),
         next_id(),
@@ -708,13 +757,18 @@ mod anthropic {
     pub fn respond(out: &mut TcpStream, request: &Request, reply: &Reply) -> std::io::Result<bool> {
         let model = request.model().unwrap_or("claude-fake").to_owned();
         let id = format!("msg_fake{}", next_id());
-        if let ReplyKind::Error { status, message } = &reply.kind {
+        if let ReplyKind::Error {
+            status,
+            message,
+            retry_after_s,
+        } = &reply.kind
+        {
             let body = json!({
                 "type": "error",
                 "error": {"type": error_type(*status), "message": message},
                 "request_id": format!("req_fake{}", next_id()),
             });
-            return respond_json(out, *status, &body);
+            return respond_error(out, *status, &body, *retry_after_s);
         }
         let u = reply.usage;
         let (block, tool_json) = block(request, reply);
@@ -822,8 +876,13 @@ mod responses {
     }
 
     pub fn respond(out: &mut TcpStream, request: &Request, reply: &Reply) -> std::io::Result<bool> {
-        if let ReplyKind::Error { status, message } = &reply.kind {
-            return respond_json(out, *status, &error_body(*status, message));
+        if let ReplyKind::Error {
+            status,
+            message,
+            retry_after_s,
+        } = &reply.kind
+        {
+            return respond_error(out, *status, &error_body(*status, message), *retry_after_s);
         }
         let model = request.model().unwrap_or("gpt-fake").to_owned();
         let resp_id = format!("resp_fake{}", next_id());
@@ -1016,14 +1075,19 @@ mod chat {
     }
 
     pub fn respond(out: &mut TcpStream, request: &Request, reply: &Reply) -> std::io::Result<bool> {
-        if let ReplyKind::Error { status, message } = &reply.kind {
+        if let ReplyKind::Error {
+            status,
+            message,
+            retry_after_s,
+        } = &reply.kind
+        {
             let ty = if *status < 500 {
                 "invalid_request_error"
             } else {
                 "server_error"
             };
             let body = json!({"error": {"message": message, "type": ty, "param": null, "code": null}});
-            return respond_json(out, *status, &body);
+            return respond_error(out, *status, &body, *retry_after_s);
         }
         let model = request.model().unwrap_or("gpt-fake").to_owned();
         let id = format!("chatcmpl-fake{}", next_id());

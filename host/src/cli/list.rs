@@ -12,7 +12,7 @@
 //! are streamed: `--json` prints each run as it is read.
 
 use super::runs::say;
-use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, status_of};
+use super::runs::{agents, duration, elapsed, fail, now_ms, open_store, state_with_place, state_with_wait, status_of};
 use std::collections::HashMap;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -259,10 +259,12 @@ impl Output {
             .and_then(|s| s.cluster.as_ref())
             .and_then(|job| self.reasons.get(&job.job_id))
             .map(String::as_str);
+        let waiting = status.and_then(|s| sublaunch::runs::view::active_wait(run, s));
+        let state = |s: &Status| state_with_wait(state_with_place(s, place, reason), waiting.as_ref(), self.now);
         self.table.push(match status {
             Some(s) if s.state == Some(RunState::Queued) => [
                 id.to_owned(),
-                state_with_place(s, place, reason),
+                state(s),
                 agents(s),
                 steps_done(s),
                 "-".into(),
@@ -270,7 +272,7 @@ impl Output {
             ],
             Some(s) => [
                 id.to_owned(),
-                state_with_place(s, place, reason),
+                state(s),
                 agents(s),
                 steps_done(s),
                 s.started_at.map(iso8601_utc).unwrap_or_default(),

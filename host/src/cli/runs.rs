@@ -10,6 +10,7 @@ use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::records::status::{RunState, Status};
+use sublaunch_protocol::records::waiting::Waiting;
 
 /// Prints a line on stdout; a closed stdout (`| head`) is not an error worth a panic.
 macro_rules! say {
@@ -152,6 +153,25 @@ pub fn state_with_place(status: &Status, place: Option<usize>, reason: Option<&s
             format!("queued ({engine}: {reason})")
         }
         _ => state_name(status).to_owned(),
+    }
+}
+
+/// `queued (rate limit: anthropic (HTTP 429), 12s left)` or `running (step 2 waits: …)`: the
+/// state with what the run waits for (U10).
+pub fn state_with_wait(state: String, waiting: Option<&Waiting>, now: u64) -> String {
+    let Some(waiting) = waiting else { return state };
+    let left = waiting
+        .until
+        .map(|until| format!(", {} left", duration(until.saturating_sub(now))))
+        .unwrap_or_default();
+    match waiting.step {
+        Some(step) => format!("{state} (step {} waits: {}{left})", step + 1, waiting.reason),
+        None => {
+            let state = state
+                .strip_suffix(')')
+                .map_or_else(|| format!("{state} ("), |s| format!("{s}; "));
+            format!("{state}{}{left})", waiting.reason)
+        }
     }
 }
 

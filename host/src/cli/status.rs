@@ -51,6 +51,7 @@ pub fn run(args: Args) -> ExitCode {
     let place = queued
         .then(|| store.queue_positions().ok()?.get(&run_id).copied())
         .flatten();
+    let waiting = status_of(&run).and_then(|s| sublaunch::runs::view::active_wait(&run, &s));
     if args.json {
         return match raw_status(&run) {
             Ok(mut value) => {
@@ -63,6 +64,9 @@ pub fn run(args: Args) -> ExitCode {
                 }
                 if let (Some(object), Some(reason)) = (value.as_object_mut(), &reason) {
                     object.insert("queueReason".into(), reason.clone().into());
+                }
+                if let (Some(object), Some(waiting)) = (value.as_object_mut(), &waiting) {
+                    object.insert("waiting".into(), serde_json::to_value(waiting).unwrap_or_default());
                 }
                 say!("{}", serde_json::to_string_pretty(&value).unwrap_or_default());
                 ExitCode::SUCCESS
@@ -79,6 +83,9 @@ pub fn run(args: Args) -> ExitCode {
             if let (Some(reason), Some(job)) = (&reason, &status.cluster) {
                 say!("queue    waiting in {} as job {}: {reason}", job.name, job.job_id);
             }
+            if let Some(waiting) = &waiting {
+                say!("{}", wait_line(waiting, now_ms()));
+            }
             ExitCode::SUCCESS
         }
         None => {
@@ -86,6 +93,25 @@ pub fn run(args: Args) -> ExitCode {
             fail("status", format_args!("run '{run_id}': {why}"))
         }
     }
+}
+
+/// `waiting  step 2 for rate limit: anthropic (HTTP 429) until 12:03:04 (12.00s left): <detail>`.
+fn wait_line(waiting: &sublaunch_protocol::records::waiting::Waiting, now: u64) -> String {
+    let who = waiting
+        .step
+        .map_or_else(String::new, |step| format!("step {} ", step + 1));
+    let until = waiting.until.map_or_else(String::new, |until| {
+        format!(
+            " until {} ({} left)",
+            iso8601_utc(until),
+            duration(until.saturating_sub(now))
+        )
+    });
+    let detail = waiting
+        .detail
+        .as_deref()
+        .map_or_else(String::new, |detail| format!(": {detail}"));
+    format!("waiting  {who}for {}{until}{detail}", waiting.reason)
 }
 
 /// The result of an ended run. The shim publishes it just after the terminal status, so a run

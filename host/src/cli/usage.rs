@@ -133,11 +133,7 @@ fn local_utc_offset_s(now_ms: u64) -> i64 {
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: localtime_r reads `time` and writes only into `tm`, both live locals.
     let converted = unsafe { libc::localtime_r(&time, &mut tm) };
-    if converted.is_null() {
-        0
-    } else {
-        tm.tm_gmtoff
-    }
+    if converted.is_null() { 0 } else { tm.tm_gmtoff }
 }
 
 /// `$1.23`, `$1.23 + unknown` (some steps reported no cost) or `unknown`.

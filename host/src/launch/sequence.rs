@@ -428,7 +428,10 @@ async fn pre_commit(
     // J6: a cluster run waits in the engine's queue, which is its capacity queue; it takes no
     // slot here.
     let on_cluster = config.cluster.is_some();
-    if !on_cluster && !bookkeeping::take_ticket(ctx, runner).await? {
+    let queued = !on_cluster && !bookkeeping::take_ticket(ctx, runner).await?;
+    // U7: a run whose first steps' provider cools down waits for it, queued; its runner
+    // starts it when the cooldown passed.
+    if queued || (!on_cluster && bookkeeping::provider_cooling(ctx, config).await) {
         status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
     bookkeeping::initial_status(ctx, status).await?;

@@ -245,7 +245,7 @@ pub fn worktree_summaries(payload: &ResultPayload) -> Vec<String> {
 }
 
 /// The answer as one JSON object: `{runId, state, success, error, answer, usage, steps: [{agent,
-/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree, outputFile, budgetExceeded, as, label, phase}]}`.
+/// step, task, success, output, structured, exitCode, error, usage, agentSession, worktree, outputFile, budgetExceeded, as, label, phase, rateLimits?}]}`.
 pub fn answer_json(payload: &ResultPayload) -> Value {
     let steps: Vec<Value> = payload
         .results
@@ -278,6 +278,10 @@ pub fn answer_json(payload: &ResultPayload) -> Value {
             // Only steps with an acceptance contract have the key (G79).
             if let (Some(acceptance), Some(step)) = (&r.facts.acceptance, step.as_object_mut()) {
                 step.insert("acceptance".into(), json!(acceptance));
+            }
+            // Only steps a rate limit met have the key (U6).
+            if let (Some(attempts), Some(step)) = (&r.facts.rate_limits, step.as_object_mut()) {
+                step.insert("rateLimits".into(), json!(attempts));
             }
             step
         })

@@ -8,6 +8,7 @@ use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::cluster::ClusterJob;
 use sublaunch_protocol::records::status::{RunState, Status};
 use sublaunch_protocol::records::usage::Usage;
+use sublaunch_protocol::records::waiting::Waiting;
 
 /// One run: its id and directory, what its status says (when it has one that can be read),
 /// and what a caller adds (its place in the capacity queue, its answer).
@@ -33,9 +34,22 @@ pub struct RunView {
     /// `Resources`, …), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_reason: Option<String>,
+    /// What an active run (or its next step) waits for: a provider's rate-limit cooldown,
+    /// room under a spend limit (U10).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waiting: Option<Waiting>,
     /// An ended run's answer ([`super::answer_json`]), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
+}
+
+/// What an active run waits for, from `<run>/waiting.json` (an ended run's is stale: a runner
+/// killed while it waited leaves it behind).
+pub fn active_wait(run: &Dir, status: &Status) -> Option<Waiting> {
+    if !status.state.as_ref().is_some_and(RunState::is_active) {
+        return None;
+    }
+    Waiting::read(run).ok().flatten()
 }
 
 /// The fields of a run's view read from its status.
@@ -79,6 +93,7 @@ impl RunView {
             status: status.map(StatusView::new),
             queue_position: None,
             queue_reason: None,
+            waiting: status.and_then(|s| active_wait(run, s)),
             result: None,
         }
     }

@@ -25,6 +25,7 @@
 
 use super::jsonl::{self, EventReader, JsonlParser};
 use super::push_option;
+use super::rate_limit::{self, RateLimited};
 use super::tools::claude_permissions;
 use super::{AgentCommand, Extracted, FINAL_MESSAGE_LIMIT, ParsedLine, StepInput};
 use serde_json::Value;
@@ -167,6 +168,10 @@ pub struct ResultEvents {
     /// The input is streamed: the messages written, the ones Claude Code took up (it echoes
     /// each, `isReplay`, as it takes it), and whether a result followed the last one taken.
     streamed: Option<Streamed>,
+    /// The model answered with text of its own (an API error's message is not an answer).
+    answered_text: bool,
+    /// The last rate limit or overload reported (a retry notice, an error result).
+    rate_limited: Option<RateLimited>,
 }
 
 /// Where the messages of a streamed input stand.
@@ -191,6 +196,8 @@ impl ResultEvents {
             current_call: None,
             tool_uses: 0,
             streamed: None,
+            answered_text: false,
+            rate_limited: None,
         })
     }
 }
@@ -213,6 +220,19 @@ impl EventReader for ResultEvents {
 
     fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
+            "system" if value.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
+                // Claude Code retries by itself, after a delay that honours Retry-After.
+                let status = value.get("error_status").and_then(Value::as_u64);
+                let error = value.get("error").and_then(Value::as_str).unwrap_or_default();
+                if status.is_some_and(rate_limit::is_limit_status) || matches!(error, "rate_limit" | "overloaded") {
+                    self.rate_limited = Some(RateLimited {
+                        status: status.and_then(|s| u16::try_from(s).ok()),
+                        retry_after_ms: None,
+                        cli_delay_ms: value.get("retry_delay_ms").and_then(Value::as_u64),
+                        message: format!("{error} (HTTP {})", status.unwrap_or_default()),
+                    });
+                }
+            }
             "system" => {
                 if let Some(model) = value.get("model").and_then(Value::as_str) {
                     self.model = Some(model.to_owned());
@@ -225,7 +245,10 @@ impl EventReader for ResultEvents {
                 let message = value.get("message");
                 let content = message.and_then(|m| m.get("content"));
                 let text = jsonl::content_text(content);
+                // An API error is reported as an assistant message carrying `error`.
+                let api_error = value.get("error").and_then(Value::as_str);
                 if !text.is_empty() {
+                    self.answered_text |= api_error.is_none();
                     self.last_assistant = Some(text);
                 }
                 if let (Some(id), Some(usage)) = (jsonl::string(message, "id"), message.and_then(|m| m.get("usage"))) {
@@ -254,6 +277,15 @@ impl EventReader for ResultEvents {
                 }
             }
             "result" => {
+                let status = value.get("api_error_status").and_then(Value::as_u64);
+                if status.is_some_and(rate_limit::is_limit_status) {
+                    self.rate_limited = Some(RateLimited {
+                        status: status.and_then(|s| u16::try_from(s).ok()),
+                        retry_after_ms: None,
+                        cli_delay_ms: None,
+                        message: jsonl::string(Some(&value), "result").unwrap_or_default(),
+                    });
+                }
                 self.result = Some(value.clone());
                 if let Some(streamed) = &mut self.streamed {
                     streamed.result_after_last = true;
@@ -298,6 +330,8 @@ impl EventReader for ResultEvents {
                 (None, None) => None,
             },
             tool_calls: self.tool_uses,
+            rate_limited: self.rate_limited.clone(),
+            worked: self.answered_text || self.tool_uses > 0,
         }
     }
 

@@ -118,6 +118,8 @@ pub struct CodexEvents {
     /// first; only the ones in flight are remembered).
     tool_items: u64,
     tools_in_flight: std::collections::BTreeSet<String>,
+    /// The last rate limit or overload Codex reported (each reconnect, a failed turn).
+    rate_limited: Option<super::RateLimited>,
 }
 
 /// The item types that are tool calls.
@@ -203,6 +205,9 @@ impl EventReader for CodexEvents {
                     .or_else(|| value.get("message"))
                     .and_then(Value::as_str)
                     .unwrap_or("no message");
+                if let Some(limited) = super::rate_limit::in_message(message) {
+                    self.rate_limited = Some(limited);
+                }
                 let report = Some(format!("Codex reported a failure: {message}"));
                 // A failed turn is final; an `error` event alone is not (reconnects print one).
                 if jsonl::kind(&value) == "turn.failed" {
@@ -225,6 +230,8 @@ impl EventReader for CodexEvents {
         super::Spent {
             usage: self.this_run_usage(),
             tool_calls: self.tool_items,
+            rate_limited: self.rate_limited.clone(),
+            worked: self.last_agent_message.is_some() || self.tool_items > 0,
         }
     }
 

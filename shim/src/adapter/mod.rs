@@ -24,6 +24,7 @@ mod command;
 mod cursor;
 mod jsonl;
 pub(crate) mod pi;
+pub mod rate_limit;
 pub mod reads;
 mod script_refs;
 mod shell;
@@ -33,6 +34,7 @@ mod tools;
 pub use claude::user_line as claude_user_line;
 pub use command::fill_template;
 pub use pi::rpc_line as pi_rpc_line;
+pub use rate_limit::RateLimited;
 pub use script_refs::ScriptValues;
 pub use text::{TEXT_LINE_RETAIN, TextParser};
 
@@ -136,6 +138,11 @@ pub struct Spent {
     pub usage: Option<Usage>,
     /// Tool calls started so far.
     pub tool_calls: u64,
+    /// The last rate limit or overload the agent's CLI reported (U5).
+    pub rate_limited: Option<RateLimited>,
+    /// Whether the agent did any work: an answer's text, a tool call (a rate-limited step that
+    /// did none may be run again, U6).
+    pub worked: bool,
 }
 
 /// Reads one step's stdout.

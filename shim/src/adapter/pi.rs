@@ -152,6 +152,10 @@ pub struct PiEvents {
     tool_calls: u64,
     /// A command of RPC mode that pi refused (its `response` with `success: false`).
     refused: Option<String>,
+    /// An assistant message had text and did not stop on an error.
+    answered_text: bool,
+    /// The last rate limit or overload pi reported (an assistant message that stopped on one).
+    rate_limited: Option<super::RateLimited>,
 }
 
 /// pi's output parser.
@@ -228,6 +232,15 @@ impl EventReader for PiEvents {
                     {
                         self.usage.get_or_insert_with(Usage::default).add(&message_usage(usage));
                     }
+                    let stop = message.and_then(|m| m.get("stopReason")).and_then(Value::as_str);
+                    if stop == Some("error") {
+                        let error = message.and_then(|m| m.get("errorMessage")).and_then(Value::as_str);
+                        if let Some(limited) = error.and_then(super::rate_limit::in_message) {
+                            self.rate_limited = Some(limited);
+                        }
+                    } else if !jsonl::content_text(message.and_then(|m| m.get("content"))).is_empty() {
+                        self.answered_text = true;
+                    }
                     self.last = message.cloned();
                 }
             }
@@ -244,6 +257,8 @@ impl EventReader for PiEvents {
         super::Spent {
             usage: self.usage.clone(),
             tool_calls: self.tool_calls,
+            rate_limited: self.rate_limited.clone(),
+            worked: self.answered_text || self.tool_calls > 0,
         }
     }
 

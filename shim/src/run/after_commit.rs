@@ -31,7 +31,11 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         Fired::Stopped(signal) => Some(signal),
         Fired::Continue => stop,
     };
-    let queued = crate::supervise::queue::wait_for_slot(ctx);
+    let mut queued = crate::supervise::queue::wait_for_slot(ctx);
+    if !queued.ends_run() {
+        // U7: still queued while a provider of the first steps cools down.
+        queued.merge(crate::supervise::rate_limits::wait_before_start(ctx));
+    }
     let mut sup = match first_status(ctx, queued.ends_run()) {
         Ok(sup) => sup,
         Err(cause) => {
@@ -113,7 +117,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         }
     }
     let workflow = ctx.cfg.workflow.clone();
-    let groups = crate::run::workflow::groups::groups(&ctx.cfg)
+    let groups = sublaunch_protocol::records::config::groups::groups(&ctx.cfg)
         .iter()
         .filter(|g| g.parallel)
         .map(|g| ParallelGroup {
@@ -190,6 +194,8 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         tree_starts: std::collections::BTreeMap::new(),
         verified: std::collections::BTreeMap::new(),
         job_time_limit: ctx.cfg.cluster.as_ref().and_then(|c| c.place.time_limit_minutes),
+        rate_limit_retries: std::collections::BTreeMap::new(),
+        cooldown_wake: None,
     })
 }
 

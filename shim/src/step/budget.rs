@@ -156,6 +156,7 @@ mod tests {
                 cost_usd: cost,
             }),
             tool_calls: tools,
+            ..Spent::default()
         }
     }
 

@@ -106,6 +106,10 @@ pub struct ChildRun {
     pub cancel: Option<String>,
     /// The budget it (or the run) crossed: it is stopped and its step fails.
     pub budget: Option<crate::step::budget::Exceeded>,
+    /// The last rate limit its CLI reported that the runner struck against the provider.
+    pub rate_limited: Option<crate::adapter::RateLimited>,
+    /// Stopped to be run again after its provider's cooldown: refused before doing any work.
+    pub rate_limit_stop: bool,
     /// The machine it runs on, when placed.
     pub remote: Option<RemoteChild>,
     /// What ends its process tree with the runner (G43).
@@ -143,6 +147,8 @@ impl ChildRun {
             protocol: None,
             cancel: None,
             budget: None,
+            rate_limited: None,
+            rate_limit_stop: false,
             remote,
             containment,
             host_pid,

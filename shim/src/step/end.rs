@@ -104,6 +104,16 @@ pub struct StepEnd {
     /// What keeping its acceptance contract found (G79); a contract asked for and not met
     /// fails the step (G75).
     pub acceptance: Option<sublaunch_protocol::records::acceptance::AcceptanceRecord>,
+    /// The last rate limit or overload the agent's CLI reported (U5).
+    pub rate_limited: Option<crate::adapter::RateLimited>,
+    /// Whether the agent did any work (answered, called a tool).
+    pub worked: bool,
+    /// Stopped by the runner to be run again after its provider's cooldown (U6).
+    pub rate_limit_stopped: bool,
+    /// Every attempt of the step a rate limit met, this one included when it did (U6).
+    pub rate_limits: Vec<sublaunch_protocol::records::step_record::RateLimitAttempt>,
+    /// The writer records of the attempts before this one (each rate-limited and run again).
+    pub earlier_writers: Vec<WriterRecord>,
 }
 
 /// What the end of a placed step records and its failure text uses (P-H10, P-H12).
@@ -125,6 +135,7 @@ impl StepEnd {
             || self.timeout.is_some()
             || self.interrupted
             || self.protocol.is_some()
+            || self.rate_limit_stopped
     }
 
     /// Whether the step was started at all (see [`StepEnd::not_run`]).
@@ -219,8 +230,39 @@ impl StepEnd {
         self.exit.as_ref().and_then(|e| e.code).map(i64::from)
     }
 
-    /// The failure text for the state, if any.
+    /// The failure text for the state, if any; a step a rate limit kept from doing any work
+    /// says so first.
     pub fn error(&self) -> Option<String> {
+        let error = self.state_error()?;
+        match &self.rate_limited {
+            Some(limited) if !self.worked && self.ran() && self.state() == RunState::Failed => {
+                Some(format!("{}\n\n{error}", self.rate_limit_message(limited)))
+            }
+            _ => Some(error),
+        }
+    }
+
+    /// `Rate limited: the provider refused the agent's calls (HTTP 429) on all 3 attempts.`
+    fn rate_limit_message(&self, limited: &crate::adapter::RateLimited) -> String {
+        let what = match limited.status {
+            Some(529) => "was overloaded".to_owned(),
+            Some(status) => format!("refused the agent's calls (HTTP {status})"),
+            None => "refused the agent's calls for too many requests".to_owned(),
+        };
+        let attempts = self.rate_limits.len().max(1);
+        let when = if attempts == 1 {
+            String::new()
+        } else {
+            format!(" on all {attempts} attempts")
+        };
+        format!(
+            "Rate limited: the provider {what}{when}; it said: {}",
+            limited.message.trim()
+        )
+    }
+
+    /// The failure text of the state alone.
+    fn state_error(&self) -> Option<String> {
         if let Some(reason) = &self.not_run {
             return Some(reason.clone());
         }

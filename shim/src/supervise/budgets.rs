@@ -40,6 +40,7 @@ impl Supervisor {
         let run_spent = adapter::Spent {
             usage: run_usage,
             tool_calls: 0,
+            ..adapter::Spent::default()
         };
         if let Some(exceeded) = budget::crossed(budget::Scope::Run, run_budget, None, &run_spent) {
             for child in running
@@ -80,6 +81,7 @@ impl Supervisor {
         let last = adapter::Spent {
             usage: extracted.usage.clone(),
             tool_calls: spent.tool_calls,
+            ..adapter::Spent::default()
         };
         budget::crossed(budget::Scope::Step, step.usage_budget.as_ref(), step.tool_budget, &last).or_else(|| {
             let mut total = self.run_spent.clone();
@@ -87,6 +89,7 @@ impl Supervisor {
             let run = adapter::Spent {
                 usage: Some(total),
                 tool_calls: 0,
+                ..adapter::Spent::default()
             };
             budget::crossed(budget::Scope::Run, ctx.cfg.usage_budget.as_ref(), None, &run)
         })

@@ -44,6 +44,13 @@ impl Supervisor {
         let tail = child.io.stdout_tail.bytes();
         let tail_cut = child.io.stdout.total() > tail.len() as u64;
         let spent = child.io.parser.spent();
+        if spent.rate_limited.is_some() && spent.rate_limited != child.rate_limited {
+            // Reported in the agent's last lines, after the loop last looked.
+            self.check_rate_limits(ctx, std::slice::from_mut(&mut child));
+        }
+        end.rate_limited.clone_from(&spent.rate_limited);
+        end.worked = spent.worked;
+        end.rate_limit_stopped = child.rate_limit_stop;
         let mut extracted = child.io.parser.finish(&tail, tail_cut);
         // An agent stopped before its final event still reported what it spent so far.
         if extracted.usage.is_none() {

@@ -90,6 +90,7 @@ impl Supervisor {
         if matches!(ending, Some(Ending::Stopped(_) | Ending::TimedOut))
             || child.cancel.is_some()
             || child.budget.is_some()
+            || child.rate_limit_stop
             || child.gate.as_ref().is_some_and(|gate| gate.timed_out)
         {
             Some(Ladder::Stop)

@@ -26,6 +26,7 @@ pub mod ladders;
 pub mod launch;
 pub mod lines;
 pub mod queue;
+pub mod rate_limits;
 pub mod requests;
 pub mod turn;
 pub mod verify;
@@ -84,6 +85,10 @@ pub struct Supervisor {
     pub verified: std::collections::BTreeMap<String, sublaunch_protocol::records::acceptance::VerifyResult>,
     /// J10: the cluster job's time limit in minutes, when the run is one.
     pub job_time_limit: Option<u32>,
+    /// The attempts of each step a rate limit ended to be run again, and their writer records.
+    pub rate_limit_retries: std::collections::BTreeMap<usize, rate_limits::Retried>,
+    /// When a step waiting for its provider's cooldown may start (the event loop wakes then).
+    pub cooldown_wake: Option<Instant>,
 }
 
 impl Supervisor {

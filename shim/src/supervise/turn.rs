@@ -68,6 +68,7 @@ impl Supervisor {
             }
         }
         at(self.book.next_due());
+        at(self.cooldown_wake);
         at(self.control.due());
         at(ctx.parent.due());
         let timeout = wake.map(|w| w.saturating_duration_since(Instant::now()));
@@ -87,5 +88,6 @@ impl Supervisor {
             }
         }
         self.check_budgets(ctx, running);
+        self.check_rate_limits(ctx, running);
     }
 }

@@ -55,6 +55,8 @@ pub mod names {
     /// `<run>/scheduled-runner.json`: the configuration a cluster job's runner starts from
     /// (J6; private, it holds tokens; consumed when read).
     pub const SCHEDULED_RUNNER_CONFIG: &str = "scheduled-runner.json";
+    /// `<run>/waiting.json`: why an active run (or its next step) waits for a limit (U10).
+    pub const WAITING: &str = "waiting.json";
     /// `<run>/runner.stdout.log`.
     pub const RUNNER_STDOUT_LOG: &str = "runner.stdout.log";
     /// `<run>/runner.stderr.log`.

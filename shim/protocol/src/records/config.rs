@@ -14,10 +14,13 @@ use std::io::Read;
 use std::path::Path;
 use std::time::Duration;
 
+pub mod groups;
 mod placement;
+mod provider;
 mod workflow;
 
 pub use placement::Placement;
+pub use provider::provider_of;
 pub use sublaunch_contract::{
     AcceptanceLevel, AcceptancePlan, AdapterId, CliThinking, EvidenceKind, InputFormat, PermissionMode,
     ResolvedPermissions, Rule, ThinkingLevel, UsageBudget, VerifyCommand,
@@ -37,6 +40,10 @@ pub struct CommandSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
 }
+
+/// How many times a step a provider's rate limit refused before it did any work is run again,
+/// when its plan does not say (U6).
+pub const DEFAULT_RATE_LIMIT_RETRIES: u32 = 2;
 
 /// One step of the run.
 #[serde_with_macros::skip_serializing_none]
@@ -85,6 +92,9 @@ pub struct StepConfig {
     pub usage_budget: Option<UsageBudget>,
     /// The most tool calls the step may make: one more stops it.
     pub tool_budget: Option<u32>,
+    /// How many times the step is run again when a provider's rate limit refused it before it
+    /// did any work (`retry.rateLimit`; absent: [`DEFAULT_RATE_LIMIT_RETRIES`]).
+    pub rate_limit_retries: Option<u32>,
     /// pi extensions (absolute paths) loaded instead of the ones pi discovers.
     pub extensions: Option<Vec<String>>,
     /// pi extensions (absolute paths) loaded in every case (the host found each).

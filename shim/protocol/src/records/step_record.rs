@@ -74,6 +74,36 @@ pub struct StepFacts {
     /// What the runner found when it kept the step's acceptance contract (G79).
     #[serde(default, deserialize_with = "lenient")]
     pub acceptance: Option<crate::records::acceptance::AcceptanceRecord>,
+    /// Every attempt of the step that a provider's rate limit met, oldest first (U6).
+    #[serde(default, deserialize_with = "lenient")]
+    pub rate_limits: Option<Vec<RateLimitAttempt>>,
+}
+
+/// One attempt of a step that a provider's rate limit or overload met (`rateLimits[]`).
+#[serde_with_macros::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub struct RateLimitAttempt {
+    /// The attempt (1 = the first).
+    pub attempt: u32,
+    /// When it started (epoch ms).
+    pub started_at: u64,
+    /// When it ended (epoch ms).
+    pub ended_at: u64,
+    /// The provider.
+    pub provider: Option<String>,
+    /// The HTTP status (429 rate limited, 529 overloaded), when the agent's CLI said.
+    pub status: Option<u16>,
+    /// The wait the provider asked for, or the CLI chose honouring it.
+    pub retry_after_ms: Option<u64>,
+    /// What the CLI said.
+    pub message: String,
+    /// Whether the agent had done work (answered, called a tool) before the limit.
+    pub worked: bool,
+    /// Whether the step was run again after the provider's cooldown.
+    pub retried: bool,
+    /// The provider's cooldown after this attempt (epoch ms).
+    pub cooldown_until: Option<u64>,
 }
 
 /// `worktree` of a step: the managed worktree (its path, branch and base), the step's

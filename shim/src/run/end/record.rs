@@ -70,6 +70,9 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     if end.acceptance.is_some() {
         facts.acceptance.clone_from(&end.acceptance);
     }
+    if !end.rate_limits.is_empty() {
+        facts.rate_limits = Some(end.rate_limits.clone());
+    }
     if let Some(pid) = end.pid {
         // The end replaces what the start wrote (its start identity only mattered while the
         // agent could outlive the runner).
@@ -437,6 +440,7 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
                 .map(sublaunch_protocol::records::config::AdapterSpec::resolved_permissions),
             sandbox: end.sandbox.clone(),
             acceptance: end.acceptance.clone(),
+            rate_limits: Some(end.rate_limits.clone()).filter(|r| !r.is_empty()),
         },
         extra: Map::new(),
     }
@@ -463,7 +467,11 @@ fn write_candidate(ctx: &mut Ctx, run: &Dir, ends: &[StepEnd]) {
         .runner_process_instance_id
         .clone_from(&ctx.cfg.runner_process_instance_id);
     for index in 0..ctx.cfg.steps.len().max(1) {
-        let records: Vec<WriterRecord> = ends.get(index).and_then(|e| e.writer.clone()).into_iter().collect();
+        // Every agent attempt of the step: the ones a rate limit ended to run again first.
+        let records: Vec<WriterRecord> = ends
+            .get(index)
+            .map(|e| e.earlier_writers.iter().cloned().chain(e.writer.clone()).collect())
+            .unwrap_or_default();
         candidate.set_step_writers(index, &records);
     }
     if let Some(held) = &ctx.lease {

@@ -1,4 +1,5 @@
-//! Executing the steps of a run: [`groups`] in order; a sequential step
+//! Executing the steps of a run: its groups
+//! ([`sublaunch_protocol::records::config::groups`]) in order; a sequential step
 //! alone, the tasks of a parallel group side by side — at most `workflow.concurrency` at once
 //! (default: all), started in task order as slots free up.
 //!
@@ -9,23 +10,24 @@
 //!   set.`) and the ones not yet started are not run. The run fails either way.
 //! * Run-wide requests (stop, timeout, interrupt, signals) end every running agent and start
 //!   nothing new.
+//! * A step refused by its provider's rate limit before it did any work goes back to the front
+//!   of the pending ones; a step whose provider cools down waits to start (U6, U7).
 //!
 //! Every child has its own `output-<n>.log`, `steps[n]` status entry, events and writer
 //! record. A child's end is written into the status (and its step event appended) as soon as
 //! it is known, except for the ends that finish the run: those are recorded by
 //! [`crate::run::end::record`] after the terminal status and the result (S12).
 
-pub mod groups;
-
 use crate::context::Ctx;
 use crate::step::child::ChildRun;
 use crate::step::end::StepEnd;
 use crate::step::placeholders::{Values, aggregate};
+use crate::supervise::rate_limits::AfterLimit;
 use crate::supervise::verify::AfterAgent;
 use crate::supervise::{Ending, Supervisor};
-use groups::{Group, groups};
 use std::collections::VecDeque;
 use sublaunch_protocol::records::config::WorkflowConfig;
+use sublaunch_protocol::records::config::groups::{Group, groups};
 use sublaunch_protocol::records::lease::WriterState;
 use sublaunch_protocol::records::status::RunState;
 
@@ -140,6 +142,11 @@ fn run_group(
     loop {
         while run.running.len() < limit && run.cancelled_by.is_none() && !sup.requests.ends_run() {
             let Some(index) = run.pending.pop_front() else { break };
+            // U7: a step waits while its provider cools down; the loop wakes when it may start.
+            if !sup.may_start(ctx, index) {
+                run.pending.push_front(index);
+                break;
+            }
             let raw = ctx.cfg.steps[index].task.clone().unwrap_or_default();
             let task = values.map_or_else(|| raw.clone(), |v| v.apply(&raw));
             let script_values = values.map(Values::script_values);
@@ -148,7 +155,8 @@ fn run_group(
                 Err(end) => run.settle(ctx, sup, *end),
             }
         }
-        if run.running.is_empty() {
+        let cooling = sup.cooldown_wake.is_some() && !run.pending.is_empty();
+        if run.running.is_empty() && (!cooling || sup.requests.ends_run() || run.cancelled_by.is_some()) {
             break;
         }
         sup.turn(ctx, &mut run.running);
@@ -163,7 +171,10 @@ fn run_group(
                 sup.start_acceptance(ctx, end)
             };
             match after {
-                AfterAgent::Done(end) => run.settle(ctx, sup, *end),
+                AfterAgent::Done(end) => match sup.after_rate_limit(ctx, *end) {
+                    AfterLimit::Again(index) => run.pending.push_front(index),
+                    AfterLimit::Ended(end) => run.settle(ctx, sup, *end),
+                },
                 AfterAgent::Verifying(gate) => run.running.push(*gate),
             }
         }

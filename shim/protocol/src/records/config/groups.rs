@@ -2,7 +2,7 @@
 //! tasks of one parallel group (same `stepIndex`, each with a `taskIndex`) form one group and
 //! every other step is a group of its own.
 
-use sublaunch_protocol::records::config::RunnerConfig;
+use super::RunnerConfig;
 
 /// A run of consecutive steps executed together.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -19,6 +19,13 @@ impl Group {
     /// The flat indices of the group's steps.
     pub fn indices(&self) -> std::ops::Range<usize> {
         self.start..self.start + self.len
+    }
+}
+
+impl RunnerConfig {
+    /// The steps that start first: the first group's (U7: a launch waits for their providers).
+    pub fn first_group(&self) -> Option<Group> {
+        groups(self).into_iter().next()
     }
 }
 
@@ -44,7 +51,7 @@ pub fn groups(cfg: &RunnerConfig) -> Vec<Group> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use sublaunch_protocol::records::config::StepConfig;
+    use crate::records::config::StepConfig;
 
     #[test]
     fn tasks_of_one_step_form_a_group() {
