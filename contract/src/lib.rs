@@ -18,6 +18,7 @@ pub mod nearest;
 pub mod permissions;
 mod plan;
 mod request;
+pub mod retry;
 pub mod sandbox;
 
 pub use acceptance::{
@@ -39,6 +40,7 @@ pub use plan::{
 pub use request::{
     Agent, LaunchOptions, MachineSettings, Mode, ModelEntry, ModelScope, ParentModel, PlanRequest, Runner, Step, Task,
 };
+pub use retry::RetryPolicy;
 pub use sandbox::{SandboxHost, SandboxPlan, SandboxProfile, SandboxSetting};
 
 /// The largest PlanRequest JSON accepted (16 MiB): far above any real request, far below

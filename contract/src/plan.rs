@@ -217,6 +217,10 @@ pub struct PlanStep {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
     pub tool_budget: Option<u32>,
+    /// How the child is run again: how many times after the provider's rate limit refused it
+    /// before it did any work (rule U6; absent: the runner's default).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::RetryPolicy>,
     /// pi extensions loaded instead of the ones pi discovers (absent: pi discovers its own).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Vec<String>>,
@@ -478,6 +482,7 @@ impl PlanStep {
             phase: None,
             usage_budget: None,
             tool_budget: None,
+            retry: None,
             extensions: None,
             required_extensions: Vec::new(),
             skills: None,

@@ -169,6 +169,9 @@ pub struct Agent {
     )]
     #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
     pub tool_budget: Option<u32>,
+    /// How each of its steps is run again (`retry`: `{"rateLimit": N}`, rule U6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::RetryPolicy>,
     /// pi extensions to load instead of the ones pi discovers (an empty list: none).
     #[serde(
         default,
@@ -273,6 +276,9 @@ pub struct Task {
     )]
     #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
     pub tool_budget: Option<u32>,
+    /// How the task is run again (`retry`: `{"rateLimit": N}`, rule U6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::RetryPolicy>,
     /// pi extensions to load instead of the ones pi discovers (an empty list: none).
     #[serde(
         default,
@@ -397,6 +403,9 @@ pub struct Step {
     )]
     #[cfg_attr(feature = "wasmtime", component(name = "tool-budget"))]
     pub tool_budget: Option<u32>,
+    /// How the step (a group: each of its tasks) is run again (`retry`: `{"rateLimit": N}`, rule U6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<crate::RetryPolicy>,
     /// pi extensions to load instead of the ones pi discovers (an empty list: none).
     #[serde(
         default,
@@ -680,6 +689,7 @@ impl TryFrom<Step> for Task {
             phase: step.phase,
             usage_budget: step.usage_budget,
             tool_budget: step.tool_budget,
+            retry: step.retry,
             extensions: step.extensions,
             required_extensions: step.required_extensions,
             skills: step.skills,

@@ -101,6 +101,22 @@ impl From<c::UsageBudget> for wit::UsageBudget {
     }
 }
 
+impl From<wit::RetryPolicy> for c::RetryPolicy {
+    fn from(r: wit::RetryPolicy) -> Self {
+        Self {
+            rate_limit: r.rate_limit,
+        }
+    }
+}
+
+impl From<c::RetryPolicy> for wit::RetryPolicy {
+    fn from(r: c::RetryPolicy) -> Self {
+        Self {
+            rate_limit: r.rate_limit,
+        }
+    }
+}
+
 impl From<wit::PermissionMode> for c::PermissionMode {
     fn from(mode: wit::PermissionMode) -> Self {
         match mode {
@@ -182,6 +198,7 @@ impl From<wit::Agent> for c::Agent {
             default_reads: a.default_reads,
             usage_budget: a.usage_budget.map(Into::into),
             tool_budget: a.tool_budget,
+            retry: a.retry.map(Into::into),
             extensions: a.extensions,
             required_extensions: a.required_extensions,
             skills: a.skills,
@@ -210,6 +227,7 @@ impl From<wit::Task> for c::Task {
             phase: t.phase,
             usage_budget: t.usage_budget.map(Into::into),
             tool_budget: t.tool_budget,
+            retry: t.retry.map(Into::into),
             extensions: t.extensions,
             required_extensions: t.required_extensions,
             skills: t.skills,
@@ -239,6 +257,7 @@ impl From<wit::Step> for c::Step {
             phase: s.phase,
             usage_budget: s.usage_budget.map(Into::into),
             tool_budget: s.tool_budget,
+            retry: s.retry.map(Into::into),
             extensions: s.extensions,
             required_extensions: s.required_extensions,
             skills: s.skills,
@@ -383,6 +402,7 @@ impl From<c::PlanStep> for wit::PlanStep {
             phase: s.phase,
             usage_budget: s.usage_budget.map(Into::into),
             tool_budget: s.tool_budget,
+            retry: s.retry.map(Into::into),
             extensions: s.extensions,
             required_extensions: s.required_extensions,
             skills: s.skills,

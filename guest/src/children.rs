@@ -2,7 +2,7 @@
 //! its group and the launch options (rules L2–L6).
 
 use sublaunch_contract::{
-    LooseString, Mode, Permissions, PlanError, PlanRequest, Step, Task, ThinkingSetting, UsageBudget,
+    LooseString, Mode, Permissions, PlanError, PlanRequest, RetryPolicy, Step, Task, ThinkingSetting, UsageBudget,
 };
 
 /// Where a child sits in the request.
@@ -73,6 +73,9 @@ pub struct ChildFields<'r> {
     pub usage_budget: Option<Inherited<&'r UsageBudget>>,
     /// Tool-call limit: its own, else its group's.
     pub tool_budget: Option<Inherited<u32>>,
+    /// How many times it runs again after a rate limit (`retry.rateLimit`): its own, else its
+    /// group's.
+    pub rate_limit_retries: Option<Inherited<u32>>,
     /// pi extensions: its own, else its group's.
     pub extensions: Option<Inherited<&'r [String]>>,
     /// Required pi extensions: its own, else its group's.
@@ -117,6 +120,12 @@ fn own_or_group<T>(own: Option<T>, group: Option<T>) -> Option<Inherited<T>> {
         }),
         (None, None) => None,
     }
+}
+
+/// The `rateLimit` of a `retry` setting: each part of it is inherited on its own, so a task's
+/// `retry: {}` keeps its group's number.
+fn rate_limit(retry: Option<&RetryPolicy>) -> Option<u32> {
+    retry.and_then(|r| r.rate_limit)
 }
 
 /// One launched child.
@@ -317,6 +326,7 @@ fn sequential(index: usize, step: &Step, worktree: bool) -> Result<Child<'_>, Pl
             phase: step.phase.as_deref(),
             usage_budget: own_or_group(step.usage_budget.as_ref(), None),
             tool_budget: own_or_group(step.tool_budget, None),
+            rate_limit_retries: own_or_group(rate_limit(step.retry.as_ref()), None),
             extensions: own_or_group(step.extensions.as_deref(), None),
             required_extensions: own_or_group(step.required_extensions.as_deref(), None),
             skills: own_or_group(step.skills.as_deref(), None),
@@ -357,6 +367,7 @@ fn grouped<'r>(position: Position, group: &'r Step, task: &'r Task, worktree: bo
             phase: task.phase.as_deref().or(group.phase.as_deref()),
             usage_budget: own_or_group(task.usage_budget.as_ref(), group.usage_budget.as_ref()),
             tool_budget: own_or_group(task.tool_budget, group.tool_budget),
+            rate_limit_retries: own_or_group(rate_limit(task.retry.as_ref()), rate_limit(group.retry.as_ref())),
             extensions: own_or_group(task.extensions.as_deref(), group.extensions.as_deref()),
             required_extensions: own_or_group(
                 task.required_extensions.as_deref(),

@@ -23,6 +23,7 @@ mod permissions;
 mod pi_resources;
 mod placement;
 mod registry;
+mod retry;
 mod runner;
 mod sandbox;
 mod schema;
@@ -195,6 +196,7 @@ impl<'r> Planner<'_, 'r> {
             )?
         };
         let budgets = budgets::plan(child, agent)?;
+        let retry = retry::plan(child, agent)?;
         let resources = pi_resources::plan(child, agent, machine.as_ref())?;
         let cli = runner::adapter(agent).and_then(|a| a.launch_model());
         let model = if let Some(cli) = cli.filter(|_| runner::takes_step_model(agent, handed)) {
@@ -249,6 +251,7 @@ impl<'r> Planner<'_, 'r> {
             phase: io.phase,
             usage_budget: budgets.usage,
             tool_budget: budgets.tool_calls,
+            retry,
             extensions: resources.extensions,
             required_extensions: resources.required_extensions,
             skills: resources.skills,

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use sublaunch_protocol::os::clock::civil_from_days;
+use sublaunch_protocol::os::clock::{Period, civil_from_days, local_midnight_ms};
 use sublaunch_protocol::records::ledger::{Ledger, LedgerEntry};
 
 /// How the entries are grouped.
@@ -59,7 +59,8 @@ pub struct Totals {
 impl Totals {
     fn add(&mut self, entry: &LedgerEntry) {
         let usage = &entry.usage;
-        self.steps += 1;
+        // What a step added while it ran is summed; the step is counted at its end.
+        self.steps += u64::from(!entry.partial);
         self.input_tokens += usage.input_tokens;
         self.output_tokens += usage.output_tokens;
         self.cache_read_tokens += usage.cache_read_tokens;
@@ -67,7 +68,8 @@ impl Totals {
         self.total_tokens += usage.total_tokens();
         match usage.cost_usd {
             Some(cost) => *self.cost_usd.get_or_insert(0.0) += cost,
-            None => self.steps_without_cost += 1,
+            None if !entry.partial => self.steps_without_cost += 1,
+            None => {}
         }
     }
 }
@@ -190,17 +192,12 @@ pub fn summarize_entries<'a>(entries: &'a [LedgerEntry], damaged: usize, query: 
 /// The local day of `epoch_ms` that names its group: the day itself, its week's Monday, or
 /// the first of its month.
 fn calendar_day(epoch_ms: u64, by: Grouping, utc_offset_s: i64) -> i64 {
-    let local_s = i64::try_from(epoch_ms / 1000).unwrap_or(i64::MAX) + utc_offset_s;
-    let days = local_s.div_euclid(86_400);
-    match by {
-        // 1970-01-01 was a Thursday: its Monday is 3 days before.
-        Grouping::Week => days - (days + 3).rem_euclid(7),
-        Grouping::Month => {
-            let (_, _, day) = civil_from_days(days);
-            days - i64::from(day) + 1
-        }
-        _ => days,
-    }
+    let period = match by {
+        Grouping::Week => Period::Week,
+        Grouping::Month => Period::Month,
+        _ => Period::Day,
+    };
+    period.first_day(epoch_ms, utc_offset_s)
 }
 
 /// `2026-12-05` (a day or a week's Monday) or `2026-12` (a month).
@@ -219,9 +216,18 @@ fn calendar_key(epoch_ms: u64, by: Grouping, utc_offset_s: i64) -> String {
 
 /// The start (epoch ms) of the local day `days_ago` days before the one holding `now_ms`.
 pub fn local_day_start(now_ms: u64, days_ago: u64, utc_offset_s: i64) -> u64 {
-    let local_s = i64::try_from(now_ms / 1000).unwrap_or(i64::MAX) + utc_offset_s;
-    let day = local_s.div_euclid(86_400) - i64::try_from(days_ago).unwrap_or(i64::MAX / 2);
-    u64::try_from((day * 86_400 - utc_offset_s) * 1000).unwrap_or(0)
+    let day = Period::Day.first_day(now_ms, utc_offset_s) - i64::try_from(days_ago).unwrap_or(i64::MAX / 2);
+    local_midnight_ms(day, utc_offset_s)
+}
+
+/// The local time zone's offset from UTC at `now_ms`, in seconds.
+pub fn local_utc_offset_s(now_ms: u64) -> i64 {
+    let time: libc::time_t = libc::time_t::try_from(now_ms / 1000).unwrap_or(0);
+    // SAFETY: `tm` is a plain C struct of integers and a pointer; all zeroes is valid.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    // SAFETY: localtime_r reads `time` and writes only into `tm`, both live locals.
+    let converted = unsafe { libc::localtime_r(&time, &mut tm) };
+    if converted.is_null() { 0 } else { tm.tm_gmtoff }
 }
 
 #[cfg(test)]

@@ -52,7 +52,7 @@ use run::start::{hygiene, invocation};
 use std::sync::Arc;
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::os::Os;
-use sublaunch_protocol::os::clock::{ShiftedClock, SystemClock};
+use sublaunch_protocol::os::clock::ShiftedClock;
 use sublaunch_protocol::os::faults::ShimPoint;
 
 /// Runs the shim and returns its exit code (R14).
@@ -90,7 +90,7 @@ pub fn main() -> i32 {
         }
     };
     let mut doorbell = context::doorbell::Doorbell::new(prepared.doorbell);
-    let clock = Arc::new(ShiftedClock::new(Arc::new(SystemClock), 0));
+    let clock = Arc::new(ShiftedClock::new(faults::test_clock(), 0));
     let mut parent = context::parent::ParentMonitor::from_env(pid);
     let mut lease = None;
     let fired = faults::fire(

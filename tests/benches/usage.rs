@@ -39,6 +39,7 @@ fn seeded(name: &str, steps: u64) -> Scratch {
             at,
             run: format!("run-{:08x}", i / 3),
             parent: (i % 7 == 0).then(|| format!("run-{:08x}", i / 21)),
+            root: (i % 7 == 0).then(|| format!("run-{:08x}", i / 21)),
             step: (i % 3) as u32,
             agent: Some(format!("agent-{}", i % 8)),
             model: Some(format!("model-{}", i % 5)),
@@ -51,6 +52,7 @@ fn seeded(name: &str, steps: u64) -> Scratch {
                 cache_write_tokens: 300,
                 cost_usd: (i % 4 != 1).then_some(0.0123),
             },
+            partial: false,
         };
         files.entry(ledger.month_file(at)).or_default().extend(encode(&entry));
     }

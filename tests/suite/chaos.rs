@@ -70,6 +70,11 @@ fn torture_no_run_stuck_no_wrong_proof_no_orphaned_agent() {
         report.counts
     );
     assert!(
+        report.counts.get("reservations-checked").copied().unwrap_or(0) > 0,
+        "the reservations were not checked: {:?}",
+        report.violations
+    );
+    assert!(
         report.violations.is_empty(),
         "seed {}: {} violation(s):\n{}",
         config.seed,

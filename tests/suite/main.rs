@@ -53,6 +53,7 @@ mod run_id_index_cli;
 mod run_planning;
 mod sandbox_cli;
 mod sandbox_real_cli;
+mod spend_limits_cli;
 mod status_steps_cli;
 mod step_io_cli;
 mod step_lines_cli;

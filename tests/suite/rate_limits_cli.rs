@@ -200,4 +200,20 @@ fn pi_is_recognised_and_a_limit_that_never_lifts_fails_the_step_after_its_retrie
     assert!(cooldown(&world, "fake").unwrap()["strikes"].as_u64().unwrap() >= 2);
     // pi retries by itself too; stopped at the refusal, about one call per attempt.
     assert!(world.pi.refused() <= 6, "{}", world.pi.refused());
+
+    // A step may ask for fewer retries: with none, its first refusal ends it.
+    let chain = write(
+        &world.scratch.work().join("no-retry.yaml"),
+        "steps:\n  - {agent: pi, model: fake/fake-model, task: once, retry: {rateLimit: 0}}\n",
+    );
+    let output = world.run(&["--chain", &chain.to_string_lossy()]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let step = &world.result(&run_id(&output))["steps"][0];
+    let retried: Vec<&Value> = step["rateLimits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| &a["retried"])
+        .collect();
+    assert_eq!(retried, [&Value::Bool(false)], "{step}");
 }

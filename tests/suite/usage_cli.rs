@@ -123,3 +123,49 @@ fn a_ledger_line_cut_short_is_left_out_and_the_next_entries_count() {
         text(&output.stderr)
     );
 }
+
+#[test]
+fn what_a_running_step_reported_is_in_the_ledger_before_it_ends() {
+    // U1: pi's first call is reported, then its tool runs for 30 s: the call's usage is in the
+    // ledger while the step still runs, and stays once the run is stopped.
+    let world = World::with_pi_api("usage-live", PiApi::AnthropicMessages);
+    world
+        .pi
+        .replies([Reply::tool_call("bash", serde_json::json!({"command": "sleep 30"})).usage(500, 20, 0, 0)]);
+    let output = world.sublaunch(&["run", "--agent", "pi", "--model", "fake/fake-model", "--task", "work"]);
+    let id = ok(&output).lines().next().unwrap().trim().to_owned();
+    let by_run = |world: &World| usage_json(world, &["--by", "run"]);
+    let seen = sublaunch_tests::launch_harness::wait_for(
+        "the call's usage in the ledger",
+        std::time::Duration::from_secs(60),
+        || {
+            let summary = by_run(&world);
+            summary["groups"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|g| g["key"] == id.as_str() && g["inputTokens"] == 500)
+                .cloned()
+        },
+    );
+    // Recorded as reported: no step has ended yet.
+    assert_eq!(seen["steps"], 0, "{seen}");
+    let status = sublaunch_tests::launch_harness::status(&world.scratch.run_dir(&id)).unwrap();
+    assert_eq!(status["state"], "running", "{status}");
+    ok(&world.sublaunch(&["stop", &id]));
+    // A stopped run's `wait` exits 1: it ended, not complete.
+    let _ = world.sublaunch(&["wait", &id]);
+    let group = by_run(&world)["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["key"] == id.as_str())
+        .cloned()
+        .unwrap();
+    // The step's end adds what is left, nothing twice, and counts the step once.
+    assert_eq!(
+        (group["inputTokens"].clone(), group["steps"].clone()),
+        (500.into(), 1.into()),
+        "{group}"
+    );
+}

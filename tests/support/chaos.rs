@@ -176,6 +176,7 @@ pub fn torture(config: &TortureConfig) -> TortureReport {
         slurm_conf,
     });
     settings_with_hook(&shared, "approved");
+    seed_spend_history(&shared.scratch);
     let _ = shared.cli(&["trust"]).output();
     let deadline = Instant::now() + config.duration;
     let mut threads = Vec::new();
@@ -533,11 +534,110 @@ fn observer(shared: &Shared, mut rng: Rng) {
 /// Replaces the project's settings (atomically) with a completion hook that appends `which`
 /// to the hook log.
 fn settings_with_hook(shared: &Shared, which: &str) {
+    settings_with(shared, which, SPEND_LIMIT_USD);
+}
+
+/// The daily spend limit every run is held to: never reached (each run reserves a cent, the
+/// shell agent's past average), so that every run takes, settles and releases a reservation
+/// under the kills (U9).
+const SPEND_LIMIT_USD: f64 = 1000.0;
+
+/// The project's settings: the completion hook appending `which`, and a daily spend limit.
+fn settings_with(shared: &Shared, which: &str, limit_usd: f64) {
     let settings = shared.scratch.work().join(".sublaunch/settings.json");
     let hook = format!("echo {which} >> {}", shared.hook_log.display());
     let temp = settings.with_extension("tmp");
-    crate::cli::write(&temp, &serde_json::json!({"subagents": {"onEnd": hook}}).to_string());
+    let value = serde_json::json!({"subagents": {
+        "onEnd": hook,
+        "limits": [{"per": "day", "costUsd": limit_usd}],
+    }});
+    crate::cli::write(&temp, &value.to_string());
     std::fs::rename(&temp, &settings).unwrap();
+}
+
+/// The shell agent's past: steps of a cent each, so that every run reserves a cent.
+fn seed_spend_history(scratch: &Scratch) {
+    use sublaunch_protocol::records::ledger::{Ledger, LedgerEntry};
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+        .saturating_sub(2 * 86_400_000);
+    for i in 0..4 {
+        let entry = LedgerEntry {
+            at: at + i,
+            run: format!("history-{i}"),
+            agent: Some("shell".into()),
+            usage: sublaunch_protocol::records::usage::Usage {
+                cost_usd: Some(0.01),
+                ..Default::default()
+            },
+            ..LedgerEntry::default()
+        };
+        Ledger::under(&scratch.root()).append(&entry).unwrap();
+    }
+}
+
+/// U9 after the kills: no reservation outlives its runner. Under a limit that room for one
+/// run's cent and no more, a run that asks not to queue still starts — the reservations of
+/// killed runners were released — and afterwards none is left.
+fn check_reservations(shared: &Shared, report: &mut TortureReport) {
+    settings_with(shared, "approved", 0.015);
+    let _ = shared.cli(&["trust"]).output();
+    let run = |args: &[&str]| shared.cli(args).output().ok();
+    match run(&["run", "--no-queue", "--wait", "--agent", "shell", "--task", "true"]) {
+        Some(out) if out.status.success() => report.add("reservations-checked", 1),
+        Some(out) => report.violations.push(format!(
+            "a run under a one-run spend limit was not admitted after the kills: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        None => report.violations.push("cannot run the reservation check".into()),
+    }
+    // The limit is in force: beside a live run's cent there is no room for another.
+    let holder = run(&[
+        "run",
+        "--agent",
+        "shell",
+        "--task",
+        &format!("sleep 2 # {}", shared.mark),
+    ]);
+    let holder = holder.filter(|out| out.status.success()).map(|out| {
+        String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_owned()
+    });
+    if let Some(id) = holder {
+        match run(&["run", "--no-queue", "--agent", "shell", "--task", "true"]) {
+            Some(out) if !out.status.success() => {}
+            _ => report
+                .violations
+                .push("a second run fitted beside a live one under a one-run spend limit".into()),
+        }
+        // Queued behind a dead runner's reservation, it would never start: bounded, then
+        // stopped.
+        match run(&["wait", "--timeout", "60", &id]) {
+            Some(out) if out.status.success() => {}
+            _ => {
+                report
+                    .violations
+                    .push(format!("{id}: a one-cent run under the check's limit did not complete"));
+                let _ = run(&["stop", &id]);
+            }
+        }
+    }
+    let left: Vec<String> = std::fs::read_dir(shared.scratch.root().join("usage/reservations"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if !left.is_empty() {
+        report
+            .violations
+            .push(format!("reservations left after every run ended: {left:?}"));
+    }
+    settings_with_hook(shared, "approved");
 }
 
 /// The one user who decides what the project may run: trusts it with the `approved` hook,
@@ -822,6 +922,7 @@ fn check(shared: &Shared) -> TortureReport {
         }
     }
     check_integrations(shared, &ledger.integrated, &mut report);
+    check_reservations(shared, &mut report);
     for pid in processes_with(&shared.mark) {
         report.violations.push(format!("agent process {pid} still alive"));
     }

@@ -259,6 +259,7 @@ impl Output {
             .and_then(|s| s.cluster.as_ref())
             .and_then(|job| self.reasons.get(&job.job_id))
             .map(String::as_str);
+        // U10: what an active run waits for.
         let waiting = status.and_then(|s| sublaunch::runs::view::active_wait(run, s));
         let state = |s: &Status| state_with_wait(state_with_place(s, place, reason), waiting.as_ref(), self.now);
         self.table.push(match status {

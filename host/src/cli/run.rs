@@ -65,6 +65,10 @@ pub struct Args {
     /// Wait for the run's end, showing its progress; exit 0 complete, 1 otherwise.
     #[arg(short, long)]
     wait: bool,
+    /// Refuse the run, saying why, rather than have it wait queued for a spend limit, a
+    /// provider's rate-limit cooldown or a capacity slot.
+    #[arg(long)]
+    no_queue: bool,
     /// Print `{"runId","runDir","pid"}` (with --wait also the final state and steps).
     #[arg(short, long)]
     json: bool,
@@ -311,6 +315,7 @@ impl Args {
             on_end: self.on_end,
             // SUBLAUNCH_MAX_ACTIVE, else the settings (`runs::request::max_active`).
             max_active: None,
+            no_queue: self.no_queue,
             worktree: self.worktree,
             worktree_base: self.base,
             require_clean: self.require_clean,

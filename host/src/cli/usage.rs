@@ -81,7 +81,7 @@ pub(crate) fn query(
     tree_of: Option<String>,
     now: u64,
 ) -> Result<Query, String> {
-    let offset = local_utc_offset_s(now);
+    let offset = sublaunch::usage::local_utc_offset_s(now);
     let from = match since {
         None => local_day_start(now, 29, offset),
         Some(text) => when(text, now, offset).map_err(|e| format!("since {text}: {e}"))?,
@@ -124,16 +124,6 @@ fn parse_date(text: &str) -> Option<(i64, u32, u32)> {
     }
     let (year, month, day) = (year.parse().ok()?, month.parse().ok()?, day.parse().ok()?);
     ((1..=12).contains(&month) && (1..=31).contains(&day)).then_some((year, month, day))
-}
-
-/// The local time zone's offset from UTC at `now_ms`, in seconds.
-fn local_utc_offset_s(now_ms: u64) -> i64 {
-    let time: libc::time_t = libc::time_t::try_from(now_ms / 1000).unwrap_or(0);
-    // SAFETY: `tm` is a plain C struct of integers and a pointer; all zeroes is valid.
-    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
-    // SAFETY: localtime_r reads `time` and writes only into `tm`, both live locals.
-    let converted = unsafe { libc::localtime_r(&time, &mut tm) };
-    if converted.is_null() { 0 } else { tm.tm_gmtoff }
 }
 
 /// `$1.23`, `$1.23 + unknown` (some steps reported no cost) or `unknown`.

@@ -22,12 +22,14 @@
 //! ```
 //!
 //! A step is `{agent, task?, model?, thinking?, cwd?, outputSchema?, machine?, worktree?,
-//! reads?, output?, as?, label?, phase?, usageBudget?, toolBudget?, extensions?,
+//! reads?, output?, as?, label?, phase?, usageBudget?, toolBudget?, retry?, extensions?,
 //! requiredExtensions?, skills?, permissions?, sandbox?, acceptance?, gate?}` or a group
-//! `{parallel: [steps…], concurrency?, failFast?, worktree?, phase?, usageBudget?, toolBudget?,
+//! `{parallel: [steps…], concurrency?, failFast?, worktree?, phase?, usageBudget?, toolBudget?, retry?,
 //! extensions?, requiredExtensions?, skills?, permissions?, sandbox?, acceptance?, gate?}` (`permissions: {tools?, excludeTools?, allow?, deny?, mode?,
 //! nested?}`; a group's is a layer of its own beside each task's)
-//! (a group's budgets, extensions and skills are each task's unless it has its own). `{outputs.NAME}` in a later step's task stands for the
+//! (`retry: {rateLimit: N}`: how many times, 0 to 20, a step runs again after a provider's rate
+//! limit refused it before it did any work)
+//! (a group's budgets, retry, extensions and skills are each task's unless it has its own). `{outputs.NAME}` in a later step's task stands for the
 //! answer of the step named `as: NAME` (the planner checks the names and references). A step's `worktree` is
 //! `true`, `false` or `"previous"` (run in the worktree of the step before it, which must be
 //! one step that has one); a group's is `true` or `false` and gives each task its own. A step without `task` gets `{task}` when
@@ -41,7 +43,9 @@ use crate::inputs::config_files::FileError;
 use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use sublaunch_contract::{LooseString, Mode, Permissions, PlanError, Step, Task, ThinkingSetting, UsageBudget};
+use sublaunch_contract::{
+    LooseString, Mode, Permissions, PlanError, RetryPolicy, Step, Task, ThinkingSetting, UsageBudget,
+};
 
 /// The placeholders a chain step's task text may use.
 pub const CHAIN_PLACEHOLDERS: [&str; 3] = ["{task}", "{previous}", "{chain_dir}"];
@@ -82,6 +86,9 @@ pub struct ChainTask {
     /// The most tool calls the step may make: N or `{maxCalls: N}`.
     #[serde(default, deserialize_with = "sublaunch_contract::budget::tool_budget")]
     pub tool_budget: Option<u32>,
+    /// How the step is run again: `{rateLimit: N}`, the times after a rate limit refused it
+    /// before it did any work (rule U6; checked by the planner).
+    pub retry: Option<RetryPolicy>,
     /// pi extensions loaded instead of the discovered ones (`[]`: none).
     pub extensions: Option<Vec<String>>,
     /// pi extensions the step must load.
@@ -114,11 +121,14 @@ pub struct ChainGroup {
     pub worktree: Option<bool>,
     /// The workflow phase of its tasks (a task's own wins).
     pub phase: Option<String>,
-    /// Limits on the tokens and money each task (a task's own wins) may use.
-    pub usage_budget: Option<UsageBudget>,
+    /// Limits on the tokens and money each task (a task's own wins) may use (boxed: a group
+    /// is small).
+    pub usage_budget: Option<Box<UsageBudget>>,
     /// The most tool calls each task (a task's own wins) may make: N or `{maxCalls: N}`.
     #[serde(default, deserialize_with = "sublaunch_contract::budget::tool_budget")]
     pub tool_budget: Option<u32>,
+    /// How each task (a task's own number wins) is run again: `{rateLimit: N}` (rule U6).
+    pub retry: Option<RetryPolicy>,
     /// pi extensions loaded instead of the discovered ones (`[]`: none).
     pub extensions: Option<Vec<String>>,
     /// pi extensions each task (a task's own wins) must load.
@@ -507,8 +517,9 @@ impl ChainFile {
                         parallel: Some(group.parallel.iter().map(|t| task_of(t, after_previous)).collect()),
                         worktree: group.worktree,
                         phase: group.phase.clone(),
-                        usage_budget: group.usage_budget.clone(),
+                        usage_budget: group.usage_budget.as_deref().cloned(),
                         tool_budget: group.tool_budget,
+                        retry: group.retry.clone(),
                         extensions: group.extensions.clone(),
                         required_extensions: group.required_extensions.clone(),
                         skills: group.skills.clone(),
@@ -596,6 +607,7 @@ fn step_of(chain_task: &ChainTask, after_previous: bool) -> Step {
         phase: task.phase,
         usage_budget: task.usage_budget,
         tool_budget: task.tool_budget,
+        retry: task.retry,
         extensions: task.extensions,
         required_extensions: task.required_extensions,
         skills: task.skills,
@@ -624,6 +636,7 @@ fn task_of(task: &ChainTask, after_previous: bool) -> Task {
         phase: task.phase.clone(),
         usage_budget: task.usage_budget.clone(),
         tool_budget: task.tool_budget,
+        retry: task.retry.clone(),
         extensions: task.extensions.clone(),
         required_extensions: task.required_extensions.clone(),
         skills: task.skills.clone(),
@@ -752,6 +765,52 @@ mod tests {
             error.contains("steps[0].permissions") && error.contains("unknown field `tool`"),
             "{error}"
         );
+    }
+
+    /// U6: `retry: {rateLimit: N}` on a step, a group and a task reaches the request (the
+    /// planner checks the number and gives a group's to its tasks); a key other than
+    /// `rateLimit` is an error at its path.
+    #[test]
+    fn u6_retry_of_steps_groups_and_tasks_reaches_the_request() {
+        let chain = parse(
+            "c.yaml",
+            "steps:\n  - {agent: shell, task: x, retry: {rateLimit: 0}}\n  - parallel:\n      - {agent: shell, task: y}\n      - {agent: shell, task: z, retry: {rateLimit: 4}}\n    retry: {rateLimit: 3}\n",
+        )
+        .unwrap();
+        let steps = chain.request_steps();
+        let rate_limit = |retry: &Option<RetryPolicy>| retry.as_ref().and_then(|r| r.rate_limit);
+        assert_eq!(rate_limit(&steps[0].retry), Some(0));
+        assert_eq!(rate_limit(&steps[1].retry), Some(3));
+        let tasks = steps[1].parallel.as_ref().unwrap();
+        assert_eq!(
+            (rate_limit(&tasks[0].retry), rate_limit(&tasks[1].retry)),
+            (None, Some(4))
+        );
+        for (text, at) in [
+            (
+                "steps:\n  - {agent: shell, task: x, retry: {rateLimits: 1}}\n",
+                "steps[0].retry",
+            ),
+            (
+                "steps:\n  - parallel: [{agent: shell, task: x}]\n    retry: {rateLimits: 1}\n",
+                "steps[0].retry",
+            ),
+            (
+                "steps:\n  - parallel: [{agent: shell, task: x, retry: {rateLimits: 1}}]\n",
+                "steps[0].parallel[0].retry",
+            ),
+        ] {
+            let error = parse("c.yaml", text).unwrap_err().to_string();
+            assert!(
+                error.contains(&format!("c.yaml: {at}"))
+                    && error.contains("unknown field `rateLimits`, expected `rateLimit`"),
+                "{text}: {error}"
+            );
+        }
+        let error = parse("c.yaml", "steps: [{agent: shell, task: x, retry: {rateLimit: -1}}]\n")
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("steps[0].retry.rateLimit"), "{error}");
     }
 
     #[test]

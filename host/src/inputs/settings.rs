@@ -14,6 +14,7 @@ use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use sublaunch_contract::loose::json_kind;
+use sublaunch_protocol::records::spend::SpendLimit;
 
 /// One parsed settings file.
 #[derive(Clone, Debug, PartialEq)]
@@ -200,6 +201,42 @@ impl Settings {
         Ok(None)
     }
 
+    /// U8: the spend limits every run is held to (`subagents.limits`: a list of `{per, costUsd,
+    /// tokens, provider, agent}`), the user's and the project's together: a project can add
+    /// limits, never lift the user's. A malformed limit is an error naming the file and entry.
+    pub fn spend_limits(&self) -> Result<Vec<SpendLimit>, SettingsError> {
+        let mut limits = Vec::new();
+        for file in [&self.user, &self.project].into_iter().flatten() {
+            let value = file.value.get("subagents").and_then(|s| s.get("limits"));
+            let Some(value) = value.filter(|v| !v.is_null()) else {
+                continue;
+            };
+            let wrong = |index: Option<usize>, why: String| SettingsError::SpendLimit {
+                file: file.path.clone(),
+                at: index.map_or_else(String::new, |i| format!("[{i}]")),
+                why,
+            };
+            let entries = value
+                .as_array()
+                .ok_or_else(|| wrong(None, format!("must be a list of limits, not {}", json_kind(value))))?;
+            for (index, entry) in entries.iter().enumerate() {
+                let limit: SpendLimit =
+                    serde_json::from_value(entry.clone()).map_err(|e| wrong(Some(index), e.to_string()))?;
+                if limit.cost_usd.is_none() && limit.tokens.is_none() {
+                    return Err(wrong(Some(index), "names neither costUsd nor tokens".into()));
+                }
+                if limit.cost_usd.is_some_and(|c| !c.is_finite() || c < 0.0) {
+                    return Err(wrong(
+                        Some(index),
+                        "costUsd must be a number of dollars, 0 or more".into(),
+                    ));
+                }
+                limits.push(limit);
+            }
+        }
+        Ok(limits)
+    }
+
     /// How long ended runs are kept before they are removed by themselves
     /// (`subagents.retention`: an age such as `30d`, or `"off"` to keep every run); absent:
     /// [`DEFAULT_RETENTION`]. Read from the user's settings only: the state root holds the
@@ -332,6 +369,18 @@ pub enum SettingsError {
         file: PathBuf,
         /// The most seconds a hook may run.
         max: u64,
+    },
+    /// An entry of `subagents.limits` is not a limit.
+    #[error(
+        "{file}: subagents.limits{at} {why} (a limit is {{\"per\": \"day\"|\"week\"|\"month\"|\"tree\", \"costUsd\": dollars, \"tokens\": count, \"provider\": name, \"agent\": name}})"
+    )]
+    SpendLimit {
+        /// The settings file.
+        file: PathBuf,
+        /// `[2]`, or nothing for the key itself.
+        at: String,
+        /// What is wrong.
+        why: String,
     },
     /// `subagents.maxActive` is no whole number above 0.
     #[error("{file}: subagents.maxActive must be a whole number above 0 (the most runs active at once), not {value}")]

@@ -16,7 +16,7 @@ use sublaunch_protocol::os::processes::RealProcesses;
 use sublaunch_protocol::procinfo;
 use sublaunch_protocol::records::capacity::{CapacityQueue, TicketRequest};
 use sublaunch_protocol::records::config::RunnerConfig;
-use sublaunch_protocol::records::cooldown::{Cooldowns, first_providers};
+use sublaunch_protocol::records::cooldown::{Cooldown, Cooldowns, first_providers};
 use sublaunch_protocol::records::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::records::status::InitialStatus;
 use sublaunch_protocol::records::status::Status;
@@ -74,12 +74,12 @@ pub(crate) async fn take_ticket(ctx: &Arc<RunContext>, runner: Runner) -> Result
     .map_err(|e| LaunchError::Ticket(Arc::new(e)))
 }
 
-/// Whether a provider of the steps the run starts first cools down after a rate limit (U7);
-/// cooldowns that cannot be read do not hold a launch back.
-pub(crate) async fn provider_cooling(ctx: &Arc<RunContext>, config: &RunnerConfig) -> bool {
+/// The longest rate-limit cooldown running for a provider of the steps the run starts first
+/// (U7); cooldowns that cannot be read do not hold a launch back.
+pub(crate) async fn provider_cooling(ctx: &Arc<RunContext>, config: &RunnerConfig) -> Option<Cooldown> {
     let providers = first_providers(config);
     if providers.is_empty() {
-        return false;
+        return None;
     }
     let context = ctx.clone();
     blocking(move || {
@@ -87,11 +87,10 @@ pub(crate) async fn provider_cooling(ctx: &Arc<RunContext>, config: &RunnerConfi
         Ok(Cooldowns::open_existing(context.root.root())?
             .map(|cooldowns| cooldowns.longest(&providers, now))
             .transpose()?
-            .flatten()
-            .is_some())
+            .flatten())
     })
     .await
-    .unwrap_or(false)
+    .unwrap_or(None)
 }
 
 /// H13: writes the initial status (S2), then records the run as unfinalized (I9) and creates

@@ -245,6 +245,7 @@ pub fn step_config(
     config.phase.clone_from(&step.phase);
     config.usage_budget.clone_from(&step.usage_budget);
     config.tool_budget = step.tool_budget;
+    config.rate_limit_retries = step.retry.as_ref().and_then(|r| r.rate_limit);
     // Names and relative paths until the launch resolves them (`step_files`).
     config.extensions.clone_from(&step.extensions);
     config.required_extensions.clone_from(&step.required_extensions);
@@ -389,6 +390,9 @@ pub(crate) fn runner_config(inputs: ConfigInputs<'_>) -> RunnerConfig {
         containment_required: false,
         cluster: inputs.cluster,
         parent_run_id: launch.launched_from.as_ref().map(|from| from.run_id.clone()),
+        tree_root_run_id: launch.launched_from.as_ref().map(|from| from.root().to_owned()),
+        // Decided by the launch once the steps are known (`super::spend`).
+        spend: None,
     }
 }
 

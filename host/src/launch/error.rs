@@ -85,6 +85,26 @@ pub enum LaunchError {
     /// H15: the embedder's capacity claim failed.
     #[error("Failed to establish async runner capacity ownership: {0}")]
     Capacity(#[source] Cause),
+    /// The launch asked not to queue, and would have waited: for a spend limit, a provider's
+    /// rate-limit cooldown or a capacity slot (U8, U7).
+    #[error("not started, as asked (no queueing): it would wait for {0}.")]
+    WouldWait(String),
+    /// The run can never fit under a spend limit: it alone reserves more than the limit allows,
+    /// or its run tree spent its allowance (U9).
+    #[error(
+        "not started: {reason}, and the run reserves {wanted} ({from}), which the limit can never make room for. Raise the limit in settings (subagents.limits) or give the run a smaller budget (--max-cost)."
+    )]
+    OverLimit {
+        /// The limit and what was used.
+        reason: String,
+        /// What the run reserves.
+        wanted: String,
+        /// Where that came from.
+        from: String,
+    },
+    /// The run's reservation under the spend limits cannot be taken or checked (U9).
+    #[error("Failed to check the spend limits: {0}")]
+    Spend(#[source] Arc<io::Error>),
     /// H16/H17, K3–K8: the commit or the revival handshake failed.
     #[error(transparent)]
     Handshake(#[from] HandshakeError),

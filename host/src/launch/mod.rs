@@ -52,6 +52,7 @@ mod sequence;
 mod setup;
 mod spawn;
 mod spec;
+mod spend;
 mod startup_failure;
 mod step_files;
 mod supervise;

@@ -40,6 +40,16 @@ pub struct LaunchedFrom {
     /// Its step (or steps) whose ceiling applied, for people:
     /// `run shell-ab12cd34, step 1 (agent shell)`.
     pub source: String,
+    /// The run at the top of the tree, when it is not the parent (U8: a run tree's limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tree_root: Option<String>,
+}
+
+impl LaunchedFrom {
+    /// The run at the top of the tree this run joins.
+    pub fn root(&self) -> &str {
+        self.tree_root.as_deref().unwrap_or(&self.run_id)
+    }
 }
 
 /// Writes the record (atomic, private).

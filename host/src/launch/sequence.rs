@@ -297,7 +297,7 @@ async fn spawn_runner(
     let (launch, run_id) = (&ctx.launch, &ctx.run_id);
     super::cluster::place_steps(&launch.plan, &mut steps, &options.environment, &setup.cwd)?;
     let cluster = super::cluster::submission(&launch.plan, &options.environment, &setup.shim, &setup.cwd)?;
-    let config = runner_config(ConfigInputs {
+    let mut config = runner_config(ConfigInputs {
         launch,
         run_id,
         runner_process_instance_id: &ctx.runner_process_instance_id,
@@ -308,6 +308,8 @@ async fn spawn_runner(
         agent_umask: options.agent_umask,
         cluster,
     });
+    config.spend = super::spend::plan(ctx, &config).await?;
+    refuse_a_wait(ctx, &config).await?;
     let record = PlanRecord {
         version: 1,
         run_id: run_id.clone(),
@@ -324,6 +326,36 @@ async fn spawn_runner(
             source: Arc::new(e),
         })?;
     Ok((config, spawned, host_doorbell))
+}
+
+/// A run that can never fit under a spend limit is refused (it would wait for ever); so is one
+/// that asked not to queue when it would wait for a spend limit or a provider's cooldown.
+async fn refuse_a_wait(ctx: &Arc<RunContext>, config: &RunnerConfig) -> Result<(), LaunchError> {
+    if let Some(plan) = &config.spend
+        && let Some(short) = super::spend::shortfall(ctx, plan).await?
+    {
+        if short.never() {
+            return Err(LaunchError::OverLimit {
+                reason: short.reason(),
+                wanted: format!("${:.2}", short.wanted.cost_usd),
+                from: plan.estimate_from.clone(),
+            });
+        }
+        if ctx.launch.limits.no_queue {
+            return Err(LaunchError::WouldWait(short.reason()));
+        }
+    }
+    if !ctx.launch.limits.no_queue {
+        return Ok(());
+    }
+    if let Some(cooldown) = bookkeeping::provider_cooling(ctx, config).await {
+        let left = cooldown.until.saturating_sub(ctx.os.clock.wall_ms()).div_ceil(1000);
+        return Err(LaunchError::WouldWait(format!(
+            "{} to cool down after a rate limit ({left} s left)",
+            cooldown.provider
+        )));
+    }
+    Ok(())
 }
 
 /// H5–H7 and the doorbell: everything the spawn needs.
@@ -428,10 +460,22 @@ async fn pre_commit(
     // J6: a cluster run waits in the engine's queue, which is its capacity queue; it takes no
     // slot here.
     let on_cluster = config.cluster.is_some();
-    let queued = !on_cluster && !bookkeeping::take_ticket(ctx, runner).await?;
-    // U7: a run whose first steps' provider cools down waits for it, queued; its runner
-    // starts it when the cooldown passed.
-    if queued || (!on_cluster && bookkeeping::provider_cooling(ctx, config).await) {
+    let over_cap = !on_cluster && !bookkeeping::take_ticket(ctx, runner).await?;
+    if over_cap && ctx.launch.limits.no_queue {
+        let cap = ctx.launch.limits.max_active.map_or(0, std::num::NonZeroU32::get);
+        return Err(LaunchError::WouldWait(format!(
+            "a capacity slot ({cap} runs may be active at once)"
+        )));
+    }
+    // U7, U9: a run whose first steps' provider cools down, or that does not fit under a spend
+    // limit, waits for it, queued; its runner starts it when it may.
+    let waits = !on_cluster
+        && (bookkeeping::provider_cooling(ctx, config).await.is_some()
+            || match &config.spend {
+                Some(plan) => super::spend::shortfall(ctx, plan).await?.is_some(),
+                None => false,
+            });
+    if over_cap || waits {
         status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }
     bookkeeping::initial_status(ctx, status).await?;

@@ -23,6 +23,9 @@ pub struct RunLimits {
     /// At most this many runs of the state root are active at once; a run over the cap is
     /// recorded `queued` and starts, in arrival order, when a slot frees (`None`: no cap).
     pub max_active: Option<NonZeroU32>,
+    /// Refuse the launch rather than have it wait, queued, for a spend limit, a provider's
+    /// rate-limit cooldown or a capacity slot.
+    pub no_queue: bool,
 }
 
 /// One launch: the plan and the run's settings, each decided once.

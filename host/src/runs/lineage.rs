@@ -84,7 +84,9 @@ impl Lineage {
     pub fn launched_from(&self) -> Option<LaunchedFrom> {
         let parent = self.parents.first()?;
         let steps: Vec<&str> = parent.ceilings.iter().map(|c| c.source.as_str()).collect();
+        let root = self.parents.last().filter(|root| root.run_id != parent.run_id);
         Some(LaunchedFrom {
+            tree_root: root.map(|root| root.run_id.clone()),
             run_id: parent.run_id.clone(),
             source: if steps.is_empty() {
                 format!("run {}", parent.run_id)

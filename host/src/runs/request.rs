@@ -67,6 +67,9 @@ pub struct RunRequest {
     /// The cap of active runs under the state root (`None`: `SUBLAUNCH_MAX_ACTIVE`, else the
     /// settings' `subagents.maxActive`, if any; see [`max_active`]).
     pub max_active: Option<NonZeroU32>,
+    /// Refuse the run rather than have it wait, queued, for a spend limit, a provider's
+    /// rate-limit cooldown or a capacity slot.
+    pub no_queue: bool,
     /// Every step in its own managed git worktree (a chain file's steps and agents may ask
     /// for one too).
     pub worktree: bool,
@@ -131,6 +134,7 @@ impl RunRequest {
             caller: Caller::default(),
             on_end: None,
             max_active: None,
+            no_queue: false,
             worktree: false,
             worktree_base: None,
             require_clean: false,

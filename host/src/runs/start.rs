@@ -241,6 +241,7 @@ pub async fn prepare(request: RunRequest, gathered: Gathered, planner: &Planner)
                 .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
             deadline_at,
             max_active,
+            no_queue: request.no_queue,
         },
         agents: inputs.agents,
         workflow: WorkflowOptions {

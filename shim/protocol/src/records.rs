@@ -20,6 +20,7 @@ pub mod proof;
 pub mod results;
 pub mod run_id_index;
 pub mod sandbox;
+pub mod spend;
 pub mod status;
 pub mod step_record;
 pub mod unfinalized;

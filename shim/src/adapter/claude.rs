@@ -221,7 +221,7 @@ impl EventReader for ResultEvents {
     fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
             "system" if value.get("subtype").and_then(Value::as_str) == Some("api_retry") => {
-                // Claude Code retries by itself, after a delay that honours Retry-After.
+                // U5: Claude Code retries by itself, after a delay that honours Retry-After.
                 let status = value.get("error_status").and_then(Value::as_u64);
                 let error = value.get("error").and_then(Value::as_str).unwrap_or_default();
                 if status.is_some_and(rate_limit::is_limit_status) || matches!(error, "rate_limit" | "overloaded") {

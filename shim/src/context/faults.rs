@@ -161,6 +161,21 @@ impl Ctx {
     }
 }
 
+/// The variable naming a file whose number shifts the runner's wall clock, read at each look
+/// (test-hooks builds): a test moves a waiting run's day forward (U9).
+#[cfg(feature = "test-hooks")]
+pub const CLOCK_FILE_VAR: &str = "SUBLAUNCH_SHIM_TEST_CLOCK_FILE";
+
+/// The runner's clock: the system's, shifted by the number in `SUBLAUNCH_SHIM_TEST_CLOCK_FILE`
+/// in test-hooks builds.
+pub fn test_clock() -> std::sync::Arc<dyn sublaunch_protocol::os::clock::Clock> {
+    #[cfg(feature = "test-hooks")]
+    if let Some(path) = std::env::var_os(CLOCK_FILE_VAR).filter(|v| !v.is_empty()) {
+        return std::sync::Arc::new(sublaunch_protocol::os::clock::FileShiftedClock::new(path.into()));
+    }
+    std::sync::Arc::new(sublaunch_protocol::os::clock::SystemClock)
+}
+
 /// The flag-file variable of a simulated full disk.
 #[cfg(feature = "test-hooks")]
 pub const DISK_FULL_VAR: &str = "SUBLAUNCH_SHIM_TEST_ENOSPC";

@@ -36,10 +36,18 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         // U7: still queued while a provider of the first steps cools down.
         queued.merge(crate::supervise::rate_limits::wait_before_start(ctx));
     }
+    // U9: still queued while the run does not fit under a spend limit.
+    let mut spend = None;
+    if !queued.ends_run() {
+        let (requests, watch) = crate::supervise::spend::wait_for_allowance(ctx);
+        queued.merge(requests);
+        spend = watch;
+    }
     let mut sup = match first_status(ctx, queued.ends_run()) {
         Ok(sup) => sup,
         Err(cause) => {
             crate::supervise::queue::release(ctx);
+            crate::supervise::spend::release(ctx);
             return committed_startup_failure(ctx, &cause);
         }
     };
@@ -48,10 +56,12 @@ pub fn after_commit(ctx: &mut Ctx, stop: Option<i32>) -> i32 {
         sup.requests.receive(Request::Stop(StopBy::Signal(signal)));
     }
     sup.requests.merge(queued);
+    sup.spend = spend;
     let ends = crate::run::workflow::run_steps(ctx, &mut sup);
     let code = crate::run::end::record::record(ctx, &mut sup, &ends);
     // Normally gone with the terminal status already; this covers a record that failed early.
     crate::supervise::queue::release(ctx);
+    crate::supervise::spend::release(ctx);
     code
 }
 
@@ -196,6 +206,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         job_time_limit: ctx.cfg.cluster.as_ref().and_then(|c| c.place.time_limit_minutes),
         rate_limit_retries: std::collections::BTreeMap::new(),
         cooldown_wake: None,
+        spend: None,
     })
 }
 

@@ -106,6 +106,10 @@ pub struct ChildRun {
     pub cancel: Option<String>,
     /// The budget it (or the run) crossed: it is stopped and its step fails.
     pub budget: Option<crate::step::budget::Exceeded>,
+    /// What of its usage the ledger holds already (U1), and when it was appended.
+    pub ledgered: sublaunch_protocol::records::usage::Usage,
+    /// When its usage was last appended to the ledger.
+    pub ledgered_at: Option<Instant>,
     /// The last rate limit its CLI reported that the runner struck against the provider.
     pub rate_limited: Option<crate::adapter::RateLimited>,
     /// Stopped to be run again after its provider's cooldown: refused before doing any work.
@@ -147,6 +151,8 @@ impl ChildRun {
             protocol: None,
             cancel: None,
             budget: None,
+            ledgered: sublaunch_protocol::records::usage::Usage::default(),
+            ledgered_at: None,
             rate_limited: None,
             rate_limit_stop: false,
             remote,

@@ -104,6 +104,8 @@ pub struct StepEnd {
     /// What keeping its acceptance contract found (G79); a contract asked for and not met
     /// fails the step (G75).
     pub acceptance: Option<sublaunch_protocol::records::acceptance::AcceptanceRecord>,
+    /// What of its usage the ledger held before it ended (appended while it ran, U1).
+    pub ledgered: Usage,
     /// The last rate limit or overload the agent's CLI reported (U5).
     pub rate_limited: Option<crate::adapter::RateLimited>,
     /// Whether the agent did any work (answered, called a tool).

@@ -51,6 +51,7 @@ impl Supervisor {
         end.rate_limited.clone_from(&spent.rate_limited);
         end.worked = spent.worked;
         end.rate_limit_stopped = child.rate_limit_stop;
+        end.ledgered = std::mem::take(&mut child.ledgered);
         let mut extracted = child.io.parser.finish(&tail, tail_cut);
         // An agent stopped before its final event still reported what it spent so far.
         if extracted.usage.is_none() {

@@ -12,8 +12,9 @@
 //! group (a requested one, or the cleanup ladder run after a natural exit), and the X8 sweep
 //! killed and reaped any escaped descendant.
 //!
-//! Also here, beside the loop: the status and marker writes ([`book`]) and the wait for a
-//! capacity slot before the first step ([`queue`]). A step's acceptance contract is kept once
+//! Also here, beside the loop: the status and marker writes ([`book`]), the wait for a
+//! capacity slot before the first step ([`queue`]), what the agents spent in the usage ledger
+//! ([`ledger`]), providers' rate limits ([`rate_limits`]) and the spend limits ([`spend`]). A step's acceptance contract is kept once
 //! its agent ended: its checks, and its verification commands run as children of the same
 //! loop ([`verify`]).
 
@@ -24,10 +25,12 @@ pub mod control;
 pub mod finish;
 pub mod ladders;
 pub mod launch;
+pub mod ledger;
 pub mod lines;
 pub mod queue;
 pub mod rate_limits;
 pub mod requests;
+pub mod spend;
 pub mod turn;
 pub mod verify;
 
@@ -89,6 +92,8 @@ pub struct Supervisor {
     pub rate_limit_retries: std::collections::BTreeMap<usize, rate_limits::Retried>,
     /// When a step waiting for its provider's cooldown may start (the event loop wakes then).
     pub cooldown_wake: Option<Instant>,
+    /// The spend limits the run is held to, once its reservation was taken (U9).
+    pub spend: Option<spend::SpendWatch>,
 }
 
 impl Supervisor {

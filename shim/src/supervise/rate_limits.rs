@@ -1,4 +1,4 @@
-//! Providers' rate limits (U5–U7). When an agent's CLI reports that its provider refused a call
+//! Providers' rate limits (U5, U6, U7). When an agent's CLI reports that its provider refused a call
 //! for too many requests or overload, the runner records a cooldown for that provider in the
 //! state root ([`sublaunch_protocol::records::cooldown`]), which every run of the root honours:
 //!
@@ -115,7 +115,7 @@ impl Supervisor {
             };
             if retry {
                 // What the refused attempt reported still counts (U1).
-                crate::run::end::ledger::record_step(ctx, &end);
+                super::ledger::record_step(ctx, &end);
                 let retried = self.rate_limit_retries.entry(index).or_default();
                 retried.attempts.push(attempt);
                 retried.writers.extend(end.writer.take());

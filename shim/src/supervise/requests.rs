@@ -95,6 +95,11 @@ impl Requests {
         }
     }
 
+    /// A stop the runner decides itself (a spend limit was crossed), with its message.
+    pub fn stop_for(&mut self, message: String) {
+        self.stop.get_or_insert(message);
+    }
+
     /// Takes the signals received since the last call (stop signals in order, then SIGUSR2).
     pub fn take_signals(&mut self) -> Escalation {
         let received = signals::take();

@@ -69,6 +69,15 @@ impl Supervisor {
         }
         at(self.book.next_due());
         at(self.cooldown_wake);
+        // U1: usage the ledger does not hold yet is appended when it is due, output or not.
+        for child in running.iter().filter(|c| c.gate.is_none()) {
+            if child.io.parser.spent().usage.is_some_and(|u| u != child.ledgered) {
+                at(Some(
+                    child.ledgered_at.unwrap_or(child.started) + super::ledger::LIVE_EVERY,
+                ));
+            }
+        }
+        at(self.spend_stop_at());
         at(self.control.due());
         at(ctx.parent.due());
         let timeout = wake.map(|w| w.saturating_duration_since(Instant::now()));
@@ -89,5 +98,10 @@ impl Supervisor {
         }
         self.check_budgets(ctx, running);
         self.check_rate_limits(ctx, running);
+        self.check_spend(ctx, running);
+        let now = Instant::now();
+        for child in running.iter_mut().filter(|c| c.gate.is_none()) {
+            super::ledger::record_progress(ctx, child, now);
+        }
     }
 }

@@ -212,6 +212,8 @@ impl Root {
             containment_required: spec.containment_required,
             cluster: None,
             parent_run_id: None,
+            tree_root_run_id: None,
+            spend: None,
         };
         // H13/H14: initial status, marker, sidecars (as the host writes them before proceed).
         let policy = DurabilityPolicy::standard();

@@ -48,6 +48,10 @@ pub struct RunParams {
     pub worktree: bool,
     /// The commit or branch the worktrees start at (default: HEAD).
     pub base: Option<String>,
+    /// Refuse the run, saying why, rather than have it wait queued for a spend limit, a
+    /// provider's rate-limit cooldown or a capacity slot.
+    #[serde(default, alias = "no_queue")]
+    pub no_queue: bool,
     /// Files the agent must read before the task (relative to the working directory).
     pub reads: Option<Vec<String>>,
     /// A file the agent's final answer is also written to (relative to the working

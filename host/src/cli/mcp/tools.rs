@@ -593,6 +593,7 @@ impl RunParams {
             on_end: None,
             // SUBLAUNCH_MAX_ACTIVE of the server's environment, else the settings.
             max_active: None,
+            no_queue: self.no_queue,
             worktree: self.worktree,
             worktree_base: self.base,
             require_clean: false,

@@ -90,6 +90,7 @@ pub fn parse_agent_file(path: &Path, text: &str, source: AgentSource) -> Result<
         },
         usage_budget: field.typed("usageBudget")?,
         tool_budget: field.typed_with("toolBudget", sublaunch_contract::budget::tool_budget)?,
+        retry: field.typed("retry")?,
         extensions: field.get("extensions").map(|_| field.list("extensions")).transpose()?,
         required_extensions: field
             .get("requiredExtensions")

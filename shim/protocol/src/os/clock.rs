@@ -64,6 +64,37 @@ impl Clock for ShiftedClock {
     }
 }
 
+/// The system clock with its wall time shifted by the number of milliseconds in a file, read at
+/// each look (test-hooks builds; a missing or unreadable file shifts nothing).
+#[cfg(feature = "test-hooks")]
+#[derive(Debug)]
+pub struct FileShiftedClock {
+    file: std::path::PathBuf,
+}
+
+#[cfg(feature = "test-hooks")]
+impl FileShiftedClock {
+    /// The clock shifted by the number in `file`.
+    pub fn new(file: std::path::PathBuf) -> Self {
+        Self { file }
+    }
+}
+
+#[cfg(feature = "test-hooks")]
+impl Clock for FileShiftedClock {
+    fn monotonic(&self) -> Instant {
+        SystemClock.monotonic()
+    }
+
+    fn wall_ms(&self) -> u64 {
+        let by = std::fs::read_to_string(&self.file)
+            .ok()
+            .and_then(|text| text.trim().parse::<i64>().ok())
+            .unwrap_or(0);
+        shift(SystemClock.wall_ms(), by)
+    }
+}
+
 fn shift(ms: u64, by: i64) -> u64 {
     if by >= 0 {
         ms.saturating_add(by.unsigned_abs())
@@ -199,9 +230,76 @@ pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
     era * 146_097 + doe - 719_468
 }
 
+/// A calendar period of local time: what `usage` groups by and spend limits count over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Period {
+    /// A day.
+    Day,
+    /// A week, from Monday.
+    Week,
+    /// A calendar month.
+    Month,
+}
+
+impl Period {
+    /// The first day (days since 1970-01-01, local) of the period holding `epoch_ms` in a
+    /// time zone `utc_offset_s` east of UTC.
+    pub fn first_day(self, epoch_ms: u64, utc_offset_s: i64) -> i64 {
+        let local_s = i64::try_from(epoch_ms / 1000).unwrap_or(i64::MAX) + utc_offset_s;
+        let days = local_s.div_euclid(86_400);
+        match self {
+            Self::Day => days,
+            // 1970-01-01 was a Thursday: its Monday is 3 days before.
+            Self::Week => days - (days + 3).rem_euclid(7),
+            Self::Month => days - i64::from(civil_from_days(days).2) + 1,
+        }
+    }
+
+    /// When (epoch ms) the period holding `epoch_ms` began.
+    pub fn start_ms(self, epoch_ms: u64, utc_offset_s: i64) -> u64 {
+        local_midnight_ms(self.first_day(epoch_ms, utc_offset_s), utc_offset_s)
+    }
+
+    /// When (epoch ms) the period holding `epoch_ms` ends (the next one begins).
+    pub fn end_ms(self, epoch_ms: u64, utc_offset_s: i64) -> u64 {
+        let first = self.first_day(epoch_ms, utc_offset_s);
+        let next = match self {
+            Self::Day => first + 1,
+            Self::Week => first + 7,
+            Self::Month => {
+                let (year, month, _) = civil_from_days(first);
+                let (year, month) = if month == 12 { (year + 1, 1) } else { (year, month + 1) };
+                days_from_civil(year, month, 1)
+            }
+        };
+        local_midnight_ms(next, utc_offset_s)
+    }
+}
+
+/// The epoch ms of local midnight starting `days` (since 1970-01-01, local).
+pub fn local_midnight_ms(days: i64, utc_offset_s: i64) -> u64 {
+    u64::try_from((days * 86_400 - utc_offset_s).saturating_mul(1000)).unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn periods_start_and_end_at_local_midnights() {
+        // 2026-12-05 21:00 UTC, a Saturday; UTC+3 it is already the 6th.
+        let at = 1_796_504_400_000;
+        let day = 86_400_000;
+        assert_eq!(Period::Day.start_ms(at, 0), at - 21 * 3_600_000);
+        assert_eq!(Period::Day.end_ms(at, 0), at + 3 * 3_600_000);
+        assert_eq!(Period::Day.start_ms(at, 3 * 3600), at);
+        assert_eq!(Period::Week.start_ms(at, 0), at - 21 * 3_600_000 - 5 * day);
+        assert_eq!(civil_from_days(Period::Month.first_day(at, 0)), (2026, 12, 1));
+        assert_eq!(
+            Period::Month.end_ms(at, 0),
+            local_midnight_ms(days_from_civil(2027, 1, 1), 0)
+        );
+    }
 
     #[test]
     fn civil_dates_round_trip() {

@@ -231,6 +231,10 @@ pub struct RunnerConfig {
     /// The run an agent of which launched this one (its nearest parent run), recorded with
     /// the run's spend in the usage ledger so that a run tree's spend can be summed.
     pub parent_run_id: Option<String>,
+    /// The run at the top of this run's tree (its farthest launching run), when it has one.
+    pub tree_root_run_id: Option<String>,
+    /// The spend limits the run is held to and what it reserves (U8, U9; absent: none).
+    pub spend: Option<crate::records::spend::SpendPlan>,
 }
 
 /// Whether agents load their own configuration from the project they run in (pi's `.pi/`

@@ -1,4 +1,5 @@
-//! The usage ledger (U1, U2): every step's tokens and cost, kept across runs in
+//! The usage ledger (U1, U2): every step's tokens and cost — what it added while it ran, at
+//! most every few seconds, then the rest when it ended — kept across runs in
 //! `<root>/usage/<YYYY-MM>.ledger` (the UTC month of the entry), so that what was spent can be
 //! summed over days and months without reading run directories (which `prune` removes).
 //!
@@ -34,6 +35,8 @@ pub struct LedgerEntry {
     pub run: String,
     /// The run this run was launched from (by an agent of that run), when any.
     pub parent: Option<String>,
+    /// The run at the top of its run tree, when it is not the run itself.
+    pub root: Option<String>,
     /// The step's flat index in its run.
     pub step: u32,
     /// The agent.
@@ -44,8 +47,13 @@ pub struct LedgerEntry {
     pub provider: Option<String>,
     /// The machine the step ran on, when it was placed on one (absent: this machine).
     pub machine: Option<String>,
-    /// What the agent reported.
+    /// What the agent reported: the whole step's, or what it added since the entries before
+    /// it for the same step.
     pub usage: Usage,
+    /// Recorded while the step ran, not at its end: part of a step (the entries of one step
+    /// add up to what it spent; only the last is counted as a step).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub partial: bool,
 }
 
 /// The ledger of one state root.
@@ -123,19 +131,7 @@ impl Ledger {
     /// range touches.
     pub fn read(&self, from: u64, to: u64) -> io::Result<LedgerRead> {
         let mut read = LedgerRead::default();
-        let mut files: Vec<(u64, PathBuf)> = match std::fs::read_dir(&self.dir) {
-            Ok(dir) => dir
-                .filter_map(Result::ok)
-                .filter_map(|e| {
-                    let name = e.file_name().into_string().ok()?;
-                    let month = parse_month_name(&name)?;
-                    Some((month, e.path()))
-                })
-                .collect(),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(read),
-            Err(e) => return Err(e),
-        };
-        files.sort();
+        let files = self.month_files()?;
         let (first, last) = (month_key(from), month_key(to.saturating_sub(1)));
         for (month, path) in files {
             if month < first || month > last {
@@ -150,6 +146,83 @@ impl Ledger {
         }
         Ok(read)
     }
+}
+
+impl Ledger {
+    /// The entries of the month file `path` from byte `offset` on, and the offset after the
+    /// last complete line (where the next read starts); a file shorter than `offset` was
+    /// replaced, and is read from its start (`restarted`).
+    pub fn read_from(path: &Path, offset: u64) -> io::Result<Tail> {
+        let file = match File::open(path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Tail::default()),
+            Err(e) => return Err(e),
+        };
+        let len = file.metadata()?.len();
+        let restarted = len < offset;
+        let start = if restarted { 0 } else { offset };
+        let mut bytes = vec![0u8; usize::try_from(len - start).unwrap_or(0)];
+        file.read_exact_at(&mut bytes, start)?;
+        // A line still being written (or torn) is left for the next read.
+        let complete = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |at| at + 1);
+        let mut read = LedgerRead::default();
+        decode_into(&bytes[..complete], 0, u64::MAX, &mut read);
+        Ok(Tail {
+            read,
+            end: start + complete as u64,
+            restarted,
+        })
+    }
+
+    /// The month files there are, oldest first, with their month numbers (`year * 12 + month - 1`).
+    pub fn month_files(&self) -> io::Result<Vec<(u64, PathBuf)>> {
+        let mut files: Vec<(u64, PathBuf)> = match std::fs::read_dir(&self.dir) {
+            Ok(dir) => dir
+                .filter_map(Result::ok)
+                .filter_map(|e| {
+                    let name = e.file_name().into_string().ok()?;
+                    Some((parse_month_name(&name)?, e.path()))
+                })
+                .collect(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(e),
+        };
+        files.sort();
+        Ok(files)
+    }
+}
+
+impl Ledger {
+    /// The entries in the last `max_bytes` of the newest month file: the most recent steps,
+    /// read at a bounded cost.
+    pub fn recent(&self, max_bytes: u64) -> io::Result<Vec<LedgerEntry>> {
+        let Some((_, newest)) = self.month_files()?.pop() else {
+            return Ok(Vec::new());
+        };
+        let len = match std::fs::metadata(&newest) {
+            Ok(meta) => meta.len(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(e),
+        };
+        // The first line read may be cut: its checksum leaves it out.
+        Ok(Self::read_from(&newest, len.saturating_sub(max_bytes))?.read.entries)
+    }
+}
+
+/// What [`Ledger::read_from`] read.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Tail {
+    /// The entries of the complete lines.
+    pub read: LedgerRead,
+    /// The offset after the last complete line.
+    pub end: u64,
+    /// The file was shorter than the offset asked for, and was read from its start.
+    pub restarted: bool,
+}
+
+/// The month number (`year * 12 + month - 1`, UTC) of epoch ms.
+pub fn month_number(epoch_ms: u64) -> u64 {
+    month_key(epoch_ms)
 }
 
 fn ends_with_newline(file: &File) -> io::Result<bool> {

@@ -118,7 +118,8 @@ fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
 /// Closes a step whose end is not the run's last: status and `subagent.step.<outcome>`.
 pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
     apply_step(sup, end);
-    super::ledger::record_step(ctx, end);
+    crate::supervise::ledger::record_step(ctx, end);
+    crate::supervise::spend::settle(ctx, &sup.run_spent);
     sup.book.status.last_update = Some(ctx.now_wall());
     sup.book.update();
     if end.ran() {
@@ -179,9 +180,13 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     for end in ends {
         apply_step(sup, end);
         if !end.closed {
-            super::ledger::record_step(ctx, end);
+            crate::supervise::ledger::record_step(ctx, end);
         }
     }
+
+    // U9: every step's spend is in the ledger now, so the reservation goes before anyone can
+    // see the run ended.
+    crate::supervise::spend::release(ctx);
 
     // 1. Terminal status (durable), then the index (I4, I7).
     let mut status_landed = write_terminal(sup, &state, ended_wall, error.as_deref());
