@@ -181,26 +181,20 @@ fn print_table(summary: &Summary) {
         } else {
             String::new()
         };
-        say!(
-            "{:<key_width$}  {:>5}  {:>8}  {:>8}  {:>8}  {:>8}  {:>18}{bar}",
-            group.key,
-            t.steps,
-            tokens(t.input_tokens),
-            tokens(t.output_tokens),
-            tokens(t.cache_read_tokens + t.cache_write_tokens),
-            tokens(t.total_tokens),
-            cost(t)
-        );
+        say!("{}{bar}", row(&group.key, t, key_width));
     }
-    let t = &summary.total;
-    say!(
-        "{:<key_width$}  {:>5}  {:>8}  {:>8}  {:>8}  {:>8}  {:>18}",
-        "total",
+    say!("{}", row("total", &summary.total, key_width));
+}
+
+/// One line of the table: the key, then the counts and the cost.
+fn row(key: &str, t: &Totals, key_width: usize) -> String {
+    format!(
+        "{key:<key_width$}  {:>5}  {:>8}  {:>8}  {:>8}  {:>8}  {:>18}",
         t.steps,
         tokens(t.input_tokens),
         tokens(t.output_tokens),
         tokens(t.cache_read_tokens + t.cache_write_tokens),
         tokens(t.total_tokens),
         cost(t)
-    );
+    )
 }

@@ -43,6 +43,9 @@ pub(crate) struct RunContext {
     /// The worktrees made for this launch, removed again when it fails before the run
     /// started.
     pub worktrees: std::sync::Mutex<Option<crate::worktrees::Created>>,
+    /// The run did not fit under a spend limit when the launch looked (U9): it is recorded
+    /// `queued`, and its runner waits for room.
+    pub spend_waits: std::sync::atomic::AtomicBool,
 }
 
 impl RunContext {

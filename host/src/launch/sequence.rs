@@ -83,6 +83,7 @@ pub async fn launch(launch: Launch, options: LaunchOptions) -> Result<Launched, 
             )
         }),
         worktrees: std::sync::Mutex::new(None),
+        spend_waits: std::sync::atomic::AtomicBool::new(false),
     });
     let spawned = match spawn_runner(&ctx, worktree_plan, &setup, &options).await {
         Ok(spawned) => spawned,
@@ -344,6 +345,7 @@ async fn refuse_a_wait(ctx: &Arc<RunContext>, config: &RunnerConfig) -> Result<(
         if ctx.launch.limits.no_queue {
             return Err(LaunchError::WouldWait(short.reason()));
         }
+        ctx.spend_waits.store(true, std::sync::atomic::Ordering::Relaxed);
     }
     if !ctx.launch.limits.no_queue {
         return Ok(());
@@ -470,11 +472,8 @@ async fn pre_commit(
     // U7, U9: a run whose first steps' provider cools down, or that does not fit under a spend
     // limit, waits for it, queued; its runner starts it when it may.
     let waits = !on_cluster
-        && (bookkeeping::provider_cooling(ctx, config).await.is_some()
-            || match &config.spend {
-                Some(plan) => super::spend::shortfall(ctx, plan).await?.is_some(),
-                None => false,
-            });
+        && (ctx.spend_waits.load(std::sync::atomic::Ordering::Relaxed)
+            || bookkeeping::provider_cooling(ctx, config).await.is_some());
     if over_cap || waits {
         status.state = Some(sublaunch_protocol::records::status::RunState::Queued);
     }

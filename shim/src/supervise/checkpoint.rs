@@ -27,24 +27,32 @@ impl Supervisor {
             return;
         }
         for child in running.iter_mut() {
-            let io = &mut child.io;
-            if io.checkpointed || io.parser.answered() || child.exit_seen.is_some() {
+            if child.io.checkpointed || !ask(ctx, child, &checkpoint_message(ms)) {
                 continue;
             }
-            let Some(input) = io.input.as_mut().filter(|i| i.is_open() && !i.closing()) else {
-                continue;
-            };
-            io.checkpointed = true;
-            io.parser.input_sent();
-            let text = checkpoint_message(ms);
-            input.send(&match adapter::for_step(&ctx.cfg, child.index).input_format() {
-                Some(InputFormat::PiRpc) => crate::adapter::pi_rpc_line("steer", &text),
-                _ => crate::adapter::claude_user_line(&text),
-            });
+            child.io.checkpointed = true;
             let event = events::step_checkpoint(ctx.now_wall(), &ctx.cfg.id, child.index, &child.agent, ms);
             self.events.append(&event);
         }
     }
+}
+
+/// Writes `text` to the input of an agent that takes messages and has not answered yet; says
+/// whether it could be asked.
+pub(super) fn ask(ctx: &Ctx, child: &mut ChildRun, text: &str) -> bool {
+    let io = &mut child.io;
+    if io.parser.answered() || child.exit_seen.is_some() {
+        return false;
+    }
+    let Some(input) = io.input.as_mut().filter(|i| i.is_open() && !i.closing()) else {
+        return false;
+    };
+    io.parser.input_sent();
+    input.send(&match adapter::for_step(&ctx.cfg, child.index).input_format() {
+        Some(InputFormat::PiRpc) => crate::adapter::pi_rpc_line("steer", text),
+        _ => crate::adapter::claude_user_line(text),
+    });
+    true
 }
 
 /// What an agent is told when the deadline nears.

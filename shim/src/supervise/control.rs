@@ -101,3 +101,35 @@ impl ControlInbox {
         }
     }
 }
+
+/// A wait before the run starts (for a cooldown, for room under a spend limit) that a stop
+/// ends: the control inbox and the stop signals are watched while it sleeps.
+pub struct Pause {
+    inbox: Option<ControlInbox>,
+}
+
+impl Pause {
+    /// Watches `ctx`'s run for stop requests.
+    pub fn new(ctx: &crate::context::Ctx) -> Self {
+        Self {
+            inbox: ctx.open_run().ok().map(|run| ControlInbox::open(&run)),
+        }
+    }
+
+    /// Sleeps up to `timeout`, adding what arrived to `requests`; says whether they end the run.
+    pub fn sleep(&mut self, requests: &mut super::Requests, timeout: std::time::Duration) -> bool {
+        let mut fds: Vec<libc::pollfd> = self.inbox.as_ref().and_then(ControlInbox::pollfd).into_iter().collect();
+        crate::process::signals::wait(&mut fds, Some(timeout));
+        let woken = fds.first().is_some_and(|p| p.revents != 0);
+        requests.take_signals();
+        for request in self
+            .inbox
+            .as_mut()
+            .map(|i| i.check(std::time::Instant::now(), woken))
+            .unwrap_or_default()
+        {
+            requests.receive(request);
+        }
+        requests.ends_run()
+    }
+}

@@ -15,10 +15,9 @@
 use super::{Requests, Supervisor};
 use crate::adapter::RateLimited;
 use crate::context::Ctx;
-use crate::process::signals;
 use crate::step::child::ChildRun;
 use crate::step::end::StepEnd;
-use crate::supervise::control::ControlInbox;
+use crate::supervise::control::Pause;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::config::{DEFAULT_RATE_LIMIT_RETRIES, StepConfig};
@@ -228,7 +227,7 @@ fn clear_waiting(ctx: &Ctx) {
 /// then starts nothing). Returns the requests that arrived.
 pub fn wait_before_start(ctx: &Ctx) -> Requests {
     let mut requests = Requests::default();
-    let mut inbox = None;
+    let mut pause = None;
     let mut said: Option<u64> = None;
     loop {
         let longest = Dir::open_with(&ctx.paths.root, ctx.os.clone())
@@ -250,22 +249,11 @@ pub fn wait_before_start(ctx: &Ctx) -> Requests {
             write_waiting(ctx, &cooldown, None, now);
             said = Some(cooldown.until);
         }
-        let inbox = inbox.get_or_insert_with(|| ctx.open_run().ok().map(|run| ControlInbox::open(&run)));
-        let mut fds: Vec<libc::pollfd> = inbox.as_ref().and_then(ControlInbox::pollfd).into_iter().collect();
+        let pause = pause.get_or_insert_with(|| Pause::new(ctx));
         // Wake at the cooldown's end, and now and then to look again (another run may have
         // lengthened it, a stop may arrive without waking the inbox).
         let left = Duration::from_millis(cooldown.until.saturating_sub(now)).min(super::queue::TICK);
-        signals::wait(&mut fds, Some(left));
-        let woken = fds.first().is_some_and(|p| p.revents != 0);
-        requests.take_signals();
-        for request in inbox
-            .as_mut()
-            .map(|i| i.check(Instant::now(), woken))
-            .unwrap_or_default()
-        {
-            requests.receive(request);
-        }
-        if requests.ends_run() {
+        if pause.sleep(&mut requests, left) {
             clear_waiting(ctx);
             return requests;
         }

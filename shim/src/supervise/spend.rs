@@ -12,13 +12,11 @@
 
 use super::{Requests, Supervisor};
 use crate::context::Ctx;
-use crate::process::signals;
 use crate::step::child::ChildRun;
-use crate::supervise::control::ControlInbox;
+use crate::supervise::control::Pause;
 use std::time::{Duration, Instant};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::procinfo::{own_host_pid, own_start_identity};
-use sublaunch_protocol::records::config::InputFormat;
 use sublaunch_protocol::records::spend::reservations::{Admission, Runner, SpendBook};
 use sublaunch_protocol::records::spend::{Amount, Crossed, SpendPlan, crossed};
 use sublaunch_protocol::records::usage::Usage;
@@ -56,7 +54,7 @@ pub fn wait_for_allowance(ctx: &Ctx) -> (Requests, Option<SpendWatch>) {
         pid: own_host_pid(),
         pid_start_identity: identity.as_deref(),
     };
-    let mut inbox = None;
+    let mut pause = None;
     let mut said: Option<String> = None;
     loop {
         let admission =
@@ -106,20 +104,11 @@ pub fn wait_for_allowance(ctx: &Ctx) -> (Requests, Option<SpendWatch>) {
             }
             said = Some(reason);
         }
-        let inbox = inbox.get_or_insert_with(|| ctx.open_run().ok().map(|run| ControlInbox::open(&run)));
-        let mut fds: Vec<libc::pollfd> = inbox.as_ref().and_then(ControlInbox::pollfd).into_iter().collect();
         // Another run's end frees its reservation at any moment: look again each tick.
-        signals::wait(&mut fds, Some(super::queue::TICK));
-        let woken = fds.first().is_some_and(|p| p.revents != 0);
-        requests.take_signals();
-        for request in inbox
-            .as_mut()
-            .map(|i| i.check(Instant::now(), woken))
-            .unwrap_or_default()
+        if pause
+            .get_or_insert_with(|| Pause::new(ctx))
+            .sleep(&mut requests, super::queue::TICK)
         {
-            requests.receive(request);
-        }
-        if requests.ends_run() {
             clear_waiting(ctx);
             return (requests, None);
         }
@@ -183,22 +172,10 @@ impl Supervisor {
         let Some(limit) = crossed(&watch.plan, &watch.others, Amount::of(&spent)) else {
             return;
         };
+        let text = wrap_up_message(&limit);
         let mut asked = false;
         for child in running.iter_mut() {
-            let io = &mut child.io;
-            if io.parser.answered() || child.exit_seen.is_some() {
-                continue;
-            }
-            let Some(input) = io.input.as_mut().filter(|i| i.is_open() && !i.closing()) else {
-                continue;
-            };
-            io.parser.input_sent();
-            let text = wrap_up_message(&limit);
-            input.send(&match crate::adapter::for_step(&ctx.cfg, child.index).input_format() {
-                Some(InputFormat::PiRpc) => crate::adapter::pi_rpc_line("steer", &text),
-                _ => crate::adapter::claude_user_line(&text),
-            });
-            asked = true;
+            asked |= super::checkpoint::ask(ctx, child, &text);
         }
         let stop_at = if asked { now + WRAP_UP } else { now };
         watch.crossed = Some((limit, stop_at));

@@ -1,6 +1,7 @@
 //! The status lock (S1 ⊕): an exclusive advisory `flock` on `<run>/.status.lock`, taken by every
-//! read-modify-write of `status.json` outside the single-writer windows. The kernel releases it
-//! when the holder dies; dropping the guard releases it too.
+//! read-modify-write of `status.json` outside the single-writer windows; and the same kind of
+//! lock on any lock file of a directory ([`FileLock`]). The kernel releases it when the holder
+//! dies; dropping the guard releases it too.
 
 use crate::errors::os_error;
 use crate::files::dir::{Dir, FILE_MODE};
@@ -21,20 +22,35 @@ pub struct StatusLock {
 impl StatusLock {
     /// Blocks until the lock is held. Async callers run this on a blocking thread.
     pub fn acquire(run: &Dir) -> io::Result<Self> {
-        let fd = open_lock_file(run)?;
-        retry_eintr(|| fs::flock(&fd, FlockOperation::LockExclusive))
-            .map_err(|e| os_error(e, "flock", &run.join(names::STATUS_LOCK)))?;
+        let FileLock { fd } = FileLock::exclusive(run, names::STATUS_LOCK)?;
         Ok(Self { fd })
     }
 
     /// Takes the lock if it is free; `Ok(None)` when another holder has it.
     pub fn try_acquire(run: &Dir) -> io::Result<Option<Self>> {
-        let fd = open_lock_file(run)?;
+        let fd = open_lock_file(run, names::STATUS_LOCK)?;
         match retry_eintr(|| fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)) {
             Ok(()) => Ok(Some(Self { fd })),
             Err(Errno::WOULDBLOCK) => Ok(None),
             Err(e) => Err(os_error(e, "flock", &run.join(names::STATUS_LOCK))),
         }
+    }
+}
+
+/// A held exclusive `flock` on a lock file of a directory (the usage lock, the cooldowns'
+/// lock); released when dropped or when the holder dies.
+#[derive(Debug)]
+pub struct FileLock {
+    fd: OwnedFd,
+}
+
+impl FileLock {
+    /// Blocks until the lock on `dir/name` (created 0600 when missing, never followed) is held.
+    pub fn exclusive(dir: &Dir, name: &str) -> io::Result<Self> {
+        let fd = open_lock_file(dir, name)?;
+        retry_eintr(|| fs::flock(&fd, FlockOperation::LockExclusive))
+            .map_err(|e| os_error(e, "flock", &dir.join(name)))?;
+        Ok(Self { fd })
     }
 }
 
@@ -44,17 +60,14 @@ impl Drop for StatusLock {
     }
 }
 
-fn open_lock_file(run: &Dir) -> io::Result<OwnedFd> {
+fn open_lock_file(dir: &Dir, name: &str) -> io::Result<OwnedFd> {
     let flags = OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     retry_eintr(|| {
-        run.os().files.openat(
-            run.fd(),
-            Path::new(names::STATUS_LOCK),
-            flags,
-            Mode::from_raw_mode(FILE_MODE),
-        )
+        dir.os()
+            .files
+            .openat(dir.fd(), Path::new(name), flags, Mode::from_raw_mode(FILE_MODE))
     })
-    .map_err(|e| os_error(e, "open", &run.join(names::STATUS_LOCK)))
+    .map_err(|e| os_error(e, "open", &dir.join(name)))
 }
 
 #[cfg(test)]

@@ -16,11 +16,10 @@
 use crate::files::atomic::Durability;
 use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
+use crate::files::lock::FileLock;
 use crate::records::config::RunnerConfig;
-use rustix::fs::{FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::path::Path;
 
 /// `<root>/limits`.
 pub const LIMITS_DIR: &str = "limits";
@@ -140,22 +139,8 @@ impl Cooldowns {
         })
     }
 
-    fn lock(&self) -> io::Result<std::os::fd::OwnedFd> {
-        let path = self.dir.join(LOCK);
-        let fd = rustix::fs::openat(
-            self.dir.fd(),
-            Path::new(LOCK),
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| io::Error::other(format!("cannot open {}: {e}", path.display())))?;
-        loop {
-            match rustix::fs::flock(&fd, FlockOperation::LockExclusive) {
-                Ok(()) => return Ok(fd),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io::Error::other(format!("cannot lock {}: {e}", path.display()))),
-            }
-        }
+    fn lock(&self) -> io::Result<FileLock> {
+        FileLock::exclusive(&self.dir, LOCK)
     }
 }
 

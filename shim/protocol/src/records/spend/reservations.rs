@@ -11,14 +11,13 @@ use super::{Amount, Per, Shortfall, SpendPlan, first_shortfall};
 use crate::files::atomic::Durability;
 use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
+use crate::files::lock::FileLock;
 use crate::os::processes::Processes;
 use crate::procinfo::Liveness;
 use crate::records::ledger::{LEDGER_DIR, Ledger};
-use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
+use rustix::fs::FileType;
 use serde::{Deserialize, Serialize};
 use std::io;
-use std::os::fd::OwnedFd;
-use std::path::Path;
 
 /// `<root>/usage/reservations`.
 pub const RESERVATIONS_DIR: &str = "reservations";
@@ -76,12 +75,6 @@ pub struct SpendBook {
     ledger: Ledger,
 }
 
-/// The held usage lock.
-#[derive(Debug)]
-pub struct UsageLock {
-    _fd: OwnedFd,
-}
-
 impl SpendBook {
     /// The book under `<root>`, creating `<root>/usage/reservations` when missing.
     pub fn open(root: &Dir) -> io::Result<Self> {
@@ -97,22 +90,8 @@ impl SpendBook {
     }
 
     /// Blocks until the usage lock is held.
-    pub fn lock(&self) -> io::Result<UsageLock> {
-        let path = self.usage.join(LOCK);
-        let fd = rustix::fs::openat(
-            self.usage.fd(),
-            Path::new(LOCK),
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )
-        .map_err(|e| io::Error::other(format!("cannot open {}: {e}", path.display())))?;
-        loop {
-            match rustix::fs::flock(&fd, FlockOperation::LockExclusive) {
-                Ok(()) => return Ok(UsageLock { _fd: fd }),
-                Err(rustix::io::Errno::INTR) => {}
-                Err(e) => return Err(io::Error::other(format!("cannot lock {}: {e}", path.display()))),
-            }
-        }
+    pub fn lock(&self) -> io::Result<FileLock> {
+        FileLock::exclusive(&self.usage, LOCK)
     }
 
     /// Whether `plan`'s run would fit now, without reserving (the launching host's look, which
