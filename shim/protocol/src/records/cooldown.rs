@@ -161,14 +161,15 @@ pub fn next_cooldown(previous: Option<&Cooldown>, strike: &Strike<'_>) -> Cooldo
         .retry_after_ms
         .unwrap_or(DEFAULT_DELAY_MS)
         .max(strike.cli_delay_ms.unwrap_or(0))
-        .max(1);
+        // An agent's output is not trusted to pause a provider for longer than the cap.
+        .clamp(1, MAX_DELAY_MS);
     let message = Some(shorten(strike.message)).filter(|m| !m.is_empty());
     match previous {
         // The same refusal seen by another run: at most as long as its own Retry-After asks.
         Some(running) if running.until > strike.at => {
             let mut same = running.clone();
             if let Some(after) = strike.retry_after_ms.max(strike.cli_delay_ms) {
-                same.until = same.until.max(strike.at.saturating_add(after));
+                same.until = same.until.max(strike.at.saturating_add(after.min(MAX_DELAY_MS)));
             }
             same
         }
@@ -180,7 +181,7 @@ pub fn next_cooldown(previous: Option<&Cooldown>, strike: &Strike<'_>) -> Cooldo
                 1
             };
             let doubled = base.saturating_mul(1u64 << (strikes - 1).min(16));
-            let delay = doubled.min(MAX_DELAY_MS.max(base));
+            let delay = doubled.min(MAX_DELAY_MS);
             let jitter = strike.random % (delay / 5 + 1);
             Cooldown {
                 provider: strike.provider.to_owned(),
@@ -254,6 +255,14 @@ mod tests {
         let later = 8_000 + REPEAT_WINDOW_MS + 1;
         let fresh = next_cooldown(Some(&second), &strike(later, None));
         assert_eq!((fresh.until, fresh.strikes), (later + DEFAULT_DELAY_MS, 1));
+    }
+
+    #[test]
+    fn no_wait_an_agent_prints_pauses_a_provider_past_the_cap() {
+        let hostile = next_cooldown(None, &strike(0, Some(u64::MAX / 4)));
+        assert_eq!(hostile.until, MAX_DELAY_MS);
+        let again = next_cooldown(Some(&hostile), &strike(1, Some(u64::MAX / 4)));
+        assert_eq!(again.until, MAX_DELAY_MS + 1);
     }
 
     #[test]
