@@ -121,47 +121,39 @@ pub fn summarize(root: &Path, query: &Query) -> std::io::Result<Summary> {
 
 /// Sums `entries` as `query` asks (the period is the caller's).
 pub fn summarize_entries<'a>(entries: &'a [LedgerEntry], damaged: usize, query: &Query) -> Summary {
-    let parents: HashMap<&'a str, &'a str> = entries
-        .iter()
-        .filter_map(|e| Some((e.run.as_str(), e.parent.as_deref()?)))
-        .collect();
-    let top = |run: &'a str| -> &'a str {
-        let mut run = run;
-        // Bounded: a cycle (records written by hand) cannot hang the query.
-        for _ in 0..64 {
-            match parents.get(run) {
-                Some(parent) => run = parent,
-                None => break,
-            }
-        }
-        run
+    // Entries name their tree's top run; the parents are walked only for a subtree and for
+    // entries that do not name it.
+    let walk_needed = query.tree_of.is_some() || entries.iter().any(|e| e.root.is_none() && e.parent.is_some());
+    let parents: HashMap<&'a str, &'a str> = if walk_needed {
+        entries
+            .iter()
+            .filter_map(|e| Some((e.run.as_str(), e.parent.as_deref()?)))
+            .collect()
+    } else {
+        HashMap::new()
     };
-    let in_tree = |run: &str| match &query.tree_of {
-        None => true,
-        Some(wanted) => {
-            let mut run = run;
-            for _ in 0..64 {
-                if run == wanted {
-                    return true;
-                }
-                match parents.get(run) {
-                    Some(parent) => run = parent,
-                    None => return false,
-                }
-            }
-            false
+    // The runs from `run` up its parents, bounded: a cycle (records written by hand) cannot
+    // hang the query.
+    let ancestry = |run: &'a str| std::iter::successors(Some(run), |r| parents.get(r).copied()).take(64);
+    let top = |entry: &'a LedgerEntry| -> &'a str {
+        match &entry.root {
+            Some(root) => root,
+            None => ancestry(&entry.run).last().unwrap_or(entry.run.as_str()),
         }
+    };
+    let in_tree = |entry: &'a LedgerEntry| match &query.tree_of {
+        None => true,
+        Some(wanted) => entry.root.as_ref() == Some(wanted) || ancestry(&entry.run).any(|r| r == wanted),
     };
     // Keyed without allocating per entry (a day by its number, a name by reference): the
     // query reads every entry of the period, and months of them are 100 000 steps.
     let mut by_day: HashMap<i64, Totals> = HashMap::new();
     let mut by_name: HashMap<&str, Totals> = HashMap::new();
-    let mut tops: HashMap<&str, &str> = HashMap::new();
     let mut total = Totals::default();
     fn named<'n>(name: &'n Option<String>, none: &'static str) -> &'n str {
         name.as_deref().unwrap_or(none)
     }
-    for entry in entries.iter().filter(|e| in_tree(&e.run)) {
+    for entry in entries.iter().filter(|e| in_tree(e)) {
         let totals = match query.by {
             Grouping::Day | Grouping::Week | Grouping::Month => by_day
                 .entry(calendar_day(entry.at, query.by, query.utc_offset_s))
@@ -171,10 +163,7 @@ pub fn summarize_entries<'a>(entries: &'a [LedgerEntry], damaged: usize, query: 
             Grouping::Provider => by_name.entry(named(&entry.provider, "(unknown)")).or_default(),
             Grouping::Machine => by_name.entry(named(&entry.machine, "local")).or_default(),
             Grouping::Run => by_name.entry(entry.run.as_str()).or_default(),
-            Grouping::Tree => {
-                let top = *tops.entry(entry.run.as_str()).or_insert_with(|| top(&entry.run));
-                by_name.entry(top).or_default()
-            }
+            Grouping::Tree => by_name.entry(top(entry)).or_default(),
         };
         totals.add(entry);
         total.add(entry);
@@ -305,6 +294,20 @@ mod tests {
             .map(|g| (g.key.as_str(), g.totals.cost_usd))
             .collect();
         assert_eq!(keys, [("other", Some(8.0)), ("top", Some(7.0))]);
+        // A run that names its top run counts there even when the runs between are not in
+        // the period read.
+        let mut late = entry(5, "late", Some("gone"), "a", Some(16.0));
+        late.root = Some("top".to_owned());
+        let with_late = [entries[0].clone(), late];
+        let trees = summarize_entries(&with_late, 0, &query(Grouping::Tree));
+        assert_eq!(trees.groups.len(), 1);
+        assert_eq!(
+            (trees.groups[0].key.as_str(), trees.groups[0].totals.cost_usd),
+            ("top", Some(17.0))
+        );
+        let mut of_top = query(Grouping::Run);
+        of_top.tree_of = Some("top".to_owned());
+        assert_eq!(summarize_entries(&with_late, 0, &of_top).total.cost_usd, Some(17.0));
         let mut of_child = query(Grouping::Run);
         of_child.tree_of = Some("child".to_owned());
         let runs = summarize_entries(&entries, 0, &of_child);

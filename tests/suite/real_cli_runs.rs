@@ -88,8 +88,14 @@ impl World {
 
     /// `sublaunch ARGS` with the CLIs' environment and `extra`.
     pub(crate) fn sublaunch_with(&self, args: &[&str], extra: &[(&str, PathBuf)]) -> Output {
-        let mut command = self.scratch.cli(args);
+        let mut command = self.command(args);
         command.envs(extra.iter().map(|(k, v)| (k, v)));
+        command.output().unwrap()
+    }
+
+    /// The command `sublaunch ARGS` with the CLIs' environment.
+    pub(crate) fn command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = self.scratch.cli(args);
         for agent in &self.agents {
             for (key, value) in &agent.env {
                 if key != "HOME" {
@@ -97,7 +103,7 @@ impl World {
                 }
             }
         }
-        command.output().unwrap()
+        command
     }
 
     /// `run ARGS --wait`, which must complete: (run id, stdout).

@@ -1,7 +1,8 @@
 //! Spend limits across runs (U8, U9, U10): a daily allowance in settings that the real pi's
 //! reported cost fills, the ninth run waiting `queued` with the reason until the runner's day
-//! moves on (its clock shifted through a test hook), `--no-queue` refusing instead, a running
-//! run stopped when it fills the day's allowance, and the reservation of a runner killed with
+//! moves on (its clock shifted through a test hook), `--no-queue` (and MCP `noQueue`) refusing
+//! instead, a running run stopped when it fills the day's allowance, an agent that takes
+//! messages asked to wrap up first with no further step started, and the reservation of a runner killed with
 //! SIGKILL released for the next run.
 
 use crate::real_cli_runs::World;
@@ -96,6 +97,22 @@ fn a_daily_limit_queues_the_ninth_run_until_the_day_moves() {
         "{}",
         text(&refused.stderr)
     );
+    // An MCP client asking not to queue is refused the same way.
+    let mut session = sublaunch_tests::mcp_session::Session::spawn(world.command(&["mcp"]));
+    let answer = session.request(
+        "tools/call",
+        json!({"name": "run", "arguments": {
+            "agent": "pi", "model": "fake/fake-model", "task": "tenth", "noQueue": true
+        }}),
+    );
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+    assert!(
+        answer
+            .to_string()
+            .contains("it would wait for spend limit: $24.00 of $25.00 used today"),
+        "{answer}"
+    );
+    drop(session);
     assert_eq!(world.pi.main_requests().len(), 8, "the queued run asked nothing");
 
     // The runner's day moves on: the ninth run fits in the new day, starts and ends.
@@ -147,6 +164,73 @@ fn a_run_that_fills_the_days_allowance_is_stopped_naming_the_limit() {
         "{}",
         text(&refused.stderr)
     );
+}
+
+#[test]
+fn an_agent_that_takes_messages_is_asked_to_wrap_up_and_no_further_step_starts() {
+    let world = World::with_pi_api("spend-wrap-up", PiApi::AnthropicMessages);
+    // A limit in tokens: a reported use in the millions would also make pi shrink its next
+    // request to fit its context window.
+    settings(&world.scratch.work(), json!([{"per": "day", "tokens": 5000}]));
+    // The first call uses 6000 tokens and runs a 3 s tool; the message to wrap up arrives
+    // with the tool's result, and pi's answer to it is the step's.
+    world.pi.replies([
+        Reply::tool_call("bash", json!({"command": "sleep 3"})).usage(6000, 0, 0, 0),
+        Reply::text("pi wrapped up"),
+    ]);
+    // A checkpoint gives pi a pipe for messages while it runs.
+    let chain = write(
+        &world.scratch.path().join("two-steps.json"),
+        &json!({"checkpointBeforeDeadlineMs": 60000, "steps": [
+            {"agent": "pi", "task": "first", "model": "fake/fake-model"},
+            {"agent": "pi", "task": "second", "model": "fake/fake-model"}
+        ]})
+        .to_string(),
+    );
+    let output = world.run(&["--chain", chain.to_str().unwrap(), "--timeout", "600"]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let id = text(&output.stderr).lines().next().unwrap().to_owned();
+    let result = world.result(&id);
+    let requests = world.pi.main_requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the second step never started: {}\n{result}",
+        world.pi.dump()
+    );
+    assert!(
+        !requests[0].body.to_string().contains("reached a spend limit"),
+        "{}",
+        world.pi.dump()
+    );
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("This run reached a spend limit (the spend limit of 5000 tokens per day was reached ("),
+        "{}",
+        world.pi.dump()
+    );
+    assert!(
+        requests[1]
+            .body
+            .to_string()
+            .contains("used today)) and ends in 10 s. Stop now"),
+        "{}",
+        world.pi.dump()
+    );
+    assert_eq!(result["state"], "stopped", "{result}");
+    assert!(
+        result["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("Stopped: the spend limit of 5000 tokens per day was reached ("),
+        "{result}"
+    );
+    // The first step's answer to the request is kept.
+    assert_eq!(result["steps"][0]["success"], true, "{result}");
+    assert_eq!(result["steps"][0]["output"], "pi wrapped up", "{result}");
+    assert_eq!(result["steps"][1]["success"], false, "{result}");
 }
 
 /// Writes `n` ledger entries of agent `agent` costing `cost` each, two days ago.

@@ -17,8 +17,12 @@ pub struct Session {
 impl Session {
     /// `sublaunch mcp --allow-shell` in `scratch`, initialized.
     pub fn start(scratch: &Scratch) -> Session {
-        let mut child = scratch
-            .cli(&["mcp", "--allow-shell"])
+        Session::spawn(scratch.cli(&["mcp", "--allow-shell"]))
+    }
+
+    /// The MCP server `command` starts (`sublaunch mcp …`), initialized.
+    pub fn spawn(mut command: std::process::Command) -> Session {
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())

@@ -244,8 +244,9 @@ struct ScopeState {
     replies: VecDeque<Reply>,
     default: Option<Reply>,
     requests: Vec<Request>,
-    /// Main requests before this instant get this reply (a provider's rate limit).
-    limited: Option<(std::time::Instant, Reply)>,
+    /// The limit of [`Scope::limit_for`]: its window, when it ends (from the first main
+    /// request it met), and the reply.
+    limited: Option<(Duration, Option<std::time::Instant>, Reply)>,
     /// How many requests got it.
     refused: usize,
 }
@@ -353,10 +354,11 @@ impl Scope {
         self
     }
 
-    /// Answers every main request with `reply` (a 429, say) for `window` from now, the
-    /// scripted replies waiting behind it, as a provider's rate limit does.
+    /// Answers every main request with `reply` (a 429, say) for `window` from the first main
+    /// request it meets, the scripted replies waiting behind it, as a provider's rate limit
+    /// does (from the first call, so that how long the agents take to start does not matter).
     pub fn limit_for(&self, window: Duration, reply: Reply) -> &Self {
-        self.state.lock().unwrap().limited = Some((std::time::Instant::now() + window, reply));
+        self.state.lock().unwrap().limited = Some((window, None, reply));
         self
     }
 
@@ -552,11 +554,12 @@ fn handle(raw: RawRequest, scopes: &Scopes, out: &mut TcpStream) -> std::io::Res
     let reply = {
         let mut s = state.lock().unwrap();
         s.requests.push(request.clone());
+        let now = std::time::Instant::now();
         let limited = s
             .limited
-            .as_ref()
-            .filter(|(until, _)| main && std::time::Instant::now() < *until)
-            .map(|(_, reply)| reply.clone());
+            .as_mut()
+            .filter(|_| main)
+            .and_then(|(window, until, reply)| (now < *until.get_or_insert(now + *window)).then(|| reply.clone()));
         s.refused += usize::from(limited.is_some());
         let scripted = if main && limited.is_none() {
             s.replies.pop_front()

@@ -106,6 +106,9 @@ pub struct ChildRun {
     pub cancel: Option<String>,
     /// The budget it (or the run) crossed: it is stopped and its step fails.
     pub budget: Option<crate::step::budget::Exceeded>,
+    /// What its agent reported spending, read from its parser once after each read of its
+    /// output, so that the checks of one pass of the event loop share one copy.
+    pub spent: crate::adapter::Spent,
     /// What of its usage the ledger holds already (U1), and when it was appended.
     pub ledgered: sublaunch_protocol::records::usage::Usage,
     /// When its usage was last appended to the ledger.
@@ -151,6 +154,7 @@ impl ChildRun {
             protocol: None,
             cancel: None,
             budget: None,
+            spent: crate::adapter::Spent::default(),
             ledgered: sublaunch_protocol::records::usage::Usage::default(),
             ledgered_at: None,
             rate_limited: None,

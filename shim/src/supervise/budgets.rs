@@ -23,18 +23,14 @@ impl Supervisor {
         }
         let mut run_usage = run_budget.map(|_| self.run_spent.clone());
         for child in running.iter_mut() {
-            let spent = child.io.parser.spent();
+            let spent = &child.spent;
             if let (Some(total), Some(usage)) = (run_usage.as_mut(), &spent.usage) {
                 total.add(usage);
             }
             if child.budget.is_none() {
                 let step = &ctx.cfg.steps[child.index];
-                child.budget = budget::crossed(
-                    budget::Scope::Step,
-                    step.usage_budget.as_ref(),
-                    step.tool_budget,
-                    &spent,
-                );
+                child.budget =
+                    budget::crossed(budget::Scope::Step, step.usage_budget.as_ref(), step.tool_budget, spent);
             }
         }
         let run_spent = adapter::Spent {

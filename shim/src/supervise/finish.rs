@@ -44,6 +44,7 @@ impl Supervisor {
         let tail = child.io.stdout_tail.bytes();
         let tail_cut = child.io.stdout.total() > tail.len() as u64;
         let spent = child.io.parser.spent();
+        child.spent = spent.clone();
         if spent.rate_limited.is_some() && spent.rate_limited != child.rate_limited {
             // Reported in the agent's last lines, after the loop last looked.
             self.check_rate_limits(ctx, std::slice::from_mut(&mut child));

@@ -35,7 +35,7 @@ pub fn record_progress(ctx: &Ctx, child: &mut ChildRun, now: Instant) -> bool {
     if now.duration_since(child.ledgered_at.unwrap_or(child.started)) < LIVE_EVERY {
         return false;
     }
-    let Some(usage) = child.io.parser.spent().usage else {
+    let Some(usage) = child.spent.usage.clone() else {
         return false;
     };
     if usage == child.ledgered {

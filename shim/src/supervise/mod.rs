@@ -135,13 +135,15 @@ impl Supervisor {
         end.interrupted = self.requests.interrupted();
     }
 
-    /// Checks the run's requests before a step starts (signals, control inbox, deadline);
+    /// Checks the run's requests before a step starts (signals, control inbox, deadline, a
+    /// crossed spend limit);
     /// returns whether the run is ending.
     pub fn run_is_ending(&mut self) -> bool {
         // Let pending (blocked) signals in and record them, without waiting.
         signals::wait(&mut [], Some(Duration::ZERO));
         self.requests.take_signals();
         self.absorb_control(Instant::now(), true);
+        self.stop_if_over_limit();
         self.requests.ends_run()
     }
 }

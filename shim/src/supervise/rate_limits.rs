@@ -50,13 +50,14 @@ impl Supervisor {
     /// an agent refused before it did any work when its step may run again.
     pub(super) fn check_rate_limits(&self, ctx: &Ctx, running: &mut [ChildRun]) {
         for child in running.iter_mut().filter(|c| c.gate.is_none()) {
-            let spent = child.io.parser.spent();
-            let Some(limited) = spent.rate_limited else { continue };
+            let Some(limited) = child.spent.rate_limited.clone() else {
+                continue;
+            };
             if child.rate_limited.as_ref() == Some(&limited) {
                 continue;
             }
             strike(ctx, child.index, &limited);
-            if !spent.worked
+            if !child.spent.worked
                 && child.exit_seen.is_none()
                 && self.retries_left(ctx, child.index) > 0
                 && !self.requests.ends_run()

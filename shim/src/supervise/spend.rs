@@ -165,8 +165,8 @@ impl Supervisor {
         }
         let mut spent = self.run_spent.clone();
         for child in running.iter().filter(|c| c.gate.is_none()) {
-            if let Some(usage) = child.io.parser.spent().usage {
-                spent.add(&usage);
+            if let Some(usage) = &child.spent.usage {
+                spent.add(usage);
             }
         }
         let Some(limit) = crossed(&watch.plan, &watch.others, Amount::of(&spent)) else {
@@ -179,6 +179,14 @@ impl Supervisor {
         }
         let stop_at = if asked { now + WRAP_UP } else { now };
         watch.crossed = Some((limit, stop_at));
+    }
+
+    /// A run that crossed a limit starts no further step: it is stopped then and there.
+    pub(super) fn stop_if_over_limit(&mut self) {
+        let crossed = self.spend.as_ref().and_then(|w| w.crossed.as_ref());
+        if let Some(message) = crossed.map(|(limit, _)| limit.message()) {
+            self.requests.stop_for(message);
+        }
     }
 
     /// When the run is stopped for a crossed limit (the event loop wakes then).

@@ -71,7 +71,7 @@ impl Supervisor {
         at(self.cooldown_wake);
         // U1: usage the ledger does not hold yet is appended when it is due, output or not.
         for child in running.iter().filter(|c| c.gate.is_none()) {
-            if child.io.parser.spent().usage.is_some_and(|u| u != child.ledgered) {
+            if child.spent.usage.as_ref().is_some_and(|u| *u != child.ledgered) {
                 at(Some(
                     child.ledgered_at.unwrap_or(child.started) + super::ledger::LIVE_EVERY,
                 ));
@@ -91,6 +91,9 @@ impl Supervisor {
             }
             if err_ready {
                 self.drain(ctx, child, Stream::Stderr);
+            }
+            if out_ready || err_ready {
+                child.spent = child.io.parser.spent();
             }
             if let Some(input) = &mut child.io.input {
                 input.flush();

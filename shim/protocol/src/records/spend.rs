@@ -136,6 +136,13 @@ pub struct SpendPlan {
     pub tree_root: String,
 }
 
+impl SpendLimit {
+    /// Whether `total` is more than this limit allows, in cost or in tokens.
+    pub fn exceeded_by(&self, total: Amount) -> bool {
+        self.cost_usd.is_some_and(|max| total.cost_usd > max) || self.tokens.is_some_and(|max| total.tokens > max)
+    }
+}
+
 impl SpendPlan {
     /// Whether `limit` holds this run.
     pub fn bound_by(&self, limit: &SpendLimit) -> bool {
@@ -215,10 +222,7 @@ pub fn first_shortfall(plan: &SpendPlan, used: &[Amount], now: u64) -> Option<Sh
         .zip(used)
         .filter(|(limit, _)| plan.bound_by(limit))
         .find_map(|(limit, used)| {
-            let total = used.plus(plan.estimate);
-            let over = limit.cost_usd.is_some_and(|max| total.cost_usd > max)
-                || limit.tokens.is_some_and(|max| total.tokens > max);
-            over.then(|| Shortfall {
+            limit.exceeded_by(used.plus(plan.estimate)).then(|| Shortfall {
                 limit: limit.clone(),
                 used: *used,
                 wanted: plan.estimate,
@@ -275,10 +279,7 @@ pub fn crossed(plan: &SpendPlan, others: &[Amount], spent: Amount) -> Option<Cro
         .zip(others)
         .filter(|(limit, _)| plan.bound_by(limit))
         .find_map(|(limit, others)| {
-            let total = others.plus(spent);
-            let over = limit.cost_usd.is_some_and(|max| total.cost_usd > max)
-                || limit.tokens.is_some_and(|max| total.tokens > max);
-            over.then(|| Crossed {
+            limit.exceeded_by(others.plus(spent)).then(|| Crossed {
                 limit: limit.clone(),
                 others: *others,
                 spent,
