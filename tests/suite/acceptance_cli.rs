@@ -83,7 +83,7 @@ fn a_gate_decides_whether_the_step_completes() {
         ])
         .output()
         .unwrap();
-    assert_eq!(failed.status.code(), Some(1), "{}", text(&failed.stderr));
+    assert_eq!(failed.status.code(), Some(18), "{}", text(&failed.stderr));
     let run_id = waited_run_id(&failed);
     let record = acceptance(&scratch, &run_id);
     assert_eq!(record["status"], "rejected", "{record}");
@@ -148,7 +148,7 @@ fn a_hanging_gate_is_stopped_at_its_limit_with_its_tree() {
         .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(18), "{}", text(&output.stderr));
     let record = acceptance(&scratch, &waited_run_id(&output));
     assert_eq!(record["verify"][0]["status"], "timed-out", "{record}");
     assert!(record["problems"][0].as_str().unwrap().contains("ran out of time"));
@@ -234,7 +234,7 @@ fn reports_are_parsed_taken_out_of_the_answer_and_judged() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(18));
     let record = acceptance(&scratch, &waited_run_id(&output));
     assert_eq!(record["status"], "rejected", "{record}");
     assert_eq!(
@@ -255,7 +255,7 @@ fn reports_are_parsed_taken_out_of_the_answer_and_judged() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(18));
     let record = acceptance(&scratch, &waited_run_id(&output));
     assert!(
         record["problems"][0].as_str().unwrap().contains("no acceptance report"),
@@ -285,7 +285,7 @@ fn claims_are_checked_against_git_and_the_runners_own_runs() {
         .cli(&["run", "--chain", chain.to_str().unwrap(), "--wait"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(18), "{}", text(&output.stderr));
     let record = acceptance(&scratch, &waited_run_id(&output));
     let problems = record["problems"].to_string();
     assert!(problems.contains("git shows unchanged: src/main.rs"), "{record}");
@@ -307,7 +307,7 @@ fn claims_are_checked_against_git_and_the_runners_own_runs() {
         .cli(&["run", "--chain", claims.to_str().unwrap(), "--wait"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(18));
     let record = acceptance(&scratch, &waited_run_id(&output));
     assert!(
         record["problems"]
@@ -425,7 +425,7 @@ fn a_typed_gate_hands_its_json_to_later_steps() {
         .cli(&["run", "--chain", bad.to_str().unwrap(), "--wait"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(18));
     let record = acceptance(&scratch, &waited_run_id(&output));
     assert_eq!(record["verify"][0]["status"], "failed", "{record}");
     assert!(record["problems"][0].as_str().unwrap().contains("$.files"), "{record}");
@@ -495,7 +495,7 @@ fn a_required_review_decides_and_an_optional_one_is_only_shown() {
         ),
     );
     let (output, run_id) = reviewed_run(&scratch, "required.yaml", true);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(18), "{}", text(&output.stderr));
     assert!(
         text(&output.stderr).contains("the file says nothing useful"),
         "the finding is shown: {}",
@@ -559,7 +559,7 @@ fn a_reviewer_without_a_verdict_rejects_a_required_review() {
     for (i, (script, says)) in cases.into_iter().enumerate() {
         reviewer_agent(&scratch, "critic", script);
         let (output, run_id) = reviewed_run(&scratch, &format!("case-{i}.yaml"), true);
-        assert_eq!(output.status.code(), Some(1), "{script}: {}", text(&output.stderr));
+        assert_eq!(output.status.code(), Some(18), "{script}: {}", text(&output.stderr));
         let record = acceptance(&scratch, &run_id);
         assert_eq!(record["status"], "rejected", "{script}: {record}");
         assert_eq!(record["review"]["status"], "failed", "{script}: {record}");

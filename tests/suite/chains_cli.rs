@@ -478,7 +478,7 @@ fn a_value_the_environment_cannot_carry_fails_the_step_clearly() {
         "steps:\n  - {agent: shell, task: 'printf \"a\\\\000b\"'}\n  - {agent: shell, task: 'echo {previous}'}\n",
     );
     let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(10), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(
@@ -556,7 +556,7 @@ fn a_chain_value_in_bash_arithmetic_is_refused_with_a_clear_error() {
         "steps:\n  - {agent: shell, task: \"printf '%s' 'x[$(touch PWNED)]'\"}\n  - {agent: counter, task: '{previous}'}\n",
     );
     let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(10), "{}", text(&output.stderr));
     let stderr = text(&output.stderr);
     assert!(
         stderr.contains(
@@ -575,7 +575,7 @@ fn a_chain_value_in_bash_arithmetic_is_refused_with_a_clear_error() {
         "steps:\n  - {agent: shell, task: \"printf '%s' 'x[$(touch PWNED)]'\"}\n  - {agent: shell, task: 'echo $(( {previous} + 1 ))'}\n",
     );
     let output = run(&scratch, &["run", "--chain", &chain.to_string_lossy(), "--wait"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(10), "{}", text(&output.stderr));
     assert!(
         text(&output.stderr)
             .contains("Step 2 (shell): {previous} on line 1 of the shell script stands in bash arithmetic"),

@@ -492,7 +492,7 @@ fn j8_a_node_that_dies_under_a_job_ends_its_run_failed_naming_the_node() {
         kill(pid as i32);
     }
     let (code, status) = waited(&scratch, &cluster, &run_id);
-    assert_eq!(code, Some(1), "{status}");
+    assert_eq!(code, Some(21), "{status}");
     assert_eq!(status["state"], "failed", "{status}");
     let error = status["error"].as_str().unwrap();
     assert!(
@@ -519,7 +519,7 @@ fn j8_a_job_the_controller_forgot_is_read_from_the_completion_log() {
         (!shown.status.success() && text(&shown.stderr).contains("Invalid job id")).then_some(())
     });
     let (code, status) = waited(&scratch, &cluster, &run_id);
-    assert_eq!(code, Some(1), "{status}");
+    assert_eq!(code, Some(19), "{status}");
     assert!(
         status["error"]
             .as_str()
@@ -878,7 +878,7 @@ fn j8_a_queued_job_past_its_deadline_ends_its_run_failed() {
     let up = cluster.command("scontrol", &["update", "PartitionName=debug", "State=UP"]);
     assert!(up.status.success(), "{}", text(&up.stderr));
     let (code, status) = waited(&scratch, &cluster, &run_id);
-    assert_eq!(code, Some(1), "{status}");
+    assert_eq!(code, Some(13), "{status}");
     assert_eq!(status["state"], "failed", "{status}");
     assert!(
         status["error"]

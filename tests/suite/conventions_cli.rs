@@ -322,7 +322,7 @@ fn exit_codes_scripts_can_rely_on() {
     let ended = scratch.cli(&["wait", stubborn]).output().unwrap();
     assert_eq!(
         (ended.status.code(), text(&ended.stdout)),
-        (Some(1), format!("{stubborn}: stopped\n"))
+        (Some(15), format!("{stubborn}: stopped\n"))
     );
 }
 

@@ -160,7 +160,7 @@ fn kill_shim_under_wait(
     let (shim, group) = kill_shim_when_running(&run);
     let output = finish(waiting);
     assert!(observers.finish() > 0, "the observers listed while the run died");
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(19), "{}", text(&output.stderr));
     (run, shim, group, output)
 }
 

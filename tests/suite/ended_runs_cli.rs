@@ -92,7 +92,7 @@ fn a_run_whose_end_nobody_saw_sheds_its_inbox_once_reconciled() {
     assert_eq!(stopped.status.code(), Some(0), "{}", text(&stopped.stderr));
     wait_terminal(&run, Duration::from_secs(30));
     let waited = scratch.cli(&["wait", &id]).output().unwrap();
-    assert_eq!(waited.status.code(), Some(1), "stopped is not complete");
+    assert_eq!(waited.status.code(), Some(15), "stopped is not complete");
     ok(&scratch.cli(&["list", "--all"]).output().unwrap());
     let proof: Value = serde_json::from_slice(&std::fs::read(run.join("process-terminal.json")).unwrap()).unwrap();
     assert_ne!(proof["state"], "pending", "{proof}");

@@ -101,7 +101,7 @@ fn wait_stop_and_list_work_on_runs_launched_by_another_process() {
     let again = scratch.cli(&["stop", &slow]).output().unwrap();
     assert_eq!(again.status.code(), Some(0), "stopping an ended run is fine");
     let waited = scratch.cli(&["wait", &slow]).output().unwrap();
-    assert_eq!(waited.status.code(), Some(1), "stopped is not complete");
+    assert_eq!(waited.status.code(), Some(15), "stopped is not complete");
 
     let all: Value = serde_json::from_str(&ok(&scratch.cli(&["list", "--all", "--json"]).output().unwrap())).unwrap();
     assert_eq!(all.as_array().unwrap().len(), 2);
@@ -588,7 +588,7 @@ fn a_timeout_is_given_and_reported_in_the_users_unit() {
         ])
         .output()
         .unwrap();
-    assert_eq!(short.status.code(), Some(1));
+    assert_eq!(short.status.code(), Some(12));
     let stderr = text(&short.stderr);
     assert_eq!(
         stderr.lines().last(),

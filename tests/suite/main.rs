@@ -19,6 +19,7 @@ mod docs_reference;
 mod dry_run_cli;
 mod embedders;
 mod ended_runs_cli;
+mod failures_cli;
 mod faults_host_bookkeeping;
 mod faults_host_finalize;
 mod faults_host_os;

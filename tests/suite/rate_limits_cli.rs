@@ -177,8 +177,9 @@ fn pi_is_recognised_and_a_limit_that_never_lifts_fails_the_step_after_its_retrie
         Reply::error(429, "Too many requests, slow down").retry_after(1),
     );
     let output = world.run(&["--agent", "pi", "--model", "fake/fake-model", "--task", "never"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(11), "{}", text(&output.stderr));
     let result = world.result(&run_id(&output));
+    assert_eq!(result["failureKind"], "rate-limited", "{result}");
     let step = &result["steps"][0];
     let attempts = step["rateLimits"].as_array().unwrap_or_else(|| panic!("{step}"));
     // The default: run twice more, then give up.
@@ -207,7 +208,7 @@ fn pi_is_recognised_and_a_limit_that_never_lifts_fails_the_step_after_its_retrie
         "steps:\n  - {agent: pi, model: fake/fake-model, task: once, retry: {rateLimit: 0}}\n",
     );
     let output = world.run(&["--chain", &chain.to_string_lossy()]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(11), "{}", text(&output.stderr));
     let step = &world.result(&run_id(&output))["steps"][0];
     let retried: Vec<&Value> = step["rateLimits"]
         .as_array()

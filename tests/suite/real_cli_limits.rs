@@ -35,7 +35,7 @@ const CLAUDE_LONG_COMMAND: &str = "timeout 30 tail -f /dev/null || true";
 /// `run ARGS --wait`, which must fail: (run id, `result --json`).
 fn run_failed(world: &World, args: &[&str]) -> (String, Value) {
     let output = world.run(args);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(14), "{}", text(&output.stderr));
     let id = waited_run_id(&output);
     let result = world.result(&id);
     (id, result)

@@ -545,7 +545,7 @@ fn structured_output_is_enforced_by_claude_code_and_codex_themselves() {
 
     world.codex.reply(Reply::text("not json at all"));
     let output = world.run(&["--agent", "judge-codex", "--task", "the answer?"]);
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(17));
     let error = world.result(&run_id(&output))["steps"][0]["error"].to_string();
     assert!(error.contains("is not JSON"), "{error}");
 
@@ -796,7 +796,7 @@ fn real_agents_are_asked_for_acceptance_reports_and_their_claims_are_judged() {
         "mode: parallel\nsteps:\n  - {agent: claude, task: 'review {task}', acceptance: {level: attested, criteria: ['the parser is read']}}\n  - {agent: codex, task: 'fix {task}', acceptance: {verify: ['exit 1']}}\n  - {agent: pi, model: fake/fake-model, task: 'test {task}', acceptance: attested}\n",
     );
     let output = world.run(&["--chain", &group.to_string_lossy(), "--task", "the parser"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(18), "{}", text(&output.stderr));
     for scope in [&world.claude, &world.codex, &world.pi] {
         let asked = only_request(scope).body.to_string();
         assert!(asked.contains("acceptance-report"), "{asked}");
@@ -850,7 +850,7 @@ fn real_agents_review_a_steps_diff_and_their_findings_decide() {
         )
     };
     let output = world.run(&["--chain", &chain("claude").to_string_lossy()]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(18), "{}", text(&output.stderr));
     let asked = only_request(&world.claude).body.to_string();
     assert!(asked.contains("+made by the step"), "the reviewer saw no diff: {asked}");
     assert!(asked.contains("review-findings"), "{asked}");

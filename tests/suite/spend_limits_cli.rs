@@ -137,7 +137,7 @@ fn a_run_that_fills_the_days_allowance_is_stopped_naming_the_limit() {
         .replies([Reply::tool_call("bash", json!({"command": "sleep 30"})).usage(2_000_000, 0, 0, 0)]);
     let started = Instant::now();
     let output = world.run(&["--agent", "pi", "--model", "fake/fake-model", "--task", "work"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(14), "{}", text(&output.stderr));
     assert!(
         started.elapsed() < Duration::from_secs(25),
         "stopped before the tool ended"
@@ -188,7 +188,7 @@ fn an_agent_that_takes_messages_is_asked_to_wrap_up_and_no_further_step_starts()
         .to_string(),
     );
     let output = world.run(&["--chain", chain.to_str().unwrap(), "--timeout", "600"]);
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(14), "{}", text(&output.stderr));
     let id = text(&output.stderr).lines().next().unwrap().to_owned();
     let result = world.result(&id);
     let requests = world.pi.main_requests();

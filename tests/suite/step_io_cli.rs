@@ -219,7 +219,7 @@ fn an_agent_that_swaps_the_output_directory_for_a_symlink_redirects_nothing() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(17), "{}", text(&output.stderr));
     assert_eq!(
         names_in(&elsewhere),
         Vec::<String>::new(),
@@ -337,7 +337,7 @@ fn a_deadline_ends_the_run_and_one_that_passed_is_refused() {
         ])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert_eq!(output.status.code(), Some(13), "{}", text(&output.stderr));
     let id = waited_run_id(&output);
     let result: Value =
         serde_json::from_slice(&scratch.cli(&["result", &id, "--json"]).output().unwrap().stdout).unwrap();

@@ -39,7 +39,7 @@ fn a_failed_schema_check_names_its_first_violation_on_the_step_line() {
         .cli(&["run", "--agent", "judge", "--task", "judge it", "--wait"])
         .output()
         .unwrap();
-    assert_eq!(output.status.code(), Some(1));
+    assert_eq!(output.status.code(), Some(17));
     let stderr = text(&output.stderr);
     let line = stderr
         .lines()

@@ -347,7 +347,7 @@ fn wait_json_prints_an_object_per_run_as_it_ends() {
     let by_id = |id: &str| objects.iter().find(|o| o["runId"] == id).expect(id).clone();
     let (first, second) = (by_id(&a), by_id(&b));
     let keys: Vec<&String> = first.as_object().unwrap().keys().collect();
-    assert_eq!(keys, ["error", "result", "runId", "state"]);
+    assert_eq!(keys, ["error", "failureKind", "result", "runId", "state"]);
     assert_eq!(first["state"], "complete");
     assert_eq!(first["error"], Value::Null);
     assert_eq!(first["result"]["success"], true);
@@ -380,7 +380,7 @@ fn wait_ends_when_a_waited_runs_shim_is_killed_beside_observers() {
     assert_eq!(waiting.next_line(), format!("{b}: complete"));
     let (code, rest, stderr) = waiting.finish();
     assert!(observers.finish() > 0, "the observers ran beside the wait");
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(19), "{stderr}");
     assert!(rest.is_empty(), "{rest:?}");
     assert!(
         stderr.contains(&format!("Async runner process {shim} ")),

@@ -74,6 +74,8 @@ enum ReplyKind {
     ToolCall {
         name: String,
         input: Value,
+        /// Text the model says before the call (Anthropic Messages only).
+        text: Option<String>,
     },
     Error {
         status: u16,
@@ -110,6 +112,7 @@ impl Reply {
             kind: ReplyKind::ToolCall {
                 name: name.into(),
                 input,
+                text: None,
             },
             usage: Usage::default(),
         }
@@ -135,6 +138,15 @@ impl Reply {
             kind: ReplyKind::DropStream,
             usage: Usage::default(),
         }
+    }
+
+    /// The same tool call with `text` said before it, in a text block of its own (Anthropic
+    /// Messages: a model that explains what it is about to do).
+    pub fn saying(mut self, said: impl Into<String>) -> Reply {
+        if let ReplyKind::ToolCall { text, .. } = &mut self.kind {
+            *text = Some(said.into());
+        }
+        self
     }
 
     /// The same error with a `Retry-After: <seconds>` header, as a provider's rate limit sends.
@@ -729,7 +741,7 @@ mod anthropic {
 
     /// The content block of the reply: text, or a `StructuredOutput` tool call.
     fn block(request: &Request, reply: &Reply) -> (Value, Option<String>) {
-        if let ReplyKind::ToolCall { name, input } = &reply.kind {
+        if let ReplyKind::ToolCall { name, input, .. } = &reply.kind {
             let block = json!({
                 "type": "tool_use",
                 "id": format!("toolu_fake{}", next_id()),
@@ -776,6 +788,14 @@ mod anthropic {
         let u = reply.usage;
         let (block, tool_json) = block(request, reply);
         let stop_reason = if tool_json.is_some() { "tool_use" } else { "end_turn" };
+        let preamble = match &reply.kind {
+            ReplyKind::ToolCall { text: Some(text), .. } => Some(text.clone()),
+            _ => None,
+        };
+        let mut content = vec![block.clone()];
+        if let Some(text) = &preamble {
+            content.insert(0, json!({"type": "text", "text": text}));
+        }
         if !request.stream() {
             if matches!(reply.kind, ReplyKind::DropStream) {
                 write!(
@@ -788,7 +808,7 @@ mod anthropic {
             }
             let body = json!({
                 "id": id, "type": "message", "role": "assistant", "model": model,
-                "content": [block], "stop_reason": stop_reason, "stop_sequence": null,
+                "content": content, "stop_reason": stop_reason, "stop_sequence": null,
                 "usage": usage_json(&u, u.output),
             });
             return respond_json(out, 200, &body);
@@ -825,21 +845,32 @@ mod anthropic {
                 (json!({"type": "text", "text": ""}), deltas)
             }
         };
-        sse.event(
-            Some("content_block_start"),
-            &json!({"type": "content_block_start", "index": 0, "content_block": start_block}).to_string(),
-        )?;
+        let mut blocks = Vec::new();
+        if let Some(text) = &preamble {
+            let deltas = pieces(text)
+                .into_iter()
+                .map(|p| json!({"type": "text_delta", "text": p}))
+                .collect();
+            blocks.push((json!({"type": "text", "text": ""}), deltas));
+        }
+        blocks.push((start_block, deltas));
         sse.event(Some("ping"), r#"{"type": "ping"}"#)?;
-        for delta in deltas {
+        for (index, (start_block, deltas)) in blocks.into_iter().enumerate() {
             sse.event(
-                Some("content_block_delta"),
-                &json!({"type": "content_block_delta", "index": 0, "delta": delta}).to_string(),
+                Some("content_block_start"),
+                &json!({"type": "content_block_start", "index": index, "content_block": start_block}).to_string(),
+            )?;
+            for delta in deltas {
+                sse.event(
+                    Some("content_block_delta"),
+                    &json!({"type": "content_block_delta", "index": index, "delta": delta}).to_string(),
+                )?;
+            }
+            sse.event(
+                Some("content_block_stop"),
+                &json!({"type": "content_block_stop", "index": index}).to_string(),
             )?;
         }
-        sse.event(
-            Some("content_block_stop"),
-            &json!({"type": "content_block_stop", "index": 0}).to_string(),
-        )?;
         sse.event(
             Some("message_delta"),
             &json!({
@@ -892,7 +923,7 @@ mod responses {
         let item_id = format!("msg_fake{}", next_id());
         let text = reply_text(reply);
         let created = now();
-        if let ReplyKind::ToolCall { name, input } = &reply.kind {
+        if let ReplyKind::ToolCall { name, input, .. } = &reply.kind {
             let call = FunctionCall {
                 resp_id: &resp_id,
                 model: &model,

@@ -138,6 +138,7 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
                     "pid": launched.pid,
                     "state": state.as_ref().map(RunState::as_str),
                     "error": error,
+                    "failureKind": status.and_then(|s| s.failure_kind),
                     "processTerminal": finished.proof.state,
                     "steps": snapshot.as_ref().map(steps_json),
                     "result": super::runs::read_result_file(&launched.result_path)
@@ -171,7 +172,7 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
                 eprintln!("{}", super::terminal_text::for_terminal(&error));
             }
         }
-        super::runs::outcome_code(state.as_ref())
+        super::runs::outcome_code(status)
     })
 }
 

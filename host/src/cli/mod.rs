@@ -61,7 +61,7 @@ use sublaunch::{Options, Planner};
     version,
     about,
     arg_required_else_help = true,
-    after_help = "Exit codes: 0 success; 1 the run (or the command) failed; 2 a usage error or a launch refused before it began; 3 no such run; 124 a --timeout of wait or stop passed."
+    after_help = "Exit codes: 0 success; 1 the run's agent (or the command) failed; 2 a usage error or a launch refused before it began; 3 no such run; 10-21 the run ended otherwise, by its failureKind (10 not-started, 11 rate-limited, 12 timeout, 13 deadline, 14 budget, 15 stopped, 16 killed, 17 output-invalid, 18 gate-failed, 19 runner-lost, 20 host-lost, 21 connection-lost); 124 a --timeout of wait or stop passed."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -85,7 +85,7 @@ enum Command {
     /// List active runs (all runs with --all).
     List(list::Args),
     /// Wait for a run to end, showing its progress, or for several (--all, --any); exit 0
-    /// complete, 1 otherwise, 124 on timeout.
+    /// complete, else by how it failed (1 its agent, 10-21 by its failureKind), 124 on timeout.
     Wait(wait::Args),
     /// Stop a run and its whole process tree.
     Stop(stop::Args),

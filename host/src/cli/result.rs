@@ -71,9 +71,9 @@ pub fn run(args: Args) -> ExitCode {
             eprintln!("{}", super::terminal_text::for_terminal(&error));
         }
     }
-    if payload.success {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+    match (payload.success, payload.failure_kind) {
+        (true, _) => ExitCode::SUCCESS,
+        (false, Some(kind)) => super::runs::exit_of(kind),
+        (false, None) => ExitCode::FAILURE,
     }
 }

@@ -9,6 +9,7 @@ use sublaunch::runs::RunStore;
 use sublaunch::runs::{RunIdError, resolve_run_id};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::status::{RunState, Status};
 use sublaunch_protocol::records::waiting::Waiting;
 
@@ -129,12 +130,22 @@ fn read_status_as<T: serde::de::DeserializeOwned>(run: &Dir) -> Result<T, String
 }
 
 /// Exit code for a terminal state: 0 complete, 1 otherwise.
-pub fn outcome_code(state: Option<&RunState>) -> ExitCode {
-    if state == Some(&RunState::Complete) {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
+/// The exit code of a run that ended with `status` (D1): 0 when it completed, else its failure
+/// kind's code (1 for a pause or a run whose kind is not recorded).
+pub fn outcome_code(status: Option<&Status>) -> ExitCode {
+    match status {
+        Some(status) if status.state == Some(RunState::Complete) => ExitCode::SUCCESS,
+        Some(Status {
+            failure_kind: Some(kind),
+            ..
+        }) => exit_of(*kind),
+        _ => ExitCode::FAILURE,
     }
+}
+
+/// The exit code of a failure kind.
+pub fn exit_of(kind: FailureKind) -> ExitCode {
+    ExitCode::from(u8::try_from(kind.exit_code()).unwrap_or(1))
 }
 
 /// The state's name (`unknown` when missing).

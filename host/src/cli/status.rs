@@ -189,6 +189,9 @@ fn describe(run_id: &str, run: &Dir, status: &Status, now: u64, paint: Paint) ->
                 .display()
         ));
     }
+    if let Some(kind) = status.failure_kind {
+        lines.push(format!("failure  {kind}"));
+    }
     if let Some(error) = &status.error {
         lines.push(format!("error    {}", error.replace('\n', "\n         ")));
     }

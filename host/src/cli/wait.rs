@@ -99,6 +99,7 @@ fn wait_one(
                         "runDir": run.path(),
                         "state": state_name(&status),
                         "error": status.error,
+                        "failureKind": status.failure_kind,
                         "processTerminal": status.process_terminal.as_ref().and_then(|p| p.get("state")),
                         "steps": steps_json(&snapshot),
                         "result": result.map(|payload| answer_json(&payload)),
@@ -110,7 +111,7 @@ fn wait_one(
                     eprintln!("{}", for_terminal(error));
                 }
             }
-            outcome_code(status.state.as_ref())
+            outcome_code(Some(&status))
         }
         WaitEnd::TimedOut => {
             eprintln!("sublaunch wait: run '{run_id}' is still active");
@@ -148,6 +149,7 @@ fn wait_several(
                         "runId": run_id,
                         "state": state_name(&status),
                         "error": status.error,
+                        "failureKind": status.failure_kind,
                         "result": result.map(|payload| answer_json(&payload)),
                     })
                 );
@@ -172,7 +174,16 @@ fn wait_several(
         .all(|(_, status)| status.state == Some(RunState::Complete));
     let all_seen = until == WaitUntil::Any || outcome.still_running.is_empty();
     if !all_complete || outcome.ended.is_empty() || !all_seen {
-        return ExitCode::FAILURE;
+        // The first run that ended otherwise than complete gives its failure's code.
+        let failed = outcome
+            .ended
+            .iter()
+            .map(|(_, status)| status)
+            .find(|status| status.state != Some(RunState::Complete));
+        return match failed {
+            Some(status) => outcome_code(Some(status)),
+            None => ExitCode::FAILURE,
+        };
     }
     ExitCode::SUCCESS
 }

@@ -87,7 +87,13 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
         if let Some(pid) = status.as_ref().filter(|s| s.is_active()).and_then(|s| s.pid) {
             let tail = proof::stderr_tail(&context.run);
             let message = proof::runner_death_message(pid, runner_exit_code, runner_signal.as_deref(), tail.as_deref());
-            match proof::fail_dead_run(&context.run, message, index.as_ref(), context.policy) {
+            match proof::fail_dead_run(
+                &context.run,
+                message,
+                sublaunch_protocol::records::failure::FailureKind::RunnerLost,
+                index.as_ref(),
+                context.policy,
+            ) {
                 Ok(Some(repair)) => {
                     outcome.warnings.extend(repair.warnings);
                     if repair.agents_ended > 0 {

@@ -19,6 +19,7 @@ use sublaunch_protocol::files::durability::DocKind;
 use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::clock::{Clock, SystemClock};
 use sublaunch_protocol::records::cluster::ClusterJob;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::status::{Change, RunState, modify_status};
 
 /// How long a cluster job's runner has to record its end after the stop request before the
@@ -107,7 +108,7 @@ fn stop_if_queued(store: &RunStore, run: &Dir, job: &ClusterJob) -> std::io::Res
         if status.is_terminal() || claimed {
             return (Change::Keep, None);
         }
-        status.mark_terminal(RunState::Stopped, now, Some(message));
+        status.mark_terminal(RunState::Stopped, now, Some(message), Some(FailureKind::Stopped));
         (Change::Write(durability), status.run_id.clone())
     })
     .map_err(|e| std::io::Error::other(e.to_string()))?;

@@ -27,6 +27,7 @@ use sublaunch_protocol::os::Os;
 use sublaunch_protocol::os::processes::{Processes, RealProcesses};
 use sublaunch_protocol::procinfo::{self, Liveness};
 use sublaunch_protocol::records::capacity::{CapacityQueue, queue_position};
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::hook::FiredBy;
 use sublaunch_protocol::records::index::{ActiveRunIndex, MarkerVerdict, judge_marker};
 use sublaunch_protocol::records::proof::{OrphanRequest, ProcessTerminal, repair_orphan};
@@ -246,6 +247,7 @@ impl RunStore {
                 Some(format!(
                     "Launch host process {host} exited before the async runner was started."
                 )),
+                Some(FailureKind::NotStarted),
             );
             let instance = status
                 .process_terminal

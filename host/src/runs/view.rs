@@ -6,6 +6,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::records::cluster::ClusterJob;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::status::{RunState, Status};
 use sublaunch_protocol::records::usage::Usage;
 use sublaunch_protocol::records::waiting::Waiting;
@@ -66,6 +67,8 @@ pub struct StatusView {
     pub ended_at: Option<u64>,
     /// The failure text.
     pub error: Option<String>,
+    /// Why the run did not complete, in one word (D1).
+    pub failure_kind: Option<FailureKind>,
     /// The state of the process-terminal proof (`pending`, `observed`, `unknown`).
     pub process_terminal: Option<Value>,
     /// The tokens and cost the run's agents reported.
@@ -113,6 +116,7 @@ impl StatusView {
             started_at: status.started_at,
             ended_at: status.ended_at,
             error: status.error.clone(),
+            failure_kind: status.failure_kind,
             process_terminal: status.process_terminal.as_ref().and_then(|p| p.get("state")).cloned(),
             usage: status.usage(),
             cluster: status.cluster.clone(),
@@ -141,6 +145,7 @@ mod tests {
             pid: Some(42),
             started_at: Some(1),
             error: Some("boom".into()),
+            failure_kind: Some(FailureKind::AgentError),
             steps: Some(vec![StepStatus {
                 agent: Some("scout".into()),
                 ..StepStatus::default()
@@ -159,6 +164,7 @@ mod tests {
             "startedAt": 1,
             "endedAt": null,
             "error": "boom",
+            "failureKind": "agent-error",
             "processTerminal": "observed",
             "usage": null,
             "queuePosition": 2,

@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod config;
 pub mod cooldown;
 pub mod events;
+pub mod failure;
 pub mod handshake;
 pub mod history;
 pub mod hook;

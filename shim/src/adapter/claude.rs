@@ -172,6 +172,8 @@ pub struct ResultEvents {
     answered_text: bool,
     /// The last rate limit or overload reported (a retry notice, an error result).
     rate_limited: Option<RateLimited>,
+    /// The model's text so far (D2).
+    partial: super::partial::PartialText,
 }
 
 /// Where the messages of a streamed input stand.
@@ -198,6 +200,7 @@ impl ResultEvents {
             streamed: None,
             answered_text: false,
             rate_limited: None,
+            partial: super::partial::PartialText::default(),
         })
     }
 }
@@ -249,6 +252,9 @@ impl EventReader for ResultEvents {
                 let api_error = value.get("error").and_then(Value::as_str);
                 if !text.is_empty() {
                     self.answered_text |= api_error.is_none();
+                    if api_error.is_none() {
+                        self.partial.said(&text);
+                    }
                     self.last_assistant = Some(text);
                 }
                 if let (Some(id), Some(usage)) = (jsonl::string(message, "id"), message.and_then(|m| m.get("usage"))) {
@@ -316,6 +322,10 @@ impl EventReader for ResultEvents {
         if let Some(streamed) = &mut self.streamed {
             streamed.sent += 1;
         }
+    }
+
+    fn partial(&self) -> Option<String> {
+        self.partial.text()
     }
 
     fn spent(&self) -> super::Spent {

@@ -120,6 +120,8 @@ pub struct CodexEvents {
     tools_in_flight: std::collections::BTreeSet<String>,
     /// The last rate limit or overload Codex reported (each reconnect, a failed turn).
     rate_limited: Option<super::RateLimited>,
+    /// Every agent message so far (D2).
+    partial: super::partial::PartialText,
 }
 
 /// The item types that are tool calls.
@@ -179,6 +181,7 @@ impl EventReader for CodexEvents {
                 if kind == Some("agent_message")
                     && let Some(text) = item.and_then(|i| i.get("text")).and_then(Value::as_str)
                 {
+                    self.partial.said(text);
                     self.last_agent_message = Some(text.to_owned());
                 }
             }
@@ -224,6 +227,10 @@ impl EventReader for CodexEvents {
 
     fn settled(&self) -> bool {
         self.turn_ended
+    }
+
+    fn partial(&self) -> Option<String> {
+        self.partial.text()
     }
 
     fn spent(&self) -> super::Spent {

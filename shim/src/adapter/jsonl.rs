@@ -115,6 +115,10 @@ pub trait EventReader {
     }
     /// See [`OutputParser::input_sent`].
     fn input_sent(&mut self) {}
+    /// See [`OutputParser::partial`].
+    fn partial(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An [`EventReader`] as an [`OutputParser`]: lines that are JSON objects are events, other
@@ -178,6 +182,10 @@ impl<R: EventReader> OutputParser for JsonlParser<R> {
 
     fn input_sent(&mut self) {
         self.reader.input_sent();
+    }
+
+    fn partial(&self) -> Option<String> {
+        self.reader.partial()
     }
 
     fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {

@@ -23,6 +23,7 @@ pub(crate) mod codex;
 mod command;
 mod cursor;
 mod jsonl;
+pub(crate) mod partial;
 pub(crate) mod pi;
 pub mod rate_limit;
 pub mod reads;
@@ -168,6 +169,11 @@ pub trait OutputParser {
     }
     /// One more message was written to the agent's input (a checkpoint).
     fn input_sent(&mut self) {}
+    /// The answer text the agent produced so far, for a step that ends without its final
+    /// answer (D2; `None`: none, or an agent whose stream has no messages).
+    fn partial(&self) -> Option<String> {
+        None
+    }
     /// What the agent reported so far (nothing, for agents that report neither usage nor
     /// tool calls).
     fn spent(&self) -> Spent {

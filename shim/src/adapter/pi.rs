@@ -156,6 +156,8 @@ pub struct PiEvents {
     answered_text: bool,
     /// The last rate limit or overload pi reported (an assistant message that stopped on one).
     rate_limited: Option<super::RateLimited>,
+    /// The assistant's text so far, the message still streaming last (D2).
+    partial: super::partial::PartialText,
 }
 
 /// pi's output parser.
@@ -206,7 +208,14 @@ impl EventReader for PiEvents {
 
     fn event(&mut self, value: Value) -> ParsedLine {
         match jsonl::kind(&value) {
-            "message_update" => return ParsedLine::Ignore,
+            "message_update" => {
+                let message = value.get("message");
+                if message.and_then(|m| m.get("role")).and_then(Value::as_str) == Some("assistant") {
+                    self.partial
+                        .saying(&jsonl::content_text(message.and_then(|m| m.get("content"))));
+                }
+                return ParsedLine::Ignore;
+            }
             // An `agent_end` that will be retried (a dropped stream, a 5xx) is not the end.
             "agent_end" => self.ended = value.get("willRetry").and_then(Value::as_bool) != Some(true),
             "agent_settled" => self.ended = true,
@@ -238,8 +247,10 @@ impl EventReader for PiEvents {
                         if let Some(limited) = error.and_then(super::rate_limit::in_message) {
                             self.rate_limited = Some(limited);
                         }
-                    } else if !jsonl::content_text(message.and_then(|m| m.get("content"))).is_empty() {
-                        self.answered_text = true;
+                    } else if jsonl::kind(&value) == "message_end" {
+                        let text = jsonl::content_text(message.and_then(|m| m.get("content")));
+                        self.answered_text |= !text.is_empty();
+                        self.partial.said(&text);
                     }
                     self.last = message.cloned();
                 }
@@ -251,6 +262,10 @@ impl EventReader for PiEvents {
 
     fn settled(&self) -> bool {
         self.ended
+    }
+
+    fn partial(&self) -> Option<String> {
+        self.partial.text()
     }
 
     fn spent(&self) -> super::Spent {

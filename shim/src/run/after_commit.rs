@@ -188,6 +188,10 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
             .unwrap_or_else(|| u64::try_from(budget.as_millis()).unwrap_or(u64::MAX));
         (started + budget.min(Duration::from_secs(10 * 365 * 86_400)), ms)
     });
+    let deadline_is_wall = ctx.cfg.deadline_at.is_some_and(|at| {
+        let left = at.saturating_sub(now);
+        ctx.cfg.timeout_ms.is_none_or(|timeout| left < timeout)
+    });
     Ok(Supervisor {
         control: ControlInbox::open(&run),
         book,
@@ -195,6 +199,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         reaper: Reaper::default(),
         requests: Requests::default(),
         deadline,
+        deadline_is_wall,
         started,
         log_cap: crate::process::streams::OutputLog::cap_from_env(),
         control_woken: false,

@@ -7,6 +7,7 @@ use crate::remote::parser::RemoteState;
 use serde_json::Value;
 use sublaunch_protocol::records::config::Placement;
 use sublaunch_protocol::records::events::Event;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::proof::{ProcessTree, WriterRecord};
 use sublaunch_protocol::records::status::{EndFacts, RunState, derive_terminal_state};
 use sublaunch_protocol::records::usage::Usage;
@@ -48,6 +49,8 @@ pub struct StepEnd {
     pub writer: Option<WriterRecord>,
     /// The step's output text.
     pub output: String,
+    /// `output` is what the agent produced before it ended without its final answer (D2).
+    pub output_partial: bool,
     /// The last bytes of stderr.
     pub stderr_tail: Vec<u8>,
     /// Wall ms at start / end.
@@ -73,6 +76,12 @@ pub struct StepEnd {
     /// Why a finished agent's result is refused: its own reported failure, output that is not
     /// JSON or does not match the schema, or a model mismatch.
     pub validation: Option<String>,
+    /// What kind of failure `validation` is (D1): the agent's own, or its answer's.
+    pub validation_kind: Option<FailureKind>,
+    /// The time that passed was the run's wall-clock deadline, not its timeout (D1).
+    pub deadline_passed: bool,
+    /// The stop was the runner's own, for a crossed spend limit (D1).
+    pub stopped_by_limit: bool,
     /// The parsed structured output (structured steps that validated).
     pub structured: Option<Value>,
     /// Every schema violation (`{path, message}`), when the structured output did not validate.
@@ -222,6 +231,50 @@ impl StepEnd {
         self.acceptance
             .as_ref()
             .is_some_and(sublaunch_protocol::records::acceptance::AcceptanceRecord::fails_step)
+    }
+
+    /// Why the step did not complete, in one word of the vocabulary (D1); `None` when it
+    /// completed or was paused.
+    pub fn failure_kind(&self) -> Option<FailureKind> {
+        if !self.ran() || self.spawn_error.is_some() {
+            return Some(FailureKind::NotStarted);
+        }
+        Some(match self.state() {
+            RunState::Stopped if self.stopped_by_limit => FailureKind::Budget,
+            RunState::Stopped if self.stop.is_some() || self.cancel.is_some() => FailureKind::Stopped,
+            RunState::Stopped => FailureKind::Killed,
+            RunState::Failed => self.failed_kind(),
+            _ => return None,
+        })
+    }
+
+    /// The kind of a failed step: what the runner decided first, then what it found.
+    fn failed_kind(&self) -> FailureKind {
+        let lost = self
+            .remote
+            .as_ref()
+            .is_some_and(|r| !r.state.ready || self.exit.as_ref().is_some_and(|e| e.code == Some(255)));
+        if self.timeout.is_some() {
+            if self.deadline_passed {
+                FailureKind::Deadline
+            } else {
+                FailureKind::Timeout
+            }
+        } else if self.budget.is_some() {
+            FailureKind::Budget
+        } else if self.rate_limited.is_some() && !self.worked {
+            FailureKind::RateLimited
+        } else if lost {
+            FailureKind::ConnectionLost
+        } else if self.not_accepted() {
+            FailureKind::GateFailed
+        } else if let Some(kind) = self.validation.as_ref().and(self.validation_kind) {
+            kind
+        } else if self.protocol.is_some() {
+            FailureKind::OutputInvalid
+        } else {
+            FailureKind::AgentError
+        }
     }
 
     /// The exit code recorded for the step (a spawn error counts as 1, R10).

@@ -8,6 +8,7 @@ use crate::step::end::StepEnd;
 use crate::step::structured::StructuredError;
 use serde_json::json;
 use sublaunch_protocol::records::config::StepConfig;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
 
 /// The failure of an agent drained (X5) without a clean final answer.
@@ -30,6 +31,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
     }
     let label = end.label();
     if let Some(failure) = extracted.failure {
+        end.validation_kind = Some(FailureKind::AgentError);
         end.validation = Some(if end.drained {
             format!("{DRAIN_FAILURE}\n{failure}")
         } else {
@@ -41,6 +43,7 @@ pub fn judge(end: &mut StepEnd, step: &StepConfig, extracted: Extracted) {
         && let Err(error) = crate::step::model_check::verify(&check, end.reported_model.as_deref(), &label)
     {
         end.validation = Some(error);
+        end.validation_kind = Some(FailureKind::OutputInvalid);
         return;
     }
     // G76: the report block leaves the answer before the structured output is read from it.
@@ -74,6 +77,7 @@ fn judge_structured(end: &mut StepEnd, step: &StepConfig, label: &str, native: O
                     .collect();
             }
             end.validation = Some(error.message(label));
+            end.validation_kind = Some(FailureKind::OutputInvalid);
         }
     }
 }

@@ -14,6 +14,7 @@ use std::time::Instant;
 use sublaunch_protocol::os::faults::ShimPoint;
 use sublaunch_protocol::os::random::uuid_v4;
 use sublaunch_protocol::records::proof::WriterRecord;
+use sublaunch_protocol::records::status::RunState;
 
 impl Supervisor {
     /// The end of an agent that [`ChildRun::is_done`]: exit, requests, output, writer record.
@@ -53,6 +54,10 @@ impl Supervisor {
         end.worked = spent.worked;
         end.rate_limit_stopped = child.rate_limit_stop;
         end.ledgered = std::mem::take(&mut child.ledgered);
+        // D2: what the agent said before an end without its final answer.
+        let partial = (!child.io.parser.answered())
+            .then(|| child.io.parser.partial())
+            .flatten();
         let mut extracted = child.io.parser.finish(&tail, tail_cut);
         // An agent stopped before its final event still reported what it spent so far.
         if extracted.usage.is_none() {
@@ -70,13 +75,20 @@ impl Supervisor {
             state: r.state.borrow().clone(),
         });
         crate::step::verdict::judge(&mut end, &step, extracted);
+        if let Some(text) = partial.filter(|_| end.state() != RunState::Complete) {
+            end.output = text;
+            end.output_partial = true;
+        }
         if let Some(path) = &step.output_file
-            && end.state() == sublaunch_protocol::records::status::RunState::Complete
+            && end.state() == RunState::Complete
         {
             let answer = crate::step::placeholders::handoff(&end);
             match crate::step::output_file::write(path, &answer, ctx.cfg.agent_umask) {
                 Ok(()) => end.output_file = Some(path.clone()),
-                Err(problem) => end.validation = Some(format!("The step completed, but its answer {problem}.")),
+                Err(problem) => {
+                    end.validation = Some(format!("The step completed, but its answer {problem}."));
+                    end.validation_kind = Some(sublaunch_protocol::records::failure::FailureKind::OutputInvalid);
+                }
             }
         }
         if let Some(worktree) = &step.worktree {

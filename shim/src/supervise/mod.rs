@@ -65,6 +65,8 @@ pub struct Supervisor {
     pub requests: Requests,
     /// The run deadline (monotonic) and the `<ms>` of its message.
     pub deadline: Option<(Instant, u64)>,
+    /// Whether that deadline is the run's wall-clock one (`--deadline`), before its timeout.
+    pub deadline_is_wall: bool,
     /// When the run started.
     pub started: Instant,
     /// `SUBLAUNCH_OUTPUT_LOG_MAX_BYTES`.
@@ -117,6 +119,12 @@ impl Supervisor {
         }
     }
 
+    /// Whether the time that passed was the run's wall-clock deadline (`--deadline`), not its
+    /// own or its cluster job's time limit.
+    pub fn deadline_passed(&self) -> bool {
+        self.requests.timed_out() && !self.requests.at_job_time_limit() && self.deadline_is_wall
+    }
+
     /// Takes what the control inbox holds (when `woken`, or on its safety poll) and the
     /// deadline, as requests.
     pub(super) fn absorb_control(&mut self, now: Instant, woken: bool) {
@@ -131,7 +139,9 @@ impl Supervisor {
     /// Writes the run's requests into a step's end: each is recorded, whichever decides.
     pub(super) fn apply_requests_to(&self, end: &mut StepEnd) {
         end.stop = self.requests.stop_message().map(str::to_owned);
+        end.stopped_by_limit = self.requests.stopped_by_limit();
         end.timeout = self.requests.timed_out().then(|| self.timeout_message());
+        end.deadline_passed = self.deadline_passed();
         end.interrupted = self.requests.interrupted();
     }
 

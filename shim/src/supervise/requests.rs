@@ -70,6 +70,8 @@ pub struct Requests {
     interrupted: bool,
     /// J10: the timeout is the cluster engine's warning that the job's time limit is near.
     at_job_time_limit: bool,
+    /// The stop is the runner's own, for a crossed spend limit.
+    by_limit: bool,
 }
 
 impl Requests {
@@ -97,7 +99,15 @@ impl Requests {
 
     /// A stop the runner decides itself (a spend limit was crossed), with its message.
     pub fn stop_for(&mut self, message: String) {
-        self.stop.get_or_insert(message);
+        if self.stop.is_none() {
+            self.stop = Some(message);
+            self.by_limit = true;
+        }
+    }
+
+    /// Whether the stop is the runner's own, for a crossed spend limit.
+    pub fn stopped_by_limit(&self) -> bool {
+        self.by_limit
     }
 
     /// Takes the signals received since the last call (stop signals in order, then SIGUSR2).

@@ -785,7 +785,7 @@ impl Server {
             };
             ended.push(match settled {
                 Some(payload) => answer_json(&payload),
-                None => json!({"runId": id, "state": status.state.as_ref().map(|s| s.as_str()), "error": status.error}),
+                None => json!({"runId": id, "state": status.state.as_ref().map(|s| s.as_str()), "error": status.error, "failureKind": status.failure_kind}),
             });
         }
         json!({"ended": ended, "stillRunning": outcome.still_running, "timedOut": outcome.timed_out})

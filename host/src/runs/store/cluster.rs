@@ -181,7 +181,7 @@ impl RunStore {
                 message.push_str("\n\nRunner stderr tail:\n");
                 message.push_str(&tail);
             }
-            match proof::fail_dead_run(run, message, Some(&self.index), self.policy) {
+            match proof::fail_dead_run(run, message, evidence.failure_kind(), Some(&self.index), self.policy) {
                 Ok(Some(repair)) => warnings.extend(repair.warnings),
                 Ok(None) => {}
                 Err(e) => warnings.push(format!("Failed to mark the run failed: {e}")),

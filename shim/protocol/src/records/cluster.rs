@@ -116,6 +116,20 @@ pub struct ClusterEvidence {
 }
 
 impl ClusterEvidence {
+    /// Why a run whose job ended this way, before its runner recorded the end, did not
+    /// complete (D1).
+    pub fn failure_kind(&self) -> crate::records::failure::FailureKind {
+        use crate::records::failure::FailureKind;
+        match self.state.as_str() {
+            "TIMEOUT" => FailureKind::Timeout,
+            "DEADLINE" => FailureKind::Deadline,
+            "NODE_FAIL" | "BOOT_FAIL" => FailureKind::ConnectionLost,
+            "CANCELLED" => FailureKind::Stopped,
+            "OUT_OF_MEMORY" | "PREEMPTED" => FailureKind::Killed,
+            _ => FailureKind::RunnerLost,
+        }
+    }
+
     /// `Slurm job 42 ended TIMEOUT (TimeLimit) on node n1, exit 0:15` — the engine's evidence
     /// in words, for a failure message.
     pub fn describe(&self) -> String {

@@ -47,6 +47,9 @@ pub const RUN_ID_ENV: &str = "SUBLAUNCH_RUN_ID";
 pub const STATE_ENV: &str = "SUBLAUNCH_STATE";
 /// The run directory, in the hook's environment.
 pub const RUN_DIR_ENV: &str = "SUBLAUNCH_RUN_DIR";
+/// Why the run did not complete, in one word (D1), in the hook's environment (absent when it
+/// completed).
+pub const FAILURE_KIND_ENV: &str = "SUBLAUNCH_FAILURE_KIND";
 
 /// How long a hook may run unless configured otherwise.
 pub const DEFAULT_TIMEOUT_MS: u64 = 60_000;
@@ -259,6 +262,10 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
             success: step.status.as_deref() == Some("complete"),
             exit_code: step.exit_code,
             process_signal: None,
+            facts: crate::records::step_record::StepFacts {
+                failure_kind: step.facts.failure_kind,
+                ..Default::default()
+            },
             ..StepResult::default()
         })
         .collect();
@@ -280,6 +287,7 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
         session_id: status.session_id.clone().unwrap_or_default(),
         completion_owner_id: status.completion_owner_id.clone(),
         error: status.error.clone(),
+        failure_kind: status.failure_kind,
         timed_out: None,
         stopped: (state == RunState::Stopped).then_some(true),
         usage: None,

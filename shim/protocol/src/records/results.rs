@@ -143,6 +143,9 @@ pub struct ResultPayload {
     pub completion_owner_id: Option<String>,
     /// Failure text.
     pub error: Option<String>,
+    /// Why the run did not complete, in one word (D1).
+    #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
+    pub failure_kind: Option<crate::records::failure::FailureKind>,
     /// Timed out.
     pub timed_out: Option<bool>,
     /// Stopped.

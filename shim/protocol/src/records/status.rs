@@ -7,6 +7,7 @@ use crate::files::doc::{Corrupt, ReadDoc};
 use crate::files::durability::{DocKind, DurabilityPolicy};
 use crate::files::layout::names;
 use crate::files::lock::StatusLock;
+use crate::records::failure::FailureKind;
 use crate::records::proof::{Candidate, ProcessTerminal, ProofState};
 use crate::records::step_record::{ExternalProcess, ParallelGroup, StepFacts};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -190,6 +191,9 @@ pub struct Status {
     pub output_file: Option<String>,
     /// The failure text.
     pub error: Option<String>,
+    /// Why the run did not complete, in one word (D1).
+    #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
+    pub failure_kind: Option<crate::records::failure::FailureKind>,
     /// The run proof (S6), kept raw so an odd value never makes the status unreadable.
     pub process_terminal: Option<Value>,
     /// The parallel steps of a workflow run.
@@ -309,11 +313,17 @@ impl Status {
     }
 
     /// The S4 terminal fields: state, `endedAt`, `lastUpdate`, `error` (for `failed` without a
-    /// message: `Step failed: <agent>`).
-    pub fn mark_terminal(&mut self, state: RunState, ended_at: u64, error: Option<String>) {
+    /// message: `Step failed: <agent>`) and `failureKind` (D1: `kind`, else what the state
+    /// implies — an agent's error for `failed`, a stop for `stopped`).
+    pub fn mark_terminal(&mut self, state: RunState, ended_at: u64, error: Option<String>, kind: Option<FailureKind>) {
         let error = match (&state, error) {
             (_, Some(e)) => Some(e),
             (RunState::Failed, None) => Some(format!("Step failed: {}", self.current_agent().unwrap_or("unknown"))),
+            _ => None,
+        };
+        self.failure_kind = match state {
+            RunState::Failed => Some(kind.unwrap_or(FailureKind::AgentError)),
+            RunState::Stopped => Some(kind.unwrap_or(FailureKind::Stopped)),
             _ => None,
         };
         self.state = Some(state);
@@ -563,6 +573,7 @@ fn persist_locked(run: &Dir, failure: &StartupFailure, policy: DurabilityPolicy)
         status.last_update = Some(failure.now);
         status.ended_at.get_or_insert(failure.now);
         status.error = Some(failure.error.clone());
+        status.failure_kind = Some(FailureKind::NotStarted);
         if !status.proof_state().is_some_and(ProofState::is_final) {
             status.process_terminal =
                 Some(ProcessTerminal::not_started(&failure.run_id, &failure.runner_process_instance_id).to_value());

@@ -77,6 +77,13 @@ pub struct StepFacts {
     /// Every attempt of the step that a provider's rate limit met, oldest first (U6).
     #[serde(default, deserialize_with = "lenient")]
     pub rate_limits: Option<Vec<RateLimitAttempt>>,
+    /// Why the step did not complete, in one word (D1); absent when it completed.
+    #[serde(default, deserialize_with = "lenient")]
+    pub failure_kind: Option<crate::records::failure::FailureKind>,
+    /// The output is what the agent produced before the step ended without its final answer
+    /// (D2).
+    #[serde(default, deserialize_with = "lenient")]
+    pub output_partial: Option<bool>,
 }
 
 /// One attempt of a step that a provider's rate limit or overload met (`rateLimits[]`).

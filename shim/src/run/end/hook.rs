@@ -24,7 +24,8 @@ use std::time::{Duration, Instant};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::records::hook::{
-    self, FiredBy, HookJob, HookOutcome, HookSpec, LOG_CAP, LOG_FILE, OUTCOME_FILE, RUN_DIR_ENV, RUN_ID_ENV, STATE_ENV,
+    self, FAILURE_KIND_ENV, FiredBy, HookJob, HookOutcome, HookSpec, LOG_CAP, LOG_FILE, OUTCOME_FILE, RUN_DIR_ENV,
+    RUN_ID_ENV, STATE_ENV,
 };
 
 /// The argument that makes `sublaunch-shim` run a hook job instead of a run.
@@ -48,6 +49,8 @@ pub(crate) struct Job<'a> {
     pub fired_by: FiredBy,
     /// The result payload (stdin).
     pub payload: &'a [u8],
+    /// The payload's `failureKind` (D1), for the hook's environment.
+    pub failure_kind: Option<&'a str>,
     /// Durability of the outcome.
     pub policy: DurabilityPolicy,
 }
@@ -71,6 +74,7 @@ pub(crate) fn fire_after_run(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut 
         cwd: ctx.cfg.cwd.clone(),
         umask: ctx.cfg.agent_umask,
     };
+    let failure_kind = payload.get("failureKind").and_then(Value::as_str);
     let payload = serde_json::to_vec(payload).unwrap_or_default();
     // A stop signal counted while the run ended was already acted on; only new ones end the hook.
     let _ = signals::take();
@@ -81,6 +85,7 @@ pub(crate) fn fire_after_run(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut 
             state,
             fired_by: FiredBy::Runner,
             payload: &payload,
+            failure_kind,
             policy: ctx.policy,
         },
         reaper,
@@ -135,6 +140,10 @@ fn spawn(job: &Job<'_>) -> io::Result<(u32, OwnedFd)> {
     cmd.env(RUN_ID_ENV, &job.spec.run_id)
         .env(STATE_ENV, job.state)
         .env(RUN_DIR_ENV, job.run.path());
+    match job.failure_kind {
+        Some(kind) => cmd.env(FAILURE_KIND_ENV, kind),
+        None => cmd.env_remove(FAILURE_KIND_ENV),
+    };
     let runner = rustix::process::getpid();
     // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
     // getppid(2) and _exit(2), which are async-signal-safe.
@@ -308,6 +317,7 @@ pub fn helper_main() -> i32 {
         }
     }
     let payload = serde_json::to_vec(&job.payload).unwrap_or_default();
+    let failure_kind = job.payload.get("failureKind").and_then(Value::as_str);
     run_hook(
         &Job {
             run: &run,
@@ -315,6 +325,7 @@ pub fn helper_main() -> i32 {
             state: &job.state,
             fired_by: job.fired_by,
             payload: &payload,
+            failure_kind,
             policy: DurabilityPolicy::from_env(),
         },
         &mut Reaper::default(),

@@ -16,6 +16,7 @@ use sublaunch_protocol::files::durability::DocKind;
 use sublaunch_protocol::files::layout::names;
 use sublaunch_protocol::os::faults::{CORRUPT_PAYLOAD, ShimPoint};
 use sublaunch_protocol::records::events::{self, StepOutcome};
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::proof::{Candidate, WriterRecord};
 use sublaunch_protocol::records::results::{
     OutputState, ProtocolError, Publish, ResultPayload, StepResult, publish_result, result_write_failure,
@@ -43,6 +44,8 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     };
     step.status = Some(end.status_word());
     step.error = end.error();
+    step.facts.failure_kind = end.failure_kind();
+    step.facts.output_partial = end.output_partial.then_some(true);
     step.facts.adapter = Some(end.adapter.clone());
     if !end.ran() {
         return;
@@ -131,13 +134,17 @@ pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
 /// The run's state and error from its steps' ends: the first step (flat order) that did not
 /// complete decides — one that failed on its own before one stopped by failFast. In a run
 /// of several steps a failure names the step (`Step 2 reviewer failed: …`).
-pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
+pub fn run_outcome(ends: &[StepEnd]) -> Outcome {
     let ran = || ends.iter().filter(|e| e.ran());
     let decisive = ran()
         .find(|e| e.state() != RunState::Complete && e.cancel.is_none())
         .or_else(|| ran().find(|e| e.state() != RunState::Complete));
     let Some(end) = decisive else {
-        return (RunState::Complete, None);
+        return Outcome {
+            state: RunState::Complete,
+            error: None,
+            kind: None,
+        };
     };
     let state = end.state();
     let mut error = end.error();
@@ -146,20 +153,50 @@ pub fn run_outcome(ends: &[StepEnd]) -> (RunState, Option<String>) {
         label[..1].make_ascii_uppercase();
         error = error.map(|e| format!("{label} failed: {e}"));
     }
-    (state, error)
+    Outcome {
+        state,
+        error,
+        kind: end.failure_kind(),
+    }
+}
+
+/// How a run ended: its state, the failure text for people and the failure's kind (D1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    /// The terminal state.
+    pub state: RunState,
+    /// The failure text.
+    pub error: Option<String>,
+    /// The failure's kind.
+    pub kind: Option<FailureKind>,
 }
 
 /// A run that a request ended before any of its steps started (stopped while it waited for
 /// capacity): the request decides, as it would have decided for a running step.
-fn ended_before_any_step(sup: &Supervisor, ends: &[StepEnd]) -> Option<(RunState, Option<String>)> {
+fn ended_before_any_step(sup: &Supervisor, ends: &[StepEnd]) -> Option<Outcome> {
     if ends.iter().any(StepEnd::ran) {
         return None;
     }
-    Some(match sup.requests.ending()? {
-        Ending::Stopped(message) => (RunState::Stopped, Some(message.to_owned())),
-        Ending::TimedOut => (RunState::Failed, Some(sup.timeout_message())),
-        Ending::Interrupted => (RunState::Paused, None),
-    })
+    let (state, error, kind) = match sup.requests.ending()? {
+        Ending::Stopped(message) => {
+            let kind = if sup.requests.stopped_by_limit() {
+                FailureKind::Budget
+            } else {
+                FailureKind::Stopped
+            };
+            (RunState::Stopped, Some(message.to_owned()), Some(kind))
+        }
+        Ending::TimedOut => {
+            let kind = if sup.deadline_passed() {
+                FailureKind::Deadline
+            } else {
+                FailureKind::Timeout
+            };
+            (RunState::Failed, Some(sup.timeout_message()), Some(kind))
+        }
+        Ending::Interrupted => (RunState::Paused, None, None),
+    };
+    Some(Outcome { state, error, kind })
 }
 
 /// S12; returns the exit code (R14).
@@ -174,7 +211,11 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     for index in 0..ctx.cfg.steps.len() {
         crate::sandbox::step::remove_tmpdir(&ctx.cfg, index);
     }
-    let (mut state, mut error) = ended_before_any_step(sup, ends).unwrap_or_else(|| run_outcome(ends));
+    let Outcome {
+        mut state,
+        mut error,
+        kind,
+    } = ended_before_any_step(sup, ends).unwrap_or_else(|| run_outcome(ends));
     let ended_wall = ctx.now_wall();
     let duration_ms = sublaunch_protocol::os::clock::elapsed_ms(sup.started, Instant::now());
     for end in ends {
@@ -189,7 +230,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     crate::supervise::spend::release(ctx);
 
     // 1. Terminal status (durable), then the index (I4, I7).
-    let mut status_landed = write_terminal(sup, &state, ended_wall, error.as_deref());
+    let mut status_landed = write_terminal(sup, &state, ended_wall, error.as_deref(), kind);
     if let Err(e) = sup.book.release(&state) {
         eprintln!("sublaunch-shim: cannot release the active-run marker: {e}");
     }
@@ -199,13 +240,13 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
 
     // 2. Result file (S11).
     let _ = ctx.fire(ShimPoint::BeforeResult);
-    let payload = result_payload(ctx, ends, &state, error.as_deref(), ended_wall, duration_ms);
+    let payload = result_payload(ctx, ends, &state, error.as_deref(), kind, ended_wall, duration_ms);
     let result_ok = match publish(ctx, &serde_json::to_value(&payload).unwrap_or(Value::Null)) {
         Ok(()) => true,
         Err(message) => {
             eprintln!("sublaunch-shim: {message}");
             state = RunState::Failed;
-            status_landed = write_terminal(sup, &state, ended_wall, Some(&message));
+            status_landed = write_terminal(sup, &state, ended_wall, Some(&message), None);
             error = Some(message);
             false
         }
@@ -281,10 +322,16 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
 
 /// Marks the status terminal and writes it, waiting for capacity when the write was deferred
 /// (A9); returns whether it landed. Pending marks are dropped from now on (I7).
-fn write_terminal(sup: &mut Supervisor, state: &RunState, ended_wall: u64, error: Option<&str>) -> bool {
+fn write_terminal(
+    sup: &mut Supervisor,
+    state: &RunState,
+    ended_wall: u64,
+    error: Option<&str>,
+    kind: Option<FailureKind>,
+) -> bool {
     let book = &mut sup.book;
     book.status
-        .mark_terminal(state.clone(), ended_wall, error.map(str::to_owned));
+        .mark_terminal(state.clone(), ended_wall, error.map(str::to_owned), kind);
     let landed = match book.write(DocKind::TerminalStatus) {
         Submitted::Done => true,
         Submitted::Deferred | Submitted::Dropped => false,
@@ -338,6 +385,7 @@ fn result_payload(
     ends: &[StepEnd],
     state: &RunState,
     error: Option<&str>,
+    kind: Option<FailureKind>,
     ended_wall: u64,
     duration_ms: u64,
 ) -> ResultPayload {
@@ -380,6 +428,7 @@ fn result_payload(
         session_id: ctx.cfg.session_id.clone().unwrap_or_default(),
         completion_owner_id: ctx.cfg.completion_owner_id.clone(),
         error: error.map(str::to_owned),
+        failure_kind: kind,
         timed_out: timed_out.then_some(true),
         stopped: stopped.then_some(true),
         usage: Usage::sum(ends.iter().filter_map(|end| end.usage.as_ref())),
@@ -446,6 +495,8 @@ fn step_result(end: &StepEnd, config: Option<&sublaunch_protocol::records::confi
             sandbox: end.sandbox.clone(),
             acceptance: end.acceptance.clone(),
             rate_limits: Some(end.rate_limits.clone()).filter(|r| !r.is_empty()),
+            failure_kind: end.failure_kind(),
+            output_partial: end.output_partial.then_some(true),
         },
         extra: Map::new(),
     }

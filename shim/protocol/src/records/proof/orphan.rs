@@ -15,6 +15,7 @@ use crate::files::layout::names;
 use crate::files::lock::StatusLock;
 use crate::os::processes::Processes;
 use crate::procinfo::{Liveness, group_members, start_ticks};
+use crate::records::failure::FailureKind;
 use crate::records::index::ActiveRunIndex;
 use crate::records::status::{RunState, Status, read_status, write_status};
 use std::io::{self, Read, Seek, SeekFrom};
@@ -125,6 +126,7 @@ pub fn end_leftover_agents(status: &Status, processes: &dyn Processes) -> usize 
 pub fn fail_dead_run(
     run: &Dir,
     message: String,
+    kind: FailureKind,
     index: Option<&ActiveRunIndex>,
     policy: DurabilityPolicy,
 ) -> io::Result<Option<DeadRunRepair>> {
@@ -136,7 +138,7 @@ pub fn fail_dead_run(
         return Ok(None);
     }
     let mut repair = DeadRunRepair::default();
-    mark_failed(run, &mut status, message, index, policy, &mut repair)?;
+    mark_failed(run, &mut status, message, kind, index, policy, &mut repair)?;
     Ok(Some(repair))
 }
 
@@ -154,6 +156,7 @@ fn mark_failed(
     run: &Dir,
     status: &mut Status,
     message: String,
+    kind: FailureKind,
     index: Option<&ActiveRunIndex>,
     policy: DurabilityPolicy,
     repair: &mut DeadRunRepair,
@@ -165,7 +168,7 @@ fn mark_failed(
         1 => format!("{message}\n\nEnded 1 agent process the runner left behind."),
         n => format!("{message}\n\nEnded {n} agent processes the runner left behind."),
     };
-    status.mark_terminal(RunState::Failed, run.os().clock.wall_ms(), Some(message));
+    status.mark_terminal(RunState::Failed, run.os().clock.wall_ms(), Some(message), Some(kind));
     write_status(run, status, policy.for_kind(DocKind::TerminalStatus))?;
     if let (Some(index), Some(run_id)) = (index, status.run_id.clone()) {
         match index.release(&run_id, &RunState::Failed, status.tool_call_id.as_deref(), Some(run)) {
@@ -321,7 +324,15 @@ pub fn repair_orphan(
     let repaired = match failure {
         Some(message) => {
             let mut repair = DeadRunRepair::default();
-            if let Err(e) = mark_failed(run, &mut status, message, index, policy, &mut repair) {
+            if let Err(e) = mark_failed(
+                run,
+                &mut status,
+                message,
+                FailureKind::RunnerLost,
+                index,
+                policy,
+                &mut repair,
+            ) {
                 warnings.push(format!("Failed to mark the run failed: {e}"));
             }
             Some(repair)

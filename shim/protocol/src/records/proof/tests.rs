@@ -679,7 +679,7 @@ fn s13_an_ended_run_whose_proof_and_candidate_a_power_loss_emptied_keeps_its_end
     let (_tmp, runs, run) = run_dir(Os::system());
     host_bookkeeping(&run);
     let mut status: Status = serde_json::from_value(read(&run, "status.json")).unwrap();
-    status.mark_terminal(RunState::Complete, 9_000, None);
+    status.mark_terminal(RunState::Complete, 9_000, None, None);
     run.write_doc("status.json", &status, Durability::Durable).unwrap();
     run.write("process-terminal.json", &[0; 64], Durability::Atomic)
         .unwrap();

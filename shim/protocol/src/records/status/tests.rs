@@ -1,5 +1,6 @@
 use super::*;
 use crate::files::atomic::Durability;
+use crate::records::failure::FailureKind;
 use crate::records::proof::{ProcessTree, WriterRecord};
 use serde_json::json;
 
@@ -144,11 +145,15 @@ fn s4_terminal_state_derivation_order() {
 #[test]
 fn s4_failed_without_message_names_the_step() {
     let mut status: Status = serde_json::from_str(PEER_INITIAL).unwrap();
-    status.mark_terminal(RunState::Failed, 7, None);
+    status.mark_terminal(RunState::Failed, 7, None, None);
     assert_eq!(status.error.as_deref(), Some("Step failed: noop"));
+    assert_eq!(status.failure_kind, Some(FailureKind::AgentError));
     assert_eq!(status.ended_at, Some(7));
-    status.mark_terminal(RunState::Complete, 8, None);
+    status.mark_terminal(RunState::Complete, 8, None, None);
     assert_eq!(status.error, None);
+    assert_eq!(status.failure_kind, None);
+    status.mark_terminal(RunState::Stopped, 9, None, None);
+    assert_eq!(status.failure_kind, Some(FailureKind::Stopped));
 }
 
 #[test]
