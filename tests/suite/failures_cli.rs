@@ -246,3 +246,42 @@ fn each_failure_is_one_word_in_the_result_the_status_the_hook_and_the_exit_code(
         "runner-lost"
     );
 }
+
+#[test]
+fn a_run_the_machine_went_down_under_is_named_host_lost_at_the_next_look() {
+    let world = World::with_pi_api("fail-reboot", PiApi::AnthropicMessages);
+    // The kernel's boot id, as the test build reads it: a new one is a new boot.
+    let boot = world.scratch.path().join("boot-id");
+    sublaunch_tests::cli::write(&boot, "first-boot");
+    let env = [("SUBLAUNCH_TEST_BOOT_ID_FILE", boot.clone())];
+    let launched = world.sublaunch_with(&["run", "--agent", "shell", "--task", "sleep 60"], &env);
+    let id = ok(&launched).lines().next().unwrap().trim().to_owned();
+    let run = world.scratch.run_dir(&id);
+    let shim = wait_for("the run to start", LIMIT, || {
+        let seen = status(&run)?;
+        (seen["state"] == "running").then(|| seen["pid"].as_u64()).flatten()
+    });
+    assert_eq!(status(&run).unwrap()["bootId"], "first-boot");
+    // The machine goes down: every process of the run dies at once, the state root stays.
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(shim as i32).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+    wait_for("the runner to be gone", LIMIT, || {
+        (!sublaunch_tests::launch_harness::pid_alive(shim as u32)).then_some(())
+    });
+    sublaunch_tests::cli::write(&boot, "second-boot");
+    let seen = json_of(&world.sublaunch_with(&["status", &id, "--json"], &env));
+    assert_eq!(seen["state"], "failed", "{seen}");
+    assert_eq!(seen["failureKind"], "host-lost", "{seen}");
+    assert!(
+        seen["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("The machine restarted while the run ran. "),
+        "{seen}"
+    );
+    let waited = world.sublaunch_with(&["wait", &id], &env);
+    assert_eq!(waited.status.code(), Some(20), "{}", text(&waited.stderr));
+}

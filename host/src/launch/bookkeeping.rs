@@ -43,6 +43,7 @@ pub(crate) fn initial_status_document(
         now: ctx.os.clock.wall_ms(),
     });
     status.cwd = Some(setup.cwd.clone());
+    status.boot_id = procinfo::boot_id();
     run_dir::add_host_identity(&mut status);
     status
 }

@@ -137,6 +137,24 @@ impl ProcStat {
     }
 }
 
+/// Test builds: a file whose contents stand in for the boot id (a "reboot" is a new file).
+#[cfg(feature = "test-hooks")]
+pub const TEST_BOOT_ID_FILE_ENV: &str = "SUBLAUNCH_TEST_BOOT_ID_FILE";
+
+/// The kernel's id of this boot (`/proc/sys/kernel/random/boot_id`): a run recorded under
+/// another one was interrupted by the machine going down (D1 `host-lost`). `None` without
+/// `/proc`.
+pub fn boot_id() -> Option<String> {
+    #[cfg(feature = "test-hooks")]
+    if let Some(file) = std::env::var_os(TEST_BOOT_ID_FILE_ENV) {
+        return std::fs::read_to_string(file).ok().map(|id| id.trim().to_owned());
+    }
+    std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .ok()
+        .map(|id| id.trim().to_owned())
+        .filter(|id| !id.is_empty())
+}
+
 /// `linux:<starttime>` of `pid` from `/proc/<pid>/stat`; `Ok(None)` when the process is gone.
 pub fn start_identity(pid: u32) -> io::Result<Option<String>> {
     Ok(ProcStat::read(pid)?.as_ref().map(identity_of))

@@ -194,6 +194,10 @@ pub struct Status {
     /// Why the run did not complete, in one word (D1).
     #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
     pub failure_kind: Option<crate::records::failure::FailureKind>,
+    /// The kernel's boot id when the run was launched: under another, the machine went down
+    /// while it ran (D1).
+    #[serde(default, deserialize_with = "crate::records::step_record::lenient")]
+    pub boot_id: Option<String>,
     /// The run proof (S6), kept raw so an odd value never makes the status unreadable.
     pub process_terminal: Option<Value>,
     /// The parallel steps of a workflow run.
@@ -242,6 +246,14 @@ pub struct InitialStatus {
 }
 
 impl Status {
+    /// Whether the machine restarted since the run was launched (its recorded boot id is not
+    /// this boot's).
+    pub fn host_restarted(&self) -> bool {
+        self.boot_id
+            .as_ref()
+            .is_some_and(|then| crate::procinfo::boot_id().is_some_and(|now| now != *then))
+    }
+
     /// The usage of every step that reported one, summed (`None`: none did).
     pub fn usage(&self) -> Option<crate::records::usage::Usage> {
         let steps: Vec<_> = self

@@ -168,6 +168,15 @@ fn mark_failed(
         1 => format!("{message}\n\nEnded 1 agent process the runner left behind."),
         n => format!("{message}\n\nEnded {n} agent processes the runner left behind."),
     };
+    // A runner that died with its machine: the run was not lost by the runner alone.
+    let (kind, message) = if kind == FailureKind::RunnerLost && status.host_restarted() {
+        (
+            FailureKind::HostLost,
+            format!("The machine restarted while the run ran. {message}"),
+        )
+    } else {
+        (kind, message)
+    };
     status.mark_terminal(RunState::Failed, run.os().clock.wall_ms(), Some(message), Some(kind));
     write_status(run, status, policy.for_kind(DocKind::TerminalStatus))?;
     if let (Some(index), Some(run_id)) = (index, status.run_id.clone()) {
