@@ -24,13 +24,28 @@ fn run_id(output: &std::process::Output) -> String {
 /// What the model says before the tool call that outlasts the step.
 const SAID: &str = "I found the bug in lexer.rs: the escape table skips the tab character.";
 
-#[test]
-fn a_timeout_mid_tool_keeps_what_pi_said_everywhere_and_resume_continues_it() {
-    let world = World::with_pi_api("fail-timeout", PiApi::AnthropicMessages);
+/// pi explains what it found, then runs a tool that outlasts the step; asked to go on, it
+/// finishes.
+fn script_a_fix_cut_short(world: &World) {
     world.pi.replies([
         Reply::tool_call("bash", json!({"command": "sleep 60"})).saying(SAID),
         Reply::text("Fixed the escape table."),
     ]);
+}
+
+/// SIGKILL to `pid`, as the OOM killer or a machine going down ends a process.
+fn kill(pid: i32) {
+    rustix::process::kill_process(
+        rustix::process::Pid::from_raw(pid).unwrap(),
+        rustix::process::Signal::KILL,
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_timeout_mid_tool_keeps_what_pi_said_everywhere_and_resume_continues_it() {
+    let world = World::with_pi_api("fail-timeout", PiApi::AnthropicMessages);
+    script_a_fix_cut_short(&world);
     let output = world.run(&[
         "--agent",
         "pi",
@@ -118,11 +133,7 @@ fn claude_code_killed_mid_tool_is_killed_and_keeps_what_it_said() {
     let agent = status(&run).unwrap()["steps"][0]["externalProcess"]["pid"]
         .as_u64()
         .expect("the agent's pid") as i32;
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(agent).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
+    kill(agent);
     let waited = world.sublaunch(&["wait", &id]);
     assert_eq!(waited.status.code(), Some(16), "{}", text(&waited.stderr));
     let result = world.result(&id);
@@ -234,11 +245,7 @@ fn each_failure_is_one_word_in_the_result_the_status_the_hook_and_the_exit_code(
         let seen = status(&run)?;
         (seen["state"] == "running").then(|| seen["pid"].as_u64()).flatten()
     });
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(shim as i32).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
+    kill(shim as i32);
     let waited = world.sublaunch(&["wait", &id]);
     assert_eq!(waited.status.code(), Some(19), "{}", text(&waited.stderr));
     assert_eq!(
@@ -248,26 +255,28 @@ fn each_failure_is_one_word_in_the_result_the_status_the_hook_and_the_exit_code(
 }
 
 #[test]
-fn a_run_the_machine_went_down_under_is_named_host_lost_at_the_next_look() {
+fn a_run_the_machine_went_down_under_is_host_lost_keeps_what_pi_said_and_resumes() {
     let world = World::with_pi_api("fail-reboot", PiApi::AnthropicMessages);
+    script_a_fix_cut_short(&world);
     // The kernel's boot id, as the test build reads it: a new one is a new boot.
     let boot = world.scratch.path().join("boot-id");
     sublaunch_tests::cli::write(&boot, "first-boot");
     let env = [("SUBLAUNCH_TEST_BOOT_ID_FILE", boot.clone())];
-    let launched = world.sublaunch_with(&["run", "--agent", "shell", "--task", "sleep 60"], &env);
+    let launched = world.sublaunch_with(
+        &["run", "--agent", "pi", "--model", "fake/fake-model", "--task", "fix"],
+        &env,
+    );
     let id = ok(&launched).lines().next().unwrap().trim().to_owned();
     let run = world.scratch.run_dir(&id);
-    let shim = wait_for("the run to start", LIMIT, || {
-        let seen = status(&run)?;
-        (seen["state"] == "running").then(|| seen["pid"].as_u64()).flatten()
+    // The runner saves what pi said while the tool runs.
+    wait_for("pi's text to be saved", LIMIT, || {
+        let saved = std::fs::read_to_string(run.join("partial-0.json")).ok()?;
+        saved.contains("escape table").then_some(())
     });
+    let shim = status(&run).unwrap()["pid"].as_u64().unwrap();
     assert_eq!(status(&run).unwrap()["bootId"], "first-boot");
     // The machine goes down: every process of the run dies at once, the state root stays.
-    rustix::process::kill_process(
-        rustix::process::Pid::from_raw(shim as i32).unwrap(),
-        rustix::process::Signal::KILL,
-    )
-    .unwrap();
+    kill(shim as i32);
     wait_for("the runner to be gone", LIMIT, || {
         (!sublaunch_tests::launch_harness::pid_alive(shim as u32)).then_some(())
     });
@@ -284,4 +293,21 @@ fn a_run_the_machine_went_down_under_is_named_host_lost_at_the_next_look() {
     );
     let waited = world.sublaunch_with(&["wait", &id], &env);
     assert_eq!(waited.status.code(), Some(20), "{}", text(&waited.stderr));
+    // The result is made from the status and what pi had said.
+    let result = world.sublaunch_with(&["result", &id, "--json"], &env);
+    assert_eq!(result.status.code(), Some(20), "{}", text(&result.stderr));
+    let result = json_of(&result);
+    assert_eq!(result["failureKind"], "host-lost", "{result}");
+    assert_eq!(result["steps"][0]["failureKind"], "host-lost", "{result}");
+    assert_eq!(result["steps"][0]["outputPartial"], true, "{result}");
+    assert_eq!(result["steps"][0]["output"], SAID, "{result}");
+    // And the follow-up continues pi's conversation.
+    let resumed = world.sublaunch_with(&["resume", &id, "--task", "finish the fix", "--wait"], &env);
+    assert_eq!(ok(&resumed).trim(), "Fixed the escape table.");
+    let last = world.pi.main_requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains(SAID) && last.contains("finish the fix"),
+        "{}",
+        world.pi.dump()
+    );
 }

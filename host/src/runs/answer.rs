@@ -10,6 +10,7 @@ use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
 use sublaunch_protocol::os::processes::{Processes, RealProcesses};
 use sublaunch_protocol::procinfo::Liveness;
+use sublaunch_protocol::records::hook;
 use sublaunch_protocol::records::results::{ResultPayload, StepResult};
 use sublaunch_protocol::records::usage::Usage;
 
@@ -55,6 +56,19 @@ pub fn read_result(store: &RunStore, run_id: &str) -> Result<ResultPayload, Answ
     }
 }
 
+/// The run's result, or for a run that ended without one — its runner died before publishing
+/// it — the result made from its status and what its agents had said (D2), as the completion
+/// hook's payload is.
+pub fn result_or_status(store: &RunStore, run_id: &str, run: &Dir) -> Result<ResultPayload, AnswerError> {
+    read_result(store, run_id).or_else(|e| match (e, super::status_of(run)) {
+        (AnswerError::NotYet(_), Some(status)) if status.is_terminal() => {
+            serde_json::from_value(hook::payload_from_status(&status, &run.path().to_string_lossy()))
+                .map_err(|_| AnswerError::NotYet(run_id.to_owned()))
+        }
+        (e, _) => Err(e),
+    })
+}
+
 /// How long [`settled_result`] waits for a shim that is still writing the result.
 const RESULT_SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
@@ -78,7 +92,7 @@ pub async fn settled_result(store: &RunStore, run_id: &str, run: &Dir) -> Result
             .filter(|(pid, identity)| RealProcesses.liveness(*pid, identity.as_deref()) != Liveness::Dead);
         let Some((pid, identity)) = writer else {
             // A last look: the shim may have published and exited since the first.
-            return read_result(store, run_id);
+            return result_or_status(store, run_id, run);
         };
         if tokio::time::Instant::now() >= deadline {
             return Err(AnswerError::NotYet(run_id.to_owned()));

@@ -297,7 +297,10 @@ fn follow_up(
             last
         }
     };
-    let result = read_result(store, source_id)?;
+    let result = match store.run_dir(source_id) {
+        Ok(Some(run)) => super::answer::result_or_status(store, source_id, &run)?,
+        _ => read_result(store, source_id)?,
+    };
     let chosen = &plan.steps[index];
     let step_result = result.results.get(index);
     let session = step_result

@@ -17,6 +17,7 @@ pub mod hook;
 pub mod index;
 pub mod lease;
 pub mod ledger;
+pub mod partial;
 pub mod proof;
 pub mod results;
 pub mod run_id_index;

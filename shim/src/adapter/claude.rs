@@ -328,6 +328,10 @@ impl EventReader for ResultEvents {
         self.partial.text()
     }
 
+    fn session(&self) -> Option<String> {
+        self.session.clone()
+    }
+
     fn spent(&self) -> super::Spent {
         super::Spent {
             usage: match (&self.result, &self.current_call) {

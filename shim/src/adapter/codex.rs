@@ -233,6 +233,10 @@ impl EventReader for CodexEvents {
         self.partial.text()
     }
 
+    fn session(&self) -> Option<String> {
+        self.thread.clone()
+    }
+
     fn spent(&self) -> super::Spent {
         super::Spent {
             usage: self.this_run_usage(),
@@ -359,6 +363,8 @@ mod tests {
             p.stdout_line(line.as_bytes(), line.len());
         }
         assert_eq!((p.spent().tool_calls, p.spent().usage), (2, None));
+        // D2: what Codex said so far, should the step end before its turn does.
+        assert_eq!(p.partial().as_deref(), Some("x"));
         let done =
             r#"{"type":"turn.completed","usage":{"input_tokens":150,"cached_input_tokens":20,"output_tokens":30}}"#;
         p.stdout_line(done.as_bytes(), done.len());

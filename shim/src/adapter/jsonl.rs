@@ -119,6 +119,10 @@ pub trait EventReader {
     fn partial(&self) -> Option<String> {
         None
     }
+    /// See [`OutputParser::session`].
+    fn session(&self) -> Option<String> {
+        None
+    }
 }
 
 /// An [`EventReader`] as an [`OutputParser`]: lines that are JSON objects are events, other
@@ -186,6 +190,10 @@ impl<R: EventReader> OutputParser for JsonlParser<R> {
 
     fn partial(&self) -> Option<String> {
         self.reader.partial()
+    }
+
+    fn session(&self) -> Option<String> {
+        self.reader.session()
     }
 
     fn finish(&mut self, stdout_tail: &[u8], _tail_cut: bool) -> Extracted {

@@ -174,6 +174,11 @@ pub trait OutputParser {
     fn partial(&self) -> Option<String> {
         None
     }
+    /// The agent's conversation handle as soon as it is known, so that a run whose runner dies
+    /// can still be resumed (D2).
+    fn session(&self) -> Option<String> {
+        None
+    }
     /// What the agent reported so far (nothing, for agents that report neither usage nor
     /// tool calls).
     fn spent(&self) -> Spent {

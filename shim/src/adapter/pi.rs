@@ -268,6 +268,10 @@ impl EventReader for PiEvents {
         self.partial.text()
     }
 
+    fn session(&self) -> Option<String> {
+        self.session_file()
+    }
+
     fn spent(&self) -> super::Spent {
         super::Spent {
             usage: self.usage.clone(),
@@ -400,6 +404,17 @@ mod tests {
             (10, 4, 2)
         );
         assert_eq!(usage.cost_usd, Some(0.5));
+        // D2: finished messages' text, then the one still streaming, as its latest update has it.
+        assert_eq!(p.partial(), None);
+        feed(
+            &mut p,
+            &[
+                r#"{"type":"message_end","message":{"role":"assistant","content":[{"type":"text","text":"Read it."}],"stopReason":"toolUse"}}"#,
+                r#"{"type":"message_update","message":{"role":"assistant","content":[{"type":"text","text":"The bug"}]}}"#,
+                r#"{"type":"message_update","message":{"role":"assistant","content":[{"type":"text","text":"The bug is in"}]}}"#,
+            ],
+        );
+        assert_eq!(p.partial().as_deref(), Some("Read it.\n\nThe bug is in"));
         let mut rpc = PiParser::default();
         feed(
             &mut rpc,

@@ -113,6 +113,10 @@ pub struct ChildRun {
     pub ledgered: sublaunch_protocol::records::usage::Usage,
     /// When its usage was last appended to the ledger.
     pub ledgered_at: Option<Instant>,
+    /// When its text so far was last saved beside the run, and a digest of that text (D2).
+    pub partial_saved: Option<(Instant, u64)>,
+    /// Its conversation handle is in the status (D2).
+    pub session_recorded: bool,
     /// The last rate limit its CLI reported that the runner struck against the provider.
     pub rate_limited: Option<crate::adapter::RateLimited>,
     /// Stopped to be run again after its provider's cooldown: refused before doing any work.
@@ -157,6 +161,8 @@ impl ChildRun {
             spent: crate::adapter::Spent::default(),
             ledgered: sublaunch_protocol::records::usage::Usage::default(),
             ledgered_at: None,
+            partial_saved: None,
+            session_recorded: false,
             rate_limited: None,
             rate_limit_stop: false,
             remote,

@@ -27,6 +27,7 @@ pub mod ladders;
 pub mod launch;
 pub mod ledger;
 pub mod lines;
+pub mod partial;
 pub mod queue;
 pub mod rate_limits;
 pub mod requests;

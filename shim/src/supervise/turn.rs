@@ -105,6 +105,7 @@ impl Supervisor {
         let now = Instant::now();
         for child in running.iter_mut().filter(|c| c.gate.is_none()) {
             super::ledger::record_progress(ctx, child, now);
+            self.save_partial(child, now);
         }
     }
 }

@@ -251,12 +251,24 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
     let state = status.state.clone().unwrap_or(RunState::Failed);
     let success = state == RunState::Complete;
     let steps = status.steps.clone().unwrap_or_default();
+    // D2: what the agents had said, as the runner saved it while they ran.
+    let run = Dir::open(std::path::Path::new(async_dir)).ok();
     let results: Vec<StepResult> = steps
         .iter()
-        .map(|step| StepResult {
+        .enumerate()
+        .map(|(index, step)| {
+            (
+                step,
+                run.as_ref().and_then(|run| crate::records::partial::read(run, index)),
+            )
+        })
+        .map(|(step, partial)| StepResult {
             agent: step.agent.clone().unwrap_or_default(),
-            output: String::new(),
-            output_state: OutputState::Absent,
+            output_state: if partial.is_some() {
+                OutputState::Present
+            } else {
+                OutputState::Absent
+            },
             error: step.error.clone(),
             protocol_error: None,
             success: step.status.as_deref() == Some("complete"),
@@ -264,8 +276,11 @@ pub fn payload_from_status(status: &Status, async_dir: &str) -> Value {
             process_signal: None,
             facts: crate::records::step_record::StepFacts {
                 failure_kind: step.facts.failure_kind,
+                output_partial: partial.is_some().then_some(true),
+                agent_session: step.facts.agent_session.clone(),
                 ..Default::default()
             },
+            output: partial.unwrap_or_default(),
             ..StepResult::default()
         })
         .collect();

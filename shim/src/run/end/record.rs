@@ -242,7 +242,13 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     let _ = ctx.fire(ShimPoint::BeforeResult);
     let payload = result_payload(ctx, ends, &state, error.as_deref(), kind, ended_wall, duration_ms);
     let result_ok = match publish(ctx, &serde_json::to_value(&payload).unwrap_or(Value::Null)) {
-        Ok(()) => true,
+        Ok(()) => {
+            // D2: the result holds what the steps' agents had said; the saved copies go.
+            for index in 0..ctx.cfg.steps.len() {
+                let _ = sublaunch_protocol::records::partial::discard(sup.run_dir(), index);
+            }
+            true
+        }
         Err(message) => {
             eprintln!("sublaunch-shim: {message}");
             state = RunState::Failed;

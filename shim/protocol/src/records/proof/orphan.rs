@@ -168,7 +168,7 @@ fn mark_failed(
         1 => format!("{message}\n\nEnded 1 agent process the runner left behind."),
         n => format!("{message}\n\nEnded {n} agent processes the runner left behind."),
     };
-    // A runner that died with its machine: the run was not lost by the runner alone.
+    // D1: a runner that died with its machine: the run was not lost by the runner alone.
     let (kind, message) = if kind == FailureKind::RunnerLost && status.host_restarted() {
         (
             FailureKind::HostLost,
@@ -177,6 +177,12 @@ fn mark_failed(
     } else {
         (kind, message)
     };
+    // The steps that were running end with the run, for the same reason.
+    for step in status.steps.iter_mut().flatten() {
+        if step.status.as_deref() == Some("running") {
+            step.facts.failure_kind = Some(kind);
+        }
+    }
     status.mark_terminal(RunState::Failed, run.os().clock.wall_ms(), Some(message), Some(kind));
     write_status(run, status, policy.for_kind(DocKind::TerminalStatus))?;
     if let (Some(index), Some(run_id)) = (index, status.run_id.clone()) {
