@@ -113,7 +113,8 @@ pub struct ChildRun {
     pub ledgered: sublaunch_protocol::records::usage::Usage,
     /// When its usage was last appended to the ledger.
     pub ledgered_at: Option<Instant>,
-    /// When its text so far was last saved beside the run, and a digest of that text (D2).
+    /// When its text so far was last looked at to be saved beside the run, and a digest of the
+    /// text saved (D2).
     pub partial_saved: Option<(Instant, u64)>,
     /// Its conversation handle is in the status (D2).
     pub session_recorded: bool,

@@ -15,18 +15,22 @@ pub const SAVE_EVERY: Duration = Duration::from_secs(2);
 impl Supervisor {
     /// Saves `child`'s text so far when it changed and [`SAVE_EVERY`] passed since the last save.
     pub(super) fn save_partial(&mut self, child: &mut ChildRun, now: Instant) {
+        // One look every SAVE_EVERY, whether or not the last found text: an agent that says
+        // nothing (or whose session is never known) costs nothing between looks.
         if child
             .partial_saved
             .is_some_and(|(at, _)| now.duration_since(at) < SAVE_EVERY)
         {
             return;
         }
+        let saved = child.partial_saved.map(|(_, digest)| digest);
+        child.partial_saved = Some((now, saved.unwrap_or(0)));
         self.record_session(child);
         let Some(text) = child.io.parser.partial() else { return };
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         text.hash(&mut hasher);
         let digest = hasher.finish();
-        if child.partial_saved.is_some_and(|(_, saved)| saved == digest) {
+        if saved == Some(digest) {
             return;
         }
         if let Err(e) = partial::save(self.run_dir(), child.index, &text) {
