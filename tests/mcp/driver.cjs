@@ -4,6 +4,10 @@
 //
 // SCRIPT: {"nodeModules": dir, "command": path, "args": [...], "env": {...}, "cwd": dir,
 //          "calls": [{"tool": name, "arguments": {...}, "progress": bool, "timeoutMs": n}, ...]}
+// A call may instead be {"subscribe": uri} (resources/subscribe), {"readResource": uri} (its
+// text is the first content's text) or {"awaitUpdate": uri, "timeoutMs": n} (waits until a
+// notifications/resources/updated for uri arrived since the last awaitUpdate); the output's
+// "updated" lists every such notification's uri, in order.
 // A string argument "${N.a.b}" is replaced by field a.b of the JSON answer of call N (0-based).
 // Prints one JSON object: {"tools": [{name, description, inputSchema, outputSchema}], "calls": [{tool,
 // isError, text, texts, json, structured, progress: [messages], protocolError}]}: `text` joins
@@ -54,15 +58,55 @@ async function main() {
   // and the response delivers the response first, which unregisters the handler, and the
   // notification is dropped.
   let received = [];
+  const updated = [];
+  let unseen = 0;
+  let wake = null;
   const deliver = transport.onmessage;
   transport.onmessage = (message, extra) => {
     if (message && message.method === "notifications/progress") received.push(message.params);
+    if (message && message.method === "notifications/resources/updated") {
+      updated.push(message.params.uri);
+      unseen += 1;
+      if (wake) wake();
+    }
     deliver(message, extra);
   };
   const listed = await client.listTools();
   const answers = [];
   const calls = [];
   for (const call of script.calls) {
+    if (call.subscribe || call.readResource || call.awaitUpdate) {
+      const tool = call.subscribe ? "subscribe" : call.readResource ? "readResource" : "awaitUpdate";
+      try {
+        let text = "";
+        if (call.subscribe) await client.subscribeResource({ uri: substitute(call.subscribe, answers) });
+        if (call.readResource) {
+          const read = await client.readResource({ uri: substitute(call.readResource, answers) });
+          text = read.contents[0].text;
+        }
+        if (call.awaitUpdate) {
+          const limit = Date.now() + (call.timeoutMs || 10000);
+          while (unseen === 0 && Date.now() < limit) {
+            await new Promise((resolve) => {
+              wake = resolve;
+              setTimeout(resolve, limit - Date.now());
+            });
+          }
+          if (unseen === 0) throw new Error("no notifications/resources/updated arrived");
+          unseen = 0;
+        }
+        let json = null;
+        try {
+          json = JSON.parse(text);
+        } catch (_) {}
+        answers.push(json);
+        calls.push({ tool, isError: false, text, texts: [text], json, structured: null, progress: [], protocolError: null });
+      } catch (error) {
+        answers.push(null);
+        calls.push({ tool, isError: true, text: "", texts: [], json: null, structured: null, progress: [], protocolError: String(error.message || error) });
+      }
+      continue;
+    }
     const progress = [];
     received = progress;
     const timeout = call.timeoutMs || 120000;
@@ -96,6 +140,7 @@ async function main() {
     JSON.stringify({
       tools: listed.tools.map((t) => ({ name: t.name, description: t.description, inputSchema: t.inputSchema, outputSchema: t.outputSchema })),
       calls,
+      updated,
     }),
   );
 }

@@ -5,7 +5,7 @@
 //! changes the run's outcome and its own outcome is recorded; settings supply the hook, and an
 //! untrusted project settings file does not.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -130,9 +130,13 @@ fn a_completed_run_fires_its_hook_once_with_the_result_in_the_runs_directory() {
     assert_eq!(outcome["exitCode"], 0);
     assert_eq!(outcome["firedBy"], "runner");
     assert_eq!(outcome["timedOut"], false);
-    // The result the hook read is the published one.
+    // The result the hook read is the published one, with the delivery's key (D7).
     let result = read_json(&scratch.results().join(format!("{id}.json"))).unwrap();
-    assert_eq!(call.payload, result);
+    let mut payload = call.payload.clone();
+    let fields = payload.as_object_mut().unwrap();
+    assert_eq!(fields.remove("deliveryId"), Some(json!(format!("{id}.1"))));
+    assert_eq!(fields.remove("deliveryAttempt"), Some(json!(1)));
+    assert_eq!(payload, result);
 }
 
 #[test]

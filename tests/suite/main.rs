@@ -14,6 +14,7 @@ mod cluster_cli;
 mod containment;
 mod conventions_cli;
 mod crash_truth;
+mod delivery_cli;
 mod docs;
 mod docs_reference;
 mod dry_run_cli;

@@ -948,3 +948,63 @@ fn the_resume_tool_continues_an_agents_conversation_within_the_servers_limits() 
         "nothing more was launched"
     );
 }
+
+/// D5, D3: a client subscribed to `sublaunch://events` is told when runs change and reads the
+/// stream on from its cursor, each event once; the `events` tool waits for the next event; a
+/// refused launch says so in one word.
+#[test]
+fn d5_a_subscribed_client_is_told_of_new_events_and_reads_each_once_from_its_cursor() {
+    let scratch = Scratch::new("mcp-events");
+    let transcript = drive(
+        &scratch,
+        json!([
+            {"subscribe": "sublaunch://events"},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo one", "wait": true}},
+            {"awaitUpdate": "sublaunch://events", "timeoutMs": 20000},
+            {"tool": "events", "arguments": {}},
+            {"tool": "events", "arguments": {"since": "${3.cursor}"}},
+            {"tool": "run", "arguments": {"agent": "shell", "task": "echo two"}},
+            {"tool": "events", "arguments": {"since": "${3.cursor}", "waitSeconds": 60}},
+            {"readResource": "sublaunch://events?since=${3.cursor}"},
+            {"tool": "run", "arguments": {"agent": "nope", "task": "x"}},
+        ]),
+    );
+    let calls = transcript["calls"].as_array().unwrap();
+    for i in [0, 1, 2, 3, 4, 5, 6, 7] {
+        assert!(!calls[i]["isError"].as_bool().unwrap(), "call {i}: {}", calls[i]);
+    }
+    let first = calls[1]["json"]["runId"].as_str().unwrap();
+    let read = &calls[3]["json"];
+    let kinds: Vec<&str> = read["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["runId"] == first)
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        kinds,
+        vec!["launched", "started", "step-started", "step-ended", "ended"],
+        "{read}"
+    );
+    let cursor = read["cursor"].as_u64().unwrap();
+    assert_eq!(read["events"].as_array().unwrap().last().unwrap()["cursor"], cursor);
+    // Nothing new yet: an empty batch, the same cursor.
+    assert_eq!(calls[4]["json"]["events"], json!([]), "{}", calls[4]);
+    assert_eq!(calls[4]["json"]["cursor"], cursor);
+    // The wait ends at the next run's first event; the resource reads the same from the cursor.
+    let second = calls[5]["json"]["runId"].as_str().unwrap();
+    let waited = calls[6]["json"]["events"].as_array().unwrap();
+    assert!(!waited.is_empty());
+    assert!(waited.iter().all(|e| e["runId"] == second), "{waited:?}");
+    assert_eq!(waited[0]["type"], "launched");
+    assert_eq!(waited[0]["cursor"], cursor + 1);
+    assert_eq!(calls[7]["json"]["events"][0]["cursor"], cursor + 1, "{}", calls[7]);
+    let updated = transcript["updated"].as_array().unwrap();
+    assert!(!updated.is_empty());
+    assert!(updated.iter().all(|uri| uri == "sublaunch://events"), "{updated:?}");
+    // D3: a refused launch says why in words and in one word.
+    assert!(calls[8]["isError"].as_bool().unwrap(), "{}", calls[8]);
+    assert!(calls[8]["text"].as_str().unwrap().contains("'nope'"), "{}", calls[8]);
+    assert_eq!(calls[8]["structured"]["failureKind"], "refused", "{}", calls[8]);
+}

@@ -923,6 +923,7 @@ fn check(shared: &Shared) -> TortureReport {
     }
     check_integrations(shared, &ledger.integrated, &mut report);
     check_reservations(shared, &mut report);
+    check_stream(shared, &ids, &mut report);
     for pid in processes_with(&shared.mark) {
         report.violations.push(format!("agent process {pid} still alive"));
     }
@@ -974,6 +975,100 @@ fn check(shared: &Shared) -> TortureReport {
         }
     }
     report
+}
+
+/// D6, D7: after the settle, `sublaunch deliver` leaves nothing in the outbox; the event
+/// stream's cursors are dense; every ended run has its end in the stream exactly once, with
+/// its final state; no end was delivered to its hook twice.
+fn check_stream(shared: &Shared, ids: &[String], report: &mut TortureReport) {
+    use sublaunch_protocol::records::stream::{Stream, What};
+    let root = shared.scratch.root();
+    match shared.cli(&["deliver"]).output() {
+        Ok(output) if output.status.success() => {}
+        Ok(output) => report.violations.push(format!(
+            "deliver left ends undelivered: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+        Err(e) => report.violations.push(format!("cannot run deliver: {e}")),
+    }
+    for entry in std::fs::read_dir(root.join("outbox")).into_iter().flatten().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".json") {
+            report.violations.push(format!("outbox/{name} left after deliver"));
+        }
+    }
+    let batch = match Stream::under(&root).read(None, usize::MAX) {
+        Ok(batch) => batch,
+        Err(e) => {
+            report.violations.push(format!("the event stream cannot be read: {e}"));
+            return;
+        }
+    };
+    report.add("stream-events", batch.events.len());
+    report.add(
+        "stream-damaged-lines",
+        usize::try_from(batch.damaged).unwrap_or(usize::MAX),
+    );
+    for (at, pair) in batch.events.windows(2).enumerate() {
+        if pair[1].cursor != pair[0].cursor + 1 {
+            report.violations.push(format!(
+                "stream: cursor {} follows {} (event {at})",
+                pair[1].cursor, pair[0].cursor
+            ));
+        }
+    }
+    let mut ends: BTreeMap<String, Vec<(String, String)>> = BTreeMap::new();
+    let mut delivered: BTreeMap<String, usize> = BTreeMap::new();
+    for event in &batch.events {
+        match &event.what {
+            What::Ended { delivery_id, state, .. } => ends
+                .entry(event.run_id.clone())
+                .or_default()
+                .push((delivery_id.clone(), state.clone())),
+            What::Delivered { delivery_id, .. } => *delivered.entry(delivery_id.clone()).or_default() += 1,
+            _ => {}
+        }
+    }
+    for (key, n) in &delivered {
+        report.add("stream-delivered", 1);
+        if *n > 1 {
+            report
+                .violations
+                .push(format!("{key}: delivered to its hook {n} times"));
+        }
+    }
+    for id in ids {
+        let run = shared.scratch.run_dir(id);
+        let Some(status) = read_json(&run.join("status.json")) else {
+            continue;
+        };
+        let state = status["state"].as_str().unwrap_or("?");
+        if matches!(state, "queued" | "running") {
+            continue;
+        }
+        let recorded = ends.get(id).cloned().unwrap_or_default();
+        let Some(marker) = read_json(&run.join("end.json")) else {
+            report
+                .violations
+                .push(format!("{id}: {state}, and its end is not recorded (no end.json)"));
+            continue;
+        };
+        let key = marker["deliveryId"].as_str().unwrap_or_default();
+        let matching: Vec<&(String, String)> = recorded.iter().filter(|(k, _)| k == key).collect();
+        match matching.as_slice() {
+            [(_, said)] if said == state => {}
+            [(_, said)] => report
+                .violations
+                .push(format!("{id}: its end says {said}, its status {state}")),
+            [] => report
+                .violations
+                .push(format!("{id}: {state}, and its end {key} is not in the stream")),
+            more => report
+                .violations
+                .push(format!("{id}: its end {key} is in the stream {} times", more.len())),
+        }
+    }
 }
 
 /// What a violation's reader needs to tell how a run got there: its files, its status and

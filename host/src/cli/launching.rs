@@ -17,6 +17,7 @@ use sublaunch::launch::error::{CwdError, LaunchError};
 use sublaunch::launch::{self, Launch, LaunchFailure, LaunchHandle, LaunchOptions, LaunchStage};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::layout::names;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::proof::ProcessTerminal;
 use sublaunch_protocol::records::status::RunState;
 
@@ -51,7 +52,7 @@ pub fn launch_and_report(run: Launch, options: LaunchOptions, presentation: Pres
     runtime.block_on(async {
         let launched = match launch::launch(run, options).await {
             Ok(launched) => launched,
-            Err(failure) => return report_failure(command, &failure).await,
+            Err(failure) => return report_failure(command, presentation.json, &failure).await,
         };
         if let Err(e) = launched.handle.committed().await {
             settle(&launched.handle).await;
@@ -211,15 +212,26 @@ async fn wait_for_job(
 /// launch refused or undone before that left no run, and names none. A launch refused for its
 /// inputs (a directory, a program, a file, a deadline) is exit 2; a failure of the launch
 /// itself exit 1.
-async fn report_failure(command: &str, failure: &LaunchFailure) -> ExitCode {
+async fn report_failure(command: &str, json: bool, failure: &LaunchFailure) -> ExitCode {
     if let Some(handle) = failure.handle() {
         settle(handle).await;
     }
     let refused = is_refusal(&failure.error);
-    match &failure.stage {
-        LaunchStage::NotCommitted { .. } => eprintln!("sublaunch {command}: {}", failure.message()),
-        _ if refused => eprintln!("sublaunch {command}: {}", refusal(&failure.error)),
-        _ => eprintln!("sublaunch {command}: the run could not start: {}", failure.error),
+    let message = match &failure.stage {
+        LaunchStage::NotCommitted { .. } => failure.message(),
+        _ if refused => refusal(&failure.error),
+        _ => format!("the run could not start: {}", failure.error),
+    };
+    eprintln!("sublaunch {command}: {message}");
+    if json {
+        // D3: in one word too — refused before the launch, or made and not started.
+        let kind = if refused {
+            FailureKind::Refused
+        } else {
+            FailureKind::NotStarted
+        };
+        let document = serde_json::json!({"error": message, "failureKind": kind.as_str()});
+        println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
     }
     if refused && !matches!(failure.stage, LaunchStage::NotCommitted { .. }) {
         ExitCode::from(super::EXIT_USAGE)

@@ -23,7 +23,9 @@ mod agents;
 mod colour;
 mod columns;
 mod component;
+mod deliver;
 mod duration;
+mod events;
 mod generated;
 mod integrate;
 mod launching;
@@ -103,6 +105,12 @@ enum Command {
     Usage(usage::Args),
     /// List the git worktrees made for runs, or remove those of ended runs (prune).
     Worktrees(worktrees::Args),
+    /// Print the event stream: every run's lifecycle events, in order, each with a cursor;
+    /// --since resumes after a cursor, --follow keeps printing.
+    Events(events::Args),
+    /// Deliver the run ends waiting in the outbox to their completion hooks now (those whose
+    /// runner died first, and failed attempts, whatever their backoff).
+    Deliver(deliver::Args),
     /// Merge the accepted work of a run's writers onto sublaunch/<run>/integration, each
     /// merge gated, stopping at the first conflict or failed gate.
     Integrate(integrate::Args),
@@ -139,6 +147,8 @@ impl Cli {
             Command::Usage(args) => usage::run(args),
             Command::Worktrees(args) => worktrees::run(args),
             Command::Integrate(args) => integrate::run(args),
+            Command::Events(args) => events::run(args),
+            Command::Deliver(args) => deliver::run(args),
             Command::Trust(args) => trust::run(args),
             Command::Completions(args) => generated::completions(args),
             Command::Man(args) => generated::man(args),

@@ -11,6 +11,7 @@ use std::process::ExitCode;
 use sublaunch::inputs::chain::read_chain_file;
 use sublaunch::launch::Caller;
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
+use sublaunch_protocol::records::failure::FailureKind;
 
 /// Arguments of `sublaunch run`.
 #[derive(clap::Args)]
@@ -432,7 +433,15 @@ pub fn run(args: Args) -> ExitCode {
             }
             return print_outcome(&Ok(prepared.launch.plan));
         }
-        Err(StartError::Invalid(message)) => return usage(asked.terms.apply(&message)),
+        Err(StartError::Invalid(message)) => {
+            let message = asked.terms.apply(&message);
+            if asked.json {
+                // D3: a launch refused before it began says so in one word too.
+                let document = serde_json::json!({"error": message, "failureKind": FailureKind::Refused.as_str()});
+                println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+            }
+            return usage(message);
+        }
         Err(StartError::Failed(e)) => {
             eprintln!("sublaunch run: {e:#}");
             return ExitCode::FAILURE;
@@ -450,7 +459,13 @@ pub fn run(args: Args) -> ExitCode {
         }
         Err(StartError::Plan(error)) => {
             let fault = error.code == sublaunch::contract::ErrorCode::PlannerFault;
-            print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error));
+            if fault || asked.dry_run {
+                print_outcome::<sublaunch::contract::LaunchPlan>(&Err(error));
+            } else {
+                // D3: a launch refused before it began says so in one word too.
+                let document = serde_json::json!({"error": error, "failureKind": FailureKind::Refused.as_str()});
+                println!("{}", serde_json::to_string_pretty(&document).unwrap_or_default());
+            }
             return if fault {
                 ExitCode::FAILURE
             } else {

@@ -20,6 +20,7 @@ use sublaunch_protocol::records::cooldown::{Cooldown, Cooldowns, first_providers
 use sublaunch_protocol::records::proof::{Candidate, ProcessTerminal};
 use sublaunch_protocol::records::status::InitialStatus;
 use sublaunch_protocol::records::status::Status;
+use sublaunch_protocol::records::stream::{Stream, What};
 use sublaunch_protocol::records::unfinalized::UnfinalizedRuns;
 
 /// The S2 status of the spawned shim.
@@ -98,6 +99,18 @@ pub(crate) async fn provider_cooling(ctx: &Arc<RunContext>, config: &RunnerConfi
 /// the active-run marker (I2, I3).
 pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Result<(), LaunchError> {
     ctx.fault_sleep(HostPoint::StatusInitial).await;
+    let launched = What::Launched {
+        agent: status
+            .steps
+            .as_ref()
+            .and_then(|steps| steps.first())
+            .and_then(|step| step.agent.clone())
+            .unwrap_or_default(),
+        mode: status.mode.clone().unwrap_or_default(),
+        cwd: status.cwd.clone().unwrap_or_default(),
+        parent: ctx.launch.launched_from.as_ref().map(|from| from.run_id.clone()),
+    };
+    let queued = status.state == Some(sublaunch_protocol::records::status::RunState::Queued);
     let fail = |e: std::io::Error| LaunchError::InitialStatus(Arc::new(e));
     let context = ctx.clone();
     blocking(move || {
@@ -143,6 +156,20 @@ pub(crate) async fn initial_status(ctx: &Arc<RunContext>, status: Status) -> Res
                 "could not create the tool-call alias of run '{}': {alias}",
                 context.run_id
             ));
+        }
+        // D4: the run is in the stream once a lister can find it.
+        let stream = Stream::under(context.root.root().path());
+        let now = context.os.clock.wall_ms();
+        let mut events = vec![launched];
+        if queued {
+            events.push(What::Queued {
+                reason: "waiting for a free slot (maxActive)".to_owned(),
+            });
+        }
+        for what in events {
+            if let Err(e) = stream.append(&context.run_id, now, what) {
+                warn(&format!("could not append to the event stream: {e}"));
+            }
         }
         Ok(())
     })

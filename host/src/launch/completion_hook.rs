@@ -1,14 +1,14 @@
-//! The host's part of completion hooks ([`sublaunch_protocol::records::hook`]): the shim fires a run's
-//! hook itself after its end records, but a shim that died (SIGKILL, a crash) fires nothing.
-//! Then whoever finds the run ended and its shim gone fires it instead — the launching host
-//! after it observed the exit and finalized the run, or a lister or waiter after S13 — by
-//! claiming the once-marker and starting `sublaunch-shim --on-end` detached, which runs the
-//! hook under the same rules (time limit, process group, recorded outcome) and outlives the
-//! short-lived CLI that started it.
+//! The host's part of completion hooks ([`sublaunch_protocol::records::hook`]) and their
+//! outbox ([`sublaunch_protocol::records::outbox`], D7): the shim delivers a run's end to its
+//! hook itself after its end records, but a shim that died (SIGKILL, a crash, a reboot)
+//! delivers nothing, and an attempt that failed waits for its backoff. Then whoever looks next
+//! — the launching host after it observed the exit, a lister or waiter after S13, `sublaunch
+//! deliver` — sweeps the outbox and starts `sublaunch-shim --on-end` for each end that is due,
+//! which runs the hook under the same rules (time limit, process group, recorded outcome) and
+//! outlives the short-lived CLI that started it (`sublaunch deliver` waits for it instead).
 //!
-//! A hook fires for a run that started (its `subagent.run.started` line exists) and is
-//! terminal; a launch that failed before its run started was reported to its caller and fires
-//! nothing.
+//! Which deliverer runs the hook is decided by the run's delivery lock, taken by the helper
+//! itself; an attempt that succeeded for a key is never made again.
 
 use crate::Environment;
 use serde_json::Value;
@@ -19,13 +19,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::doc::ReadDoc;
-use sublaunch_protocol::files::durability::DurabilityPolicy;
-use sublaunch_protocol::files::layout::{ROOT_ENV, names};
-use sublaunch_protocol::records::events::has_run_started;
+use sublaunch_protocol::files::layout::{ROOT_ENV, names, validate_run_id};
 use sublaunch_protocol::records::hook::{self, FiredBy, HookJob, HookOutcome, HookSpec};
+use sublaunch_protocol::records::outbox::{Delivery, DeliveryLock, Outbox};
 use sublaunch_protocol::records::status::{Status, read_status};
 
-/// Test builds: milliseconds a host waits between finding a hook due and claiming it.
+/// Test builds: milliseconds a sweeper waits between finding an end due and starting its
+/// deliverer.
 #[cfg(feature = "test-hooks")]
 pub const CLAIM_DELAY_ENV: &str = "SUBLAUNCH_TEST_HOOK_CLAIM_DELAY_MS";
 
@@ -79,72 +79,154 @@ impl HookRunner {
     }
 }
 
-/// Fires the hook of `run` when it is due and nobody claimed it: the run has a hook, started,
-/// is terminal, and `runner_gone` says its shim cannot fire it any more. `results` is
-/// `<results>` (the payload is the run's result file when the shim published one, else the
-/// status in its shape). Returns the problems worth a warning.
-pub fn fire_if_due(
-    run: &Dir,
+/// One end in the outbox and what happened to it in a sweep.
+#[derive(Debug)]
+pub struct Swept {
+    /// The end, as the outbox held it before the sweep.
+    pub delivery: Delivery,
+    /// What the sweep did.
+    pub action: SweepAction,
+}
+
+/// What a sweep did with one end.
+#[derive(Debug)]
+pub enum SweepAction {
+    /// Not due yet (its backoff), or given up (only `sublaunch deliver` tries it).
+    NotDue,
+    /// Someone is delivering it now, or its runner is about to.
+    Busy,
+    /// A deliverer was started in the background.
+    Started,
+    /// The attempt made in the foreground, as `hook-end.json` tells it.
+    Attempted(Option<Box<HookOutcome>>),
+    /// Its run is gone (pruned): the entry was dropped.
+    RunGone,
+    /// Could not be delivered: why.
+    Failed(String),
+}
+
+/// How a sweep treats the outbox.
+#[derive(Clone, Copy, Debug)]
+pub struct Sweep<'a> {
+    /// Who sweeps.
+    pub fired_by: FiredBy,
+    /// Only this run's ends.
+    pub only_run: Option<&'a str>,
+    /// `sublaunch deliver`: every end, whatever its backoff, each attempt waited for.
+    pub forced: bool,
+}
+
+/// Sweeps the outbox of the root `runs` belongs to: starts a deliverer for each end that is
+/// due and that nobody is delivering. `runner_alive` says whether a run's own runner may still
+/// deliver its end (its first attempt is its runner's). `results` is `<results>` (the payload
+/// is the run's result file when the shim published one, else the status in its shape).
+pub fn sweep(
+    runs: &Dir,
     results: &Dir,
-    fired_by: FiredBy,
-    runner_gone: impl FnOnce(&Status) -> bool,
+    sweep: Sweep<'_>,
+    runner_alive: impl Fn(&Status) -> bool,
     runner: &HookRunner,
-    policy: DurabilityPolicy,
-) -> Vec<String> {
-    let spec = match hook::read_spec(run) {
-        Ok(Some(spec)) => spec,
-        Ok(None) => return Vec::new(),
-        Err(e) => return vec![e.to_string()],
-    };
-    if hook::claimed(run).unwrap_or(true) {
-        return Vec::new();
+) -> io::Result<Vec<Swept>> {
+    let outbox = Outbox::under(&runner.root);
+    let (pending, unreadable) = outbox.list()?;
+    for name in unreadable {
+        log::warn!("an outbox entry cannot be read ({name}); it is left alone");
     }
-    let Some(status) = read_status(run).ok().and_then(ReadDoc::present) else {
-        return Vec::new();
+    let now = runs.os().clock.wall_ms();
+    let mut swept = Vec::new();
+    for delivery in pending {
+        if sweep.only_run.is_some_and(|id| id != delivery.run_id) {
+            continue;
+        }
+        let action = sweep_one(runs, results, &outbox, &delivery, now, sweep, &runner_alive, runner);
+        swept.push(Swept { delivery, action });
+    }
+    Ok(swept)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sweep_one(
+    runs: &Dir,
+    results: &Dir,
+    outbox: &Outbox,
+    delivery: &Delivery,
+    now: u64,
+    sweep: Sweep<'_>,
+    runner_alive: &impl Fn(&Status) -> bool,
+    runner: &HookRunner,
+) -> SweepAction {
+    if !delivery.due(now, sweep.forced) {
+        return SweepAction::NotDue;
+    }
+    // The run is found by its id under this root, never by the path the entry names.
+    let run = match validate_run_id(&delivery.run_id)
+        .ok()
+        .map(|()| runs.open_child(&delivery.run_id))
+    {
+        Some(Ok(Some(run))) => run,
+        Some(Ok(None)) | None => {
+            let _ = outbox.remove(&delivery.delivery_id);
+            return SweepAction::RunGone;
+        }
+        Some(Err(e)) => return SweepAction::Failed(e.to_string()),
     };
-    if !status.is_terminal() || !has_run_started(run, &spec.run_id).unwrap_or(false) || !runner_gone(&status) {
-        return Vec::new();
+    let spec = match hook::read_spec(&run) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => {
+            let _ = outbox.remove(&delivery.delivery_id);
+            return SweepAction::RunGone;
+        }
+        Err(e) => return SweepAction::Failed(e.to_string()),
+    };
+    let Some(status) = read_status(&run).ok().and_then(ReadDoc::present) else {
+        return SweepAction::Failed(format!("{} has no readable status", run.path().display()));
+    };
+    if delivery.attempts == 0 && !sweep.forced && runner_alive(&status) {
+        return SweepAction::Busy;
+    }
+    match DeliveryLock::try_take(&run) {
+        Ok(Some(_free)) => {}
+        // `sublaunch deliver` waits for the deliverer at work, then looks again.
+        Ok(None) if sweep.forced => match DeliveryLock::take(&run) {
+            Ok(_free) if matches!(outbox.get(&delivery.delivery_id), Ok(None)) => {
+                return SweepAction::Attempted(None);
+            }
+            Ok(_free) => {}
+            Err(e) => return SweepAction::Failed(e.to_string()),
+        },
+        Ok(None) => return SweepAction::Busy,
+        Err(e) => return SweepAction::Failed(e.to_string()),
     }
     #[cfg(feature = "test-hooks")]
     if let Some(ms) = runner.environment.text(CLAIM_DELAY_ENV).and_then(|v| v.parse().ok()) {
-        // Test builds: hold every racing claimant here, past the check above, so the
-        // once-marker alone decides.
+        // Test builds: hold every racing sweeper here, past the checks above, so the delivery
+        // lock alone decides.
         std::thread::sleep(std::time::Duration::from_millis(ms));
     }
-    match hook::claim(run) {
-        Ok(true) => {}
-        Ok(false) => return Vec::new(),
-        Err(e) => {
-            return vec![format!(
-                "cannot claim the completion hook of {}: {e}",
-                run.path().display()
-            )];
-        }
-    }
-    let state = status.state.as_ref().map_or("failed", |s| s.as_str()).to_owned();
     let run_dir = std::path::absolute(run.path()).unwrap_or_else(|_| run.path().to_owned());
     let job = HookJob {
         version: 1,
         run_dir: run_dir.to_string_lossy().into_owned(),
         run_id: spec.run_id.clone(),
-        state,
+        state: delivery.state.clone(),
         payload: payload(&run_dir, results, &spec.run_id, &status),
         spec,
-        fired_by,
+        fired_by: sweep.fired_by,
+        delivery: Delivery {
+            run_dir: run_dir.clone(),
+            ..delivery.clone()
+        },
     };
-    match start(run, &job, runner) {
-        Ok(()) => Vec::new(),
-        Err(error) => {
-            let now = run.os().clock.wall_ms();
-            let outcome = HookOutcome {
-                ended_at: now,
-                spawn_error: Some(format!("cannot start the hook runner: {error}")),
-                ..HookOutcome::starting(&job.spec, fired_by, &job.state, now)
-            };
-            let mut problems = hook::record_outcome(run, &outcome, policy);
-            problems.push(format!("the completion hook of {} did not start: {error}", job.run_id));
-            problems
-        }
+    match start(&run, &job, runner, sweep.forced) {
+        Ok(()) if sweep.forced => SweepAction::Attempted(
+            run.read_doc::<HookOutcome>(hook::OUTCOME_FILE)
+                .ok()
+                .and_then(ReadDoc::present)
+                .filter(|o| o.delivery_id.as_deref() == Some(delivery.delivery_id.as_str()))
+                .map(Box::new),
+        ),
+        Ok(()) => SweepAction::Started,
+        Err(error) => SweepAction::Failed(format!("the hook runner did not start: {error}")),
     }
 }
 
@@ -184,9 +266,9 @@ enum HookStartError {
 }
 
 /// Starts `sublaunch-shim --on-end` in a session of its own, the job on its stdin, its own
-/// messages appended to the run's `runner.stderr.log`; it is reaped by a thread of this
-/// process (or, once this process exits, by init).
-fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), HookStartError> {
+/// messages appended to the run's `runner.stderr.log`; `wait` waits for it, else it is reaped
+/// by a thread of this process (or, once this process exits, by init).
+fn start(run: &Dir, job: &HookJob, runner: &HookRunner, wait: bool) -> Result<(), HookStartError> {
     let shim = runner.shim()?;
     let bytes = serde_json::to_vec(job).map_err(HookStartError::Job)?;
     let stdin = job_file(&bytes).map_err(HookStartError::Handover)?;
@@ -210,6 +292,10 @@ fn start(run: &Dir, job: &HookJob, runner: &HookRunner) -> Result<(), HookStartE
         shim: shim.clone(),
         source,
     })?;
+    if wait {
+        child.wait().map_err(|source| HookStartError::Spawn { shim, source })?;
+        return Ok(());
+    }
     let _ = std::thread::Builder::new()
         .name("sublaunch-hook-reaper".into())
         .spawn(move || child.wait());

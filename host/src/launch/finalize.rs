@@ -105,17 +105,33 @@ pub(crate) async fn finalize_after_exit(ctx: &Arc<RunContext>, exit: &RunnerExit
             }
             status = read_status(&context.run).ok().and_then(ReadDoc::present);
         }
-        // The shim is gone: a hook it did not fire is fired now (at most once, by the marker).
+        // The shim is gone: an end it did not record is recorded now (D6), and an end its
+        // hook did not get is delivered (D7).
+        if let Err(e) =
+            sublaunch_protocol::records::stream::record_end_if_ended(context.root.root().path(), &context.run)
+        {
+            outcome
+                .warnings
+                .push(format!("Failed to record the run's end in the event stream: {e}"));
+        }
         if let Some(runner) = &context.on_end {
-            let problems = super::completion_hook::fire_if_due(
-                &context.run,
-                context.root.results(),
-                FiredBy::Launcher,
-                |_| true,
-                runner,
-                context.policy,
-            );
-            outcome.warnings.extend(problems);
+            let sweep = super::completion_hook::Sweep {
+                fired_by: FiredBy::Launcher,
+                only_run: Some(&context.run_id),
+                forced: false,
+            };
+            match super::completion_hook::sweep(context.root.runs(), context.root.results(), sweep, |_| false, runner) {
+                Ok(swept) => outcome
+                    .warnings
+                    .extend(swept.into_iter().filter_map(|s| match s.action {
+                        super::completion_hook::SweepAction::Failed(why) => Some(format!(
+                            "the completion hook of {} was not delivered: {why}",
+                            context.run_id
+                        )),
+                        _ => None,
+                    })),
+                Err(e) => outcome.warnings.push(format!("Failed to read the outbox: {e}")),
+            }
         }
         // The end is final: the run sheds its empty and scratch files (after the hook, whose
         // helper may write beside it).

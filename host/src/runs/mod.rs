@@ -6,6 +6,7 @@
 //! `wait`, `stop`, `logs --follow`, `prune`, `worktrees` and `run --wait` use these, and so can an embedder that launched a run with [`crate::launch::launch`].
 
 pub mod answer;
+pub mod feed;
 pub mod history;
 pub mod lineage;
 pub mod prune;

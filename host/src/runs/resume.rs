@@ -357,10 +357,11 @@ async fn wait_for_source_shim(source: &Dir) {
     let mut watcher = RunWatcher::new(source.path());
     watcher.watch_pid(pid, identity.as_deref());
     let deadline = tokio::time::Instant::now() + SOURCE_EXIT_WAIT;
-    // A shim running its completion hook released the lease already (S12).
+    // A shim delivering its end to the completion hook released the lease already (S12): its
+    // end is in the stream by then (D6).
     let hook_started = || {
         source
-            .stat(sublaunch_protocol::records::hook::FIRED_MARKER)
+            .stat(sublaunch_protocol::records::stream::END_MARKER)
             .is_ok_and(|m| m.is_some())
     };
     while alive() && !hook_started() && tokio::time::Instant::now() < deadline {

@@ -149,6 +149,10 @@ impl RunStore {
     /// S13 and the dead-launcher repair for one run; returns the non-fatal problems.
     pub fn reconcile_run(&self, run: &Dir) -> Vec<String> {
         let mut warnings = self.settle_cluster_run(run);
+        // A damaged hook record means the run's end can never be delivered: say so.
+        if let Err(e) = sublaunch_protocol::records::hook::read_spec(run) {
+            warnings.push(e.to_string());
+        }
         if let Err(e) = self.repair_unspawned(run) {
             warnings.push(e.to_string());
         }
@@ -181,7 +185,6 @@ impl RunStore {
             Ok(None) => {}
             Err(e) => warnings.push(e.to_string()),
         }
-        warnings.extend(self.fire_completion_hook(run));
         // I9: whoever finds the run settled removes its entry (idempotent).
         if let Some(run_id) = run.path().file_name().and_then(|n| n.to_str())
             && let Err(e) = self.unfinalized().settle_if_final(run_id, Some(run), self.policy)
@@ -196,30 +199,60 @@ impl RunStore {
         UnfinalizedRuns::new(self.root.runs())
     }
 
-    /// Fires the completion hook of an ended run whose shim died before firing it (see
-    /// [`completion_hook`]); concurrent reconcilers and a shim that was merely slow race on
-    /// the once-marker, so it runs at most once.
-    fn fire_completion_hook(&self, run: &Dir) -> Vec<String> {
-        let runner_gone = |status: &Status| {
+    /// D7: starts a deliverer for each end in the outbox that is due — its runner died before
+    /// delivering it, or an attempt failed and its backoff passed. Nobody delivers an end while
+    /// its own runner may still make the first attempt.
+    fn sweep_outbox(&self, warnings: &mut Vec<String>) {
+        let runner_alive = |status: &Status| {
             if status.cluster.is_some() {
-                return cluster::cluster_runner_gone(status);
+                return !cluster::cluster_runner_gone(status);
             }
             let Some(pid) = status.pid else { return false };
             if let (Some(theirs), Some(ours)) = (status.pid_namespace_scope.as_deref(), self.own_namespace.as_deref())
                 && theirs != ours
             {
-                return false;
+                return true;
             }
             // X3: pid and start identity, so a reused pid is not taken for the shim.
-            self.oracle.liveness(pid, status.pid_start_identity.as_deref()) == Liveness::Dead
+            self.oracle.liveness(pid, status.pid_start_identity.as_deref()) != Liveness::Dead
         };
-        completion_hook::fire_if_due(
-            run,
+        let sweep = completion_hook::Sweep {
+            fired_by: FiredBy::Reconciler,
+            only_run: None,
+            forced: false,
+        };
+        match completion_hook::sweep(
+            self.root.runs(),
             self.root.results(),
-            FiredBy::Reconciler,
-            runner_gone,
+            sweep,
+            runner_alive,
             &self.hook_runner,
-            self.policy,
+        ) {
+            Ok(swept) => warnings.extend(swept.into_iter().filter_map(|s| match s.action {
+                completion_hook::SweepAction::Failed(why) => Some(format!(
+                    "The completion hook of {} was not delivered: {why}",
+                    s.delivery.run_id
+                )),
+                _ => None,
+            })),
+            Err(e) => warnings.push(format!("Failed to read the outbox: {e}")),
+        }
+    }
+
+    /// Delivers every end in the outbox now, whatever its backoff, waiting for each attempt
+    /// (`sublaunch deliver`); `only_run` limits it to one run's ends.
+    pub fn deliver_all(&self, only_run: Option<&str>) -> io::Result<Vec<completion_hook::Swept>> {
+        let sweep = completion_hook::Sweep {
+            fired_by: FiredBy::Command,
+            only_run,
+            forced: true,
+        };
+        completion_hook::sweep(
+            self.root.runs(),
+            self.root.results(),
+            sweep,
+            |_| false,
+            &self.hook_runner,
         )
     }
 
@@ -283,8 +316,16 @@ impl RunStore {
     }
 
     /// A full pass: sweep when due (A12), every run that may need S13 (its marker, I5, or its
-    /// unfinalized entry, I9), every marker (I5); returns the non-fatal problems.
+    /// unfinalized entry, I9), every marker (I5), then the outbox (D7); returns the non-fatal
+    /// problems.
     pub fn reconcile_all(&self) -> Vec<String> {
+        let mut warnings = self.reconcile_runs();
+        self.sweep_outbox(&mut warnings);
+        warnings
+    }
+
+    /// [`Self::reconcile_all`] without the outbox sweep (`sublaunch deliver` delivers itself).
+    pub fn reconcile_runs(&self) -> Vec<String> {
         let mut warnings = sweep_root_if_due(&self.root, self.oracle.as_ref())
             .map(|report| report.errors)
             .unwrap_or_default();

@@ -172,6 +172,15 @@ impl Ctx {
         self.clock.wall_ms()
     }
 
+    /// Appends `what` about this run to the state root's event stream (D4). Best effort, like
+    /// every event (A10): a stream that cannot be written costs the run nothing.
+    pub fn publish(&self, what: sublaunch_protocol::records::stream::What) {
+        let stream = sublaunch_protocol::records::stream::Stream::under(&self.paths.root);
+        if let Err(e) = stream.append(&self.cfg.id, self.now_wall(), what) {
+            eprintln!("sublaunch-shim: cannot append to the event stream: {e}");
+        }
+    }
+
     /// The name of step `index`'s agent.
     pub fn agent_name(&self, index: usize) -> String {
         self.cfg

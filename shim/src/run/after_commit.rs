@@ -180,6 +180,7 @@ fn first_status(ctx: &mut Ctx, ended_queued: bool) -> Result<Supervisor, String>
         &ctx.cfg.cwd,
         ctx.pid,
     ));
+    ctx.publish(sublaunch_protocol::records::stream::What::Started { pid: ctx.pid });
     let started = Instant::now();
     let deadline = ctx.cfg.effective_timeout(now).map(|budget| {
         let ms = ctx
@@ -225,16 +226,15 @@ pub(crate) fn committed_startup_failure(ctx: &mut Ctx, cause: &str) -> i32 {
         if let Some(released) = ctx.release_lease() {
             crate::run::end::record::acknowledge_release(ctx, &run, released);
         }
-        // The run committed and ended: its completion hook fires, with what the status says.
-        if ctx.cfg.on_end.is_some()
-            && let Some(status) = sublaunch_protocol::records::status::read_status(&run)
-                .ok()
-                .and_then(sublaunch_protocol::files::doc::ReadDoc::present)
-                .filter(sublaunch_protocol::records::status::Status::is_terminal)
+        // The run committed and ended: its end is recorded, and its completion hook gets it
+        // with what the status says.
+        if let Some(status) = sublaunch_protocol::records::status::read_status(&run)
+            .ok()
+            .and_then(sublaunch_protocol::files::doc::ReadDoc::present)
+            .filter(sublaunch_protocol::records::status::Status::is_terminal)
         {
             let payload = sublaunch_protocol::records::hook::payload_from_status(&status, &ctx.cfg.async_dir);
-            let state = status.state.as_ref().map_or("failed", |s| s.as_str()).to_owned();
-            crate::run::end::hook::fire_after_run(ctx, &run, &mut Reaper::default(), &state, &payload);
+            crate::run::end::hook::after_end(ctx, &run, &mut Reaper::default(), &status, &payload);
         }
     }
     ctx.release_lease();

@@ -54,6 +54,11 @@ impl Supervisor {
         self.note_tree_start(ctx, index);
         let event = events::step_started(ctx.now_wall(), &ctx.cfg.id, end.index, &end.agent);
         self.events.append(&end.with_position(event));
+        // D4: and in the state root's event stream.
+        ctx.publish(sublaunch_protocol::records::stream::What::StepStarted {
+            step: end.index,
+            agent: end.agent.clone(),
+        });
         ctx.set_writer(WriterState::Spawning, None);
         let spec = step.adapter.clone();
         let cwd = ctx.cfg.step_cwd(index).to_owned();

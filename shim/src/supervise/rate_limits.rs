@@ -215,6 +215,7 @@ fn write_waiting(ctx: &Ctx, cooldown: &Cooldown, step: Option<u32>, now: u64) {
     if let Err(e) = ctx.open_run().and_then(|run| waiting.write(&run)) {
         eprintln!("sublaunch-shim: cannot record the wait for {}: {e}", cooldown.provider);
     }
+    ctx.publish(sublaunch_protocol::records::stream::What::Queued { reason: waiting.reason });
 }
 
 fn clear_waiting(ctx: &Ctx) {

@@ -102,6 +102,7 @@ pub fn wait_for_allowance(ctx: &Ctx) -> (Requests, Option<SpendWatch>) {
             if let Err(e) = ctx.open_run().and_then(|run| waiting.write(&run)) {
                 eprintln!("sublaunch-shim: cannot record the wait: {e}");
             }
+            ctx.publish(sublaunch_protocol::records::stream::What::Queued { reason: reason.clone() });
             said = Some(reason);
         }
         // Another run's end frees its reservation at any moment: look again each tick.

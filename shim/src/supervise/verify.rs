@@ -25,6 +25,7 @@ use sublaunch_protocol::records::acceptance::{
 };
 use sublaunch_protocol::records::config::{AcceptanceLevel, AcceptancePlan, AdapterId, VerifyCommand};
 use sublaunch_protocol::records::status::{RunState, derive_terminal_state};
+use sublaunch_protocol::records::stream::What;
 
 /// How long a verification command, or a reviewer, may run when its contract gives no limit.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30 * 60);
@@ -153,6 +154,12 @@ impl Supervisor {
         // The run's stop (or timeout) during verification ends the step as it ends agents.
         self.apply_requests_to(&mut end);
         let failed = result.status != VerifyStatus::Passed;
+        // D4: each gate's verdict is a lifecycle event.
+        ctx.publish(What::Gate {
+            step: end.index,
+            gate: result.id.clone(),
+            passed: !failed,
+        });
         end.acceptance
             .get_or_insert_with(|| judged::new_record(&plan))
             .verify
@@ -186,6 +193,11 @@ impl Supervisor {
                 result.id.clone_from(&command.id);
                 result.memoized = true;
                 let failed = result.status != VerifyStatus::Passed;
+                ctx.publish(What::Gate {
+                    step: end.index,
+                    gate: result.id.clone(),
+                    passed: !failed,
+                });
                 record_of(&mut end, &plan).verify.push(result);
                 if failed {
                     break;

@@ -9,6 +9,7 @@
 mod params;
 mod policy;
 mod schemas;
+mod stream;
 mod tools;
 
 use policy::Policy;
@@ -68,6 +69,8 @@ struct State {
 pub struct Server {
     state: Arc<State>,
     tool_router: ToolRouter<Self>,
+    /// The follower announcing appends to the event stream while the client is subscribed.
+    follower: Arc<std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
 /// What the server tells a client when it connects.
@@ -175,13 +178,20 @@ impl Server {
                 store: Arc::new(store),
             }),
             tool_router: Self::tool_router(),
+            follower: Arc::default(),
         })
     }
 
     /// What the server advertises.
     fn config() -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("sublaunch", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+        .with_server_info(Implementation::new("sublaunch", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 }

@@ -460,3 +460,17 @@ mod tests {
         assert_eq!(dollars(Some(0.5), "x").unwrap(), Some(0.5));
     }
 }
+
+/// `events`.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct EventsParams {
+    /// Only the events after this cursor: the `cursor` of the last event you handled (default:
+    /// every event the log keeps).
+    pub since: Option<u64>,
+    /// When there is no newer event yet, wait at most this long for one (default 0, at most
+    /// 300).
+    pub wait_seconds: Option<f64>,
+    /// At most this many events (default and at most 1000).
+    pub max: Option<f64>,
+}

@@ -22,19 +22,24 @@ fn notes() -> Value {
     json!({"type": "array", "items": {"type": "string"}, "description": "Notes on the launch and the server: ignored project files, hooks from the project's settings."})
 }
 
-/// `run` and `resume`: the new run's id and directory, or with `wait` its result.
+/// `run` and `resume`: the new run's id and directory, or with `wait` its result; or, for a
+/// launch that did not go on (an error result), why — in words and in one word (D3).
 pub fn launched() -> Arc<JsonObject> {
-    object(
-        &["runId"],
-        json!({
+    let schema = json!({
+        "type": "object",
+        "properties": {
             "runId": run_id(),
             "runDir": {"type": "string", "description": "The run's directory (without wait)."},
             "state": {"type": "string", "description": "How the run ended (with wait)."},
             "answer": {"description": "The last step's output, or each task of a final parallel group (with wait)."},
             "steps": {"type": "array", "description": "Every step's output, structured value, exit code, error, usage and the permissions it ran with (with wait)."},
+            "failureKind": {"type": "string", "description": "Why the run did not complete, in one word (refused: the launch was refused before it began; not-started; or how the run failed)."},
+            "error": {"type": "string", "description": "Why the launch or the run failed."},
             "notes": notes(),
-        }),
-    )
+        },
+        "anyOf": [{"required": ["runId"]}, {"required": ["error", "failureKind"]}],
+    });
+    Arc::new(schema.as_object().cloned().unwrap_or_default())
 }
 
 /// `wait`: the results of the runs that ended, and the ids still running.
@@ -129,6 +134,18 @@ pub fn integration() -> Arc<JsonObject> {
             "head": {"type": "string", "description": "Where it is now; absent when nothing landed."},
             "entries": {"type": "array", "items": {"type": "object"}, "description": "A branch each, in step order: step, branch, commit and outcome (landed, already-landed, conflict, gate-failed, not-accepted, nothing-to-land, not-tried) with its details."},
             "notes": notes(),
+        }),
+    )
+}
+
+/// `events`: a batch of the event stream and the cursor to read on from.
+pub fn events() -> Arc<JsonObject> {
+    object(
+        &["events", "dropped"],
+        json!({
+            "events": {"type": "array", "items": {"type": "object"}, "description": "The events after the cursor asked for, in order; each has cursor, at, runId and type (launched, queued, started, step-started, step-ended, gate, ended, delivered, delivery-failed) and that type's fields."},
+            "cursor": {"type": "integer", "description": "The cursor of the last event returned (or the one asked for): pass it as since to read on."},
+            "dropped": {"type": "integer", "description": "How many events after the cursor asked for are no longer kept (the log keeps the newest)."},
         }),
     )
 }

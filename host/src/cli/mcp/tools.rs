@@ -22,6 +22,7 @@ use sublaunch::runs::ResumeRequest;
 use sublaunch::runs::start::{Gathered, RunRequest, StartError, Work, prepare};
 use sublaunch::runs::{AnswerError, HistoryFilter, Page, RunView, WaitEnd, answer_json, read_result, settled_result};
 use sublaunch_protocol::files::dir::Dir;
+use sublaunch_protocol::records::failure::FailureKind;
 use sublaunch_protocol::records::status::Status;
 
 /// The session id runs started through MCP carry.
@@ -129,6 +130,19 @@ fn step_label(step: &PlanStep) -> String {
 }
 
 impl Server {
+    /// [`Self::reply`] for `run` and `resume`: a launch that did not go on also says, as
+    /// structured content, why in one word (`failureKind`: refused, not-started).
+    fn reply_launched(&self, outcome: Launched, notes: Vec<String>) -> ToolResult {
+        match outcome {
+            Ok(value) => self.reply(Ok(value), notes),
+            Err(not) => {
+                let mut result = self.reply(Err(not.message.clone()), notes)?;
+                result.structured_content = Some(json!({"error": not.message, "failureKind": not.kind.as_str()}));
+                Ok(result)
+            }
+        }
+    }
+
     /// The one door every answer leaves by, as compact JSON without null members: the
     /// server's notes and the call's own `notes` go with it, an answer or a refusal alike — in a JSON object answer as its `notes`,
     /// otherwise as `note: …` lines after it. A JSON object answer is also the call's
@@ -183,6 +197,37 @@ impl Server {
     }
 }
 
+/// Why the `run` or `resume` tool started no run that went on (D3): refused before launch (bad
+/// input, the server's limits), or made but not started.
+#[derive(Debug)]
+pub(super) struct NotLaunched {
+    message: String,
+    kind: FailureKind,
+}
+
+impl NotLaunched {
+    /// A run that was made and did not start.
+    fn not_started(message: String) -> Self {
+        Self {
+            message,
+            kind: FailureKind::NotStarted,
+        }
+    }
+}
+
+impl From<String> for NotLaunched {
+    /// Everything said before a run exists refuses the launch.
+    fn from(message: String) -> Self {
+        Self {
+            message,
+            kind: FailureKind::Refused,
+        }
+    }
+}
+
+/// What the `run` and `resume` tools answer.
+type Launched = Result<Value, NotLaunched>;
+
 /// Removes the null members of every object in `value` (an absent field reads as null to a
 /// client, and says the same in fewer tokens); array elements keep their places.
 fn drop_nulls(value: &mut Value) {
@@ -211,7 +256,7 @@ impl Server {
     ) -> ToolResult {
         let mut notes = Vec::new();
         let outcome = self.start(params, &meta, &peer, &mut notes).await;
-        self.reply(outcome, notes)
+        self.reply_launched(outcome, notes)
     }
 
     /// Continues a finished run.
@@ -227,7 +272,7 @@ impl Server {
     ) -> ToolResult {
         let mut notes = Vec::new();
         let outcome = self.revive(params, &meta, &peer, &mut notes).await;
-        self.reply(outcome, notes)
+        self.reply_launched(outcome, notes)
     }
 
     /// Waits for runs to end.
@@ -281,6 +326,20 @@ impl Server {
             Ok(view.to_json())
         }
         .await;
+        self.reply(outcome, Vec::new())
+    }
+
+    /// Reads the event stream.
+    #[tool(
+        description = "The event stream: every run's lifecycle events (launched, queued, started, step-started, step-ended, gate, ended, delivered, delivery-failed), in order, each with a cursor; an ended event carries the run's state, failureKind and deliveryId. Pass the cursor of the last event you handled as since to get only newer ones; waitSeconds (at most 300) waits for the next one. Returns {events, cursor, dropped}. Subscribe to the resource sublaunch://events to be told when there are new events.",
+        output_schema = super::schemas::events()
+    )]
+    async fn events(&self, Parameters(params): Parameters<super::params::EventsParams>) -> ToolResult {
+        let store = &self.state.store;
+        // A run whose runner died has its end recorded by this look.
+        store.reconcile_all();
+        let root = store.root().root().path().to_owned();
+        let outcome = super::stream::events(root, params).await;
         self.reply(outcome, Vec::new())
     }
 
@@ -631,7 +690,7 @@ impl Server {
         meta: &RequestMetaObject,
         peer: &Peer<RoleServer>,
         notes: &mut Vec<String>,
-    ) -> Outcome {
+    ) -> Launched {
         let state = &self.state;
         state.policy.check_depth(&state.env).map_err(said)?;
         let single = params.chain.is_none();
@@ -647,8 +706,8 @@ impl Server {
         }
         let prepared = match prepare(request, gathered, &state.planner).await {
             Ok(prepared) => prepared,
-            Err(StartError::Plan(error)) => return Err(format!("{} ({})", error.message, error.code.as_str())),
-            Err(e) => return Err(e.to_string()),
+            Err(StartError::Plan(error)) => return Err(format!("{} ({})", error.message, error.code.as_str()).into()),
+            Err(e) => return Err(e.to_string().into()),
         };
         notes.extend(prepared.notes.iter().cloned());
         state.check_plan(&prepared.launch.plan, &prepared.launch.agents, &dir, single)?;
@@ -664,7 +723,7 @@ impl Server {
         meta: &RequestMetaObject,
         peer: &Peer<RoleServer>,
         notes: &mut Vec<String>,
-    ) -> Outcome {
+    ) -> Launched {
         let state = &self.state;
         state.policy.check_depth(&state.env).map_err(said)?;
         let (source_id, source) = state.open(&params.run_id)?;
@@ -697,20 +756,21 @@ impl Server {
         wait: bool,
         meta: &RequestMetaObject,
         peer: &Peer<RoleServer>,
-    ) -> Outcome {
+    ) -> Launched {
         let state = &self.state;
         let launched = launch::launch(launch, options)
             .await
             .map_err(|failure| failure.message())?;
         if let Err(e) = launched.handle.committed().await {
-            return Err(format!("the run '{}' did not start: {e}", launched.run_id));
+            return Err(NotLaunched::not_started(format!(
+                "the run '{}' did not start: {e}",
+                launched.run_id
+            )));
         }
         // J6: a run on a cluster is launched once the engine accepted its job.
-        let job = launched
-            .handle
-            .handed_over()
-            .await
-            .map_err(|e| format!("the run '{}' could not be submitted: {e}", launched.run_id))?;
+        let job = launched.handle.handed_over().await.map_err(|e| {
+            NotLaunched::not_started(format!("the run '{}' could not be submitted: {e}", launched.run_id))
+        })?;
         let run_id = launched.run_id.clone();
         let run_dir = launched.run_dir.clone();
         // The server observes the end of what it started (an `observed` proof) for as long as
@@ -796,6 +856,69 @@ impl Server {
 impl ServerHandler for Server {
     fn get_info(&self) -> ServerConfig {
         Server::config()
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        _context: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        Ok(rmcp::model::ListResourcesResult::with_all_items(vec![
+            super::stream::resource(),
+        ]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        let root = self.state.store.root().root().path().to_owned();
+        super::stream::read_resource(root, &request.uri)
+            .await
+            .map(Into::into)
+            .map_err(|e| ErrorData::invalid_params(e, None))
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: rmcp::model::SubscribeRequestParams,
+        context: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if request.uri != super::stream::EVENTS_URI {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "{} cannot be subscribed to ({})",
+                    request.uri,
+                    super::stream::EVENTS_URI
+                ),
+                None,
+            ));
+        }
+        let root = self.state.store.root().root().path().to_owned();
+        let mut follower = self.follower.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if follower.as_ref().is_none_or(tokio::task::JoinHandle::is_finished) {
+            *follower = Some(tokio::spawn(super::stream::follow(root, context.peer.clone())));
+        }
+        Ok(())
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        _request: rmcp::model::UnsubscribeRequestParams,
+        _context: rmcp::service::RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Some(follower) = self
+            .follower
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            follower.abort();
+        }
+        Ok(())
     }
 }
 

@@ -1,22 +1,23 @@
-//! Completion hooks (a sublaunch addition): a shell command the user asked to run once when a
-//! run ends, with the run's result (the S11 payload) on its stdin and `SUBLAUNCH_RUN_ID` /
-//! `SUBLAUNCH_STATE` in its environment. Its outcome is recorded beside the run and never
-//! changes the run's state or result.
+//! Completion hooks (a sublaunch addition): a shell command the user asked to run when a run
+//! ends, with the run's result (the S11 payload) on its stdin and `SUBLAUNCH_RUN_ID` /
+//! `SUBLAUNCH_STATE` / `SUBLAUNCH_DELIVERY_ID` in its environment. Its outcome is recorded
+//! beside the run and never changes the run's state or result.
+//!
+//! Each end is delivered from the outbox ([`crate::records::outbox`], D7): written there with
+//! the end, tried by the runner, tried again with backoff by the next `sublaunch` command or
+//! `sublaunch deliver` while it fails or was cut off by a crash, and removed once an attempt
+//! succeeded.
 //!
 //! The files, all in `<run>`:
 //! * `hook.json` ([`HookSpec`]): the command, its time limit, the run's cwd and the agents'
-//!   umask, written by the host before the shim is spawned, so whoever fires the hook for a
+//!   umask, written by the host before the shim is spawned, so whoever delivers the end of a
 //!   runner that died can still find it (the runner configuration, which also carries it as
-//!   `onEnd`, is gone by then);
-//! * `hook-fired`: the once-marker. Whoever fires the hook first creates it with `O_EXCL`
-//!   ([`claim`]); everybody else leaves the hook alone. The shim claims it after its end
-//!   records (S12); a host claims it only for a run that started and is terminal and whose
-//!   shim is gone (the launching host after observing the exit, a lister or waiter after S13).
-//!   A marker left by a process that died while the hook ran is never claimed again: the hook
-//!   runs at most once, even when that means not at all;
-//! * `hook-end.json` ([`HookOutcome`]): how the hook ended (exit code, signal, timed out,
-//!   duration, spawn error), plus a `subagent.run.hook_finished` line in `events.jsonl`;
-//! * `hook-end.log`: what the hook printed (stdout and stderr, capped at [`LOG_CAP`]).
+//!   `onEnd`, is gone by then). Its `flock` is the right to deliver
+//!   ([`crate::records::outbox::DeliveryLock`]);
+//! * `hook-end.json` ([`HookOutcome`]): how the last attempt ended (exit code, signal, timed
+//!   out, duration, spawn error, which delivery and attempt), plus a
+//!   `subagent.run.hook_finished` line in `events.jsonl` per attempt;
+//! * `hook-end.log`: what the attempts printed (stdout and stderr, capped at [`LOG_CAP`]).
 
 use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
@@ -31,8 +32,6 @@ use std::time::Duration;
 
 /// `<run>/hook.json`.
 pub const SPEC_FILE: &str = "hook.json";
-/// `<run>/hook-fired`: the once-marker.
-pub const FIRED_MARKER: &str = "hook-fired";
 /// `<run>/hook-end.json`.
 pub const OUTCOME_FILE: &str = "hook-end.json";
 /// `<run>/hook-end.log`.
@@ -47,6 +46,11 @@ pub const RUN_ID_ENV: &str = "SUBLAUNCH_RUN_ID";
 pub const STATE_ENV: &str = "SUBLAUNCH_STATE";
 /// The run directory, in the hook's environment.
 pub const RUN_DIR_ENV: &str = "SUBLAUNCH_RUN_DIR";
+/// The end's idempotency key (`<runId>.<end seq>`, D7), in the hook's environment: the same
+/// for every attempt to deliver one end.
+pub const DELIVERY_ID_ENV: &str = "SUBLAUNCH_DELIVERY_ID";
+/// Which attempt this is (from 1), in the hook's environment.
+pub const DELIVERY_ATTEMPT_ENV: &str = "SUBLAUNCH_DELIVERY_ATTEMPT";
 /// Why the run did not complete, in one word (D1), in the hook's environment (absent when it
 /// completed).
 pub const FAILURE_KIND_ENV: &str = "SUBLAUNCH_FAILURE_KIND";
@@ -123,16 +127,6 @@ pub fn read_spec(run: &Dir) -> io::Result<Option<HookSpec>> {
     }
 }
 
-/// Claims the right to fire the run's hook: `Ok(true)` for exactly one caller, ever.
-pub fn claim(run: &Dir) -> io::Result<bool> {
-    run.create_exclusive(FIRED_MARKER)
-}
-
-/// Whether someone claimed the hook already.
-pub fn claimed(run: &Dir) -> io::Result<bool> {
-    Ok(run.stat(FIRED_MARKER)?.is_some())
-}
-
 /// Who fired a hook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -141,8 +135,10 @@ pub enum FiredBy {
     Runner,
     /// The host that launched the run, after it saw the shim die.
     Launcher,
-    /// A lister or waiter that found the shim dead (S13).
+    /// A lister or waiter that found the shim dead (S13), or a failed delivery due again.
     Reconciler,
+    /// `sublaunch deliver`.
+    Command,
 }
 
 /// `<run>/hook-end.json`: how the hook ended.
@@ -184,6 +180,12 @@ pub struct HookOutcome {
     /// Whether `hook-end.log` was cut at [`LOG_CAP`].
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub output_truncated: bool,
+    /// The end delivered (`<runId>.<end seq>`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_id: Option<String>,
+    /// Which attempt this was (from 1).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempt: Option<u32>,
 }
 
 impl HookOutcome {
@@ -208,12 +210,32 @@ impl HookOutcome {
             spawn_error: None,
             output_bytes: 0,
             output_truncated: false,
+            delivery_id: None,
+            attempt: None,
         }
     }
 
     /// Whether the hook exited 0.
     pub fn succeeded(&self) -> bool {
         self.exit_code == Some(0) && self.spawn_error.is_none()
+    }
+
+    /// Why the attempt failed, in words (for the outbox and the stream).
+    pub fn failure(&self) -> String {
+        if let Some(error) = &self.spawn_error {
+            return error.clone();
+        }
+        if self.timed_out {
+            return format!("the hook ran past its time limit of {} ms", self.timeout_ms);
+        }
+        if let Some(signal) = &self.stopped_by {
+            return format!("the hook was stopped ({signal} to its runner)");
+        }
+        match (&self.exit_code, &self.signal) {
+            (Some(code), _) => format!("the hook exited with code {code}"),
+            (None, Some(signal)) => format!("the hook was killed by {signal}"),
+            (None, None) => "the hook ended without an exit status".to_owned(),
+        }
     }
 
     /// `subagent.run.hook_finished`.
@@ -224,7 +246,9 @@ impl HookOutcome {
             .with("exitCode", self.exit_code)
             .with("signal", &self.signal)
             .with("timedOut", self.timed_out)
-            .with("durationMs", self.duration_ms);
+            .with("durationMs", self.duration_ms)
+            .with("deliveryId", &self.delivery_id)
+            .with("attempt", self.attempt);
         if let Some(error) = &self.spawn_error {
             event = event.with("spawnError", error);
         }
@@ -327,8 +351,10 @@ pub struct HookJob {
     pub state: String,
     /// Where the hook runs, its command, limit and umask.
     pub spec: HookSpec,
-    /// Who claimed the hook.
+    /// Who delivers it.
     pub fired_by: FiredBy,
+    /// The end to deliver, as the outbox holds it.
+    pub delivery: crate::records::outbox::Delivery,
     /// The result payload for its stdin.
     pub payload: Value,
 }
@@ -338,13 +364,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_marker_is_claimed_once_and_the_spec_round_trips() {
+    fn the_spec_round_trips() {
         let tmp = tempfile::tempdir().unwrap();
         let run = Dir::open(tmp.path()).unwrap();
-        assert!(!claimed(&run).unwrap());
-        assert!(claim(&run).unwrap());
-        assert!(!claim(&run).unwrap());
-        assert!(claimed(&run).unwrap());
         assert_eq!(read_spec(&run).unwrap(), None);
         let spec = HookSpec {
             version: 1,

@@ -16,9 +16,7 @@ use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
 use crate::files::durability::DurabilityPolicy;
 use crate::files::layout::{names, validate_run_id};
-use crate::records::events::has_run_started;
 use crate::records::history::History;
-use crate::records::hook;
 use crate::records::index::retry_enoent;
 use crate::records::proof::{ProcessTerminal, ProofState};
 use crate::records::status::read_status;
@@ -58,6 +56,9 @@ impl<'a> UnfinalizedRuns<'a> {
     /// the marker's release is not written twice.
     pub fn settle_if_final(&self, run_id: &str, run: Option<&Dir>, policy: DurabilityPolicy) -> io::Result<bool> {
         if let Some(run) = run {
+            // D6: the end goes into the stream (and the outbox) before the run leaves the index.
+            let root = self.runs.path().parent().unwrap_or(self.runs.path());
+            crate::records::stream::record_end_if_ended(root, run)?;
             if !settled(run) {
                 return Ok(false);
             }
@@ -116,10 +117,9 @@ impl<'a> UnfinalizedRuns<'a> {
 }
 
 /// Whether nothing is left for anyone to settle on `run`: its status is terminal, its proof
-/// file is final (observed, unknown or not-started), and its completion hook, if it has one,
-/// was claimed or can never fire (the run never started, or its record is unreadable, which
-/// the reconciler's firing refuses too). A run whose status or proof cannot be read is not
-/// settled: it stays in the index, where listers keep looking at it.
+/// file is final (observed, unknown or not-started), and its end is in the event stream (D6;
+/// its completion hook, if it has one, then waits in the outbox). A run whose status or proof
+/// cannot be read is not settled: it stays in the index, where listers keep looking at it.
 pub fn settled(run: &Dir) -> bool {
     let Ok(ReadDoc::Present(status)) = read_status(run) else {
         return false;
@@ -134,11 +134,7 @@ pub fn settled(run: &Dir) -> bool {
     if !proof_final {
         return false;
     }
-    match hook::read_spec(run) {
-        Ok(None) => true,
-        Ok(Some(spec)) => hook::claimed(run).unwrap_or(false) || !has_run_started(run, &spec.run_id).unwrap_or(true),
-        Err(_) => true,
-    }
+    crate::records::stream::end_recorded(run, &status)
 }
 
 #[cfg(test)]

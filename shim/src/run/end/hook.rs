@@ -8,9 +8,11 @@
 //! lingers after it. Its outcome goes to `hook-end.json` and `events.jsonl`; the run's status
 //! and result are never touched.
 //!
-//! Two callers: the shim itself, after its end records (S12, `fire_after_run`), and
-//! `sublaunch-shim --on-end` ([`helper_main`]), which a host starts detached to fire the hook
-//! of a run whose shim died (S13): the host claims the once-marker and hands the job on stdin.
+//! Each run of the hook is one attempt to deliver an end from the outbox (D7, [`deliver`]).
+//! Two callers: the shim itself, after its end records (S12, `after_end`), and
+//! `sublaunch-shim --on-end` ([`helper_main`]), which a host starts — detached after a sweep
+//! found an end undelivered (its runner died, or an attempt failed and the backoff passed), in
+//! the foreground for `sublaunch deliver` — with the job on stdin.
 
 use crate::process::reaper::Reaper;
 use crate::process::signals;
@@ -19,14 +21,18 @@ use rustix::process::{Pid, Signal};
 use serde_json::Value;
 use std::io::{self, Read, Write};
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use sublaunch_protocol::files::dir::Dir;
 use sublaunch_protocol::files::durability::DurabilityPolicy;
 use sublaunch_protocol::records::hook::{
-    self, FAILURE_KIND_ENV, FiredBy, HookJob, HookOutcome, HookSpec, LOG_CAP, LOG_FILE, OUTCOME_FILE, RUN_DIR_ENV,
-    RUN_ID_ENV, STATE_ENV,
+    self, DELIVERY_ATTEMPT_ENV, DELIVERY_ID_ENV, FAILURE_KIND_ENV, FiredBy, HookJob, HookOutcome, HookSpec, LOG_CAP,
+    LOG_FILE, RUN_DIR_ENV, RUN_ID_ENV, STATE_ENV,
 };
+use sublaunch_protocol::records::outbox::{self, DeliveryLock, Outbox};
+use sublaunch_protocol::records::status::Status;
+use sublaunch_protocol::records::stream::{self, Consumers, Stream, What};
 
 /// The argument that makes `sublaunch-shim` run a hook job instead of a run.
 pub const HELPER_ARG: &str = "--on-end";
@@ -51,22 +57,29 @@ pub(crate) struct Job<'a> {
     pub payload: &'a [u8],
     /// The payload's `failureKind` (D1), for the hook's environment.
     pub failure_kind: Option<&'a str>,
+    /// The end's key and the attempt (D7), for the hook's environment.
+    pub delivery: Option<(&'a str, u32)>,
     /// Durability of the outcome.
     pub policy: DurabilityPolicy,
 }
 
-/// The shim's part (S12): once the end records are written, claims the marker and runs the
-/// configured hook. Nothing here changes the run's records.
-pub(crate) fn fire_after_run(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut Reaper, state: &str, payload: &Value) {
-    let Some(on_end) = &ctx.cfg.on_end else { return };
-    match hook::claim(run) {
-        Ok(true) => {}
-        Ok(false) => return,
+/// The shim's part (S12, D6, D7): once the end records are written, puts the end into the
+/// event stream and, when a hook is configured, the outbox; then delivers it. Nothing here
+/// changes the run's records.
+pub(crate) fn after_end(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut Reaper, status: &Status, payload: &Value) {
+    let consumers = Consumers {
+        hook: ctx.cfg.on_end.is_some(),
+    };
+    let marker = match stream::record_end(&ctx.paths.root, run, status, consumers) {
+        Ok(Some(marker)) => marker,
+        Ok(None) => return,
         Err(e) => {
-            eprintln!("sublaunch-shim: cannot claim the completion hook: {e}");
+            // The next lister records it (the run stays in the unfinalized index until then).
+            eprintln!("sublaunch-shim: cannot record the run's end in the event stream: {e}");
             return;
         }
-    }
+    };
+    let Some(on_end) = &ctx.cfg.on_end else { return };
     let spec = HookSpec {
         version: 1,
         run_id: ctx.cfg.id.clone(),
@@ -74,22 +87,128 @@ pub(crate) fn fire_after_run(ctx: &crate::context::Ctx, run: &Dir, reaper: &mut 
         cwd: ctx.cfg.cwd.clone(),
         umask: ctx.cfg.agent_umask,
     };
-    let failure_kind = payload.get("failureKind").and_then(Value::as_str);
-    let payload = serde_json::to_vec(payload).unwrap_or_default();
     // A stop signal counted while the run ended was already acted on; only new ones end the hook.
     let _ = signals::take();
-    run_hook(
-        &Job {
+    deliver(
+        &Delivering {
             run,
+            root: &ctx.paths.root,
+            delivery_id: &marker.delivery_id,
             spec: &spec,
-            state,
+            payload,
             fired_by: FiredBy::Runner,
-            payload: &payload,
-            failure_kind,
+            forced: false,
             policy: ctx.policy,
         },
         reaper,
     );
+}
+
+/// One delivery to make.
+pub(crate) struct Delivering<'a> {
+    /// `<run>`.
+    pub run: &'a Dir,
+    /// The state root (its outbox and stream).
+    pub root: &'a Path,
+    /// The end's key.
+    pub delivery_id: &'a str,
+    /// The hook.
+    pub spec: &'a HookSpec,
+    /// The result payload (the delivery's key is added to it).
+    pub payload: &'a Value,
+    /// Who delivers.
+    pub fired_by: FiredBy,
+    /// `sublaunch deliver`: not held back by the backoff.
+    pub forced: bool,
+    /// Durability of the outcome.
+    pub policy: DurabilityPolicy,
+}
+
+/// Delivers an end from the outbox (D7) when it is still undelivered, due, and nobody else is
+/// delivering it: runs the hook, then removes the entry when it succeeded or records the
+/// failed attempt and when to try again. Returns the attempt's outcome, if one was made.
+pub(crate) fn deliver(delivering: &Delivering<'_>, reaper: &mut Reaper) -> Option<HookOutcome> {
+    let run = delivering.run;
+    let _lock = match DeliveryLock::try_take(run) {
+        Ok(Some(lock)) => lock,
+        Ok(None) => return None,
+        Err(e) => {
+            eprintln!("sublaunch-shim: cannot lock the completion hook: {e}");
+            return None;
+        }
+    };
+    let outbox = Outbox::under(delivering.root);
+    let mut entry = match outbox.get(delivering.delivery_id) {
+        Ok(Some(entry)) => entry,
+        Ok(None) => return None,
+        Err(e) => {
+            eprintln!("sublaunch-shim: cannot read the outbox: {e}");
+            return None;
+        }
+    };
+    let clock = run.os().clock.clone();
+    if outbox::delivered(run, delivering.delivery_id) {
+        // Delivered by a deliverer that died before it removed the entry.
+        let _ = outbox.remove(delivering.delivery_id);
+        return None;
+    }
+    if !entry.due(clock.wall_ms(), delivering.forced) {
+        return None;
+    }
+    let attempt = entry.attempts + 1;
+    let mut payload = delivering.payload.clone();
+    if let Value::Object(fields) = &mut payload {
+        fields.insert("deliveryId".into(), Value::from(delivering.delivery_id));
+        fields.insert("deliveryAttempt".into(), Value::from(attempt));
+    }
+    let failure_kind = payload.get("failureKind").and_then(Value::as_str);
+    let bytes = serde_json::to_vec(&payload).unwrap_or_default();
+    let outcome = run_hook(
+        &Job {
+            run,
+            spec: delivering.spec,
+            state: &entry.state,
+            fired_by: delivering.fired_by,
+            payload: &bytes,
+            failure_kind,
+            delivery: Some((delivering.delivery_id, attempt)),
+            policy: delivering.policy,
+        },
+        reaper,
+    );
+    let stream = Stream::under(delivering.root);
+    let now = clock.wall_ms();
+    let consumer = entry.consumer.as_str().to_owned();
+    if outcome.succeeded() {
+        if let Err(e) = outbox.remove(delivering.delivery_id) {
+            eprintln!("sublaunch-shim: cannot remove the delivered end from the outbox: {e}");
+        }
+        let delivered = What::Delivered {
+            delivery_id: delivering.delivery_id.to_owned(),
+            consumer,
+            attempt,
+        };
+        if let Err(e) = stream.append(&entry.run_id, now, delivered) {
+            eprintln!("sublaunch-shim: cannot append the delivery to the event stream: {e}");
+        }
+    } else {
+        let error = outcome.failure();
+        entry.failed(attempt, now, error.clone());
+        if let Err(e) = outbox.put(&entry) {
+            eprintln!("sublaunch-shim: cannot record the failed delivery in the outbox: {e}");
+        }
+        let failed = What::DeliveryFailed {
+            delivery_id: delivering.delivery_id.to_owned(),
+            consumer,
+            attempt,
+            error,
+            next_attempt_at: (!entry.gave_up).then_some(entry.next_attempt_at),
+        };
+        if let Err(e) = stream.append(&entry.run_id, now, failed) {
+            eprintln!("sublaunch-shim: cannot append the failed delivery to the event stream: {e}");
+        }
+    }
+    Some(outcome)
 }
 
 /// Runs the hook, records its outcome and returns it.
@@ -97,6 +216,10 @@ pub(crate) fn run_hook(job: &Job<'_>, reaper: &mut Reaper) -> HookOutcome {
     let clock = job.run.os().clock.clone();
     let started = Instant::now();
     let mut outcome = HookOutcome::starting(job.spec, job.fired_by, job.state, clock.wall_ms());
+    if let Some((id, attempt)) = job.delivery {
+        outcome.delivery_id = Some(id.to_owned());
+        outcome.attempt = Some(attempt);
+    }
     let log = match job.run.open_append(LOG_FILE) {
         Ok(file) => Some(file),
         Err(e) => {
@@ -143,6 +266,12 @@ fn spawn(job: &Job<'_>) -> io::Result<(u32, OwnedFd)> {
     match job.failure_kind {
         Some(kind) => cmd.env(FAILURE_KIND_ENV, kind),
         None => cmd.env_remove(FAILURE_KIND_ENV),
+    };
+    match job.delivery {
+        Some((id, attempt)) => cmd
+            .env(DELIVERY_ID_ENV, id)
+            .env(DELIVERY_ATTEMPT_ENV, attempt.to_string()),
+        None => cmd.env_remove(DELIVERY_ID_ENV).env_remove(DELIVERY_ATTEMPT_ENV),
     };
     let runner = rustix::process::getpid();
     // SAFETY: the closure runs in the forked child before exec and calls only prctl(2),
@@ -280,9 +409,9 @@ fn supervise(job: &Job<'_>, reaper: &mut Reaper, pid: u32, pipe: OwnedFd, output
     }
 }
 
-/// `sublaunch-shim --on-end`: runs the hook job a host wrote on stdin (the host has claimed
-/// the run's once-marker) and records its outcome; exits 0 when the outcome was recorded by
-/// this or an earlier helper, 2 for an unusable job.
+/// `sublaunch-shim --on-end`: makes the delivery a host wrote on stdin ([`deliver`]: only when
+/// the end is still undelivered and nobody else is delivering it) and records its outcome;
+/// exits 0 when the job was usable, 2 otherwise.
 pub fn helper_main() -> i32 {
     let prepared = crate::run::start::hygiene::prepare();
     for note in &prepared.notes {
@@ -307,25 +436,20 @@ pub fn helper_main() -> i32 {
             return crate::process::exit::INVALID_CONFIG;
         }
     };
-    // Only a claimed hook runs, and only until someone recorded its outcome.
-    match (hook::claimed(&run), run.stat(OUTCOME_FILE)) {
-        (Ok(true), Ok(None)) => {}
-        (Ok(true), Ok(Some(_))) => return crate::process::exit::RECORDED,
-        _ => {
-            crate::process::exit::report("the completion hook of this run was not claimed.");
-            return crate::process::exit::INVALID_CONFIG;
-        }
-    }
-    let payload = serde_json::to_vec(&job.payload).unwrap_or_default();
-    let failure_kind = job.payload.get("failureKind").and_then(Value::as_str);
-    run_hook(
-        &Job {
+    let root = job.delivery.run_dir.parent().and_then(Path::parent).map(Path::to_owned);
+    let Some(root) = root else {
+        crate::process::exit::report("the completion hook job names no run under a state root.");
+        return crate::process::exit::INVALID_CONFIG;
+    };
+    deliver(
+        &Delivering {
             run: &run,
+            root: &root,
+            delivery_id: &job.delivery.delivery_id,
             spec: &job.spec,
-            state: &job.state,
+            payload: &job.payload,
             fired_by: job.fired_by,
-            payload: &payload,
-            failure_kind,
+            forced: job.fired_by == FiredBy::Command,
             policy: DurabilityPolicy::from_env(),
         },
         &mut Reaper::default(),

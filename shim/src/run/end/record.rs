@@ -23,6 +23,7 @@ use sublaunch_protocol::records::results::{
 };
 use sublaunch_protocol::records::status::{LIFECYCLE_ARTIFACT_VERSION, RunState};
 use sublaunch_protocol::records::step_record::{ExternalProcess, MachineRecord, ProcessEnd, StepFacts};
+use sublaunch_protocol::records::stream::What;
 use sublaunch_protocol::records::usage::Usage;
 
 /// How long the end records wait for storage capacity to return (A9) before giving up.
@@ -102,6 +103,16 @@ fn apply_step(sup: &mut Supervisor, end: &StepEnd) {
     }
 }
 
+/// The step's end in the state root's event stream (D4).
+fn publish_step(ctx: &Ctx, end: &StepEnd) {
+    ctx.publish(What::StepEnded {
+        step: end.index,
+        agent: end.agent.clone(),
+        state: end.state().as_str().to_owned(),
+        failure_kind: end.failure_kind(),
+    });
+}
+
 fn step_event(ctx: &Ctx, end: &StepEnd) -> events::Event {
     let event = end.with_position(events::step_finished(
         outcome_of(&end.state()),
@@ -127,6 +138,7 @@ pub fn close_step(ctx: &Ctx, sup: &mut Supervisor, end: &mut StepEnd) {
     sup.book.update();
     if end.ran() {
         sup.events.append(&step_event(ctx, end));
+        publish_step(ctx, end);
     }
     end.closed = true;
 }
@@ -261,6 +273,7 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
     // 3. Events: the steps that ended last, the run marker, run.completed.
     for end in ends.iter().filter(|e| e.ran() && !e.closed) {
         sup.events.append(&step_event(ctx, end));
+        publish_step(ctx, end);
     }
     let marker = match state {
         RunState::Stopped => Some("stopped"),
@@ -300,22 +313,26 @@ pub fn record(ctx: &mut Ctx, sup: &mut Supervisor, ends: &[StepEnd]) -> i32 {
         );
     }
 
-    // 7. The completion hook, once everything that matters is durable; its outcome is
+    // 7. The end into the event stream and, with a completion hook, the outbox (D6, D7); then
+    // the hook, delivered from it once everything that matters is durable. Its outcome is
     // recorded beside the run and changes nothing of it.
-    if ctx.cfg.on_end.is_some() {
-        let mut payload = payload;
-        if !result_ok {
-            // The hook is told how the run really ended: the result could not be published.
-            payload.state = state.as_str().to_owned();
-            payload.success = false;
-            payload.exit_code = 1;
-            payload.error.clone_from(&error);
-        }
-        let payload = serde_json::to_value(&payload).unwrap_or(Value::Null);
-        match sup.run_dir().try_clone() {
-            Ok(run) => crate::run::end::hook::fire_after_run(ctx, &run, &mut sup.reaper, state.as_str(), &payload),
-            Err(e) => eprintln!("sublaunch-shim: cannot run the completion hook: {e}"),
-        }
+    let mut payload = payload;
+    if !result_ok {
+        // The hook is told how the run really ended: the result could not be published.
+        payload.state = state.as_str().to_owned();
+        payload.success = false;
+        payload.exit_code = 1;
+        payload.error.clone_from(&error);
+    }
+    let payload = if ctx.cfg.on_end.is_some() {
+        serde_json::to_value(&payload).unwrap_or(Value::Null)
+    } else {
+        Value::Null
+    };
+    let status = sup.book.status.clone();
+    match sup.run_dir().try_clone() {
+        Ok(run) => crate::run::end::hook::after_end(ctx, &run, &mut sup.reaper, &status, &payload),
+        Err(e) => eprintln!("sublaunch-shim: cannot record the run's end in the event stream: {e}"),
     }
     let _ = ctx.fire(ShimPoint::BeforeExit);
     if status_landed || result_ok {

@@ -16,6 +16,8 @@ fn run(runs: &Dir, run_id: &str, state: &str, proof: &ProcessTerminal) -> Dir {
     run.write_doc(names::STATUS, &status, Durability::Atomic).unwrap();
     run.write_doc(names::PROCESS_TERMINAL, proof, Durability::Atomic)
         .unwrap();
+    // D6: the end is in the stream, as every recorder of an end leaves it.
+    crate::records::stream::record_end_if_ended(runs.path().parent().unwrap(), &run).unwrap();
     run
 }
 
@@ -118,19 +120,33 @@ fn i9_an_unreadable_status_or_proof_keeps_the_entry() {
 }
 
 #[test]
-fn i9_a_hook_that_is_still_due_keeps_the_entry() {
-    let (_tmp, runs) = setup();
+fn d6_an_end_not_in_the_stream_keeps_the_entry_until_a_settler_records_it() {
+    let (tmp, runs) = setup();
     let final_proof = ProcessTerminal::not_started("shell-1", "uuid-1");
     let dir = run(&runs, "shell-1", "complete", &final_proof);
+    std::fs::remove_file(dir.join(crate::records::stream::END_MARKER)).unwrap();
+    assert!(!settled(&dir), "its end is not recorded");
     let spec = json!({"version": 1, "runId": "shell-1", "command": "true", "timeoutMs": 1000, "cwd": "/"});
-    dir.write_doc(hook::SPEC_FILE, &spec, Durability::Atomic).unwrap();
-    assert!(settled(&dir), "a run that never started never fires its hook");
+    dir.write_doc(crate::records::hook::SPEC_FILE, &spec, Durability::Atomic)
+        .unwrap();
     let started = crate::records::events::run_started(1, "shell-1", "single", "/", 1);
     crate::records::events::append_once(&dir, &started).unwrap();
-    assert!(has_run_started(&dir, "shell-1").unwrap());
-    assert!(!settled(&dir), "the reconciler still has a hook to fire");
-    dir.touch(hook::FIRED_MARKER).unwrap();
-    assert!(settled(&dir), "claimed");
+    let index = UnfinalizedRuns::new(&runs);
+    index.mark_built().unwrap();
+    index.record("shell-1", false).unwrap();
+    assert!(
+        index
+            .settle_if_final("shell-1", Some(&dir), DurabilityPolicy::standard())
+            .unwrap()
+    );
+    assert!(settled(&dir));
+    let (pending, _) = crate::records::outbox::Outbox::under(tmp.path()).list().unwrap();
+    assert_eq!(
+        pending.iter().map(|d| d.delivery_id.as_str()).collect::<Vec<_>>(),
+        // The marker went: the end is recorded again, under the same key.
+        vec!["shell-1.1"],
+        "the started run's hook waits in the outbox"
+    );
 }
 
 /// I13 with I9: a run that leaves this index is in the history, even one that never had an
