@@ -293,10 +293,10 @@ fn f57_wall_clock_jump_does_not_shorten_the_deadline() {
 }
 
 /// RSS of a shim supervising a sleeping agent stays ≤ 4 MiB (optimized build; the launch bench
-/// records it). An unoptimized build maps far more of its own code (file-backed pages: 5.3 MiB
-/// of the binary, 7.0–7.1 MiB in all since the runner verifies and reviews steps), so debug
-/// test runs allow 8 MiB; the shim's own memory (RssAnon, about 450 KiB) must stay under
-/// 1 MiB either way. Structured-output validation
+/// records it). An unoptimized build maps far more of its own code (file-backed pages: 6.3 MiB
+/// of the binary, 8.1 MiB in all since the runner appends to the event stream — 10 to 60 KiB
+/// more in an optimized build, measured against the commit before), so debug test runs allow
+/// 9 MiB; the shim's own memory (RssAnon, about 530 KiB) must stay under 1 MiB either way. Structured-output validation
 /// (jsonschema) runs in `sublaunch-validate`, not in the shim, to keep it so.
 #[test]
 fn shim_rss_while_supervising_a_sleeping_agent() {
@@ -309,7 +309,7 @@ fn shim_rss_while_supervising_a_sleeping_agent() {
     let anon = proc_status_kb(run.pid, "RssAnon").unwrap();
     let hwm = proc_status_kb(run.pid, "VmHWM").unwrap();
     eprintln!("shim VmRSS {rss} kB, RssAnon {anon} kB, VmHWM {hwm} kB");
-    let limit = if cfg!(debug_assertions) { 8 * 1024 } else { 4 * 1024 };
+    let limit = if cfg!(debug_assertions) { 9 * 1024 } else { 4 * 1024 };
     assert!(rss <= limit, "VmRSS {rss} kB > {limit} kB\n{}", rss_by_mapping(run.pid));
     assert!(anon <= 1024, "RssAnon {anon} kB");
     // No libm: one `log10` in the cost formatting once mapped 300 KiB of it into every runner.

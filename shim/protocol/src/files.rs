@@ -3,6 +3,7 @@
 //! it, and where the filesystem puts the runs.
 
 pub mod atomic;
+pub mod checked_lines;
 pub mod dir;
 pub mod doc;
 pub mod durability;

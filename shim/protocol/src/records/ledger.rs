@@ -10,6 +10,7 @@
 //! in a newline starts its line with one, so a torn line never swallows the next entry. The
 //! last entry may be lost; the file is never unreadable.
 
+use crate::files::checked_lines;
 use crate::os::clock::civil_from_days;
 use crate::records::usage::Usage;
 use serde::{Deserialize, Serialize};
@@ -104,7 +105,7 @@ impl Ledger {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
         let mut line = Vec::with_capacity(256);
-        if !ends_with_newline(&file)? {
+        if !checked_lines::ends_with_newline(&file)? {
             line.push(b'\n');
         }
         line.extend_from_slice(&encode(entry));
@@ -114,17 +115,7 @@ impl Ledger {
 
     /// Creates `<root>/usage` (0700) when missing; refuses a symbolic link or a file there.
     fn ensure_dir(&self) -> io::Result<()> {
-        use std::os::unix::fs::DirBuilderExt;
-        match std::fs::DirBuilder::new().mode(0o700).create(&self.dir) {
-            Ok(()) => return Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e),
-        }
-        if std::fs::symlink_metadata(&self.dir)?.is_dir() {
-            Ok(())
-        } else {
-            Err(io::Error::other(format!("{} is not a directory", self.dir.display())))
-        }
+        checked_lines::ensure_private_dir(&self.dir)
     }
 
     /// Every entry whose time is in `from..to` (epoch ms), reading only the months that
@@ -225,23 +216,9 @@ pub fn month_number(epoch_ms: u64) -> u64 {
     month_key(epoch_ms)
 }
 
-fn ends_with_newline(file: &File) -> io::Result<bool> {
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(true);
-    }
-    let mut last = [0u8; 1];
-    file.read_exact_at(&mut last, len - 1)?;
-    Ok(last[0] == b'\n')
-}
-
 /// One ledger line: checksum, space, JSON, newline.
 pub fn encode(entry: &LedgerEntry) -> Vec<u8> {
-    let json = serde_json::to_vec(entry).unwrap_or_default();
-    let mut line = format!("{:08x} ", crc32fast::hash(&json)).into_bytes();
-    line.extend_from_slice(&json);
-    line.push(b'\n');
-    line
+    checked_lines::encode(entry)
 }
 
 /// Adds the entries of one file's bytes in `from..to` to `read`.
@@ -306,15 +283,7 @@ fn decode_parallel(bytes: &[u8], from: u64, to: u64, read: &mut LedgerRead) {
 
 /// One line (without its newline), when its checksum and JSON are right.
 fn decode(line: &[u8]) -> Option<LedgerEntry> {
-    let (sum, json) = (line.get(..8)?, line.get(9..)?);
-    if line.get(8) != Some(&b' ') {
-        return None;
-    }
-    let sum = u32::from_str_radix(std::str::from_utf8(sum).ok()?, 16).ok()?;
-    if crc32fast::hash(json) != sum {
-        return None;
-    }
-    serde_json::from_slice(json).ok()
+    checked_lines::decode(line)
 }
 
 /// (year, month) of epoch ms, UTC.

@@ -227,16 +227,7 @@ impl DeliveryLock {
     /// Takes the lock if nobody holds it; `Ok(None)` when a deliverer does (or the run has no
     /// hook).
     pub fn try_take(run: &Dir) -> io::Result<Option<Self>> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match retry_eintr(|| {
-            run.os()
-                .files
-                .openat(run.fd(), Path::new(hook::SPEC_FILE), flags, Mode::empty())
-        }) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(fd) = open_spec(run)? else { return Ok(None) };
         match retry_eintr(|| fs::flock(&fd, FlockOperation::NonBlockingLockExclusive)) {
             Ok(()) => Ok(Some(Self { fd })),
             Err(Errno::WOULDBLOCK) => Ok(None),
@@ -249,18 +240,23 @@ impl DeliveryLock {
     /// Waits until nobody delivers the run's ends, then takes the lock; `Ok(None)` when the run
     /// has no hook.
     pub fn take(run: &Dir) -> io::Result<Option<Self>> {
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = match retry_eintr(|| {
-            run.os()
-                .files
-                .openat(run.fd(), Path::new(hook::SPEC_FILE), flags, Mode::empty())
-        }) {
-            Ok(fd) => fd,
-            Err(Errno::NOENT) => return Ok(None),
-            Err(e) => return Err(e.into()),
-        };
+        let Some(fd) = open_spec(run)? else { return Ok(None) };
         retry_eintr(|| fs::flock(&fd, FlockOperation::LockExclusive))?;
         Ok(Some(Self { fd }))
+    }
+}
+
+/// The run's `hook.json`, opened for its lock (`Ok(None)`: the run has no hook).
+fn open_spec(run: &Dir) -> io::Result<Option<OwnedFd>> {
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    match retry_eintr(|| {
+        run.os()
+            .files
+            .openat(run.fd(), Path::new(hook::SPEC_FILE), flags, Mode::empty())
+    }) {
+        Ok(fd) => Ok(Some(fd)),
+        Err(Errno::NOENT) => Ok(None),
+        Err(e) => Err(e.into()),
     }
 }
 

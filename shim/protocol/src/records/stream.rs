@@ -20,6 +20,7 @@
 //! `<run>/end.json` ([`EndMarker`]) says which end was recorded, so a second recorder — the
 //! runner and a lister that repaired it race — finds it done.
 
+use crate::files::checked_lines;
 use crate::files::dir::Dir;
 use crate::files::doc::ReadDoc;
 use crate::files::durability::{DocKind, DurabilityPolicy};
@@ -235,7 +236,7 @@ impl Stream {
 
     /// Creates `<root>/events` (0700) when missing.
     pub fn ensure_dir(&self) -> io::Result<()> {
-        ensure_private_dir(&self.dir)
+        checked_lines::ensure_private_dir(&self.dir)
     }
 
     /// Appends one event (not synced; see the module doc) and returns its cursor.
@@ -277,7 +278,7 @@ impl Stream {
     /// Takes the appenders' lock (creating the directory), and finishes an end whose
     /// recorder died.
     fn appender(&self) -> io::Result<Appender<'_>> {
-        ensure_private_dir(&self.dir)?;
+        checked_lines::ensure_private_dir(&self.dir)?;
         let dir = Dir::open(&self.dir)?;
         let lock = FileLock::exclusive(&dir, LOCK_FILE)?;
         let mut appender = Appender {
@@ -433,7 +434,7 @@ impl Appender<'_> {
             .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&path)?;
         let mut bytes = Vec::with_capacity(line.len() + 1);
-        if !ends_with_newline(&file)? {
+        if !checked_lines::ends_with_newline(&file)? {
             // A torn line of a dead appender stays a line of its own (its checksum fails).
             bytes.push(b'\n');
         }
@@ -684,47 +685,14 @@ fn complete_lines(bytes: &[u8]) -> impl Iterator<Item = &[u8]> {
     bytes[..end].split(|b| *b == b'\n').filter(|l| !l.is_empty())
 }
 
-fn ends_with_newline(file: &File) -> io::Result<bool> {
-    let len = file.metadata()?.len();
-    if len == 0 {
-        return Ok(true);
-    }
-    let mut last = [0u8; 1];
-    file.read_exact_at(&mut last, len - 1)?;
-    Ok(last[0] == b'\n')
-}
-
-fn ensure_private_dir(dir: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(e) => return Err(e),
-    }
-    if std::fs::symlink_metadata(dir)?.is_dir() {
-        Ok(())
-    } else {
-        Err(io::Error::other(format!("{} is not a directory", dir.display())))
-    }
-}
-
-/// One line: checksum, space, JSON, newline.
+/// One line of the log: checksum, space, the event's JSON, newline.
 pub fn encode(event: &StreamEvent) -> Vec<u8> {
-    let json = serde_json::to_vec(event).unwrap_or_default();
-    let mut line = format!("{:08x} ", crc32fast::hash(&json)).into_bytes();
-    line.extend_from_slice(&json);
-    line.push(b'\n');
-    line
+    checked_lines::encode(event)
 }
 
-/// The event of one line, when its checksum matches.
+/// The event of one line (without its newline), when its checksum matches.
 pub fn decode(line: &[u8]) -> Option<StreamEvent> {
-    let (crc, json) = (line.get(..8)?, line.get(9..)?);
-    let crc = u32::from_str_radix(std::str::from_utf8(crc).ok()?, 16).ok()?;
-    if line.get(8) != Some(&b' ') || crc32fast::hash(json) != crc {
-        return None;
-    }
-    serde_json::from_slice(json).ok()
+    checked_lines::decode(line)
 }
 
 #[cfg(test)]
